@@ -1,0 +1,178 @@
+//! The public file formats of SPEC §9 (scene, inputs, state, saves) and reading them safely:
+//! size limits before reading, JSON syntax errors with line and column, shape errors with the JSON
+//! path, and every message prefixed with the file's name.
+
+pub mod inputs;
+pub mod save;
+pub mod scene;
+pub mod state;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::json::Problem;
+
+/// Largest file the tool reads (scene, inputs, mod, save): 16 MiB.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Why a file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// It could not be read or written.
+    #[error("{file}: {message}")]
+    Io {
+        /// The file.
+        file: String,
+        /// What the system said.
+        message: String,
+    },
+    /// It is larger than [`MAX_FILE_BYTES`].
+    #[error("{file}: the file is {size} bytes; the limit is {MAX_FILE_BYTES}")]
+    TooLarge {
+        /// The file.
+        file: String,
+        /// Its size.
+        size: u64,
+    },
+    /// It is not JSON.
+    #[error("{file}: line {line} column {column}: {message}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the parser said.
+        message: String,
+    },
+    /// A value is wrong (JSON path inside the file).
+    #[error("{file}: {problem}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// Where and what.
+        problem: Problem,
+    },
+    /// A line of a JSON Lines file (or of a Lua source) is wrong.
+    #[error("{file}: line {line}: {message}")]
+    Line {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl FileError {
+    /// A path problem in `file`.
+    pub fn invalid(file: &str, problem: Problem) -> Self {
+        FileError::Invalid { file: file.to_owned(), problem }
+    }
+}
+
+/// The name to show for `path` in messages.
+pub fn display_name(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Reads a text file, refusing files over [`MAX_FILE_BYTES`] before reading them.
+pub fn read_text(path: &Path) -> Result<String, FileError> {
+    let file = display_name(path);
+    let io = |e: std::io::Error| FileError::Io { file: file.clone(), message: e.to_string() };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(FileError::TooLarge { file: file.clone(), size: meta.len() });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(FileError::TooLarge { file, size: bytes.len() as u64 });
+    }
+    String::from_utf8(bytes).map_err(|e| FileError::Io {
+        file: file.clone(),
+        message: format!("expected UTF-8 text, found an invalid byte at offset {}", e.utf8_error().valid_up_to()),
+    })
+}
+
+/// Parses JSON text; a syntax error names the line and column (nesting deeper than 128 levels is
+/// refused by the parser, never a stack overflow).
+pub fn parse_json(text: &str, file: &str) -> Result<Value, FileError> {
+    serde_json::from_str(text).map_err(|e| FileError::Syntax {
+        file: file.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    })
+}
+
+/// serde_json appends " at line L column C"; the message already says where.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename over
+/// the target, fsync of the directory. On any failure the previous file is left as it was.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    write_atomic_with(path, bytes, |_| Ok(()))
+}
+
+/// [`write_atomic`] with a step run between the write and the rename (tests use it to simulate a
+/// crash there).
+pub fn write_atomic_with(
+    path: &Path,
+    bytes: &[u8],
+    before_rename: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> Result<(), FileError> {
+    use std::io::Write;
+    let file = display_name(path);
+    let io = |e: std::io::Error| FileError::Io { file: file.clone(), message: e.to_string() };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path.file_name().ok_or_else(|| FileError::Io {
+        file: file.clone(),
+        message: "expected a file path, got a directory".into(),
+    })?;
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        before_rename(&tmp)?;
+        std::fs::rename(&tmp, path)?;
+        if let Ok(d) = std::fs::File::open(&dir) {
+            d.sync_all()?;
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_errors_name_line_and_column() {
+        let err = parse_json("{\n  \"a\": ,\n}", "s.json").unwrap_err();
+        assert_eq!(err.to_string(), "s.json: line 2 column 8: expected value");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let text = "[".repeat(100_000);
+        let err = parse_json(&text, "deep.json").unwrap_err();
+        assert!(err.to_string().contains("recursion limit exceeded"), "{err}");
+    }
+}

@@ -1,0 +1,42 @@
+//! The state document (SPEC §9): what the game looks like after the last tick, keys and orders
+//! exactly as specified.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::grid::ChunkPos;
+use crate::kits::streaming::Refusal;
+
+/// The focus as the state shows it: `{x, z}`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FocusXZ {
+    /// East-west, metres.
+    pub x: f64,
+    /// North-south, metres.
+    pub z: f64,
+}
+
+/// The final state of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StateDoc {
+    /// The last tick that ran.
+    pub tick: u64,
+    /// The active scene, `null` outside a scene.
+    pub scene: Option<String>,
+    /// The last focus, `null` when there is none.
+    pub focus: Option<FocusXZ>,
+    /// Loaded chunks, row order.
+    pub loaded: Vec<ChunkPos>,
+    /// Pending chunks, nearest-first.
+    pub pending: Vec<ChunkPos>,
+    /// Held refusals, by `z`, `x`, hook.
+    pub refusals: Vec<Refusal>,
+    /// Engine variables.
+    pub variables: IndexMap<String, Value>,
+    /// Ids of entities tagged `dormant`, sorted.
+    pub dormant: Vec<String>,
+}

@@ -1,0 +1,271 @@
+//! A game: a scene file made running. Builds the engine from a scene file (kits, mods, entities,
+//! first scene), applies inputs with the run loop of SPEC §10, and reports the state; saves and
+//! loads. This is what the command line drives, and what tests use.
+
+use std::path::Path;
+use std::rc::Rc;
+
+use serde_json::{json, Map, Value};
+
+use crate::files::inputs::{Action, InputLine, Inputs};
+use crate::files::scene::SceneFile;
+use crate::files::state::{FocusXZ, StateDoc};
+use crate::files::{display_name, parse_json, read_text, write_atomic, FileError};
+use crate::host::{Engine, EngineError, Log, PLAYER_MOVED};
+use crate::json::Problem;
+use crate::kits::builtin_catalog;
+use crate::kits::streaming::dormancy::DORMANT;
+use crate::kits::streaming::{StreamingService, STREAMING};
+use crate::mods;
+use crate::host::KitCatalog;
+
+/// Why a game could not be built or run.
+#[derive(Debug, thiserror::Error)]
+pub enum GameError {
+    /// One or more files are wrong (every problem found).
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Files(Vec<FileError>),
+    /// An input could not be applied (e.g. it names an entity that does not exist).
+    #[error("{file}: line {line}: {message}")]
+    Input {
+        /// The inputs file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl From<FileError> for GameError {
+    fn from(e: FileError) -> Self {
+        GameError::Files(vec![e])
+    }
+}
+
+/// A running game.
+pub struct Game {
+    engine: Engine,
+    streaming: Option<Rc<dyn StreamingService>>,
+    log: Log,
+}
+
+impl Game {
+    /// Builds a game from a scene file with the built-in kits.
+    pub fn from_scene_file(path: &Path) -> Result<Game, GameError> {
+        Self::from_scene_file_with(path, &builtin_catalog())
+    }
+
+    /// Builds a game from a scene file with the kits of `catalog`.
+    pub fn from_scene_file_with(path: &Path, catalog: &KitCatalog) -> Result<Game, GameError> {
+        let file = display_name(path);
+        let text = read_text(path)?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::from_scene_text(&text, &file, base, catalog)
+    }
+
+    /// Builds a game from scene JSON text; `file` names it in messages and `base_dir` is where
+    /// its mod paths are relative to.
+    pub fn from_scene_text(
+        text: &str,
+        file: &str,
+        base_dir: &Path,
+        catalog: &KitCatalog,
+    ) -> Result<Game, GameError> {
+        let value = parse_json(text, file)?;
+        let scene = SceneFile::from_json(&value).map_err(|p| FileError::invalid(file, p))?;
+        Self::from_scene(&scene, file, base_dir, catalog)
+    }
+
+    /// Builds a game from a parsed scene file. Every problem is checked before anything runs.
+    pub fn from_scene(
+        scene: &SceneFile,
+        file: &str,
+        base_dir: &Path,
+        catalog: &KitCatalog,
+    ) -> Result<Game, GameError> {
+        let invalid = |p: Problem| FileError::invalid(file, p);
+        let mut errors: Vec<FileError> = scene.problems().into_iter().map(invalid).collect();
+        let engine = Engine::new(catalog, &scene.kit_entries(), scene.scene_defs());
+        let mut engine = match engine {
+            Ok(e) => Some(e),
+            Err(list) => {
+                errors.extend(list.into_iter().map(|e| engine_error(file, e)));
+                None
+            }
+        };
+        let mut mod_files = Vec::new();
+        for (i, m) in scene.mods.iter().enumerate() {
+            let path = base_dir.join(m);
+            if !path.is_file() {
+                errors.push(invalid(Problem::new(
+                    format!("mods[{i}]"),
+                    format!("expected a mod file, but {} does not exist", display_name(&path)),
+                )));
+                continue;
+            }
+            match mods::read_mod(&path) {
+                Ok(f) => mod_files.push(f),
+                Err(list) => errors.extend(list),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(GameError::Files(errors));
+        }
+        let mut engine = engine.take().expect("no errors");
+        let log = Log::default();
+        mods::install(mod_files, &mut engine, scene.seed, &log).map_err(GameError::Files)?;
+        let entities = scene.entities.clone();
+        let control = scene.control.clone();
+        let world = crate::host::World::restore(entities, control)
+            .map_err(|(i, e)| invalid(Problem::new(format!("entities[{i}]"), e.to_string())))?;
+        engine.input(0, |e| e.replace_world(world));
+        let first = engine.scenes()[0].id.clone();
+        engine.input(0, |e| e.enter(&first)).map_err(|e| engine_error(file, e))?;
+        let streaming = engine.service::<dyn StreamingService>(STREAMING);
+        Ok(Game { engine, streaming, log })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The engine, mutably (to run ticks or inputs by hand).
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    /// The `world.streaming` service, if the scene enables the kit.
+    pub fn streaming(&self) -> Option<Rc<dyn StreamingService>> {
+        self.streaming.clone()
+    }
+
+    /// What mods logged so far, oldest first.
+    pub fn take_mod_log(&self) -> Vec<crate::host::LogLine> {
+        std::mem::take(&mut self.log.borrow_mut())
+    }
+
+    /// Runs one tick.
+    pub fn tick(&mut self) {
+        self.engine.tick();
+    }
+
+    /// Applies one input, stamped with its tick. Errors say what went wrong (the caller adds the
+    /// file and line).
+    pub fn apply(&mut self, input: &InputLine) -> Result<(), String> {
+        let stamp = input.tick;
+        let streaming = self.streaming.clone();
+        match &input.action {
+            Action::Save { path } => return self.save(Path::new(path)).map_err(|e| e.to_string()),
+            Action::Load { path } => return self.load(Path::new(path)).map_err(|e| e.to_string()),
+            _ => {}
+        }
+        self.engine.input(stamp, |e| -> Result<(), String> {
+            let w = |r: Result<(), crate::host::EntityError>| r.map_err(|e| e.to_string());
+            match &input.action {
+                Action::Move { entity, to } => w(e.world_mut().move_to(entity, *to)),
+                Action::PlayerMoved { at } => {
+                    at.position().check().map_err(|p| p.under("at").to_string())?;
+                    let mut data = Map::new();
+                    data.insert("x".into(), json!(at.x));
+                    if let Some(y) = at.y {
+                        data.insert("y".into(), json!(y));
+                    }
+                    data.insert("z".into(), json!(at.z));
+                    e.emit(PLAYER_MOVED, Value::Object(data));
+                    Ok(())
+                }
+                Action::Spawn { entity } => w(e.world_mut().spawn(entity.clone())),
+                Action::Despawn { entity } => w(e.world_mut().despawn(entity).map(drop)),
+                Action::Tag { entity, tag } => w(e.world_mut().tag(entity, tag)),
+                Action::Untag { entity, tag } => w(e.world_mut().untag(entity, tag)),
+                Action::Ride { entity, vehicle } => w(e.world_mut().ride(entity, vehicle)),
+                Action::Dismount { entity } => w(e.world_mut().dismount(entity)),
+                Action::Control { entity } => w(e.world_mut().set_control(entity.clone())),
+                Action::Leave {} => {
+                    e.leave();
+                    Ok(())
+                }
+                Action::Enter { scene } => e.enter(scene).map_err(|e| e.to_string()),
+                Action::Release { x, z } => {
+                    let s = streaming.as_ref().ok_or(format!("release needs the {STREAMING} kit"))?;
+                    s.release(crate::grid::ChunkPos::new(*x, *z));
+                    Ok(())
+                }
+                Action::Save { .. } | Action::Load { .. } => unreachable!("handled above"),
+            }
+        })
+    }
+
+    /// The run loop of SPEC §10: while the tick counter is below `target`, apply every input
+    /// stamped at most `counter + 1` (re-reading the counter after each), then run the next tick.
+    pub fn run(&mut self, inputs: &Inputs, target: u64) -> Result<(), GameError> {
+        let mut next = 0;
+        while self.engine.tick_count() < target {
+            while let Some(line) = inputs.lines.get(next) {
+                if line.input.tick > self.engine.tick_count() + 1 {
+                    break;
+                }
+                next += 1;
+                self.apply(&line.input).map_err(|message| GameError::Input {
+                    file: inputs.file.clone(),
+                    line: line.line,
+                    message,
+                })?;
+            }
+            if self.engine.tick_count() >= target {
+                break;
+            }
+            self.engine.tick();
+        }
+        Ok(())
+    }
+
+    /// The state document of SPEC §9.
+    pub fn state(&self) -> StateDoc {
+        let s = self.streaming.as_ref();
+        let active = self.engine.active_scene().is_some();
+        let mut dormant: Vec<String> = self
+            .engine
+            .world()
+            .iter()
+            .filter(|e| e.has_tag(DORMANT))
+            .map(|e| e.id.as_str().to_owned())
+            .collect();
+        dormant.sort();
+        StateDoc {
+            tick: self.engine.tick_count(),
+            scene: self.engine.active_scene().map(|s| s.id.clone()),
+            focus: s.and_then(|s| s.focus()).filter(|_| active).map(|f| FocusXZ { x: f.x, z: f.z }),
+            loaded: s.map(|s| s.loaded()).unwrap_or_default(),
+            pending: s.map(|s| s.pending()).unwrap_or_default(),
+            refusals: s.map(|s| s.refusals()).unwrap_or_default(),
+            variables: self.engine.variables().iter().map(|(k, v)| (k.to_owned(), v.clone())).collect(),
+            dormant,
+        }
+    }
+
+    /// Saves the game atomically to `path`.
+    pub fn save(&self, path: &Path) -> Result<(), FileError> {
+        let doc = self.engine.save_document();
+        let mut bytes = serde_json::to_vec_pretty(&doc).expect("plain data");
+        bytes.push(b'\n');
+        write_atomic(path, &bytes)
+    }
+
+    /// Loads a save from `path`; on any problem the game is unchanged.
+    pub fn load(&mut self, path: &Path) -> Result<(), FileError> {
+        let file = display_name(path);
+        let text = read_text(path)?;
+        let value = parse_json(&text, &file)?;
+        self.engine.load_document(&value).map_err(|p| FileError::invalid(&file, p))
+    }
+}
+
+fn engine_error(file: &str, e: EngineError) -> FileError {
+    match e {
+        EngineError::Config(p) => FileError::invalid(file, p),
+        other => FileError::invalid(file, Problem::new("", other.to_string())),
+    }
+}

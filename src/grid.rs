@@ -1,0 +1,276 @@
+//! Grid math of SPEC §1: positions, chunk coordinates, ring distance, the nearest-first order and
+//! ground bounds. Plain values and functions, no host types, so the planner can be tested and
+//! benchmarked alone.
+
+use std::cmp::Ordering;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::json::Problem;
+
+/// Largest absolute chunk coordinate the grid produces. `chunk_of` clamps to it so that integer
+/// arithmetic on neighbours (`x + 1`, `x - radius`) can never overflow, and so that a chunk centre
+/// is still exactly representable as `f64`.
+pub const MAX_CHUNK_COORD: i64 = 1 << 52;
+
+/// Largest absolute coordinate, in metres, accepted in any file or input.
+pub const MAX_COORDINATE: f64 = 1e15;
+
+/// A point in metres. `y` is carried but never used for streaming.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Position {
+    /// East-west coordinate in metres.
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub x: f64,
+    /// Height in metres; optional in files (default 0) and never used for streaming.
+    #[serde(default)]
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub y: f64,
+    /// North-south coordinate in metres.
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub z: f64,
+}
+
+impl Position {
+    /// A position on the ground plane (`y = 0`).
+    pub const fn new(x: f64, z: f64) -> Self {
+        Position { x, y: 0.0, z }
+    }
+
+    /// A problem at the offending key (`x`) when a coordinate is not finite or absurdly large.
+    pub fn check(&self) -> Result<(), Problem> {
+        for (name, v) in [("x", self.x), ("y", self.y), ("z", self.z)] {
+            if !v.is_finite() || v.abs() > MAX_COORDINATE {
+                return Err(Problem::new(
+                    name,
+                    format!("expected a finite number of metres within ±1e15, got {v}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A chunk of the XZ grid. Ordered in *row order*: by `z`, then `x`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkPos {
+    /// Column (east-west).
+    pub x: i64,
+    /// Row (north-south).
+    pub z: i64,
+}
+
+impl ChunkPos {
+    /// The chunk `(x, z)`.
+    pub const fn new(x: i64, z: i64) -> Self {
+        ChunkPos { x, z }
+    }
+
+    /// `max(|dx|, |dz|)`: the ring this chunk lies on around `centre`.
+    pub fn ring_distance(self, centre: ChunkPos) -> u64 {
+        self.x.abs_diff(centre.x).max(self.z.abs_diff(centre.z))
+    }
+}
+
+impl Ord for ChunkPos {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.z, self.x).cmp(&(other.z, other.x))
+    }
+}
+
+impl PartialOrd for ChunkPos {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::fmt::Display for ChunkPos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({}, {})", self.x, self.z)
+    }
+}
+
+/// The size of a chunk's side in metres, and the math that depends on it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Grid {
+    size: f64,
+}
+
+impl Grid {
+    /// A grid of `size`-metre chunks. `size` must be finite and positive (checked by the config).
+    pub fn new(size: f64) -> Self {
+        debug_assert!(size.is_finite() && size > 0.0);
+        Grid { size }
+    }
+
+    /// The side of a chunk in metres.
+    pub fn size(&self) -> f64 {
+        self.size
+    }
+
+    /// `(floor(x / size), floor(z / size))`, clamped to ±[`MAX_CHUNK_COORD`].
+    pub fn chunk_of(&self, pos: Position) -> ChunkPos {
+        ChunkPos::new(self.coord(pos.x), self.coord(pos.z))
+    }
+
+    fn coord(&self, v: f64) -> i64 {
+        let c = (v / self.size).floor();
+        let limit = MAX_CHUNK_COORD as f64;
+        // `as` saturates; the clamp keeps neighbours in range. NaN cannot reach here (checked input).
+        c.clamp(-limit, limit) as i64
+    }
+
+    /// Squared distance from `focus` to the centre of `chunk`, computed exactly as SPEC §1 says:
+    /// plain multiplications and additions, no `sqrt`, no fused multiply-add.
+    pub fn distance_sq(&self, focus: Position, chunk: ChunkPos) -> f64 {
+        let dx = (chunk.x as f64 + 0.5) * self.size - focus.x;
+        let dz = (chunk.z as f64 + 0.5) * self.size - focus.z;
+        dx * dx + dz * dz
+    }
+
+    /// The nearest-first order: squared distance to the chunk centre, then `z`, then `x`.
+    pub fn nearest_first(&self, focus: Position, a: ChunkPos, b: ChunkPos) -> Ordering {
+        self.distance_sq(focus, a)
+            .total_cmp(&self.distance_sq(focus, b))
+            .then(a.cmp(&b))
+    }
+
+    /// Whether `chunk`'s square overlaps `bounds` (always true without bounds).
+    pub fn overlaps(&self, chunk: ChunkPos, bounds: Option<&Bounds>) -> bool {
+        let Some(b) = bounds else { return true };
+        let s = self.size;
+        let (x0, x1) = (chunk.x as f64 * s, (chunk.x + 1) as f64 * s);
+        let (z0, z1) = (chunk.z as f64 * s, (chunk.z + 1) as f64 * s);
+        x0 < b.max_x && b.min_x < x1 && z0 < b.max_z && b.min_z < z1
+    }
+
+    /// The wanted square around `focus` (ring distance `<= radius`, minus chunks entirely outside
+    /// `bounds`), in row order.
+    pub fn square(
+        &self,
+        focus: ChunkPos,
+        radius: u32,
+        bounds: Option<&Bounds>,
+    ) -> impl Iterator<Item = ChunkPos> + '_ {
+        let r = i64::from(radius);
+        let bounds = bounds.copied();
+        (focus.z - r..=focus.z + r).flat_map(move |z| {
+            (focus.x - r..=focus.x + r)
+                .map(move |x| ChunkPos::new(x, z))
+                .filter(move |c| self.overlaps(*c, bounds.as_ref()))
+        })
+    }
+
+    /// [`Grid::square`] sorted nearest-first from the focus *position*.
+    pub fn around(&self, focus: Position, radius: u32, bounds: Option<&Bounds>) -> Vec<ChunkPos> {
+        let mut chunks: Vec<ChunkPos> = self.square(self.chunk_of(focus), radius, bounds).collect();
+        chunks.sort_unstable_by(|a, b| self.nearest_first(focus, *a, *b));
+        chunks
+    }
+}
+
+/// The half-open rectangle `[minX, maxX) × [minZ, maxZ)` of `world.ground`, in metres.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Bounds {
+    /// West edge (inclusive).
+    pub min_x: f64,
+    /// North edge (inclusive).
+    pub min_z: f64,
+    /// East edge (exclusive).
+    pub max_x: f64,
+    /// South edge (exclusive).
+    pub max_z: f64,
+}
+
+impl Bounds {
+    /// `Err` naming the offending key when the rectangle is not finite or is empty.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        for (k, v) in [
+            ("minX", self.min_x),
+            ("minZ", self.min_z),
+            ("maxX", self.max_x),
+            ("maxZ", self.max_z),
+        ] {
+            if !v.is_finite() || v.abs() > MAX_COORDINATE {
+                return Err((
+                    k.into(),
+                    format!("expected a finite number of metres within ±1e15, got {v}"),
+                ));
+            }
+        }
+        if self.min_x >= self.max_x {
+            return Err((
+                "maxX".into(),
+                format!("expected maxX > minX ({}), got {}", self.min_x, self.max_x),
+            ));
+        }
+        if self.min_z >= self.max_z {
+            return Err((
+                "maxZ".into(),
+                format!("expected maxZ > minZ ({}), got {}", self.min_z, self.max_z),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_of_floors_negative_coordinates() {
+        let g = Grid::new(32.0);
+        assert_eq!(g.chunk_of(Position::new(8.0, 8.0)), ChunkPos::new(0, 0));
+        assert_eq!(g.chunk_of(Position::new(-0.1, 31.99)), ChunkPos::new(-1, 0));
+        assert_eq!(g.chunk_of(Position::new(32.0, -32.0)), ChunkPos::new(1, -1));
+    }
+
+    #[test]
+    fn chunk_of_clamps_absurd_positions() {
+        let g = Grid::new(1e-9);
+        assert_eq!(g.chunk_of(Position::new(1e15, -1e15)).x, MAX_CHUNK_COORD);
+        assert_eq!(g.chunk_of(Position::new(1e15, -1e15)).z, -MAX_CHUNK_COORD);
+    }
+
+    #[test]
+    fn row_order_is_z_then_x() {
+        let mut v = vec![ChunkPos::new(1, 0), ChunkPos::new(0, 1), ChunkPos::new(-5, 0)];
+        v.sort();
+        assert_eq!(
+            v,
+            [ChunkPos::new(-5, 0), ChunkPos::new(1, 0), ChunkPos::new(0, 1)]
+        );
+    }
+
+    #[test]
+    fn nearest_first_breaks_ties_by_z_then_x() {
+        let g = Grid::new(32.0);
+        let order = g.around(Position::new(8.0, 8.0), 1, None);
+        assert_eq!(order[0], ChunkPos::new(0, 0));
+        assert_eq!(order[1], ChunkPos::new(0, -1));
+        assert_eq!(order[2], ChunkPos::new(-1, 0));
+        assert_eq!(order.len(), 9);
+    }
+
+    #[test]
+    fn ring_distance_never_overflows() {
+        let a = ChunkPos::new(i64::MAX, 0);
+        let b = ChunkPos::new(i64::MIN, 0);
+        assert_eq!(a.ring_distance(b), u64::MAX);
+    }
+
+    #[test]
+    fn a_chunk_partly_inside_the_bounds_overlaps() {
+        let g = Grid::new(32.0);
+        let b = Bounds { min_x: -10.0, min_z: 0.0, max_x: 40.0, max_z: 32.0 };
+        assert!(g.overlaps(ChunkPos::new(-1, 0), Some(&b)));
+        assert!(g.overlaps(ChunkPos::new(1, 0), Some(&b)));
+        assert!(!g.overlaps(ChunkPos::new(0, 1), Some(&b)), "touching the half-open edge");
+        assert!(!g.overlaps(ChunkPos::new(2, 0), Some(&b)));
+    }
+}

@@ -1,0 +1,413 @@
+//! The engine: owns the entities, the event bus, hooks, services, variables, scenes and kits, and
+//! runs the fixed tick loop. It knows no kit by type; kits are reached through [`Kit`] and services.
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use super::entity::{EntityError, World};
+use super::events::{Event, EventBus};
+use super::hooks::Hooks;
+use super::kit::{unmet_requirements, Install, Kit, KitCatalog, KitError, KitSpec, Problem};
+use super::scene::SceneDef;
+use super::services::Services;
+use super::variables::Variables;
+use crate::files::save::{SaveDoc, SAVE_FORMAT, SAVE_VERSION};
+
+/// A [`Ctx`] over the engine's fields, borrowed field by field so `self.kits` stays free.
+macro_rules! ctx {
+    ($engine:ident) => {
+        Ctx {
+            tick: $engine.tick,
+            world: &mut $engine.world,
+            events: &mut $engine.events,
+            hooks: &$engine.hooks,
+            services: &$engine.services,
+            variables: &mut $engine.variables,
+            scene: $engine.active.map(|i| &$engine.scenes[i]),
+        }
+    };
+}
+
+/// What a kit sees while it runs.
+pub struct Ctx<'a> {
+    /// The current tick (events are stamped with it).
+    pub tick: u64,
+    /// The entities.
+    pub world: &'a mut World,
+    /// The event bus.
+    pub events: &'a mut EventBus,
+    /// The hooks, to ask.
+    pub hooks: &'a Hooks,
+    /// The services of other kits.
+    pub services: &'a Services,
+    /// The variables.
+    pub variables: &'a mut Variables,
+    /// The active scene, if any.
+    pub scene: Option<&'a SceneDef>,
+}
+
+/// Why an engine could not be built or an operation was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    /// The scene file enables a kit the catalog does not have.
+    #[error("{path}: kit `{id}` is not installed; installed kits: {known}")]
+    UnknownKit {
+        /// JSON path of the kit entry.
+        path: String,
+        /// The id asked for.
+        id: String,
+        /// The installed ids.
+        known: String,
+    },
+    /// The same kit is enabled twice.
+    #[error("{path}: kit `{id}` is enabled twice")]
+    DuplicateKit {
+        /// JSON path of the second entry.
+        path: String,
+        /// The id.
+        id: String,
+    },
+    /// A kit's config or layer is wrong.
+    #[error("{0}")]
+    Config(Problem),
+    /// A kit's requirement is not met.
+    #[error("{0}")]
+    Requirement(String),
+    /// A kit could not start.
+    #[error(transparent)]
+    Kit(#[from] KitError),
+    /// An entity operation was refused.
+    #[error(transparent)]
+    Entity(#[from] EntityError),
+    /// A scene that does not exist.
+    #[error("no such scene `{name}`; scenes: {known}")]
+    NoSuchScene {
+        /// The name asked for.
+        name: String,
+        /// The scene ids.
+        known: String,
+    },
+}
+
+/// One kit to enable: its id and config, as a scene file gives them.
+#[derive(Debug, Clone)]
+pub struct KitEntry {
+    /// The kit id.
+    pub id: String,
+    /// Its config object.
+    pub config: Option<Value>,
+}
+
+/// The engine host (`game.engine`).
+pub struct Engine {
+    world: World,
+    events: EventBus,
+    hooks: Hooks,
+    services: Services,
+    variables: Variables,
+    scenes: Vec<SceneDef>,
+    active: Option<usize>,
+    kits: Vec<Box<dyn Kit>>,
+    tick: u64,
+}
+
+/// The id under which the host itself is listed; it is always present.
+pub const ENGINE_KIT: &str = "game.engine";
+
+impl Engine {
+    /// Builds the engine: every kit of `kits` from `catalog`, requirements checked, kits installed
+    /// and started. No scene is active yet. Returns every config problem found.
+    pub fn new(
+        catalog: &KitCatalog,
+        kits: &[KitEntry],
+        scenes: Vec<SceneDef>,
+    ) -> Result<Engine, Vec<EngineError>> {
+        let mut problems = Vec::new();
+        let mut built: Vec<Box<dyn Kit>> = Vec::new();
+        let mut manifests = Vec::new();
+        let mut seen = IndexMap::new();
+        if let Some(m) = catalog.manifest(ENGINE_KIT) {
+            manifests.push(m);
+        }
+        for (i, entry) in kits.iter().enumerate() {
+            let path = format!("kits[{i}]");
+            if seen.insert(entry.id.clone(), i).is_some() {
+                problems.push(EngineError::DuplicateKit { path, id: entry.id.clone() });
+                continue;
+            }
+            let Some(manifest) = catalog.manifest(&entry.id) else {
+                problems.push(EngineError::UnknownKit {
+                    path: format!("{path}.id"),
+                    id: entry.id.clone(),
+                    known: catalog.ids().collect::<Vec<_>>().join(", "),
+                });
+                continue;
+            };
+            if entry.id == ENGINE_KIT {
+                continue; // the host itself: already present
+            }
+            manifests.push(manifest);
+            let spec = KitSpec {
+                config: entry.config.as_ref(),
+                config_path: format!("{path}.config"),
+                scenes: &scenes,
+            };
+            match catalog.build(&entry.id, &spec).expect("manifest found above") {
+                Ok(kit) => built.push(kit),
+                Err(list) => problems.extend(list.into_iter().map(EngineError::Config)),
+            }
+        }
+        for (i, scene) in scenes.iter().enumerate() {
+            for (kit, _) in &scene.layers {
+                if !seen.contains_key(kit) {
+                    problems.push(EngineError::Config(Problem::new(
+                        format!("scenes[{i}].layers.{kit}"),
+                        format!("a layer for kit `{kit}`, which the scene file does not enable"),
+                    )));
+                }
+            }
+        }
+        problems.extend(unmet_requirements(&manifests).into_iter().map(EngineError::Requirement));
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let mut engine = Engine {
+            world: World::new(),
+            events: EventBus::default(),
+            hooks: Hooks::default(),
+            services: Services::default(),
+            variables: Variables::default(),
+            scenes,
+            active: None,
+            kits: built,
+            tick: 0,
+        };
+        for kit in &mut engine.kits {
+            kit.install(&mut Install {
+                hooks: &mut engine.hooks,
+                services: &mut engine.services,
+                variables: &mut engine.variables,
+            });
+        }
+        for kit in &mut engine.kits {
+            kit.start(&engine.services).map_err(|e| vec![e.into()])?;
+        }
+        Ok(engine)
+    }
+
+    /// The tick counter: the last tick that ran (0 before tick 1).
+    pub fn tick_count(&self) -> u64 {
+        self.tick
+    }
+
+    /// The entities.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The variables.
+    pub fn variables(&self) -> &Variables {
+        &self.variables
+    }
+
+    /// The hooks (mods register their handlers here).
+    pub fn hooks_mut(&mut self) -> &mut Hooks {
+        &mut self.hooks
+    }
+
+    /// The hooks.
+    pub fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+
+    /// The services.
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+
+    /// The service `name` with interface `T`.
+    pub fn service<T: ?Sized + 'static>(&self, name: &str) -> Option<std::rc::Rc<T>> {
+        self.services.get(name)
+    }
+
+    /// The scenes.
+    pub fn scenes(&self) -> &[SceneDef] {
+        &self.scenes
+    }
+
+    /// The active scene, if any.
+    pub fn active_scene(&self) -> Option<&SceneDef> {
+        self.active.map(|i| &self.scenes[i])
+    }
+
+    /// The delivered events so far, oldest first.
+    pub fn events(&self) -> &[Event] {
+        self.events.log()
+    }
+
+    /// Takes the delivered events, oldest first.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        self.events.take_log()
+    }
+
+    /// Runs one tick: the counter advances, every kit ticks in order, events are delivered.
+    pub fn tick(&mut self) {
+        self.tick += 1;
+        self.events.set_tick(self.tick);
+        for i in 0..self.kits.len() {
+            let mut ctx = ctx!(self);
+            self.kits[i].tick(&mut ctx);
+            self.settle();
+        }
+    }
+
+    /// Runs `f` as an input stamped with tick `stamp`: its events carry that tick, and kits hear
+    /// of the entity changes and events it caused before it returns.
+    pub fn input<R>(&mut self, stamp: u64, f: impl FnOnce(&mut Engine) -> R) -> R {
+        self.events.set_tick(stamp);
+        let r = f(self);
+        self.settle();
+        r
+    }
+
+    /// Replaces every entity (used when a game is built from a file); kits hear of every entity.
+    pub fn replace_world(&mut self, world: World) {
+        let ids: Vec<_> = world.iter().map(|e| e.id.clone()).collect();
+        self.world = world;
+        for id in ids {
+            self.world.mark_changed(id);
+        }
+    }
+
+    /// Mutable access to the entities (changes are reported to kits when the input settles).
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+
+    /// Emits an event from outside the kits (e.g. `player.moved` from an input).
+    pub fn emit(&mut self, event: &str, data: Value) {
+        self.events.emit(event, data);
+    }
+
+    /// Leaves the active scene, if any.
+    pub fn leave(&mut self) {
+        if self.active.take().is_none() {
+            return;
+        }
+        self.each_kit(|kit, ctx| kit.on_leave(ctx));
+    }
+
+    /// Enters scene `name`, leaving the active one first.
+    pub fn enter(&mut self, name: &str) -> Result<(), EngineError> {
+        let index = self.scene_index(name)?;
+        self.leave();
+        self.active = Some(index);
+        self.each_kit(|kit, ctx| {
+            let scene = ctx.scene.expect("just made active");
+            kit.on_enter(scene, ctx)
+        });
+        Ok(())
+    }
+
+    /// The index of scene `name`.
+    pub fn scene_index(&self, name: &str) -> Result<usize, EngineError> {
+        self.scenes.iter().position(|s| s.id == name).ok_or_else(|| EngineError::NoSuchScene {
+            name: name.to_owned(),
+            known: self.scenes.iter().map(|s| s.id.as_str()).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    fn each_kit(&mut self, mut f: impl FnMut(&mut dyn Kit, &mut Ctx<'_>)) {
+        for i in 0..self.kits.len() {
+            let mut ctx = ctx!(self);
+            f(self.kits[i].as_mut(), &mut ctx);
+            self.settle();
+        }
+    }
+
+    /// The save document of the current game: the host's part and every kit's section.
+    pub fn save_document(&self) -> SaveDoc {
+        SaveDoc {
+            schema: None,
+            format: SAVE_FORMAT.to_owned(),
+            version: SAVE_VERSION,
+            tick: self.tick,
+            scene: self.active_scene().map(|s| s.id.clone()),
+            control: self.world.control().cloned(),
+            entities: self.world.iter().cloned().collect(),
+            variables: self.variables.iter().map(|(k, v)| (k.to_owned(), v.clone())).collect(),
+            kits: self.kits.iter().filter_map(|k| Some((k.id().to_owned(), k.save()?))).collect(),
+        }
+    }
+
+    /// Loads a save document. The whole document is validated first (format, version, every
+    /// field, each kit's section); on any problem nothing changes. Restoring emits no events and
+    /// calls no hooks or callbacks.
+    pub fn load_document(&mut self, value: &Value) -> Result<(), Problem> {
+        let format = value.get("format").and_then(Value::as_str);
+        if format != Some(SAVE_FORMAT) {
+            return Err(Problem::new("format", format!("expected \"{SAVE_FORMAT}\"; this is not a save of this tool")));
+        }
+        match value.get("version").and_then(Value::as_u64) {
+            Some(v) if v == u64::from(SAVE_VERSION) => {}
+            Some(v) if v > u64::from(SAVE_VERSION) => {
+                return Err(Problem::new(
+                    "version",
+                    format!("save version {v} is newer than this build reads (up to {SAVE_VERSION})"),
+                ))
+            }
+            _ => return Err(Problem::new("version", format!("expected {SAVE_VERSION}"))),
+        }
+        let doc: SaveDoc = crate::json::from_value(value, "")?;
+        let active = match &doc.scene {
+            None => None,
+            Some(name) => Some(self.scene_index(name).map_err(|e| Problem::new("scene", e.to_string()))?),
+        };
+        if doc.entities.len() > crate::files::scene::MAX_ENTITIES {
+            return Err(Problem::new("entities", "too many entities"));
+        }
+        let world = World::restore(doc.entities, doc.control)
+            .map_err(|(i, e)| Problem::new(format!("entities[{i}]"), e.to_string()))?;
+        for id in doc.kits.keys() {
+            if !self.kits.iter().any(|k| k.id() == id) {
+                return Err(Problem::new(format!("kits.{id}"), format!("a section for kit `{id}`, which this scene does not enable")));
+            }
+        }
+        let scene = active.map(|i| &self.scenes[i]);
+        let mut prepared = Vec::with_capacity(self.kits.len());
+        for kit in &self.kits {
+            prepared.push(kit.prepare_load(doc.kits.get(kit.id()), scene)?);
+        }
+        // Everything checked: commit.
+        self.world = world;
+        self.tick = doc.tick;
+        self.events.set_tick(doc.tick);
+        self.active = active;
+        self.variables.replace(doc.variables);
+        for (i, p) in prepared.into_iter().enumerate() {
+            let mut ctx = ctx!(self);
+            self.kits[i].commit_load(p, &mut ctx);
+        }
+        self.world.take_changed();
+        Ok(())
+    }
+
+    /// Delivers queued events and entity changes to every kit until nothing is left.
+    fn settle(&mut self) {
+        loop {
+            if self.world.has_changes() {
+                let changed = self.world.take_changed();
+                for kit in &mut self.kits {
+                    let mut ctx = ctx!(self);
+                    kit.on_entities_changed(&changed, &mut ctx);
+                }
+                continue;
+            }
+            let Some(event) = self.events.next_undelivered() else { break };
+            for kit in &mut self.kits {
+                let mut ctx = ctx!(self);
+                kit.on_event(&event, &mut ctx);
+            }
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! Entities of the `game.engine` host: typed ids, tags, positions and `rides` links, kept in spawn
+//! order, plus the `character.control` link and a log of what changed since kits last looked.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::grid::Position;
+
+/// The tag that makes an entity a candidate for the player.
+pub const PLAYER_TAG: &str = "player";
+
+/// The id of an entity, as written in scene and input files.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct EntityId(#[schemars(with = "String")] Arc<str>);
+
+impl EntityId {
+    /// The id `name`.
+    pub fn new(name: &str) -> Self {
+        EntityId(Arc::from(name))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for EntityId {
+    fn from(s: &str) -> Self {
+        EntityId::new(s)
+    }
+}
+
+impl fmt::Display for EntityId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One entity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Entity {
+    /// Unique id.
+    pub id: EntityId,
+    /// Tags, e.g. `player`, `vehicle`, `streamable`, `dormant`.
+    #[serde(default)]
+    pub tags: BTreeSet<String>,
+    /// Where it is.
+    pub position: Position,
+    /// The vehicle it rides, if any. A link to an entity that no longer exists counts as absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rides: Option<EntityId>,
+}
+
+impl Entity {
+    /// Whether the entity carries `tag`.
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags.contains(tag)
+    }
+}
+
+/// Why an entity operation was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EntityError {
+    /// The entity named does not exist.
+    #[error("no such entity `{0}`")]
+    NoSuchEntity(EntityId),
+    /// The vehicle named does not exist.
+    #[error("no such vehicle `{0}`")]
+    NoSuchVehicle(EntityId),
+    /// Spawning an id that is already taken.
+    #[error("an entity `{0}` already exists")]
+    Duplicate(EntityId),
+    /// A `rides` link that would close a loop.
+    #[error("`{0}` riding `{1}` would close a loop of rides")]
+    RideLoop(EntityId, EntityId),
+    /// A position that is not finite or absurdly large.
+    #[error("position of `{0}`: {1}")]
+    BadPosition(EntityId, String),
+}
+
+/// All entities, in spawn order.
+#[derive(Debug, Default, Clone)]
+pub struct World {
+    entities: IndexMap<EntityId, Entity>,
+    /// Spawn sequence number of each entity tagged `player`: "the first by spawn order" is the
+    /// first key, found without scanning.
+    players: BTreeMap<u64, EntityId>,
+    seq: HashMap<EntityId, u64>,
+    next_seq: u64,
+    control: Option<EntityId>,
+    changed: Vec<EntityId>,
+}
+
+impl World {
+    /// An empty world.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of entities.
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Whether there are no entities.
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    /// The entity `id`.
+    pub fn get(&self, id: &EntityId) -> Option<&Entity> {
+        self.entities.get(id)
+    }
+
+    /// All entities in spawn order.
+    pub fn iter(&self) -> impl Iterator<Item = &Entity> {
+        self.entities.values()
+    }
+
+    /// The `character.control` link (it may name an entity that no longer exists).
+    pub fn control(&self) -> Option<&EntityId> {
+        self.control.as_ref()
+    }
+
+    /// The player: the controlled character if it exists, else the first entity by spawn order
+    /// tagged `player`.
+    pub fn player(&self) -> Option<&Entity> {
+        self.control
+            .as_ref()
+            .and_then(|id| self.entities.get(id))
+            .or_else(|| {
+                let (_, id) = self.players.first_key_value()?;
+                self.entities.get(id)
+            })
+    }
+
+    /// The vehicle `entity` rides, when the link names an existing entity.
+    pub fn vehicle_of(&self, entity: &Entity) -> Option<&Entity> {
+        entity.rides.as_ref().and_then(|v| self.entities.get(v))
+    }
+
+    /// Adds an entity at the end of the spawn order.
+    pub fn spawn(&mut self, entity: Entity) -> Result<(), EntityError> {
+        if self.entities.contains_key(&entity.id) {
+            return Err(EntityError::Duplicate(entity.id));
+        }
+        entity
+            .position
+            .check()
+            .map_err(|e| EntityError::BadPosition(entity.id.clone(), e.to_string()))?;
+        if let Some(v) = &entity.rides {
+            if !self.entities.contains_key(v) {
+                return Err(EntityError::NoSuchVehicle(v.clone()));
+            }
+            self.check_no_loop(&entity.id, v)?;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if entity.has_tag(PLAYER_TAG) {
+            self.players.insert(seq, entity.id.clone());
+        }
+        self.seq.insert(entity.id.clone(), seq);
+        self.changed.push(entity.id.clone());
+        self.entities.insert(entity.id.clone(), entity);
+        Ok(())
+    }
+
+    /// Removes an entity; links naming it remain but count as absent.
+    pub fn despawn(&mut self, id: &EntityId) -> Result<Entity, EntityError> {
+        let entity = self
+            .entities
+            .shift_remove(id)
+            .ok_or_else(|| EntityError::NoSuchEntity(id.clone()))?;
+        if let Some(seq) = self.seq.remove(id) {
+            self.players.remove(&seq);
+        }
+        self.changed.push(id.clone());
+        Ok(entity)
+    }
+
+    /// Moves an entity (riding never moves the rider: only this entity changes).
+    pub fn move_to(&mut self, id: &EntityId, to: Position) -> Result<(), EntityError> {
+        to.check().map_err(|e| EntityError::BadPosition(id.clone(), e.to_string()))?;
+        let e = self.entity_mut(id)?;
+        e.position = to;
+        self.changed.push(id.clone());
+        Ok(())
+    }
+
+    /// Adds a tag; kits hear of the change.
+    pub fn tag(&mut self, id: &EntityId, tag: &str) -> Result<(), EntityError> {
+        self.set_tag(id, tag, true)?;
+        self.changed.push(id.clone());
+        Ok(())
+    }
+
+    /// Removes a tag; kits hear of the change.
+    pub fn untag(&mut self, id: &EntityId, tag: &str) -> Result<(), EntityError> {
+        self.set_tag(id, tag, false)?;
+        self.changed.push(id.clone());
+        Ok(())
+    }
+
+    /// Sets or clears a tag that a kit derives itself (such as `dormant`): the change is not
+    /// reported back to kits. Does nothing when the entity does not exist.
+    pub fn set_derived_tag(&mut self, id: &EntityId, tag: &str, on: bool) {
+        let _ = self.set_tag(id, tag, on);
+    }
+
+    fn set_tag(&mut self, id: &EntityId, tag: &str, on: bool) -> Result<(), EntityError> {
+        let e = self
+            .entities
+            .get_mut(id)
+            .ok_or_else(|| EntityError::NoSuchEntity(id.clone()))?;
+        let had = e.tags.contains(tag);
+        if on && !had {
+            e.tags.insert(tag.to_owned());
+        } else if !on && had {
+            e.tags.remove(tag);
+        }
+        if tag == PLAYER_TAG && on != had {
+            let seq = self.seq[id];
+            if on {
+                self.players.insert(seq, id.clone());
+            } else {
+                self.players.remove(&seq);
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes `id` ride `vehicle`, refusing links that would close a loop.
+    pub fn ride(&mut self, id: &EntityId, vehicle: &EntityId) -> Result<(), EntityError> {
+        self.entity_mut(id)?;
+        if !self.entities.contains_key(vehicle) {
+            return Err(EntityError::NoSuchVehicle(vehicle.clone()));
+        }
+        self.check_no_loop(id, vehicle)?;
+        self.entity_mut(id)?.rides = Some(vehicle.clone());
+        self.changed.push(id.clone());
+        Ok(())
+    }
+
+    /// Clears `id`'s `rides` link.
+    pub fn dismount(&mut self, id: &EntityId) -> Result<(), EntityError> {
+        self.entity_mut(id)?.rides = None;
+        self.changed.push(id.clone());
+        Ok(())
+    }
+
+    /// Sets the `character.control` entity (`None` clears it).
+    pub fn set_control(&mut self, id: Option<EntityId>) -> Result<(), EntityError> {
+        if let Some(id) = &id {
+            self.entity_mut(id)?;
+        }
+        self.control = id;
+        Ok(())
+    }
+
+    /// The ids changed (spawned, despawned, moved, tagged, untagged, linked) since the last call.
+    pub fn take_changed(&mut self) -> Vec<EntityId> {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Reports `id` as changed to kits at the next settle.
+    pub fn mark_changed(&mut self, id: EntityId) {
+        self.changed.push(id);
+    }
+
+    /// Whether anything changed since the last [`World::take_changed`].
+    pub fn has_changes(&self) -> bool {
+        !self.changed.is_empty()
+    }
+
+    /// Builds a world from saved entities (spawn order) and control link. `rides` links may name
+    /// entities that no longer exist (they count as absent) but may not form a loop. Nothing is
+    /// reported as changed.
+    pub fn restore(entities: Vec<Entity>, control: Option<EntityId>) -> Result<World, (usize, EntityError)> {
+        let mut world = World::new();
+        let mut links = Vec::new();
+        for (i, mut e) in entities.into_iter().enumerate() {
+            if let Some(v) = e.rides.take() {
+                links.push((i, e.id.clone(), v));
+            }
+            world.spawn(e).map_err(|err| (i, err))?;
+        }
+        for (i, id, vehicle) in links {
+            world.check_no_loop(&id, &vehicle).map_err(|err| (i, err))?;
+            world.entities.get_mut(&id).expect("spawned above").rides = Some(vehicle);
+        }
+        world.control = control;
+        world.changed.clear();
+        Ok(world)
+    }
+
+    fn entity_mut(&mut self, id: &EntityId) -> Result<&mut Entity, EntityError> {
+        self.entities
+            .get_mut(id)
+            .ok_or_else(|| EntityError::NoSuchEntity(id.clone()))
+    }
+
+    /// Walks `vehicle`'s chain of existing rides links; reaching `rider` would close a loop.
+    fn check_no_loop(&self, rider: &EntityId, vehicle: &EntityId) -> Result<(), EntityError> {
+        let mut at = Some(vehicle);
+        let mut steps = 0usize;
+        while let Some(v) = at {
+            if v == rider {
+                return Err(EntityError::RideLoop(rider.clone(), vehicle.clone()));
+            }
+            steps += 1;
+            if steps > self.entities.len() {
+                break; // cannot happen while the invariant holds; never loop forever
+            }
+            at = self.entities.get(v).and_then(|e| e.rides.as_ref());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ent(id: &str, tags: &[&str]) -> Entity {
+        Entity {
+            id: id.into(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            position: Position::new(0.0, 0.0),
+            rides: None,
+        }
+    }
+
+    #[test]
+    fn the_player_is_the_controlled_character_else_the_first_tagged_player() {
+        let mut w = World::new();
+        w.spawn(ent("a", &[])).unwrap();
+        w.spawn(ent("b", &["player"])).unwrap();
+        w.spawn(ent("c", &["player"])).unwrap();
+        assert_eq!(w.player().unwrap().id.as_str(), "b");
+        w.set_control(Some("a".into())).unwrap();
+        assert_eq!(w.player().unwrap().id.as_str(), "a");
+        w.despawn(&"a".into()).unwrap();
+        assert_eq!(w.player().unwrap().id.as_str(), "b", "a dangling control link is absent");
+        w.untag(&"b".into(), "player").unwrap();
+        assert_eq!(w.player().unwrap().id.as_str(), "c");
+    }
+
+    #[test]
+    fn rides_links_never_form_a_loop() {
+        let mut w = World::new();
+        for id in ["a", "b", "c"] {
+            w.spawn(ent(id, &[])).unwrap();
+        }
+        assert!(matches!(w.ride(&"a".into(), &"a".into()), Err(EntityError::RideLoop(..))));
+        w.ride(&"a".into(), &"b".into()).unwrap();
+        w.ride(&"b".into(), &"c".into()).unwrap();
+        assert!(matches!(w.ride(&"c".into(), &"a".into()), Err(EntityError::RideLoop(..))));
+    }
+
+    #[test]
+    fn respawning_a_dangling_vehicle_cannot_close_a_loop() {
+        let mut w = World::new();
+        w.spawn(ent("a", &[])).unwrap();
+        w.spawn(ent("b", &[])).unwrap();
+        w.ride(&"a".into(), &"b".into()).unwrap();
+        w.despawn(&"b".into()).unwrap();
+        let mut b = ent("b", &[]);
+        b.rides = Some("a".into());
+        assert!(matches!(w.spawn(b), Err(EntityError::RideLoop(..))));
+    }
+
+    #[test]
+    fn derived_tags_are_not_reported_as_changes() {
+        let mut w = World::new();
+        w.spawn(ent("a", &[])).unwrap();
+        w.take_changed();
+        w.set_derived_tag(&"a".into(), "dormant", true);
+        assert!(!w.has_changes());
+        assert!(w.get(&"a".into()).unwrap().has_tag("dormant"));
+    }
+}

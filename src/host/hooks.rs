@@ -1,0 +1,210 @@
+//! Cancellable hooks: a kit declares a hook, mods answer it. Handlers run in mod order with a
+//! read-only payload; the first cancel wins and later handlers are not asked. A handler that fails
+//! is reported as a `mod.error` event and counts as not cancelling.
+
+use std::fmt;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::events::{EventBus, MOD_ERROR};
+
+/// Asked before a chunk loads: `{x, z}`.
+pub const HOOK_CHUNK_LOAD: &str = "world.chunk.load";
+/// Asked before a loaded chunk is released: `{x, z}`.
+pub const HOOK_CHUNK_UNLOAD: &str = "world.chunk.unload";
+
+/// The id of a mod (a JSON mod's `id`, a Lua mod's file stem).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ModId(Arc<str>);
+
+impl ModId {
+    /// The id `name`.
+    pub fn new(name: &str) -> Self {
+        ModId(Arc::from(name))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ModId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One read-only field of a hook's payload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HookValue {
+    /// An integer, such as a chunk coordinate.
+    Int(i64),
+    /// A number.
+    Number(f64),
+    /// A flag.
+    Bool(bool),
+}
+
+/// The payload of one hook ask: named fields, in declaration order.
+#[derive(Debug, Clone, Copy)]
+pub struct HookArgs<'a> {
+    /// The hook's name.
+    pub hook: &'a str,
+    /// Its read-only fields.
+    pub fields: &'a [(&'static str, HookValue)],
+}
+
+impl HookArgs<'_> {
+    /// The integer field `name`, if present.
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.fields.iter().find_map(|(k, v)| match v {
+            HookValue::Int(i) if *k == name => Some(*i),
+            _ => None,
+        })
+    }
+}
+
+/// A mod's decision to cancel a hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cancel {
+    /// The mod that cancelled.
+    pub by: ModId,
+    /// Its reason (may be empty).
+    pub reason: String,
+}
+
+/// A mod that failed while answering a hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModFailure {
+    /// The mod.
+    pub by: ModId,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// What one handler answers.
+pub type HookAnswer = Result<Option<Cancel>, ModFailure>;
+
+/// Something that answers hooks: one Lua handler, or a group of consecutive JSON mods.
+pub trait HookHandler {
+    /// Answers one ask. `Ok(None)` lets the change happen.
+    fn ask(&self, args: &HookArgs<'_>) -> HookAnswer;
+}
+
+/// Why a hook could not be registered.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HookError {
+    /// No kit declared a hook of that name.
+    #[error("unknown hook `{hook}`; expected one of: {known}")]
+    UnknownHook {
+        /// The name asked for.
+        hook: String,
+        /// The declared hooks, comma-separated.
+        known: String,
+    },
+}
+
+/// The declared hooks and their handlers, in mod order.
+#[derive(Default)]
+pub struct Hooks {
+    handlers: IndexMap<String, Vec<Box<dyn HookHandler>>>,
+}
+
+impl Hooks {
+    /// Declares a cancellable hook (done by the kit that asks it).
+    pub fn declare(&mut self, hook: &str) {
+        self.handlers.entry(hook.to_owned()).or_default();
+    }
+
+    /// Whether `hook` was declared.
+    pub fn is_declared(&self, hook: &str) -> bool {
+        self.handlers.contains_key(hook)
+    }
+
+    /// The declared hook names.
+    pub fn declared(&self) -> impl Iterator<Item = &str> {
+        self.handlers.keys().map(String::as_str)
+    }
+
+    /// Appends a handler to `hook` (handlers are asked in registration order).
+    pub fn register(&mut self, hook: &str, handler: Box<dyn HookHandler>) -> Result<(), HookError> {
+        match self.handlers.get_mut(hook) {
+            Some(list) => {
+                list.push(handler);
+                Ok(())
+            }
+            None => Err(HookError::UnknownHook {
+                hook: hook.to_owned(),
+                known: self.handlers.keys().cloned().collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
+
+    /// Whether anyone answers `hook`.
+    pub fn has_handlers(&self, hook: &str) -> bool {
+        self.handlers.get(hook).is_some_and(|l| !l.is_empty())
+    }
+
+    /// Asks `args.hook`: the first cancel wins; failures are emitted as `mod.error` and count as
+    /// not cancelling.
+    pub fn ask(&self, args: &HookArgs<'_>, events: &mut EventBus) -> Option<Cancel> {
+        let list = self.handlers.get(args.hook)?;
+        for handler in list {
+            match handler.ask(args) {
+                Ok(Some(cancel)) => return Some(cancel),
+                Ok(None) => {}
+                Err(failure) => events.emit(
+                    MOD_ERROR,
+                    json!({ "mod": failure.by.as_str(), "hook": args.hook, "message": failure.message }),
+                ),
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed(HookAnswer);
+    impl HookHandler for Fixed {
+        fn ask(&self, _: &HookArgs<'_>) -> HookAnswer {
+            self.0.clone()
+        }
+    }
+
+    fn cancel(by: &str) -> HookAnswer {
+        Ok(Some(Cancel { by: ModId::new(by), reason: "r".into() }))
+    }
+
+    #[test]
+    fn the_first_cancel_wins_and_failures_are_reported() {
+        let mut hooks = Hooks::default();
+        hooks.declare("h");
+        let fail = Err(ModFailure { by: ModId::new("bad"), message: "boom".into() });
+        hooks.register("h", Box::new(Fixed(fail))).unwrap();
+        hooks.register("h", Box::new(Fixed(Ok(None)))).unwrap();
+        hooks.register("h", Box::new(Fixed(cancel("first")))).unwrap();
+        hooks.register("h", Box::new(Fixed(cancel("second")))).unwrap();
+        let mut bus = EventBus::default();
+        let got = hooks.ask(&HookArgs { hook: "h", fields: &[] }, &mut bus);
+        assert_eq!(got.unwrap().by.as_str(), "first");
+        let e = bus.next_undelivered().unwrap();
+        assert_eq!(e.event, MOD_ERROR);
+        assert_eq!(e.data, json!({"mod": "bad", "hook": "h", "message": "boom"}));
+    }
+
+    #[test]
+    fn registering_an_undeclared_hook_names_the_known_ones() {
+        let mut hooks = Hooks::default();
+        hooks.declare("a");
+        let err = hooks.register("b", Box::new(Fixed(Ok(None)))).unwrap_err();
+        assert_eq!(err.to_string(), "unknown hook `b`; expected one of: a");
+    }
+}

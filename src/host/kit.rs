@@ -1,0 +1,196 @@
+//! Kits are plugins: a [`Kit`] is built from its scene-file config by a factory in a
+//! [`KitCatalog`], declares its hooks and services at install, and is then driven by the engine.
+//! Adding a kit means adding a catalog entry, never editing the host.
+
+use std::any::Any;
+
+use indexmap::IndexMap;
+use semver::{Version, VersionReq};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::entity::EntityId;
+use super::events::Event;
+use super::scene::SceneDef;
+use super::{Ctx, Hooks, Services};
+pub use crate::json::{join_path, Problem};
+
+/// A kit's manifest (`kit.json`): what it is, what it provides and what it needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KitManifest {
+    /// The kit's id, e.g. `world.streaming`.
+    pub id: String,
+    /// The kit's own version.
+    pub version: Version,
+    /// Interfaces it provides, with their versions.
+    #[serde(default)]
+    pub provides: IndexMap<String, Version>,
+    /// Interfaces it needs, with semver requirements (`^1`).
+    #[serde(default)]
+    pub requires: IndexMap<String, VersionReq>,
+    /// Documentation of its config keys and their defaults.
+    #[serde(default)]
+    pub config: IndexMap<String, Value>,
+}
+
+impl KitManifest {
+    /// A manifest providing `id` at `version`, with no requirements.
+    pub fn simple(id: &str, version: &str) -> Self {
+        let version = Version::parse(version).expect("a valid version literal");
+        KitManifest {
+            id: id.to_owned(),
+            provides: IndexMap::from([(id.to_owned(), version.clone())]),
+            version,
+            requires: IndexMap::new(),
+            config: IndexMap::new(),
+        }
+    }
+}
+
+/// Checks that every kit's requirements are provided by the kits enabled together with it.
+/// Returns one message per unmet requirement, saying which kit needs which.
+pub fn unmet_requirements(manifests: &[&KitManifest]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for kit in manifests {
+        for (name, req) in &kit.requires {
+            let offers: Vec<(&str, &Version)> = manifests
+                .iter()
+                .filter_map(|m| m.provides.get(name).map(|v| (m.id.as_str(), v)))
+                .collect();
+            if offers.iter().any(|(_, v)| req.matches(v)) {
+                continue;
+            }
+            let found = match offers.first() {
+                None => "no enabled kit provides it".to_owned(),
+                Some((by, v)) => format!("but {by} provides {name} {v}"),
+            };
+            problems.push(format!("kit {} requires {name}@{req}, {found}", kit.id));
+        }
+    }
+    problems
+}
+
+/// What a kit factory is given: its config and every scene (for its layers).
+pub struct KitSpec<'a> {
+    /// The kit's `config` object, if the scene file gave one.
+    pub config: Option<&'a Value>,
+    /// JSON path of the config (`kits[2].config`), for error messages.
+    pub config_path: String,
+    /// The scenes of the file; a kit reads `layers[<its id>]` of each.
+    pub scenes: &'a [SceneDef],
+}
+
+impl KitSpec<'_> {
+    /// JSON path of scene `index`'s layer for kit `id`.
+    pub fn layer_path(index: usize, id: &str) -> String {
+        format!("scenes[{index}].layers.{id}")
+    }
+}
+
+/// Builds a kit from its spec, or lists what is wrong with the config.
+pub type KitFactory = Box<dyn Fn(&KitSpec<'_>) -> Result<Box<dyn Kit>, Vec<Problem>>>;
+
+/// The kits a host can enable, by id.
+#[derive(Default)]
+pub struct KitCatalog {
+    entries: IndexMap<String, (KitManifest, KitFactory)>,
+}
+
+impl KitCatalog {
+    /// Adds (or replaces) a kit.
+    pub fn add(&mut self, manifest: KitManifest, factory: KitFactory) -> &mut Self {
+        self.entries.insert(manifest.id.clone(), (manifest, factory));
+        self
+    }
+
+    /// The manifest of kit `id`.
+    pub fn manifest(&self, id: &str) -> Option<&KitManifest> {
+        self.entries.get(id).map(|(m, _)| m)
+    }
+
+    /// Builds kit `id`.
+    pub fn build(&self, id: &str, spec: &KitSpec<'_>) -> Option<Result<Box<dyn Kit>, Vec<Problem>>> {
+        self.entries.get(id).map(|(_, f)| f(spec))
+    }
+
+    /// Known kit ids.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+}
+
+/// What a kit may touch while installing: declare hooks, provide services.
+pub struct Install<'a> {
+    /// Hooks; declare the ones this kit asks.
+    pub hooks: &'a mut Hooks,
+    /// Services; provide this kit's.
+    pub services: &'a mut Services,
+    /// Variables; give this kit's their value before tick 1.
+    pub variables: &'a mut super::Variables,
+}
+
+/// Why a kit could not start or load its save section.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum KitError {
+    /// A service the kit needs is missing.
+    #[error("kit {kit} needs the service `{service}`, which no enabled kit provides")]
+    MissingService {
+        /// The kit.
+        kit: String,
+        /// The service.
+        service: String,
+    },
+    /// The kit's save section is wrong.
+    #[error("{0}")]
+    BadSave(Problem),
+}
+
+/// A prepared, validated save section, applied later by [`Kit::commit_load`].
+pub type PreparedSection = Box<dyn Any>;
+
+/// A kit: a plugin of the engine. Every method has a default that does nothing.
+pub trait Kit {
+    /// The kit's id, e.g. `world.streaming`.
+    fn id(&self) -> &str;
+
+    /// Declares hooks and provides services.
+    fn install(&mut self, _host: &mut Install<'_>) {}
+
+    /// Once every kit is installed: look up the services of the kits it builds on.
+    fn start(&mut self, _services: &Services) -> Result<(), KitError> {
+        Ok(())
+    }
+
+    /// A scene was entered.
+    fn on_enter(&mut self, _scene: &SceneDef, _ctx: &mut Ctx<'_>) {}
+
+    /// The active scene is being left.
+    fn on_leave(&mut self, _ctx: &mut Ctx<'_>) {}
+
+    /// An event was emitted (delivered to every kit in emission order).
+    fn on_event(&mut self, _event: &Event, _ctx: &mut Ctx<'_>) {}
+
+    /// These entities were spawned, despawned, moved, tagged, untagged or relinked.
+    fn on_entities_changed(&mut self, _changed: &[EntityId], _ctx: &mut Ctx<'_>) {}
+
+    /// One fixed tick.
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+
+    /// This kit's section of a save, if it keeps state.
+    fn save(&self) -> Option<Value> {
+        None
+    }
+
+    /// Validates this kit's save section completely, without changing anything.
+    fn prepare_load(
+        &self,
+        _section: Option<&Value>,
+        _scene: Option<&SceneDef>,
+    ) -> Result<Option<PreparedSection>, Problem> {
+        Ok(None)
+    }
+
+    /// Applies a section validated by [`Kit::prepare_load`]; emits nothing, calls no hooks.
+    fn commit_load(&mut self, _prepared: Option<PreparedSection>, _ctx: &mut Ctx<'_>) {}
+}

@@ -1,0 +1,29 @@
+//! The `game.engine` host: entities, tags and `rides` links ([`World`]), the ordered event bus,
+//! cancellable hooks, the service registry, variables, scenes, kits as plugins, and the fixed tick
+//! loop ([`Engine`]). It knows no kit by type.
+
+mod engine;
+mod entity;
+mod events;
+mod hooks;
+mod kit;
+mod scene;
+mod services;
+mod variables;
+
+pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
+pub use entity::{Entity, EntityError, EntityId, World, PLAYER_TAG};
+pub use events::{
+    chunk_data, Event, EventBus, Log, LogLine, CHUNK_LOADED, CHUNK_UNLOADED, MOD_ERROR, PLAYER_MOVED,
+};
+pub use hooks::{
+    Cancel, HookAnswer, HookArgs, HookError, HookHandler, HookValue, Hooks, ModFailure, ModId,
+    HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD,
+};
+pub use kit::{
+    join_path, unmet_requirements, Install, Kit, KitCatalog, KitError, KitFactory, KitManifest,
+    KitSpec, PreparedSection, Problem,
+};
+pub use scene::SceneDef;
+pub use services::Services;
+pub use variables::Variables;

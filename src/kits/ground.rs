@@ -1,0 +1,111 @@
+//! `world.ground`: the ground the world stands on, with optional half-open bounds in metres.
+//! It provides the `world.ground` service, which `world.streaming` asks for the bounds.
+
+use std::rc::Rc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::grid::Bounds;
+use crate::host::{Install, Kit, KitManifest, KitSpec, Problem};
+use crate::json::from_value;
+
+/// The kit and service id.
+pub const GROUND: &str = "world.ground";
+
+/// The kit's manifest.
+pub fn manifest() -> KitManifest {
+    let mut m = KitManifest::simple(GROUND, "1.0.0");
+    m.requires.insert("game.engine".into(), "^1".parse().expect("valid requirement"));
+    m.config.insert(
+        "bounds".into(),
+        serde_json::json!({ "type": "object", "default": null,
+            "doc": "half-open rectangle {minX, minZ, maxX, maxZ} in metres; absent = unbounded" }),
+    );
+    m
+}
+
+/// `world.ground` config.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GroundConfig {
+    /// The extent of the ground; absent means unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<Bounds>,
+}
+
+impl GroundConfig {
+    /// Parses and checks a config object; problems are located under `path`.
+    pub fn parse(value: Option<&serde_json::Value>, path: &str) -> Result<Self, Problem> {
+        let Some(value) = value else { return Ok(Self::default()) };
+        let config: GroundConfig = from_value(value, path)?;
+        if let Some(b) = &config.bounds {
+            b.check().map_err(|(key, msg)| Problem::new(format!("{path}.bounds.{key}"), msg))?;
+        }
+        Ok(config)
+    }
+}
+
+/// What other kits may ask of the ground.
+pub trait GroundService {
+    /// The bounds, if the ground has any.
+    fn bounds(&self) -> Option<Bounds>;
+}
+
+struct Ground(Option<Bounds>);
+
+impl GroundService for Ground {
+    fn bounds(&self) -> Option<Bounds> {
+        self.0
+    }
+}
+
+/// The `world.ground` kit.
+pub struct GroundKit {
+    config: GroundConfig,
+}
+
+impl GroundKit {
+    /// A ground with `config`.
+    pub fn new(config: GroundConfig) -> Self {
+        GroundKit { config }
+    }
+
+    /// The catalog factory.
+    pub fn from_spec(spec: &KitSpec<'_>) -> Result<Box<dyn Kit>, Vec<Problem>> {
+        let config = GroundConfig::parse(spec.config, &spec.config_path).map_err(|p| vec![p])?;
+        Ok(Box::new(GroundKit::new(config)))
+    }
+}
+
+impl Kit for GroundKit {
+    fn id(&self) -> &str {
+        GROUND
+    }
+
+    fn install(&mut self, host: &mut Install<'_>) {
+        host.services.provide::<dyn GroundService>(GROUND, Rc::new(Ground(self.config.bounds)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn empty_bounds_are_refused_with_their_path() {
+        let v = json!({ "bounds": { "minX": 0, "minZ": 0, "maxX": 0, "maxZ": 10 } });
+        let err = GroundConfig::parse(Some(&v), "kits[1].config").unwrap_err();
+        assert_eq!(err.path, "kits[1].config.bounds.maxX");
+        assert!(err.message.contains("expected maxX > minX"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let v = json!({ "bounds": { "minX": 0, "minZ": 0, "maxX": 1, "maxZ": 1, "maxY": 3 } });
+        let err = GroundConfig::parse(Some(&v), "kits[1].config").unwrap_err();
+        assert_eq!(err.path, "kits[1].config.bounds.maxY");
+        assert!(err.message.contains("unknown field `maxY`"), "{err}");
+    }
+}

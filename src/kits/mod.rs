@@ -1,0 +1,20 @@
+//! The kits this crate ships: `world.ground` (the extent of the ground) and `world.streaming`
+//! (which chunks are live), plus the catalog that lets a host enable them.
+
+pub mod ground;
+pub mod streaming;
+
+use crate::host::{KitCatalog, KitManifest, ENGINE_KIT};
+
+/// A catalog with `game.engine` (the host itself), `world.ground` and `world.streaming`.
+/// Add your own kits to it with [`KitCatalog::add`].
+pub fn builtin_catalog() -> KitCatalog {
+    let mut catalog = KitCatalog::default();
+    catalog.add(
+        KitManifest::simple(ENGINE_KIT, "1.0.0"),
+        Box::new(|_| unreachable!("the host is never built as a kit")),
+    );
+    catalog.add(ground::manifest(), Box::new(ground::GroundKit::from_spec));
+    catalog.add(streaming::manifest(), Box::new(streaming::StreamingKit::from_spec));
+    catalog
+}

@@ -1,0 +1,90 @@
+//! The `world.streaming` service: what other kits, mods and tests may ask of the kit. Reach it
+//! through the service registry as `Rc<dyn StreamingService>`, never as the concrete kit.
+
+use std::cell::{Cell, RefCell};
+use std::rc::{Rc, Weak};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::grid::{ChunkPos, Position};
+use crate::host::ModId;
+
+use super::config::{BudgetMs, Radius};
+
+/// A held refusal as the service and the files show it: `{x, z, hook, mod, reason}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Refusal {
+    /// Chunk column.
+    pub x: i64,
+    /// Chunk row.
+    pub z: i64,
+    /// `world.chunk.load` or `world.chunk.unload`.
+    pub hook: String,
+    /// The mod that cancelled.
+    #[serde(rename = "mod")]
+    pub by: String,
+    /// Its reason.
+    pub reason: String,
+}
+
+/// A chunk callback: `(chunk, loaded)`.
+pub type ChunkCallback = Box<dyn FnMut(ChunkPos, bool)>;
+
+pub(crate) struct Subscriber {
+    pub(crate) alive: Cell<bool>,
+    pub(crate) callback: RefCell<ChunkCallback>,
+}
+
+/// The handle `on_chunk` returns; [`ChunkSubscription::unsubscribe`] stops the callbacks.
+/// Dropping the handle keeps the subscription.
+#[must_use = "keep the handle to be able to unsubscribe"]
+pub struct ChunkSubscription {
+    pub(crate) subscriber: Weak<Subscriber>,
+    pub(crate) list: Weak<RefCell<Vec<Rc<Subscriber>>>>,
+}
+
+impl ChunkSubscription {
+    /// Stops the callbacks (also for a release or load already being announced).
+    pub fn unsubscribe(self) {
+        if let Some(s) = self.subscriber.upgrade() {
+            s.alive.set(false);
+            if let Some(list) = self.list.upgrade() {
+                if let Ok(mut list) = list.try_borrow_mut() {
+                    list.retain(|x| !Rc::ptr_eq(x, &s));
+                }
+            }
+        }
+    }
+}
+
+/// What the `world.streaming` kit offers other kits, mods and tests.
+pub trait StreamingService {
+    /// Loaded chunks in row order (`z`, then `x`).
+    fn loaded(&self) -> Vec<ChunkPos>;
+    /// Wanted, unloaded, unrefused chunks, nearest-first.
+    fn pending(&self) -> Vec<ChunkPos>;
+    /// Whether `chunk` is loaded.
+    fn is_loaded(&self, chunk: ChunkPos) -> bool;
+    /// The chunk containing `pos`.
+    fn chunk_of(&self, pos: Position) -> ChunkPos;
+    /// The wanted square around `pos` (current radius, ground bounds), nearest-first.
+    fn around(&self, pos: Position) -> Vec<ChunkPos>;
+    /// Calls `callback(chunk, loaded)` on every load and release, in subscription order.
+    fn on_chunk(&self, callback: ChunkCallback) -> ChunkSubscription;
+    /// The side of a chunk in metres.
+    fn chunk_size(&self) -> f64;
+    /// Held refusals, by `z`, then `x`, then hook.
+    fn refusals(&self) -> Vec<Refusal>;
+    /// Drops the refusal held at `chunk`, if any; returns whether one was held.
+    fn release(&self, chunk: ChunkPos) -> bool;
+    /// The last focus (`None` outside a scene or before any focus).
+    fn focus(&self) -> Option<Position>;
+    /// The radius in force from the next tick (mod > scene layer > config).
+    fn radius(&self) -> u32;
+    /// A mod sets the radius (from the next tick on; saved with the game).
+    fn set_radius(&self, by: &ModId, radius: Radius);
+    /// A mod sets the load budget (from the next tick on; saved with the game).
+    fn set_budget_ms(&self, by: &ModId, budget: BudgetMs);
+}

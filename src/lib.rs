@@ -1,0 +1,39 @@
+//! # world-streaming
+//!
+//! The `world.streaming` kit of a data-driven game engine, and the small engine host it plugs into.
+//!
+//! Every tick the kit decides which square chunks of the XZ grid are live around the focus (the
+//! vehicle the player rides, else the player, else the last `player.moved`), loads wanted chunks
+//! nearest-first within a fixed per-tick budget, releases chunks beyond `radius + 1`, tags
+//! `streamable` entities `dormant` while their chunk is not loaded, and tells the kits that build
+//! through `world.chunk.loaded` / `world.chunk.unloaded` events and `on_chunk` callbacks. Mods
+//! (JSON, or sandboxed Lua) may cancel the hooks `world.chunk.load` / `world.chunk.unload`.
+//!
+//! The layout follows the architecture:
+//! - [`grid`]: positions, chunks, ring distance, the nearest-first order, bounds;
+//! - [`host`]: the `game.engine` host (entities, events, hooks, services, variables, scenes, kits,
+//!   the tick loop);
+//! - [`kits`]: `world.ground` and `world.streaming` (its pure planner in `kits::streaming::plan`);
+//! - [`mods`]: JSON mods and the Lua sandbox;
+//! - [`files`]: the public file formats (scene, inputs, state, saves) and their schemas;
+//! - [`game`]: a scene file made running: inputs applied, ticks run, state and saves written;
+//! - [`replay`]: recorded runs and their verification.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod files;
+pub mod game;
+pub mod grid;
+pub mod host;
+pub mod json;
+pub mod kits;
+pub mod mods;
+
+/// The names most programs need.
+pub mod prelude {
+    pub use crate::game::{Game, GameError};
+    pub use crate::grid::{ChunkPos, Position};
+    pub use crate::host::{Engine, EntityId, Event, Kit, KitCatalog};
+    pub use crate::kits::builtin_catalog;
+    pub use crate::kits::streaming::{StreamingService, STREAMING};
+}

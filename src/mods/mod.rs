@@ -1,0 +1,170 @@
+//! Mods: JSON mods ([`json`]) and sandboxed Lua mods ([`lua`]), read from the files a scene lists
+//! and installed as hook handlers in mod order. Consecutive JSON mods of a hook share one indexed
+//! handler; each Lua mod runs in its own sandboxed state.
+
+pub mod json;
+pub mod lua;
+
+use std::path::Path;
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+use serde_json::json;
+
+use crate::files::{parse_json, read_text, FileError};
+use crate::host::{Engine, HookHandler, Log, ModId, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, MOD_ERROR};
+use crate::json::{from_value, Problem};
+use crate::kits::streaming::{StreamingService, STREAMING};
+
+use self::json::{JsonMod, JsonRules};
+
+/// The `hook` reported in `mod.error` when a Lua mod fails while loading (outside any hook).
+pub const LOAD_HOOK: &str = "mod.load";
+
+/// A mod file, read and checked.
+pub struct ModFile {
+    /// The file's name, for messages.
+    pub file: String,
+    /// The mod's id: a JSON mod's `id`, a Lua mod's file stem.
+    pub id: ModId,
+    /// Its content.
+    pub source: ModSource,
+}
+
+/// What a mod file holds.
+pub enum ModSource {
+    /// A JSON mod.
+    Json(JsonMod),
+    /// Lua source text (syntax already checked).
+    Lua(String),
+}
+
+/// Reads a mod file: `.json` or `.lua` by extension. Returns every problem found.
+pub fn read_mod(path: &Path) -> Result<ModFile, Vec<FileError>> {
+    let file = crate::files::display_name(path);
+    let text = read_text(path).map_err(|e| vec![e])?;
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("json") => {
+            let value = parse_json(&text, &file).map_err(|e| vec![e])?;
+            let m: JsonMod = from_value(&value, "").map_err(|p| vec![FileError::invalid(&file, p)])?;
+            let mut problems: Vec<FileError> =
+                m.problems().into_iter().map(|p| FileError::invalid(&file, p)).collect();
+            if let Some(h) = &m.hook {
+                if h != HOOK_CHUNK_LOAD && h != HOOK_CHUNK_UNLOAD && !h.contains('.') {
+                    problems.push(FileError::invalid(
+                        &file,
+                        Problem::new("hook", format!("expected a hook name such as {HOOK_CHUNK_UNLOAD}, got {h:?}")),
+                    ));
+                }
+            }
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+            Ok(ModFile { id: ModId::new(&m.id), file, source: ModSource::Json(m) })
+        }
+        Some("lua") => {
+            lua::check_syntax(&text, &file).map_err(|e| vec![e])?;
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            Ok(ModFile { id: ModId::new(&stem), file, source: ModSource::Lua(text) })
+        }
+        _ => Err(vec![FileError::Io {
+            file,
+            message: "expected a mod file ending in .json or .lua".into(),
+        }]),
+    }
+}
+
+/// One handler slot of a hook, in mod order.
+enum Slot {
+    Json(JsonRules),
+    Lua(Box<dyn HookHandler>),
+}
+
+/// Installs `mods` into `engine` in mod order: `set`s applied (the last wins), hook handlers
+/// registered, Lua mods run in their sandboxes. A Lua mod failing at load is reported as a
+/// `mod.error` event (hook `mod.load`) and keeps the handlers it registered before failing.
+pub fn install(mods: Vec<ModFile>, engine: &mut Engine, seed: u64, log: &Log) -> Result<(), Vec<FileError>> {
+    let streaming: Option<Rc<dyn StreamingService>> = engine.service(STREAMING);
+    let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
+    let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
+    let mut errors = Vec::new();
+    let mut failures = Vec::new();
+    for (index, m) in mods.into_iter().enumerate() {
+        match m.source {
+            ModSource::Json(j) => {
+                if let Some(set) = j.set {
+                    match &streaming {
+                        Some(s) => {
+                            if let Some(r) = set.radius {
+                                s.set_radius(&m.id, r);
+                            }
+                            if let Some(b) = set.budget_ms {
+                                s.set_budget_ms(&m.id, b);
+                            }
+                        }
+                        None => errors.push(FileError::invalid(
+                            &m.file,
+                            Problem::new("set", format!("needs the {STREAMING} kit, which the scene does not enable")),
+                        )),
+                    }
+                }
+                let Some(hook) = j.hook else { continue };
+                if !declared.contains(&hook) {
+                    errors.push(FileError::invalid(
+                        &m.file,
+                        Problem::new("hook", format!("unknown hook {hook:?}; expected one of: {}", declared.join(", "))),
+                    ));
+                    continue;
+                }
+                if !j.cancel {
+                    continue; // a rule that never cancels changes nothing
+                }
+                let list = slots.entry(hook).or_default();
+                if !matches!(list.last(), Some(Slot::Json(_))) {
+                    list.push(Slot::Json(JsonRules::default()));
+                }
+                if let Some(Slot::Json(rules)) = list.last_mut() {
+                    rules.push(m.id.clone(), j.matches.unwrap_or_default(), j.reason);
+                }
+            }
+            ModSource::Lua(source) => {
+                let setup = lua::LuaSetup {
+                    file: &m.file,
+                    id: m.id.clone(),
+                    seed: seed.wrapping_add(index as u64),
+                    streaming: streaming.clone(),
+                    hooks: &declared,
+                    log: log.clone(),
+                    limits: lua::LuaLimits::default(),
+                };
+                match lua::load(&source, setup) {
+                    Ok(loaded) => {
+                        for (hook, handler) in loaded.handlers {
+                            slots.entry(hook).or_default().push(Slot::Lua(handler));
+                        }
+                        if let Some(message) = loaded.error {
+                            failures.push((m.id.clone(), message));
+                        }
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    for (by, message) in failures {
+        engine.input(0, |e| e.emit(MOD_ERROR, json!({ "mod": by.as_str(), "hook": LOAD_HOOK, "message": message })));
+    }
+    for (hook, list) in slots {
+        for slot in list {
+            let handler: Box<dyn HookHandler> = match slot {
+                Slot::Json(rules) => Box::new(rules),
+                Slot::Lua(h) => h,
+            };
+            engine.hooks_mut().register(&hook, handler).expect("declared hooks only");
+        }
+    }
+    Ok(())
+}
