@@ -1,0 +1,71 @@
+//! Helpers shared by the integration tests: build a game from JSON text, run inputs, read events.
+#![allow(dead_code)]
+
+use std::path::Path;
+
+use serde_json::Value;
+use world_streaming::files::inputs::Inputs;
+use world_streaming::game::Game;
+use world_streaming::grid::ChunkPos;
+use world_streaming::kits::builtin_catalog;
+
+/// A game from scene JSON (mod paths relative to `dir`).
+pub fn game_in(scene: &Value, dir: &Path) -> Game {
+    Game::from_scene_text(&scene.to_string(), "scene.json", dir, &builtin_catalog())
+        .unwrap_or_else(|e| panic!("scene refused: {e}"))
+}
+
+/// A game from scene JSON without mods.
+pub fn game(scene: &Value) -> Game {
+    game_in(scene, Path::new("."))
+}
+
+/// Parses JSON Lines inputs.
+pub fn inputs(lines: &[Value]) -> Inputs {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    Inputs::parse(&text, "inputs.jsonl").unwrap_or_else(|e| panic!("inputs refused: {e:?}"))
+}
+
+/// Runs `inputs` up to tick `target`.
+pub fn run(game: &mut Game, lines: &[Value], target: u64) {
+    game.run(&inputs(lines), target).unwrap_or_else(|e| panic!("run failed: {e}"));
+}
+
+/// The event log as `(tick, name, data)` JSON lines.
+pub fn event_lines(game: &Game) -> Vec<String> {
+    game.engine()
+        .events()
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect()
+}
+
+/// `(x, z)` pairs of the chunk events named `name`, with their ticks.
+pub fn chunk_events(game: &Game, name: &str) -> Vec<(u64, i64, i64)> {
+    game.engine()
+        .events()
+        .iter()
+        .filter(|e| e.event == name)
+        .map(|e| (e.tick, e.data["x"].as_i64().unwrap(), e.data["z"].as_i64().unwrap()))
+        .collect()
+}
+
+/// Shorthand for a chunk.
+pub fn c(x: i64, z: i64) -> ChunkPos {
+    ChunkPos::new(x, z)
+}
+
+/// The standard kits with a streaming config.
+pub fn kits(streaming: Value) -> Value {
+    serde_json::json!([
+        { "id": "game.engine" },
+        { "id": "world.ground" },
+        { "id": "world.streaming", "config": streaming }
+    ])
+}
+
+/// Applies one input line now.
+pub fn apply(game: &mut Game, line: Value) {
+    let input = world_streaming::files::inputs::parse_line(&line.to_string()).unwrap();
+    game.apply(&input).unwrap_or_else(|e| panic!("input refused: {e}"));
+}
