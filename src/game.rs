@@ -11,13 +11,13 @@ use crate::files::inputs::{Action, InputLine, Inputs};
 use crate::files::scene::SceneFile;
 use crate::files::state::{FocusXZ, StateDoc};
 use crate::files::{display_name, parse_json, read_text, write_atomic, FileError};
+use crate::host::KitCatalog;
 use crate::host::{Engine, EngineError, Log, PLAYER_MOVED};
 use crate::json::Problem;
 use crate::kits::builtin_catalog;
 use crate::kits::streaming::dormancy::DORMANT;
 use crate::kits::streaming::{StreamingService, STREAMING};
 use crate::mods;
-use crate::host::KitCatalog;
 
 /// Why a game could not be built or run.
 #[derive(Debug, thiserror::Error)]
@@ -100,7 +100,10 @@ impl Game {
             if !path.is_file() {
                 errors.push(invalid(Problem::new(
                     format!("mods[{i}]"),
-                    format!("expected a mod file, but {} does not exist", display_name(&path)),
+                    format!(
+                        "expected a mod file, but {} does not exist",
+                        display_name(&path)
+                    ),
                 )));
                 continue;
             }
@@ -121,9 +124,15 @@ impl Game {
             .map_err(|(i, e)| invalid(Problem::new(format!("entities[{i}]"), e.to_string())))?;
         engine.input(0, |e| e.replace_world(world));
         let first = engine.scenes()[0].id.clone();
-        engine.input(0, |e| e.enter(&first)).map_err(|e| engine_error(file, e))?;
+        engine
+            .input(0, |e| e.enter(&first))
+            .map_err(|e| engine_error(file, e))?;
         let streaming = engine.service::<dyn StreamingService>(STREAMING);
-        Ok(Game { engine, streaming, log })
+        Ok(Game {
+            engine,
+            streaming,
+            log,
+        })
     }
 
     /// The engine.
@@ -166,7 +175,9 @@ impl Game {
             match &input.action {
                 Action::Move { entity, to } => w(e.world_mut().move_to(entity, *to)),
                 Action::PlayerMoved { at } => {
-                    at.position().check().map_err(|p| p.under("at").to_string())?;
+                    at.position()
+                        .check()
+                        .map_err(|p| p.under("at").to_string())?;
                     let mut data = Map::new();
                     data.insert("x".into(), json!(at.x));
                     if let Some(y) = at.y {
@@ -189,7 +200,9 @@ impl Game {
                 }
                 Action::Enter { scene } => e.enter(scene).map_err(|e| e.to_string()),
                 Action::Release { x, z } => {
-                    let s = streaming.as_ref().ok_or(format!("release needs the {STREAMING} kit"))?;
+                    let s = streaming
+                        .as_ref()
+                        .ok_or(format!("release needs the {STREAMING} kit"))?;
                     s.release(crate::grid::ChunkPos::new(*x, *z));
                     Ok(())
                 }
@@ -201,6 +214,17 @@ impl Game {
     /// The run loop of SPEC §10: while the tick counter is below `target`, apply every input
     /// stamped at most `counter + 1` (re-reading the counter after each), then run the next tick.
     pub fn run(&mut self, inputs: &Inputs, target: u64) -> Result<(), GameError> {
+        self.run_with(inputs, target, |_: &Engine, _| {})
+    }
+
+    /// [`Game::run`], calling `after_tick(engine, cost)` after every tick with the wall-clock time
+    /// the tick took (for progress bars, profiles and recordings; the simulation never reads it).
+    pub fn run_with(
+        &mut self,
+        inputs: &Inputs,
+        target: u64,
+        mut after_tick: impl FnMut(&Engine, std::time::Duration),
+    ) -> Result<(), GameError> {
         let mut next = 0;
         while self.engine.tick_count() < target {
             while let Some(line) = inputs.lines.get(next) {
@@ -208,16 +232,20 @@ impl Game {
                     break;
                 }
                 next += 1;
-                self.apply(&line.input).map_err(|message| GameError::Input {
-                    file: inputs.file.clone(),
-                    line: line.line,
-                    message,
-                })?;
+                self.apply(&line.input)
+                    .map_err(|message| GameError::Input {
+                        file: inputs.file.clone(),
+                        line: line.line,
+                        message,
+                    })?;
             }
             if self.engine.tick_count() >= target {
                 break;
             }
+            let start = std::time::Instant::now();
             self.engine.tick();
+            let cost = start.elapsed();
+            after_tick(&self.engine, cost);
         }
         Ok(())
     }
@@ -237,11 +265,19 @@ impl Game {
         StateDoc {
             tick: self.engine.tick_count(),
             scene: self.engine.active_scene().map(|s| s.id.clone()),
-            focus: s.and_then(|s| s.focus()).filter(|_| active).map(|f| FocusXZ { x: f.x, z: f.z }),
+            focus: s
+                .and_then(|s| s.focus())
+                .filter(|_| active)
+                .map(|f| FocusXZ { x: f.x, z: f.z }),
             loaded: s.map(|s| s.loaded()).unwrap_or_default(),
             pending: s.map(|s| s.pending()).unwrap_or_default(),
             refusals: s.map(|s| s.refusals()).unwrap_or_default(),
-            variables: self.engine.variables().iter().map(|(k, v)| (k.to_owned(), v.clone())).collect(),
+            variables: self
+                .engine
+                .variables()
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.clone()))
+                .collect(),
             dormant,
         }
     }
@@ -259,7 +295,9 @@ impl Game {
         let file = display_name(path);
         let text = read_text(path)?;
         let value = parse_json(&text, &file)?;
-        self.engine.load_document(&value).map_err(|p| FileError::invalid(&file, p))
+        self.engine
+            .load_document(&value)
+            .map_err(|p| FileError::invalid(&file, p))
     }
 }
 

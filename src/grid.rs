@@ -239,11 +239,19 @@ mod tests {
 
     #[test]
     fn row_order_is_z_then_x() {
-        let mut v = vec![ChunkPos::new(1, 0), ChunkPos::new(0, 1), ChunkPos::new(-5, 0)];
+        let mut v = vec![
+            ChunkPos::new(1, 0),
+            ChunkPos::new(0, 1),
+            ChunkPos::new(-5, 0),
+        ];
         v.sort();
         assert_eq!(
             v,
-            [ChunkPos::new(-5, 0), ChunkPos::new(1, 0), ChunkPos::new(0, 1)]
+            [
+                ChunkPos::new(-5, 0),
+                ChunkPos::new(1, 0),
+                ChunkPos::new(0, 1)
+            ]
         );
     }
 
@@ -267,10 +275,18 @@ mod tests {
     #[test]
     fn a_chunk_partly_inside_the_bounds_overlaps() {
         let g = Grid::new(32.0);
-        let b = Bounds { min_x: -10.0, min_z: 0.0, max_x: 40.0, max_z: 32.0 };
+        let b = Bounds {
+            min_x: -10.0,
+            min_z: 0.0,
+            max_x: 40.0,
+            max_z: 32.0,
+        };
         assert!(g.overlaps(ChunkPos::new(-1, 0), Some(&b)));
         assert!(g.overlaps(ChunkPos::new(1, 0), Some(&b)));
-        assert!(!g.overlaps(ChunkPos::new(0, 1), Some(&b)), "touching the half-open edge");
+        assert!(
+            !g.overlaps(ChunkPos::new(0, 1), Some(&b)),
+            "touching the half-open edge"
+        );
         assert!(!g.overlaps(ChunkPos::new(2, 0), Some(&b)));
     }
 }

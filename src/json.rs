@@ -17,7 +17,10 @@ pub struct Problem {
 impl Problem {
     /// A problem at `path`.
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Problem { path: path.into(), message: message.into() }
+        Problem {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 
     /// The same problem, under `prefix` (`kits[2].config` + `radius`).
@@ -110,7 +113,10 @@ mod tests {
 
     #[test]
     fn paths_join_fields_and_indexes() {
-        assert_eq!(join_path("kits[2]", "config.radius"), "kits[2].config.radius");
+        assert_eq!(
+            join_path("kits[2]", "config.radius"),
+            "kits[2].config.radius"
+        );
         assert_eq!(join_path("kits", "[2]"), "kits[2]");
         assert_eq!(join_path("", "a"), "a");
         assert_eq!(join_path("a", ""), "a");
@@ -118,7 +124,10 @@ mod tests {
 
     #[test]
     fn a_problem_prints_its_path_first() {
-        assert_eq!(Problem::new("a.b", "expected x").to_string(), "a.b: expected x");
+        assert_eq!(
+            Problem::new("a.b", "expected x").to_string(),
+            "a.b: expected x"
+        );
         assert_eq!(Problem::new("", "expected x").to_string(), "expected x");
     }
 }

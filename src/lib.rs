@@ -28,6 +28,7 @@ pub mod host;
 pub mod json;
 pub mod kits;
 pub mod mods;
+pub mod replay;
 
 /// The names most programs need.
 pub mod prelude {

@@ -23,7 +23,10 @@ fn chunks_load_around_the_player_nearest_first() {
     let mut g = game(&seed_scene());
     let s = g.streaming().unwrap();
     g.tick();
-    assert_eq!(chunk_events(&g, "world.chunk.loaded"), [(1, 0, 0), (1, 0, -1)]);
+    assert_eq!(
+        chunk_events(&g, "world.chunk.loaded"),
+        [(1, 0, 0), (1, 0, -1)]
+    );
     assert_eq!(s.loaded(), [c(0, -1), c(0, 0)]);
     assert_eq!(g.engine().variables().count(VAR_PENDING), 7);
     assert_eq!(g.engine().variables().count(VAR_LOADED), 2);
@@ -35,7 +38,10 @@ fn chunks_load_around_the_player_nearest_first() {
     assert!(s.is_loaded(c(1, 1)));
     assert!(!s.is_loaded(c(2, 0)));
     // Tick 5 loads the ninth chunk: ticks 2-4 load two each, tick 5 the last.
-    let per_tick: Vec<u64> = chunk_events(&g, "world.chunk.loaded").iter().map(|e| e.0).collect();
+    let per_tick: Vec<u64> = chunk_events(&g, "world.chunk.loaded")
+        .iter()
+        .map(|e| e.0)
+        .collect();
     assert_eq!(per_tick, [1, 1, 2, 2, 3, 3, 4, 4, 5]);
 }
 
@@ -88,18 +94,38 @@ fn focus_sources_take_priority_in_the_order_of_the_spec() {
     run(&mut g, &[], 1);
     assert_eq!(focus_chunk(&g), (20, 0));
     // The controlled character beats the tagged player.
-    run(&mut g, &[json!({"tick": 2, "do": "control", "entity": "walker"})], 2);
+    run(
+        &mut g,
+        &[json!({"tick": 2, "do": "control", "entity": "walker"})],
+        2,
+    );
     assert_eq!(focus_chunk(&g), (10, 0));
     // The vehicle the player rides beats the player; a vehicle's vehicle does not count.
-    run(&mut g, &[json!({"tick": 3, "do": "ride", "entity": "walker", "vehicle": "boat"})], 3);
+    run(
+        &mut g,
+        &[json!({"tick": 3, "do": "ride", "entity": "walker", "vehicle": "boat"})],
+        3,
+    );
     assert_eq!(focus_chunk(&g), (50, 0));
     // A link to a vehicle that no longer exists counts as absent.
-    run(&mut g, &[json!({"tick": 4, "do": "despawn", "entity": "boat"})], 4);
+    run(
+        &mut g,
+        &[json!({"tick": 4, "do": "despawn", "entity": "boat"})],
+        4,
+    );
     assert_eq!(focus_chunk(&g), (10, 0));
     // Control cleared: back to the first tagged player; untagged: the next one.
-    run(&mut g, &[json!({"tick": 5, "do": "control", "entity": null})], 5);
+    run(
+        &mut g,
+        &[json!({"tick": 5, "do": "control", "entity": null})],
+        5,
+    );
     assert_eq!(focus_chunk(&g), (20, 0));
-    run(&mut g, &[json!({"tick": 6, "do": "untag", "entity": "first", "tag": "player"})], 6);
+    run(
+        &mut g,
+        &[json!({"tick": 6, "do": "untag", "entity": "first", "tag": "player"})],
+        6,
+    );
     assert_eq!(focus_chunk(&g), (30, 0));
     // No player at all: the last player.moved.
     run(
@@ -127,7 +153,11 @@ fn without_any_source_the_last_focus_stays_and_a_new_scene_starts_at_its_entry()
         2,
     );
     assert_eq!(focus_chunk(&g), (20, 0), "the last focus stays");
-    run(&mut g, &[json!({"tick": 3, "do": "enter", "scene": "s"})], 3);
+    run(
+        &mut g,
+        &[json!({"tick": 3, "do": "enter", "scene": "s"})],
+        3,
+    );
     assert_eq!(focus_chunk(&g), (0, 90), "entering starts at the entry");
     assert!(g.streaming().unwrap().is_loaded(c(0, 90)));
 }
@@ -143,7 +173,10 @@ fn player_moved_is_echoed_with_y_only_when_given() {
         ],
         2,
     );
-    let moved: Vec<String> = event_lines(&g).into_iter().filter(|l| l.contains("player.moved")).collect();
+    let moved: Vec<String> = event_lines(&g)
+        .into_iter()
+        .filter(|l| l.contains("player.moved"))
+        .collect();
     assert_eq!(
         moved,
         [
@@ -170,7 +203,11 @@ fn pacing_across_a_chunk_border_releases_nothing() {
     }
     run(&mut g, &lines, 40);
     assert!(chunk_events(&g, "world.chunk.unloaded").is_empty());
-    assert_eq!(g.streaming().unwrap().loaded().len(), 12, "3x4 chunks: both squares");
+    assert_eq!(
+        g.streaming().unwrap().loaded().len(),
+        12,
+        "3x4 chunks: both squares"
+    );
 }
 
 #[test]
@@ -179,10 +216,21 @@ fn moving_far_releases_exactly_the_chunks_beyond_radius_plus_one_in_row_order() 
     run(&mut g, &[], 1);
     assert_eq!(g.streaming().unwrap().loaded().len(), 9);
     // Two chunks east: only the west column (ring 3) goes, all in one tick, row order.
-    run(&mut g, &[json!({"tick": 2, "do": "move", "entity": "hero", "to": {"x": 80, "z": 16}})], 2);
-    assert_eq!(chunk_events(&g, "world.chunk.unloaded"), [(2, -1, -1), (2, -1, 0), (2, -1, 1)]);
+    run(
+        &mut g,
+        &[json!({"tick": 2, "do": "move", "entity": "hero", "to": {"x": 80, "z": 16}})],
+        2,
+    );
+    assert_eq!(
+        chunk_events(&g, "world.chunk.unloaded"),
+        [(2, -1, -1), (2, -1, 0), (2, -1, 1)]
+    );
     // Far away: everything left goes at once, in row order, without a budget.
-    run(&mut g, &[json!({"tick": 3, "do": "move", "entity": "hero", "to": {"x": 5000, "z": 16}})], 3);
+    run(
+        &mut g,
+        &[json!({"tick": 3, "do": "move", "entity": "hero", "to": {"x": 5000, "z": 16}})],
+        3,
+    );
     let released: Vec<(i64, i64)> = chunk_events(&g, "world.chunk.unloaded")
         .into_iter()
         .filter(|e| e.0 == 3)
@@ -191,7 +239,11 @@ fn moving_far_releases_exactly_the_chunks_beyond_radius_plus_one_in_row_order() 
     let mut sorted = released.clone();
     sorted.sort_by_key(|&(x, z)| (z, x));
     assert_eq!(released, sorted);
-    assert_eq!(released.len(), 12, "columns 0..=3 were loaded, column 0 kept as ring 2");
+    assert_eq!(
+        released.len(),
+        12,
+        "columns 0..=3 were loaded, column 0 kept as ring 2"
+    );
 }
 
 #[test]
@@ -227,26 +279,50 @@ fn dormant(g: &world_streaming::game::Game) -> Vec<String> {
 #[test]
 fn dormancy_follows_loads_releases_moves_spawns_and_tags() {
     let mut g = game(&dormancy_scene());
-    assert_eq!(dormant(&g), ["crate", "far"], "nothing loaded before tick 1");
+    assert_eq!(
+        dormant(&g),
+        ["crate", "far"],
+        "nothing loaded before tick 1"
+    );
     run(&mut g, &[], 1);
     assert_eq!(dormant(&g), ["far"]);
     // A move into a loaded chunk wakes it; a spawn outside is dormant at once.
-    apply(&mut g, json!({"tick": 2, "do": "move", "entity": "far", "to": {"x": 20, "z": 20}}));
+    apply(
+        &mut g,
+        json!({"tick": 2, "do": "move", "entity": "far", "to": {"x": 20, "z": 20}}),
+    );
     apply(
         &mut g,
         json!({"tick": 2, "do": "spawn", "entity": {"id": "new", "tags": ["streamable"], "position": {"x": 900, "z": 0}}}),
     );
-    assert_eq!(dormant(&g), ["new"], "after every input, not only after ticks");
+    assert_eq!(
+        dormant(&g),
+        ["new"],
+        "after every input, not only after ticks"
+    );
     // Tagging rock streamable in an unloaded chunk makes it dormant; untagging `streamable`
     // also removes `dormant`.
-    apply(&mut g, json!({"tick": 2, "do": "tag", "entity": "rock", "tag": "streamable"}));
-    apply(&mut g, json!({"tick": 2, "do": "untag", "entity": "new", "tag": "streamable"}));
+    apply(
+        &mut g,
+        json!({"tick": 2, "do": "tag", "entity": "rock", "tag": "streamable"}),
+    );
+    apply(
+        &mut g,
+        json!({"tick": 2, "do": "untag", "entity": "new", "tag": "streamable"}),
+    );
     assert_eq!(dormant(&g), ["rock"]);
     // The player leaves: chunk (0,0) is released (radius 0: beyond ring 1) and its entities sleep.
-    run(&mut g, &[json!({"tick": 2, "do": "move", "entity": "hero", "to": {"x": 200, "z": 8}})], 2);
+    run(
+        &mut g,
+        &[json!({"tick": 2, "do": "move", "entity": "hero", "to": {"x": 200, "z": 8}})],
+        2,
+    );
     assert_eq!(dormant(&g), ["crate", "far", "rock"]);
     // A user removing `dormant` by hand is corrected at once; despawned entities drop out.
-    apply(&mut g, json!({"tick": 3, "do": "untag", "entity": "crate", "tag": "dormant"}));
+    apply(
+        &mut g,
+        json!({"tick": 3, "do": "untag", "entity": "crate", "tag": "dormant"}),
+    );
     assert_eq!(dormant(&g), ["crate", "far", "rock"]);
     apply(&mut g, json!({"tick": 3, "do": "despawn", "entity": "far"}));
     assert_eq!(dormant(&g), ["crate", "rock"]);
@@ -258,13 +334,22 @@ fn on_chunk_callbacks_run_in_subscription_order_and_stop_after_unsubscribe() {
     let s = g.streaming().unwrap();
     let seen = Rc::new(RefCell::new(Vec::new()));
     let a = seen.clone();
-    let sub_a = s.on_chunk(Box::new(move |c, loaded| a.borrow_mut().push(("a", c.x, c.z, loaded))));
+    let sub_a = s.on_chunk(Box::new(move |c, loaded| {
+        a.borrow_mut().push(("a", c.x, c.z, loaded))
+    }));
     let b = seen.clone();
-    let _sub_b = s.on_chunk(Box::new(move |c, loaded| b.borrow_mut().push(("b", c.x, c.z, loaded))));
+    let _sub_b = s.on_chunk(Box::new(move |c, loaded| {
+        b.borrow_mut().push(("b", c.x, c.z, loaded))
+    }));
     g.tick();
     assert_eq!(
         *seen.borrow(),
-        [("a", 0, 0, true), ("b", 0, 0, true), ("a", 0, -1, true), ("b", 0, -1, true)]
+        [
+            ("a", 0, 0, true),
+            ("b", 0, 0, true),
+            ("a", 0, -1, true),
+            ("b", 0, -1, true)
+        ]
     );
     sub_a.unsubscribe();
     seen.borrow_mut().clear();
@@ -279,7 +364,9 @@ fn a_callback_may_read_the_service_while_it_runs() {
     let s = g.streaming().unwrap();
     let seen = Rc::new(RefCell::new(Vec::new()));
     let (s2, log) = (s.clone(), seen.clone());
-    let _sub = s.on_chunk(Box::new(move |c, _| log.borrow_mut().push((c, s2.is_loaded(c)))));
+    let _sub = s.on_chunk(Box::new(move |c, _| {
+        log.borrow_mut().push((c, s2.is_loaded(c)))
+    }));
     g.tick();
     assert_eq!(*seen.borrow(), [(c(0, 0), true), (c(0, -1), true)]);
 }
@@ -300,25 +387,38 @@ fn leaving_releases_everything_in_row_order_without_budget_and_forgets_the_focus
     let s = g.streaming().unwrap();
     let seen = Rc::new(RefCell::new(Vec::new()));
     let log = seen.clone();
-    let _sub = s.on_chunk(Box::new(move |c, loaded| log.borrow_mut().push((c, loaded))));
+    let _sub = s.on_chunk(Box::new(move |c, loaded| {
+        log.borrow_mut().push((c, loaded))
+    }));
     run(&mut g, &[], 5);
     assert_eq!(s.loaded().len(), 9);
     run(&mut g, &[json!({"tick": 6, "do": "leave"})], 6);
     let released: Vec<_> = chunk_events(&g, "world.chunk.unloaded");
     assert_eq!(released.len(), 9);
-    assert!(released.iter().all(|e| e.0 == 6), "stamped with the input's tick");
+    assert!(
+        released.iter().all(|e| e.0 == 6),
+        "stamped with the input's tick"
+    );
     let order: Vec<_> = released.iter().map(|e| c(e.1, e.2)).collect();
     let mut sorted = order.clone();
     sorted.sort();
     assert_eq!(order, sorted, "row order");
-    assert_eq!(seen.borrow().iter().filter(|e| !e.1).count(), 9, "onChunk(c, false) for each");
+    assert_eq!(
+        seen.borrow().iter().filter(|e| !e.1).count(),
+        9,
+        "onChunk(c, false) for each"
+    );
     assert_eq!(s.focus(), None);
     assert!(s.pending().is_empty());
     assert_eq!(g.state().scene, None);
     assert_eq!(g.engine().variables().count(VAR_LOADED), 0);
     assert_eq!(g.state().focus, None);
     // Entering starts around the entry, within budget, with the scene's layer.
-    run(&mut g, &[json!({"tick": 8, "do": "enter", "scene": "cave"})], 8);
+    run(
+        &mut g,
+        &[json!({"tick": 8, "do": "enter", "scene": "cave"})],
+        8,
+    );
     assert_eq!(s.loaded(), [c(31, 31)], "radius 0 from the cave's layer");
     assert_eq!(g.state().scene.as_deref(), Some("cave"));
 }
@@ -327,7 +427,11 @@ fn leaving_releases_everything_in_row_order_without_budget_and_forgets_the_focus
 fn entering_while_a_scene_is_active_leaves_it_first() {
     let mut g = game(&two_scenes());
     run(&mut g, &[], 5);
-    run(&mut g, &[json!({"tick": 6, "do": "enter", "scene": "cave"})], 6);
+    run(
+        &mut g,
+        &[json!({"tick": 6, "do": "enter", "scene": "cave"})],
+        6,
+    );
     assert_eq!(chunk_events(&g, "world.chunk.unloaded").len(), 9);
     assert_eq!(g.streaming().unwrap().loaded(), [c(31, 31)]);
 }

@@ -32,7 +32,11 @@ pub struct MovedAt {
 impl MovedAt {
     /// As a position (`y` 0 when absent).
     pub fn position(&self) -> Position {
-        Position { x: self.x, y: self.y.unwrap_or(0.0), z: self.z }
+        Position {
+            x: self.x,
+            y: self.y.unwrap_or(0.0),
+            z: self.z,
+        }
     }
 }
 
@@ -197,11 +201,18 @@ impl Inputs {
                     last_tick = last_tick.max(input.tick);
                     lines.push(NumberedInput { line, input });
                 }
-                Err(message) => errors.push(FileError::Line { file: file.into(), line, message }),
+                Err(message) => errors.push(FileError::Line {
+                    file: file.into(),
+                    line,
+                    message,
+                }),
             }
         }
         if errors.is_empty() {
-            Ok(Inputs { file: file.into(), lines })
+            Ok(Inputs {
+                file: file.into(),
+                lines,
+            })
         } else {
             Err(errors)
         }
@@ -217,17 +228,29 @@ impl Inputs {
 pub fn parse_line(raw: &str) -> Result<InputLine, String> {
     let mut value: Value = serde_json::from_str(raw).map_err(|e| {
         let m = e.to_string();
-        let m = m.rfind(" at line ").map_or(m.as_str(), |i| &m[..i]).to_owned();
+        let m = m
+            .rfind(" at line ")
+            .map_or(m.as_str(), |i| &m[..i])
+            .to_owned();
         format!("column {}: {m}", e.column())
     })?;
-    let obj = value
-        .as_object_mut()
-        .ok_or_else(|| format!("expected an object {{\"tick\": N, \"do\": …}}, got {}", describe_kind(raw)))?;
-    let tick = obj.remove("tick").ok_or("tick: missing; expected a tick number")?;
+    let obj = value.as_object_mut().ok_or_else(|| {
+        format!(
+            "expected an object {{\"tick\": N, \"do\": …}}, got {}",
+            describe_kind(raw)
+        )
+    })?;
+    let tick = obj
+        .remove("tick")
+        .ok_or("tick: missing; expected a tick number")?;
     let tick = as_integer(&tick)
         .filter(|t| (0..=MAX_TICK as i64).contains(t))
-        .ok_or_else(|| format!("tick: expected an integer 0..={MAX_TICK}, got {}", describe(&tick)))?
-        as u64;
+        .ok_or_else(|| {
+            format!(
+                "tick: expected an integer 0..={MAX_TICK}, got {}",
+                describe(&tick)
+            )
+        })? as u64;
     if !obj.contains_key("do") {
         return Err("do: missing; expected the action's name, e.g. \"move\"".into());
     }
@@ -256,7 +279,10 @@ fn check_action(action: &Action) -> Result<(), Problem> {
             if entity.id.as_str().is_empty() {
                 return Err(Problem::new("entity.id", "expected a non-empty id"));
             }
-            entity.position.check().map_err(|p| p.under("entity.position"))
+            entity
+                .position
+                .check()
+                .map_err(|p| p.under("entity.position"))
         }
         _ => Ok(()),
     }
@@ -268,7 +294,9 @@ mod tests {
 
     #[test]
     fn a_line_parses_into_tick_and_action() {
-        let l = parse_line(r#"{"tick": 3, "do": "move", "entity": "hero", "to": {"x": 1, "z": 2}}"#).unwrap();
+        let l =
+            parse_line(r#"{"tick": 3, "do": "move", "entity": "hero", "to": {"x": 1, "z": 2}}"#)
+                .unwrap();
         assert_eq!(l.tick, 3);
         assert!(matches!(l.action, Action::Move { .. }));
         let l = parse_line(r#"{"tick": 1, "do": "control", "entity": null}"#).unwrap();
@@ -283,7 +311,9 @@ mod tests {
         assert!(e.contains("unknown variant `jump`"), "{e}");
         let e = parse_line(r#"{"tick": -1, "do": "leave"}"#).unwrap_err();
         assert!(e.starts_with("tick: expected an integer"), "{e}");
-        let e = parse_line(r#"{"tick": 1, "do": "move", "entity": "a", "to": {"x": 1e300, "z": 0}}"#).unwrap_err();
+        let e =
+            parse_line(r#"{"tick": 1, "do": "move", "entity": "a", "to": {"x": 1e300, "z": 0}}"#)
+                .unwrap_err();
         assert!(e.starts_with("to.x: expected a finite number"), "{e}");
         let e = parse_line(r#"{"tick": 1, "do": "leave", "extra": 1}"#).unwrap_err();
         assert!(e.contains("unknown field `extra`"), "{e}");
@@ -296,6 +326,10 @@ mod tests {
         let text = "{\"tick\": 2, \"do\": \"leave\"}\n\n{\"tick\": 1, \"do\": \"leave\"}\n";
         let errs = Inputs::parse(text, "in.jsonl").unwrap_err();
         assert_eq!(errs.len(), 1);
-        assert!(errs[0].to_string().starts_with("in.jsonl: line 3: tick:"), "{}", errs[0]);
+        assert!(
+            errs[0].to_string().starts_with("in.jsonl: line 3: tick:"),
+            "{}",
+            errs[0]
+        );
     }
 }

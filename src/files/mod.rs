@@ -5,6 +5,7 @@
 pub mod inputs;
 pub mod save;
 pub mod scene;
+pub mod schemas;
 pub mod state;
 
 use std::path::Path;
@@ -70,7 +71,10 @@ pub enum FileError {
 impl FileError {
     /// A path problem in `file`.
     pub fn invalid(file: &str, problem: Problem) -> Self {
-        FileError::Invalid { file: file.to_owned(), problem }
+        FileError::Invalid {
+            file: file.to_owned(),
+            problem,
+        }
     }
 }
 
@@ -82,18 +86,30 @@ pub fn display_name(path: &Path) -> String {
 /// Reads a text file, refusing files over [`MAX_FILE_BYTES`] before reading them.
 pub fn read_text(path: &Path) -> Result<String, FileError> {
     let file = display_name(path);
-    let io = |e: std::io::Error| FileError::Io { file: file.clone(), message: e.to_string() };
+    let io = |e: std::io::Error| FileError::Io {
+        file: file.clone(),
+        message: e.to_string(),
+    };
     let meta = std::fs::metadata(path).map_err(io)?;
     if meta.len() > MAX_FILE_BYTES {
-        return Err(FileError::TooLarge { file: file.clone(), size: meta.len() });
+        return Err(FileError::TooLarge {
+            file: file.clone(),
+            size: meta.len(),
+        });
     }
     let bytes = std::fs::read(path).map_err(io)?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(FileError::TooLarge { file, size: bytes.len() as u64 });
+        return Err(FileError::TooLarge {
+            file,
+            size: bytes.len() as u64,
+        });
     }
     String::from_utf8(bytes).map_err(|e| FileError::Io {
         file: file.clone(),
-        message: format!("expected UTF-8 text, found an invalid byte at offset {}", e.utf8_error().valid_up_to()),
+        message: format!(
+            "expected UTF-8 text, found an invalid byte at offset {}",
+            e.utf8_error().valid_up_to()
+        ),
     })
 }
 
@@ -131,7 +147,10 @@ pub fn write_atomic_with(
 ) -> Result<(), FileError> {
     use std::io::Write;
     let file = display_name(path);
-    let io = |e: std::io::Error| FileError::Io { file: file.clone(), message: e.to_string() };
+    let io = |e: std::io::Error| FileError::Io {
+        file: file.clone(),
+        message: e.to_string(),
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -140,7 +159,11 @@ pub fn write_atomic_with(
         file: file.clone(),
         message: "expected a file path, got a directory".into(),
     })?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -173,6 +196,9 @@ mod tests {
     fn deep_nesting_is_an_error_not_a_crash() {
         let text = "[".repeat(100_000);
         let err = parse_json(&text, "deep.json").unwrap_err();
-        assert!(err.to_string().contains("recursion limit exceeded"), "{err}");
+        assert!(
+            err.to_string().contains("recursion limit exceeded"),
+            "{err}"
+        );
     }
 }

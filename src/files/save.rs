@@ -7,7 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::host::{Entity, EntityId};
+use crate::host::{Entity, EntityId, World};
+use crate::json::{from_value, Problem};
 
 /// The `format` value every save carries.
 pub const SAVE_FORMAT: &str = "world-streaming-save";
@@ -37,4 +38,50 @@ pub struct SaveDoc {
     pub variables: IndexMap<String, Value>,
     /// Each kit's section, by kit id.
     pub kits: IndexMap<String, Value>,
+}
+
+/// Checks `format` and `version` before anything else, so a file that is not a save (or a save
+/// from a newer build) gets that message rather than a list of field errors.
+pub fn check_header(value: &Value) -> Result<(), Problem> {
+    if !value.is_object() {
+        return Err(Problem::new("", "expected a save document (a JSON object)"));
+    }
+    let format = value.get("format").and_then(Value::as_str);
+    if format != Some(SAVE_FORMAT) {
+        return Err(Problem::new(
+            "format",
+            format!("expected \"{SAVE_FORMAT}\"; this is not a save of this tool"),
+        ));
+    }
+    match value.get("version").and_then(Value::as_u64) {
+        Some(v) if v == u64::from(SAVE_VERSION) => Ok(()),
+        Some(v) if v > u64::from(SAVE_VERSION) => Err(Problem::new(
+            "version",
+            format!("save version {v} is newer than this build reads (up to {SAVE_VERSION})"),
+        )),
+        _ => Err(Problem::new(
+            "version",
+            format!(
+                "expected {SAVE_VERSION}, got {}",
+                value
+                    .get("version")
+                    .map_or("nothing".into(), crate::json::describe)
+            ),
+        )),
+    }
+}
+
+/// Checks a save on its own (without its scene): header, every field, entities and `rides`
+/// links, and the `world.streaming` section's consistency (with the default chunk size and no
+/// bounds; loading into a game checks against the game's own).
+pub fn check(value: &Value) -> Result<(), Problem> {
+    check_header(value)?;
+    let doc: SaveDoc = from_value(value, "")?;
+    World::restore(doc.entities, doc.control)
+        .map_err(|(i, e)| Problem::new(format!("entities[{i}]"), e.to_string()))?;
+    let key = crate::kits::streaming::STREAMING;
+    if let Some(section) = doc.kits.get(key) {
+        crate::kits::streaming::check_save_section(section, &format!("kits.{key}"))?;
+    }
+    Ok(())
 }

@@ -83,30 +83,51 @@ impl SceneFile {
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();
         if self.kits.len() > MAX_SCENES {
-            out.push(Problem::new("kits", format!("expected at most {MAX_SCENES} kits, got {}", self.kits.len())));
+            out.push(Problem::new(
+                "kits",
+                format!(
+                    "expected at most {MAX_SCENES} kits, got {}",
+                    self.kits.len()
+                ),
+            ));
         }
         if self.mods.len() > MAX_MODS {
-            out.push(Problem::new("mods", format!("expected at most {MAX_MODS} mods, got {}", self.mods.len())));
+            out.push(Problem::new(
+                "mods",
+                format!("expected at most {MAX_MODS} mods, got {}", self.mods.len()),
+            ));
         }
         if self.entities.len() > MAX_ENTITIES {
             out.push(Problem::new(
                 "entities",
-                format!("expected at most {MAX_ENTITIES} entities, got {}", self.entities.len()),
+                format!(
+                    "expected at most {MAX_ENTITIES} entities, got {}",
+                    self.entities.len()
+                ),
             ));
             return out;
         }
         if let Some(scenes) = &self.scenes {
             if scenes.is_empty() {
-                out.push(Problem::new("scenes", "expected at least one scene (or no `scenes` key)"));
+                out.push(Problem::new(
+                    "scenes",
+                    "expected at least one scene (or no `scenes` key)",
+                ));
             }
             if scenes.len() > MAX_SCENES {
-                out.push(Problem::new("scenes", format!("expected at most {MAX_SCENES} scenes")));
+                out.push(Problem::new(
+                    "scenes",
+                    format!("expected at most {MAX_SCENES} scenes"),
+                ));
             }
             let mut seen = HashSet::new();
             for (i, s) in scenes.iter().enumerate() {
                 check_id(&s.id, &format!("scenes[{i}].id"), &mut out);
                 if !seen.insert(s.id.as_str()) {
-                    out.push(Problem::new(format!("scenes[{i}].id"), format!("duplicate scene id {:?}", s.id)));
+                    out.push(Problem::new(
+                        format!("scenes[{i}].id"),
+                        format!("duplicate scene id {:?}", s.id),
+                    ));
                 }
                 if let Some(e) = &s.entry {
                     if let Err(p) = e.check() {
@@ -119,7 +140,10 @@ impl SceneFile {
         for (i, e) in self.entities.iter().enumerate() {
             check_id(e.id.as_str(), &format!("entities[{i}].id"), &mut out);
             if !ids.insert(e.id.as_str()) {
-                out.push(Problem::new(format!("entities[{i}].id"), format!("duplicate entity id {:?}", e.id.as_str())));
+                out.push(Problem::new(
+                    format!("entities[{i}].id"),
+                    format!("duplicate entity id {:?}", e.id.as_str()),
+                ));
             }
             if let Err(p) = e.position.check() {
                 out.push(p.under(&format!("entities[{i}].position")));
@@ -133,7 +157,10 @@ impl SceneFile {
                 if !ids.contains(v.as_str()) {
                     out.push(Problem::new(
                         format!("entities[{i}].rides"),
-                        format!("expected the id of an entity in this file, got {:?}", v.as_str()),
+                        format!(
+                            "expected the id of an entity in this file, got {:?}",
+                            v.as_str()
+                        ),
                     ));
                 }
             }
@@ -142,7 +169,10 @@ impl SceneFile {
             if !ids.contains(c.as_str()) {
                 out.push(Problem::new(
                     "control",
-                    format!("expected the id of an entity in this file, got {:?}", c.as_str()),
+                    format!(
+                        "expected the id of an entity in this file, got {:?}",
+                        c.as_str()
+                    ),
                 ));
             }
         }
@@ -151,7 +181,13 @@ impl SceneFile {
 
     /// The kit entries, for [`crate::host::Engine::new`].
     pub fn kit_entries(&self) -> Vec<KitEntry> {
-        self.kits.iter().map(|k| KitEntry { id: k.id.clone(), config: k.config.clone() }).collect()
+        self.kits
+            .iter()
+            .map(|k| KitEntry {
+                id: k.id.clone(),
+                config: k.config.clone(),
+            })
+            .collect()
     }
 
     /// The scenes, for [`crate::host::Engine::new`] (`main` when the file has none).
@@ -160,7 +196,11 @@ impl SceneFile {
             None => vec![SceneDef::new("main")],
             Some(list) => list
                 .iter()
-                .map(|s| SceneDef { id: s.id.clone(), entry: s.entry, layers: s.layers.clone() })
+                .map(|s| SceneDef {
+                    id: s.id.clone(),
+                    entry: s.entry,
+                    layers: s.layers.clone(),
+                })
                 .collect(),
         }
     }
@@ -168,6 +208,12 @@ impl SceneFile {
 
 fn check_id(id: &str, path: &str, out: &mut Vec<Problem>) {
     if id.is_empty() || id.len() > MAX_ID_LEN {
-        out.push(Problem::new(path, format!("expected a non-empty id of at most {MAX_ID_LEN} bytes, got {} bytes", id.len())));
+        out.push(Problem::new(
+            path,
+            format!(
+                "expected a non-empty id of at most {MAX_ID_LEN} bytes, got {} bytes",
+                id.len()
+            ),
+        ));
     }
 }

@@ -132,7 +132,10 @@ impl Engine {
         for (i, entry) in kits.iter().enumerate() {
             let path = format!("kits[{i}]");
             if seen.insert(entry.id.clone(), i).is_some() {
-                problems.push(EngineError::DuplicateKit { path, id: entry.id.clone() });
+                problems.push(EngineError::DuplicateKit {
+                    path,
+                    id: entry.id.clone(),
+                });
                 continue;
             }
             let Some(manifest) = catalog.manifest(&entry.id) else {
@@ -152,7 +155,10 @@ impl Engine {
                 config_path: format!("{path}.config"),
                 scenes: &scenes,
             };
-            match catalog.build(&entry.id, &spec).expect("manifest found above") {
+            match catalog
+                .build(&entry.id, &spec)
+                .expect("manifest found above")
+            {
                 Ok(kit) => built.push(kit),
                 Err(list) => problems.extend(list.into_iter().map(EngineError::Config)),
             }
@@ -167,7 +173,11 @@ impl Engine {
                 }
             }
         }
-        problems.extend(unmet_requirements(&manifests).into_iter().map(EngineError::Requirement));
+        problems.extend(
+            unmet_requirements(&manifests)
+                .into_iter()
+                .map(EngineError::Requirement),
+        );
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -311,10 +321,18 @@ impl Engine {
 
     /// The index of scene `name`.
     pub fn scene_index(&self, name: &str) -> Result<usize, EngineError> {
-        self.scenes.iter().position(|s| s.id == name).ok_or_else(|| EngineError::NoSuchScene {
-            name: name.to_owned(),
-            known: self.scenes.iter().map(|s| s.id.as_str()).collect::<Vec<_>>().join(", "),
-        })
+        self.scenes
+            .iter()
+            .position(|s| s.id == name)
+            .ok_or_else(|| EngineError::NoSuchScene {
+                name: name.to_owned(),
+                known: self
+                    .scenes
+                    .iter()
+                    .map(|s| s.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
     }
 
     fn each_kit(&mut self, mut f: impl FnMut(&mut dyn Kit, &mut Ctx<'_>)) {
@@ -335,8 +353,16 @@ impl Engine {
             scene: self.active_scene().map(|s| s.id.clone()),
             control: self.world.control().cloned(),
             entities: self.world.iter().cloned().collect(),
-            variables: self.variables.iter().map(|(k, v)| (k.to_owned(), v.clone())).collect(),
-            kits: self.kits.iter().filter_map(|k| Some((k.id().to_owned(), k.save()?))).collect(),
+            variables: self
+                .variables
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.clone()))
+                .collect(),
+            kits: self
+                .kits
+                .iter()
+                .filter_map(|k| Some((k.id().to_owned(), k.save()?)))
+                .collect(),
         }
     }
 
@@ -344,24 +370,14 @@ impl Engine {
     /// field, each kit's section); on any problem nothing changes. Restoring emits no events and
     /// calls no hooks or callbacks.
     pub fn load_document(&mut self, value: &Value) -> Result<(), Problem> {
-        let format = value.get("format").and_then(Value::as_str);
-        if format != Some(SAVE_FORMAT) {
-            return Err(Problem::new("format", format!("expected \"{SAVE_FORMAT}\"; this is not a save of this tool")));
-        }
-        match value.get("version").and_then(Value::as_u64) {
-            Some(v) if v == u64::from(SAVE_VERSION) => {}
-            Some(v) if v > u64::from(SAVE_VERSION) => {
-                return Err(Problem::new(
-                    "version",
-                    format!("save version {v} is newer than this build reads (up to {SAVE_VERSION})"),
-                ))
-            }
-            _ => return Err(Problem::new("version", format!("expected {SAVE_VERSION}"))),
-        }
+        crate::files::save::check_header(value)?;
         let doc: SaveDoc = crate::json::from_value(value, "")?;
         let active = match &doc.scene {
             None => None,
-            Some(name) => Some(self.scene_index(name).map_err(|e| Problem::new("scene", e.to_string()))?),
+            Some(name) => Some(
+                self.scene_index(name)
+                    .map_err(|e| Problem::new("scene", e.to_string()))?,
+            ),
         };
         if doc.entities.len() > crate::files::scene::MAX_ENTITIES {
             return Err(Problem::new("entities", "too many entities"));
@@ -370,7 +386,10 @@ impl Engine {
             .map_err(|(i, e)| Problem::new(format!("entities[{i}]"), e.to_string()))?;
         for id in doc.kits.keys() {
             if !self.kits.iter().any(|k| k.id() == id) {
-                return Err(Problem::new(format!("kits.{id}"), format!("a section for kit `{id}`, which this scene does not enable")));
+                return Err(Problem::new(
+                    format!("kits.{id}"),
+                    format!("a section for kit `{id}`, which this scene does not enable"),
+                ));
             }
         }
         let scene = active.map(|i| &self.scenes[i]);
@@ -403,7 +422,9 @@ impl Engine {
                 }
                 continue;
             }
-            let Some(event) = self.events.next_undelivered() else { break };
+            let Some(event) = self.events.next_undelivered() else {
+                break;
+            };
             for kit in &mut self.kits {
                 let mut ctx = ctx!(self);
                 kit.on_event(&event, &mut ctx);

@@ -15,7 +15,9 @@ use crate::grid::Position;
 pub const PLAYER_TAG: &str = "player";
 
 /// The id of an entity, as written in scene and input files.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(transparent)]
 pub struct EntityId(#[schemars(with = "String")] Arc<str>);
 
@@ -188,7 +190,8 @@ impl World {
 
     /// Moves an entity (riding never moves the rider: only this entity changes).
     pub fn move_to(&mut self, id: &EntityId, to: Position) -> Result<(), EntityError> {
-        to.check().map_err(|e| EntityError::BadPosition(id.clone(), e.to_string()))?;
+        to.check()
+            .map_err(|e| EntityError::BadPosition(id.clone(), e.to_string()))?;
         let e = self.entity_mut(id)?;
         e.position = to;
         self.changed.push(id.clone());
@@ -283,7 +286,10 @@ impl World {
     /// Builds a world from saved entities (spawn order) and control link. `rides` links may name
     /// entities that no longer exist (they count as absent) but may not form a loop. Nothing is
     /// reported as changed.
-    pub fn restore(entities: Vec<Entity>, control: Option<EntityId>) -> Result<World, (usize, EntityError)> {
+    pub fn restore(
+        entities: Vec<Entity>,
+        control: Option<EntityId>,
+    ) -> Result<World, (usize, EntityError)> {
         let mut world = World::new();
         let mut links = Vec::new();
         for (i, mut e) in entities.into_iter().enumerate() {
@@ -348,7 +354,11 @@ mod tests {
         w.set_control(Some("a".into())).unwrap();
         assert_eq!(w.player().unwrap().id.as_str(), "a");
         w.despawn(&"a".into()).unwrap();
-        assert_eq!(w.player().unwrap().id.as_str(), "b", "a dangling control link is absent");
+        assert_eq!(
+            w.player().unwrap().id.as_str(),
+            "b",
+            "a dangling control link is absent"
+        );
         w.untag(&"b".into(), "player").unwrap();
         assert_eq!(w.player().unwrap().id.as_str(), "c");
     }
@@ -359,10 +369,16 @@ mod tests {
         for id in ["a", "b", "c"] {
             w.spawn(ent(id, &[])).unwrap();
         }
-        assert!(matches!(w.ride(&"a".into(), &"a".into()), Err(EntityError::RideLoop(..))));
+        assert!(matches!(
+            w.ride(&"a".into(), &"a".into()),
+            Err(EntityError::RideLoop(..))
+        ));
         w.ride(&"a".into(), &"b".into()).unwrap();
         w.ride(&"b".into(), &"c".into()).unwrap();
-        assert!(matches!(w.ride(&"c".into(), &"a".into()), Err(EntityError::RideLoop(..))));
+        assert!(matches!(
+            w.ride(&"c".into(), &"a".into()),
+            Err(EntityError::RideLoop(..))
+        ));
     }
 
     #[test]

@@ -94,7 +94,24 @@ pub type HookAnswer = Result<Option<Cancel>, ModFailure>;
 pub trait HookHandler {
     /// Answers one ask. `Ok(None)` lets the change happen.
     fn ask(&self, args: &HookArgs<'_>) -> HookAnswer;
+
+    /// A name for profiles, e.g. the mod's id.
+    fn label(&self) -> String {
+        "handler".to_owned()
+    }
 }
+
+/// Calls and total wall-clock time of one handler, for `run --profile`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct HookStat {
+    /// How many asks it answered.
+    pub calls: u64,
+    /// Time spent answering.
+    pub total: std::time::Duration,
+}
+
+/// Handler statistics by `hook: label`, shared with whoever enabled profiling.
+pub type HookProfile = std::rc::Rc<std::cell::RefCell<IndexMap<String, HookStat>>>;
 
 /// Why a hook could not be registered.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -113,6 +130,7 @@ pub enum HookError {
 #[derive(Default)]
 pub struct Hooks {
     handlers: IndexMap<String, Vec<Box<dyn HookHandler>>>,
+    profile: Option<HookProfile>,
 }
 
 impl Hooks {
@@ -145,6 +163,13 @@ impl Hooks {
         }
     }
 
+    /// Starts timing every handler (wall clock, for reports only: answers never depend on it).
+    pub fn enable_profiling(&mut self) -> HookProfile {
+        self.profile
+            .get_or_insert_with(HookProfile::default)
+            .clone()
+    }
+
     /// Whether anyone answers `hook`.
     pub fn has_handlers(&self, hook: &str) -> bool {
         self.handlers.get(hook).is_some_and(|l| !l.is_empty())
@@ -155,7 +180,22 @@ impl Hooks {
     pub fn ask(&self, args: &HookArgs<'_>, events: &mut EventBus) -> Option<Cancel> {
         let list = self.handlers.get(args.hook)?;
         for handler in list {
-            match handler.ask(args) {
+            let answer = match &self.profile {
+                None => handler.ask(args),
+                Some(profile) => {
+                    let start = std::time::Instant::now();
+                    let answer = handler.ask(args);
+                    let spent = start.elapsed();
+                    let mut p = profile.borrow_mut();
+                    let stat = p
+                        .entry(format!("{}: {}", args.hook, handler.label()))
+                        .or_default();
+                    stat.calls += 1;
+                    stat.total += spent;
+                    answer
+                }
+            };
+            match answer {
                 Ok(Some(cancel)) => return Some(cancel),
                 Ok(None) => {}
                 Err(failure) => events.emit(
@@ -180,24 +220,43 @@ mod tests {
     }
 
     fn cancel(by: &str) -> HookAnswer {
-        Ok(Some(Cancel { by: ModId::new(by), reason: "r".into() }))
+        Ok(Some(Cancel {
+            by: ModId::new(by),
+            reason: "r".into(),
+        }))
     }
 
     #[test]
     fn the_first_cancel_wins_and_failures_are_reported() {
         let mut hooks = Hooks::default();
         hooks.declare("h");
-        let fail = Err(ModFailure { by: ModId::new("bad"), message: "boom".into() });
+        let fail = Err(ModFailure {
+            by: ModId::new("bad"),
+            message: "boom".into(),
+        });
         hooks.register("h", Box::new(Fixed(fail))).unwrap();
         hooks.register("h", Box::new(Fixed(Ok(None)))).unwrap();
-        hooks.register("h", Box::new(Fixed(cancel("first")))).unwrap();
-        hooks.register("h", Box::new(Fixed(cancel("second")))).unwrap();
+        hooks
+            .register("h", Box::new(Fixed(cancel("first"))))
+            .unwrap();
+        hooks
+            .register("h", Box::new(Fixed(cancel("second"))))
+            .unwrap();
         let mut bus = EventBus::default();
-        let got = hooks.ask(&HookArgs { hook: "h", fields: &[] }, &mut bus);
+        let got = hooks.ask(
+            &HookArgs {
+                hook: "h",
+                fields: &[],
+            },
+            &mut bus,
+        );
         assert_eq!(got.unwrap().by.as_str(), "first");
         let e = bus.next_undelivered().unwrap();
         assert_eq!(e.event, MOD_ERROR);
-        assert_eq!(e.data, json!({"mod": "bad", "hook": "h", "message": "boom"}));
+        assert_eq!(
+            e.data,
+            json!({"mod": "bad", "hook": "h", "message": "boom"})
+        );
     }
 
     #[test]

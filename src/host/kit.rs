@@ -100,7 +100,8 @@ pub struct KitCatalog {
 impl KitCatalog {
     /// Adds (or replaces) a kit.
     pub fn add(&mut self, manifest: KitManifest, factory: KitFactory) -> &mut Self {
-        self.entries.insert(manifest.id.clone(), (manifest, factory));
+        self.entries
+            .insert(manifest.id.clone(), (manifest, factory));
         self
     }
 
@@ -110,7 +111,11 @@ impl KitCatalog {
     }
 
     /// Builds kit `id`.
-    pub fn build(&self, id: &str, spec: &KitSpec<'_>) -> Option<Result<Box<dyn Kit>, Vec<Problem>>> {
+    pub fn build(
+        &self,
+        id: &str,
+        spec: &KitSpec<'_>,
+    ) -> Option<Result<Box<dyn Kit>, Vec<Problem>>> {
         self.entries.get(id).map(|(_, f)| f(spec))
     }
 

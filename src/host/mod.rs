@@ -14,11 +14,12 @@ mod variables;
 pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{Entity, EntityError, EntityId, World, PLAYER_TAG};
 pub use events::{
-    chunk_data, Event, EventBus, Log, LogLine, CHUNK_LOADED, CHUNK_UNLOADED, MOD_ERROR, PLAYER_MOVED,
+    chunk_data, Event, EventBus, Log, LogLine, CHUNK_LOADED, CHUNK_UNLOADED, MOD_ERROR,
+    PLAYER_MOVED,
 };
 pub use hooks::{
-    Cancel, HookAnswer, HookArgs, HookError, HookHandler, HookValue, Hooks, ModFailure, ModId,
-    HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD,
+    Cancel, HookAnswer, HookArgs, HookError, HookHandler, HookProfile, HookStat, HookValue, Hooks,
+    ModFailure, ModId, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD,
 };
 pub use kit::{
     join_path, unmet_requirements, Install, Kit, KitCatalog, KitError, KitFactory, KitManifest,

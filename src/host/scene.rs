@@ -20,6 +20,10 @@ pub struct SceneDef {
 impl SceneDef {
     /// A scene with no entry and no layers.
     pub fn new(id: &str) -> Self {
-        SceneDef { id: id.to_owned(), entry: None, layers: IndexMap::new() }
+        SceneDef {
+            id: id.to_owned(),
+            entry: None,
+            layers: IndexMap::new(),
+        }
     }
 }

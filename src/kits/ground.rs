@@ -16,7 +16,10 @@ pub const GROUND: &str = "world.ground";
 /// The kit's manifest.
 pub fn manifest() -> KitManifest {
     let mut m = KitManifest::simple(GROUND, "1.0.0");
-    m.requires.insert("game.engine".into(), "^1".parse().expect("valid requirement"));
+    m.requires.insert(
+        "game.engine".into(),
+        "^1".parse().expect("valid requirement"),
+    );
     m.config.insert(
         "bounds".into(),
         serde_json::json!({ "type": "object", "default": null,
@@ -37,10 +40,13 @@ pub struct GroundConfig {
 impl GroundConfig {
     /// Parses and checks a config object; problems are located under `path`.
     pub fn parse(value: Option<&serde_json::Value>, path: &str) -> Result<Self, Problem> {
-        let Some(value) = value else { return Ok(Self::default()) };
+        let Some(value) = value else {
+            return Ok(Self::default());
+        };
         let config: GroundConfig = from_value(value, path)?;
         if let Some(b) = &config.bounds {
-            b.check().map_err(|(key, msg)| Problem::new(format!("{path}.bounds.{key}"), msg))?;
+            b.check()
+                .map_err(|(key, msg)| Problem::new(format!("{path}.bounds.{key}"), msg))?;
         }
         Ok(config)
     }
@@ -84,7 +90,8 @@ impl Kit for GroundKit {
     }
 
     fn install(&mut self, host: &mut Install<'_>) {
-        host.services.provide::<dyn GroundService>(GROUND, Rc::new(Ground(self.config.bounds)));
+        host.services
+            .provide::<dyn GroundService>(GROUND, Rc::new(Ground(self.config.bounds)));
     }
 }
 

@@ -15,6 +15,9 @@ pub fn builtin_catalog() -> KitCatalog {
         Box::new(|_| unreachable!("the host is never built as a kit")),
     );
     catalog.add(ground::manifest(), Box::new(ground::GroundKit::from_spec));
-    catalog.add(streaming::manifest(), Box::new(streaming::StreamingKit::from_spec));
+    catalog.add(
+        streaming::manifest(),
+        Box::new(streaming::StreamingKit::from_spec),
+    );
     catalog
 }

@@ -54,7 +54,10 @@ impl JsonMod {
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();
         if self.id.is_empty() || self.id.len() > crate::files::scene::MAX_ID_LEN {
-            out.push(Problem::new("id", "expected a non-empty id of at most 256 bytes"));
+            out.push(Problem::new(
+                "id",
+                "expected a non-empty id of at most 256 bytes",
+            ));
         }
         if self.hook.is_none() && self.set.is_none() {
             out.push(Problem::new("", "expected `hook` or `set` (or both)"));
@@ -153,8 +156,16 @@ impl HookHandler for JsonRules {
     fn ask(&self, args: &HookArgs<'_>) -> HookAnswer {
         Ok(self.first_match(args.int("x"), args.int("z")).map(|i| {
             let r = &self.rules[i];
-            Cancel { by: r.by.clone(), reason: r.reason.clone() }
+            Cancel {
+                by: r.by.clone(),
+                reason: r.reason.clone(),
+            }
         }))
+    }
+
+    fn label(&self) -> String {
+        let ids: Vec<&str> = self.rules.iter().map(|r| r.by.as_str()).collect();
+        format!("JSON mods {}", ids.join(", "))
     }
 }
 
@@ -166,7 +177,10 @@ mod tests {
     fn ask(rules: &JsonRules, x: i64, z: i64) -> Option<String> {
         let fields = [("x", HookValue::Int(x)), ("z", HookValue::Int(z))];
         rules
-            .ask(&HookArgs { hook: "h", fields: &fields })
+            .ask(&HookArgs {
+                hook: "h",
+                fields: &fields,
+            })
             .unwrap()
             .map(|c| c.by.as_str().to_owned())
     }
@@ -174,10 +188,31 @@ mod tests {
     #[test]
     fn the_first_matching_mod_in_mod_order_wins() {
         let mut r = JsonRules::default();
-        r.push(ModId::new("exact"), Match { x: Some(0), z: Some(0) }, "a".into());
-        r.push(ModId::new("column"), Match { x: Some(0), z: None }, "b".into());
+        r.push(
+            ModId::new("exact"),
+            Match {
+                x: Some(0),
+                z: Some(0),
+            },
+            "a".into(),
+        );
+        r.push(
+            ModId::new("column"),
+            Match {
+                x: Some(0),
+                z: None,
+            },
+            "b".into(),
+        );
         r.push(ModId::new("anything"), Match::default(), "c".into());
-        r.push(ModId::new("late"), Match { x: Some(5), z: Some(5) }, "d".into());
+        r.push(
+            ModId::new("late"),
+            Match {
+                x: Some(5),
+                z: Some(5),
+            },
+            "d".into(),
+        );
         assert_eq!(ask(&r, 0, 0).as_deref(), Some("exact"));
         assert_eq!(ask(&r, 0, 3).as_deref(), Some("column"));
         assert_eq!(ask(&r, 5, 5).as_deref(), Some("anything"));
@@ -186,8 +221,12 @@ mod tests {
     #[test]
     fn a_mod_without_hook_or_set_is_refused() {
         let m: JsonMod = serde_json::from_str(r#"{"id": "x"}"#).unwrap();
-        assert_eq!(m.problems()[0].message, "expected `hook` or `set` (or both)");
-        let m: JsonMod = serde_json::from_str(r#"{"id": "x", "set": {"radius": 1}, "cancel": true}"#).unwrap();
+        assert_eq!(
+            m.problems()[0].message,
+            "expected `hook` or `set` (or both)"
+        );
+        let m: JsonMod =
+            serde_json::from_str(r#"{"id": "x", "set": {"radius": 1}, "cancel": true}"#).unwrap();
         assert_eq!(m.problems()[0].path, "cancel");
     }
 }

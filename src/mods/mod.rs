@@ -46,26 +46,44 @@ pub fn read_mod(path: &Path) -> Result<ModFile, Vec<FileError>> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => {
             let value = parse_json(&text, &file).map_err(|e| vec![e])?;
-            let m: JsonMod = from_value(&value, "").map_err(|p| vec![FileError::invalid(&file, p)])?;
-            let mut problems: Vec<FileError> =
-                m.problems().into_iter().map(|p| FileError::invalid(&file, p)).collect();
+            let m: JsonMod =
+                from_value(&value, "").map_err(|p| vec![FileError::invalid(&file, p)])?;
+            let mut problems: Vec<FileError> = m
+                .problems()
+                .into_iter()
+                .map(|p| FileError::invalid(&file, p))
+                .collect();
             if let Some(h) = &m.hook {
                 if h != HOOK_CHUNK_LOAD && h != HOOK_CHUNK_UNLOAD && !h.contains('.') {
                     problems.push(FileError::invalid(
                         &file,
-                        Problem::new("hook", format!("expected a hook name such as {HOOK_CHUNK_UNLOAD}, got {h:?}")),
+                        Problem::new(
+                            "hook",
+                            format!("expected a hook name such as {HOOK_CHUNK_UNLOAD}, got {h:?}"),
+                        ),
                     ));
                 }
             }
             if !problems.is_empty() {
                 return Err(problems);
             }
-            Ok(ModFile { id: ModId::new(&m.id), file, source: ModSource::Json(m) })
+            Ok(ModFile {
+                id: ModId::new(&m.id),
+                file,
+                source: ModSource::Json(m),
+            })
         }
         Some("lua") => {
             lua::check_syntax(&text, &file).map_err(|e| vec![e])?;
-            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            Ok(ModFile { id: ModId::new(&stem), file, source: ModSource::Lua(text) })
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Ok(ModFile {
+                id: ModId::new(&stem),
+                file,
+                source: ModSource::Lua(text),
+            })
         }
         _ => Err(vec![FileError::Io {
             file,
@@ -83,7 +101,12 @@ enum Slot {
 /// Installs `mods` into `engine` in mod order: `set`s applied (the last wins), hook handlers
 /// registered, Lua mods run in their sandboxes. A Lua mod failing at load is reported as a
 /// `mod.error` event (hook `mod.load`) and keeps the handlers it registered before failing.
-pub fn install(mods: Vec<ModFile>, engine: &mut Engine, seed: u64, log: &Log) -> Result<(), Vec<FileError>> {
+pub fn install(
+    mods: Vec<ModFile>,
+    engine: &mut Engine,
+    seed: u64,
+    log: &Log,
+) -> Result<(), Vec<FileError>> {
     let streaming: Option<Rc<dyn StreamingService>> = engine.service(STREAMING);
     let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
     let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
@@ -104,7 +127,12 @@ pub fn install(mods: Vec<ModFile>, engine: &mut Engine, seed: u64, log: &Log) ->
                         }
                         None => errors.push(FileError::invalid(
                             &m.file,
-                            Problem::new("set", format!("needs the {STREAMING} kit, which the scene does not enable")),
+                            Problem::new(
+                                "set",
+                                format!(
+                                    "needs the {STREAMING} kit, which the scene does not enable"
+                                ),
+                            ),
                         )),
                     }
                 }
@@ -112,7 +140,13 @@ pub fn install(mods: Vec<ModFile>, engine: &mut Engine, seed: u64, log: &Log) ->
                 if !declared.contains(&hook) {
                     errors.push(FileError::invalid(
                         &m.file,
-                        Problem::new("hook", format!("unknown hook {hook:?}; expected one of: {}", declared.join(", "))),
+                        Problem::new(
+                            "hook",
+                            format!(
+                                "unknown hook {hook:?}; expected one of: {}",
+                                declared.join(", ")
+                            ),
+                        ),
                     ));
                     continue;
                 }
@@ -155,7 +189,12 @@ pub fn install(mods: Vec<ModFile>, engine: &mut Engine, seed: u64, log: &Log) ->
         return Err(errors);
     }
     for (by, message) in failures {
-        engine.input(0, |e| e.emit(MOD_ERROR, json!({ "mod": by.as_str(), "hook": LOAD_HOOK, "message": message })));
+        engine.input(0, |e| {
+            e.emit(
+                MOD_ERROR,
+                json!({ "mod": by.as_str(), "hook": LOAD_HOOK, "message": message }),
+            )
+        });
     }
     for (hook, list) in slots {
         for slot in list {
@@ -163,7 +202,10 @@ pub fn install(mods: Vec<ModFile>, engine: &mut Engine, seed: u64, log: &Log) ->
                 Slot::Json(rules) => Box::new(rules),
                 Slot::Lua(h) => h,
             };
-            engine.hooks_mut().register(&hook, handler).expect("declared hooks only");
+            engine
+                .hooks_mut()
+                .register(&hook, handler)
+                .expect("declared hooks only");
         }
     }
     Ok(())

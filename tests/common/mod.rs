@@ -28,7 +28,8 @@ pub fn inputs(lines: &[Value]) -> Inputs {
 
 /// Runs `inputs` up to tick `target`.
 pub fn run(game: &mut Game, lines: &[Value], target: u64) {
-    game.run(&inputs(lines), target).unwrap_or_else(|e| panic!("run failed: {e}"));
+    game.run(&inputs(lines), target)
+        .unwrap_or_else(|e| panic!("run failed: {e}"));
 }
 
 /// The event log as `(tick, name, data)` JSON lines.
@@ -46,7 +47,13 @@ pub fn chunk_events(game: &Game, name: &str) -> Vec<(u64, i64, i64)> {
         .events()
         .iter()
         .filter(|e| e.event == name)
-        .map(|e| (e.tick, e.data["x"].as_i64().unwrap(), e.data["z"].as_i64().unwrap()))
+        .map(|e| {
+            (
+                e.tick,
+                e.data["x"].as_i64().unwrap(),
+                e.data["z"].as_i64().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -67,5 +74,6 @@ pub fn kits(streaming: Value) -> Value {
 /// Applies one input line now.
 pub fn apply(game: &mut Game, line: Value) {
     let input = world_streaming::files::inputs::parse_line(&line.to_string()).unwrap();
-    game.apply(&input).unwrap_or_else(|e| panic!("input refused: {e}"));
+    game.apply(&input)
+        .unwrap_or_else(|e| panic!("input refused: {e}"));
 }

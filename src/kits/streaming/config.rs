@@ -128,15 +128,26 @@ mod tests {
     fn defaults_are_32_metres_radius_2_and_4_loads() {
         let c: StreamingConfig = from_value(&json!({}), "").unwrap();
         assert_eq!(c, StreamingConfig::default());
-        assert_eq!(c.settings(Overrides::default(), Overrides::default()).loads_per_tick, 4);
+        assert_eq!(
+            c.settings(Overrides::default(), Overrides::default())
+                .loads_per_tick,
+            4
+        );
     }
 
     #[test]
     fn a_bad_radius_names_its_path_and_range() {
-        let err = from_value::<StreamingConfig>(&json!({"radius": -1}), "kits[2].config").unwrap_err();
-        assert_eq!(err.to_string(), "kits[2].config.radius: expected an integer 0..=64, got -1");
+        let err =
+            from_value::<StreamingConfig>(&json!({"radius": -1}), "kits[2].config").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kits[2].config.radius: expected an integer 0..=64, got -1"
+        );
         let err = from_value::<StreamingConfig>(&json!({"radius": 1.5}), "c").unwrap_err();
-        assert_eq!(err.to_string(), "c.radius: expected an integer 0..=64, got 1.5");
+        assert_eq!(
+            err.to_string(),
+            "c.radius: expected an integer 0..=64, got 1.5"
+        );
     }
 
     #[test]
@@ -163,10 +174,20 @@ mod tests {
     #[test]
     fn mods_win_over_layers_which_win_over_the_config() {
         let c = StreamingConfig::default();
-        let layer = Overrides { radius: Some(Radius(3)), budget_ms: Some(BudgetMs(8.0)) };
-        let mods = Overrides { radius: Some(Radius(5)), budget_ms: None };
+        let layer = Overrides {
+            radius: Some(Radius(3)),
+            budget_ms: Some(BudgetMs(8.0)),
+        };
+        let mods = Overrides {
+            radius: Some(Radius(5)),
+            budget_ms: None,
+        };
         let s = c.settings(layer, mods);
         assert_eq!((s.radius, s.loads_per_tick), (5, 8));
-        assert_eq!(c.settings(Overrides::default(), Overrides::default()).radius, 2);
+        assert_eq!(
+            c.settings(Overrides::default(), Overrides::default())
+                .radius,
+            2
+        );
     }
 }

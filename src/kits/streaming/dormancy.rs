@@ -70,7 +70,12 @@ impl Dormancy {
     }
 
     /// Rebuilds the index from every entity (after loading a save) and fixes every tag.
-    pub fn rebuild(&mut self, world: &mut World, grid: &Grid, is_loaded: impl Fn(ChunkPos) -> bool) {
+    pub fn rebuild(
+        &mut self,
+        world: &mut World,
+        grid: &Grid,
+        is_loaded: impl Fn(ChunkPos) -> bool,
+    ) {
         self.by_chunk.clear();
         self.chunk_of.clear();
         let ids: Vec<EntityId> = world.iter().map(|e| e.id.clone()).collect();

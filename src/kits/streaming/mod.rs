@@ -46,6 +46,15 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("../../../kit.json")).expect("kit.json is a valid manifest")
 }
 
+/// Checks a saved `world.streaming` section on its own (default chunk size, no bounds).
+pub fn check_save_section(section: &serde_json::Value, path: &str) -> Result<(), Problem> {
+    let parsed: SaveSection = from_value(section, path)?;
+    State::new(StreamingConfig::default(), IndexMap::new())
+        .check_section(parsed)
+        .map(drop)
+        .map_err(|p| p.under(path))
+}
+
 /// The `world.streaming` kit.
 pub struct StreamingKit {
     state: Rc<RefCell<State>>,
@@ -105,8 +114,17 @@ impl StreamingKit {
         if !ctx.hooks.has_handlers(hook) {
             return None;
         }
-        let fields = [("x", HookValue::Int(chunk.x)), ("z", HookValue::Int(chunk.z))];
-        ctx.hooks.ask(&HookArgs { hook, fields: &fields }, ctx.events)
+        let fields = [
+            ("x", HookValue::Int(chunk.x)),
+            ("z", HookValue::Int(chunk.z)),
+        ];
+        ctx.hooks.ask(
+            &HookArgs {
+                hook,
+                fields: &fields,
+            },
+            ctx.events,
+        )
     }
 
     /// Applies a load or a release: residency, dormancy, callbacks, then the event.
@@ -121,18 +139,27 @@ impl StreamingKit {
             st.dormancy.chunk_changed(chunk, loaded, ctx.world);
         }
         state::notify(&self.state, chunk, loaded);
-        ctx.events.emit(if loaded { CHUNK_LOADED } else { CHUNK_UNLOADED }, chunk_data(chunk));
+        ctx.events.emit(
+            if loaded { CHUNK_LOADED } else { CHUNK_UNLOADED },
+            chunk_data(chunk),
+        );
     }
 
     fn hold(&self, chunk: ChunkPos, kind: RefusalKind, cancel: crate::host::Cancel) {
-        let held = Held { kind, by: cancel.by, reason: cancel.reason };
+        let held = Held {
+            kind,
+            by: cancel.by,
+            reason: cancel.reason,
+        };
         self.state.borrow_mut().residency.hold(chunk, held);
     }
 
     fn publish(&self, ctx: &mut Ctx<'_>) {
         let st = self.state.borrow();
-        ctx.variables.set(VAR_LOADED, st.residency.loaded().len() as u64);
-        ctx.variables.set(VAR_PENDING, st.residency.pending_len() as u64);
+        ctx.variables
+            .set(VAR_LOADED, st.residency.loaded().len() as u64);
+        ctx.variables
+            .set(VAR_PENDING, st.residency.pending_len() as u64);
     }
 }
 
@@ -151,9 +178,13 @@ impl Kit for StreamingKit {
     }
 
     fn start(&mut self, services: &crate::host::Services) -> Result<(), KitError> {
-        let ground = services.get::<dyn GroundService>(GROUND).ok_or_else(|| {
-            KitError::MissingService { kit: STREAMING.into(), service: GROUND.into() }
-        })?;
+        let ground =
+            services
+                .get::<dyn GroundService>(GROUND)
+                .ok_or_else(|| KitError::MissingService {
+                    kit: STREAMING.into(),
+                    service: GROUND.into(),
+                })?;
         let mut st = self.state.borrow_mut();
         let grid = Grid::new(st.config.chunk_size.0);
         st.residency = Residency::new(grid, ground.bounds());
@@ -182,7 +213,10 @@ impl Kit for StreamingKit {
         };
         // Released in row order, without asking hooks.
         for chunk in released {
-            self.state.borrow().dormancy.chunk_changed(chunk, false, ctx.world);
+            self.state
+                .borrow()
+                .dormancy
+                .chunk_changed(chunk, false, ctx.world);
             state::notify(&self.state, chunk, false);
             ctx.events.emit(CHUNK_UNLOADED, chunk_data(chunk));
         }
@@ -198,7 +232,11 @@ impl Kit for StreamingKit {
         }
         let coord = |k: &str| event.data.get(k).and_then(serde_json::Value::as_f64);
         if let (Some(x), Some(z)) = (coord("x"), coord("z")) {
-            st.last_moved = Some(Position { x, y: coord("y").unwrap_or(0.0), z });
+            st.last_moved = Some(Position {
+                x,
+                y: coord("y").unwrap_or(0.0),
+                z,
+            });
         }
     }
 
@@ -207,7 +245,8 @@ impl Kit for StreamingKit {
         let grid = *st.residency.grid();
         for id in changed {
             let residency = &st.residency;
-            st.dormancy.entity_changed(id, ctx.world, &grid, |c| residency.is_loaded(c));
+            st.dormancy
+                .entity_changed(id, ctx.world, &grid, |c| residency.is_loaded(c));
         }
     }
 
@@ -231,7 +270,9 @@ impl Kit for StreamingKit {
         self.due = due;
         // 3. Load, nearest-first, within budget; a refused load spends its slot.
         for _ in 0..settings.loads_per_tick {
-            let Some(chunk) = self.state.borrow_mut().residency.take_nearest() else { break };
+            let Some(chunk) = self.state.borrow_mut().residency.take_nearest() else {
+                break;
+            };
             match Self::ask(ctx, HOOK_CHUNK_LOAD, chunk) {
                 None => self.announce(ctx, chunk, true),
                 Some(cancel) => self.hold(chunk, RefusalKind::Load, cancel),
@@ -253,7 +294,11 @@ impl Kit for StreamingKit {
         let path = format!("kits.{STREAMING}");
         let section = section.ok_or_else(|| Problem::new(&path, "missing section"))?;
         let parsed: SaveSection = from_value(section, &path)?;
-        let prepared = self.state.borrow().check_section(parsed).map_err(|p| p.under(&path))?;
+        let prepared = self
+            .state
+            .borrow()
+            .check_section(parsed)
+            .map_err(|p| p.under(&path))?;
         Ok(Some(Box::new(prepared)))
     }
 
@@ -266,6 +311,7 @@ impl Kit for StreamingKit {
         let st = &mut *st;
         let grid = *st.residency.grid();
         let residency = &st.residency;
-        st.dormancy.rebuild(ctx.world, &grid, |c| residency.is_loaded(c));
+        st.dormancy
+            .rebuild(ctx.world, &grid, |c| residency.is_loaded(c));
     }
 }

@@ -120,9 +120,17 @@ impl Residency {
     /// focus and radius, recomputes the pending set, and appends to `releases` (in row order) the
     /// loaded chunks beyond `radius + 1` that hold no unload refusal. Does nothing when the focus
     /// chunk and radius are unchanged and no refusal was released.
-    pub fn update_view(&mut self, focus: Option<Position>, radius: u32, releases: &mut Vec<ChunkPos>) {
+    pub fn update_view(
+        &mut self,
+        focus: Option<Position>,
+        radius: u32,
+        releases: &mut Vec<ChunkPos>,
+    ) {
         self.focus = focus;
-        let view = focus.map(|f| View { centre: self.grid.chunk_of(f), radius });
+        let view = focus.map(|f| View {
+            centre: self.grid.chunk_of(f),
+            radius,
+        });
         if view == self.view && !self.stale {
             return;
         }
@@ -161,7 +169,8 @@ impl Residency {
         }
         if self.sorted_for != Some(focus) {
             let grid = self.grid;
-            self.pending.sort_unstable_by(|a, b| grid.nearest_first(focus, *b, *a));
+            self.pending
+                .sort_unstable_by(|a, b| grid.nearest_first(focus, *b, *a));
             self.sorted_for = Some(focus);
         }
         self.pending.pop()
@@ -186,7 +195,9 @@ impl Residency {
     /// (if wanted), an unload refusal makes it due for release again on the next tick.
     /// Returns whether a refusal was held.
     pub fn release_refusal(&mut self, chunk: ChunkPos) -> bool {
-        let Some(held) = self.refusals.remove(&chunk) else { return false };
+        let Some(held) = self.refusals.remove(&chunk) else {
+            return false;
+        };
         match held.kind {
             RefusalKind::Load => {
                 if let Some(v) = self.view {
@@ -231,7 +242,10 @@ impl Residency {
         // before the save.
         self.focus = focus;
         self.stale = true;
-        self.view = focus.map(|f| View { centre: self.grid.chunk_of(f), radius });
+        self.view = focus.map(|f| View {
+            centre: self.grid.chunk_of(f),
+            radius,
+        });
         if let Some(v) = self.view {
             let (loaded, refusals) = (&self.loaded, &self.refusals);
             self.pending.extend(
@@ -266,7 +280,10 @@ mod tests {
         r.update_view(Some(Position::new(8.0, 8.0)), 1, &mut out);
         assert!(out.is_empty());
         assert_eq!(r.pending_len(), 9);
-        assert_eq!(r.pending()[..2], [ChunkPos::new(0, 0), ChunkPos::new(0, -1)]);
+        assert_eq!(
+            r.pending()[..2],
+            [ChunkPos::new(0, 0), ChunkPos::new(0, -1)]
+        );
         assert_eq!(r.take_nearest(), Some(ChunkPos::new(0, 0)));
         assert_eq!(r.take_nearest(), Some(ChunkPos::new(0, -1)));
     }
@@ -291,7 +308,14 @@ mod tests {
         assert!(out.is_empty());
         // Two chunks east: the west column is at ring 3.
         r.update_view(Some(Position::new(72.0, 8.0)), 1, &mut out);
-        assert_eq!(out, [ChunkPos::new(-1, -1), ChunkPos::new(-1, 0), ChunkPos::new(-1, 1)]);
+        assert_eq!(
+            out,
+            [
+                ChunkPos::new(-1, -1),
+                ChunkPos::new(-1, 0),
+                ChunkPos::new(-1, 1)
+            ]
+        );
     }
 
     #[test]
@@ -300,13 +324,21 @@ mod tests {
         let mut out = Vec::new();
         r.update_view(Some(Position::new(8.0, 8.0)), 1, &mut out);
         let c = r.take_nearest().unwrap();
-        let held = Held { kind: RefusalKind::Load, by: ModId::new("m"), reason: String::new() };
+        let held = Held {
+            kind: RefusalKind::Load,
+            by: ModId::new("m"),
+            reason: String::new(),
+        };
         r.hold(c, held);
         r.update_view(Some(Position::new(40.0, 8.0)), 1, &mut out);
         assert_eq!(r.refusals().count(), 1, "still wanted at ring 1");
         assert!(!r.pending().contains(&c));
         r.update_view(Some(Position::new(72.0, 8.0)), 1, &mut out);
-        assert_eq!(r.refusals().count(), 0, "ring 2 is outside the wanted square");
+        assert_eq!(
+            r.refusals().count(),
+            0,
+            "ring 2 is outside the wanted square"
+        );
         r.update_view(Some(Position::new(8.0, 8.0)), 1, &mut out);
         assert!(r.pending().contains(&c), "wanted anew");
     }
@@ -318,7 +350,11 @@ mod tests {
         let mut out = Vec::new();
         r.update_view(Some(Position::new(200.0, 8.0)), 0, &mut out);
         assert_eq!(out, [ChunkPos::new(0, 0)]);
-        let held = Held { kind: RefusalKind::Unload, by: ModId::new("m"), reason: "home".into() };
+        let held = Held {
+            kind: RefusalKind::Unload,
+            by: ModId::new("m"),
+            reason: "home".into(),
+        };
         r.hold(ChunkPos::new(0, 0), held);
         out.clear();
         r.update_view(Some(Position::new(201.0, 8.0)), 0, &mut out);
@@ -341,7 +377,12 @@ mod tests {
 
     #[test]
     fn bounds_keep_outside_chunks_from_ever_being_wanted() {
-        let b = Bounds { min_x: 0.0, min_z: 0.0, max_x: 40.0, max_z: 64.0 };
+        let b = Bounds {
+            min_x: 0.0,
+            min_z: 0.0,
+            max_x: 40.0,
+            max_z: 64.0,
+        };
         let mut r = Residency::new(Grid::new(32.0), Some(b));
         let mut out = Vec::new();
         r.update_view(Some(Position::new(8.0, 8.0)), 1, &mut out);
@@ -349,7 +390,12 @@ mod tests {
         p.sort();
         assert_eq!(
             p,
-            [ChunkPos::new(0, 0), ChunkPos::new(1, 0), ChunkPos::new(0, 1), ChunkPos::new(1, 1)]
+            [
+                ChunkPos::new(0, 0),
+                ChunkPos::new(1, 0),
+                ChunkPos::new(0, 1),
+                ChunkPos::new(1, 1)
+            ]
         );
     }
 }

@@ -79,7 +79,10 @@ impl State {
                 ));
             }
             if !loaded.insert(*c) {
-                return Err(Problem::new(format!("loaded[{i}]"), format!("chunk {c} is listed twice")));
+                return Err(Problem::new(
+                    format!("loaded[{i}]"),
+                    format!("chunk {c} is listed twice"),
+                ));
             }
         }
         let mut refusals = BTreeMap::new();
@@ -111,7 +114,11 @@ impl State {
                 }
                 _ => {}
             }
-            let held = Held { kind, by: ModId::new(&r.by), reason: r.reason };
+            let held = Held {
+                kind,
+                by: ModId::new(&r.by),
+                reason: r.reason,
+            };
             if refusals.insert(c, held).is_some() {
                 return Err(Problem::new(path, format!("a second refusal of chunk {c}")));
             }
@@ -121,18 +128,28 @@ impl State {
                 p.check().map_err(|p| p.under(name))?;
             }
         }
-        Ok(Prepared { loaded, refusals, focus: s.focus, last_moved: s.last_moved, overrides: s.overrides })
+        Ok(Prepared {
+            loaded,
+            refusals,
+            focus: s.focus,
+            last_moved: s.last_moved,
+            overrides: s.overrides,
+        })
     }
 
     pub(crate) fn restore(&mut self, p: Prepared, scene: Option<&str>) {
         self.active = scene.is_some();
-        self.layer = scene.and_then(|s| self.layers.get(s)).copied().unwrap_or_default();
+        self.layer = scene
+            .and_then(|s| self.layers.get(s))
+            .copied()
+            .unwrap_or_default();
         self.overrides = p.overrides;
         self.last_moved = p.last_moved;
         let settings = self.settings();
         self.applied = settings;
         let focus = if self.active { p.focus } else { None };
-        self.residency.restore(p.loaded, p.refusals, focus, settings.radius);
+        self.residency
+            .restore(p.loaded, p.refusals, focus, settings.radius);
     }
 }
 
@@ -214,14 +231,22 @@ impl StreamingService for Handle {
 
     fn around(&self, pos: Position) -> Vec<ChunkPos> {
         let st = self.0.borrow();
-        st.residency.grid().around(pos, st.settings().radius, st.residency.bounds())
+        st.residency
+            .grid()
+            .around(pos, st.settings().radius, st.residency.bounds())
     }
 
     fn on_chunk(&self, callback: ChunkCallback) -> ChunkSubscription {
         let list = self.0.borrow().subscribers.clone();
-        let subscriber = Rc::new(Subscriber { alive: Cell::new(true), callback: RefCell::new(callback) });
+        let subscriber = Rc::new(Subscriber {
+            alive: Cell::new(true),
+            callback: RefCell::new(callback),
+        });
         list.borrow_mut().push(subscriber.clone());
-        ChunkSubscription { subscriber: Rc::downgrade(&subscriber), list: Rc::downgrade(&list) }
+        ChunkSubscription {
+            subscriber: Rc::downgrade(&subscriber),
+            list: Rc::downgrade(&list),
+        }
     }
 
     fn chunk_size(&self) -> f64 {

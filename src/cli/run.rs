@@ -1,0 +1,121 @@
+//! `world-streaming run` and `world-streaming replay`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use world_streaming::files::inputs::{Inputs, MAX_TICK};
+use world_streaming::files::{display_name, read_text};
+use world_streaming::game::Game;
+use world_streaming::replay::{Recording, Verdict};
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The scene file (JSON).
+    scene: PathBuf,
+    /// Inputs (JSON Lines: `{"tick": N, "do": ACTION, …}`).
+    #[arg(long)]
+    inputs: Option<PathBuf>,
+    /// The target tick (default: the last input's tick, at least 1).
+    #[arg(long)]
+    ticks: Option<u64>,
+    /// Write every event, in emission order, as JSON Lines (`-` = stdout).
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
+    /// Write the final state document (`-` = stdout).
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+    /// Record a replay (scene, mods, inputs, per-tick event digests) to FILE.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// After the run, print per-tick cost percentiles and the time spent in each mod's handlers.
+    #[arg(long)]
+    profile: bool,
+}
+
+/// Reads and checks the inputs file (every bad line reported).
+pub fn read_inputs(path: Option<&Path>) -> anyhow::Result<Inputs> {
+    let Some(path) = path else {
+        return Ok(Inputs::default());
+    };
+    let file = display_name(path);
+    let text = read_text(path)?;
+    Inputs::parse(&text, &file).map_err(|errors| {
+        anyhow::anyhow!(errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n"))
+    })
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let inputs = read_inputs(args.inputs.as_deref())?;
+    let target = args.ticks.unwrap_or(inputs.last_tick().max(1));
+    if target > MAX_TICK {
+        bail!("--ticks: expected at most {MAX_TICK}, got {target}");
+    }
+    if let Some(path) = &args.record {
+        let recording = Recording::record(&args.scene, &inputs, target)?;
+        recording.write(path)?;
+    }
+    let mut game = Game::from_scene_file(&args.scene)?;
+    let profile = args
+        .profile
+        .then(|| crate::cli::profile::Profile::attach(&mut game));
+    let bar = crate::cli::demo::progress_bar(target);
+    let mut tick_costs = Vec::new();
+    game.run_with(&inputs, target, |engine, cost| {
+        if let Some(b) = &bar {
+            b.set_position(engine.tick_count());
+        }
+        if args.profile {
+            tick_costs.push(cost);
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    for line in game.take_mod_log() {
+        eprintln!("[{}] {}", line.source, line.message);
+    }
+    if let Some(path) = &args.events {
+        let mut out = Vec::new();
+        for e in game.engine().events() {
+            serde_json::to_writer(&mut out, e)?;
+            out.push(b'\n');
+        }
+        write_output(path, &out)?;
+    }
+    if let Some(path) = &args.state {
+        let mut out = serde_json::to_vec_pretty(&game.state())?;
+        out.push(b'\n');
+        write_output(path, &out)?;
+    }
+    if let Some(p) = profile {
+        p.report(&tick_costs, &mut std::io::stderr())?;
+    }
+    Ok(())
+}
+
+fn write_output(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes)?;
+        out.flush()?;
+        return Ok(());
+    }
+    std::fs::write(path, bytes).with_context(|| format!("{}: cannot write", path.display()))
+}
+
+pub fn replay(file: &Path) -> anyhow::Result<()> {
+    let recording = Recording::read(file)?;
+    match recording.verify()? {
+        Verdict::Same { ticks } => {
+            println!("OK: {ticks} ticks replayed, every digest matches");
+            Ok(())
+        }
+        Verdict::Differs(d) => bail!("{d}"),
+    }
+}

@@ -1,0 +1,287 @@
+//! Recorded runs and their verification: a recording holds the scene, its mods' sources, the
+//! inputs, and for every tick the FNV-1a 64 digest of that tick's events (with the events, so a
+//! mismatch can show both sides). Replaying re-runs it and reports the first tick that differs.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use world_streaming::files::inputs::Inputs;
+//! use world_streaming::replay::{Recording, Verdict};
+//! let inputs = Inputs::parse(r#"{"tick": 3, "do": "leave"}"#, "inputs.jsonl").unwrap();
+//! let recording = Recording::record("scene.json".as_ref(), &inputs, 10)?;
+//! assert!(matches!(recording.verify()?, Verdict::Same { .. }));
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::files::inputs::{InputLine, Inputs, NumberedInput};
+use crate::files::scene::SceneFile;
+use crate::files::{display_name, parse_json, read_text, write_atomic, FileError};
+use crate::game::{Game, GameError};
+use crate::host::{Engine, Event};
+use crate::json::{from_value, Problem};
+use crate::kits::builtin_catalog;
+
+/// The `format` of a recording.
+pub const REPLAY_FORMAT: &str = "world-streaming-replay";
+
+/// FNV-1a, 64 bits: a stable hash with no seed, the same on every machine.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The canonical bytes of an event: its compact JSON, keys in emission order.
+pub fn canonical(event: &Event) -> String {
+    serde_json::to_string(event).expect("events are JSON")
+}
+
+/// The events of one tick (including those of the inputs applied before it) and their digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// The tick.
+    pub tick: u64,
+    /// FNV-1a 64 of the canonical events joined by `\n`, as 16 hex digits.
+    pub digest: String,
+    /// The canonical events.
+    pub events: Vec<String>,
+}
+
+impl Step {
+    fn new(tick: u64, events: &[Event]) -> Step {
+        let events: Vec<String> = events.iter().map(canonical).collect();
+        Step {
+            tick,
+            digest: format!("{:016x}", fnv1a64(events.join("\n").as_bytes())),
+            events,
+        }
+    }
+}
+
+/// A mod's source, as the scene names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedMod {
+    /// The path as written in the scene file.
+    pub path: String,
+    /// The file's text.
+    pub text: String,
+}
+
+/// A recorded run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recording {
+    /// Always `world-streaming-replay`.
+    pub format: String,
+    /// Version 1.
+    pub version: u32,
+    /// The scene document.
+    pub scene: Value,
+    /// The mods' sources, in mod order.
+    pub mods: Vec<RecordedMod>,
+    /// The inputs.
+    pub inputs: Vec<InputLine>,
+    /// The target tick.
+    pub ticks: u64,
+    /// One step per tick that ran.
+    pub steps: Vec<Step>,
+}
+
+/// What a replay found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every tick's digest matches.
+    Same {
+        /// How many ticks were compared.
+        ticks: usize,
+    },
+    /// The first tick that differs.
+    Differs(Divergence),
+}
+
+/// The first tick whose events differ, with both sides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    /// The tick (of the recording's step, or the replay's when the recording ran out).
+    pub tick: u64,
+    /// The recorded step, if any.
+    pub expected: Option<Step>,
+    /// The replayed step, if any.
+    pub actual: Option<Step>,
+}
+
+impl fmt::Display for Divergence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let digest = |s: &Option<Step>| {
+            s.as_ref()
+                .map_or("(no tick)".to_owned(), |s| s.digest.clone())
+        };
+        writeln!(
+            f,
+            "tick {}: the events differ (expected digest {}, got {})",
+            self.tick,
+            digest(&self.expected),
+            digest(&self.actual)
+        )?;
+        for (side, step) in [("expected", &self.expected), ("actual", &self.actual)] {
+            writeln!(f, "{side}:")?;
+            match step {
+                Some(s) if !s.events.is_empty() => {
+                    for e in &s.events {
+                        writeln!(f, "  {e}")?;
+                    }
+                }
+                _ => writeln!(f, "  (no events)")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `game` to `target`, cutting the event log into one [`Step`] per tick.
+pub fn run_steps(game: &mut Game, inputs: &Inputs, target: u64) -> Result<Vec<Step>, GameError> {
+    let mut steps = Vec::new();
+    let mut seen = 0;
+    game.run_with(inputs, target, |engine: &Engine, _| {
+        let events = engine.events();
+        steps.push(Step::new(engine.tick_count(), &events[seen..]));
+        seen = events.len();
+    })?;
+    Ok(steps)
+}
+
+impl Recording {
+    /// Runs the scene file with `inputs` to `target` and records it.
+    pub fn record(scene_path: &Path, inputs: &Inputs, target: u64) -> Result<Recording, GameError> {
+        let file = display_name(scene_path);
+        let scene_value = parse_json(&read_text(scene_path)?, &file)?;
+        let scene = SceneFile::from_json(&scene_value).map_err(|p| FileError::invalid(&file, p))?;
+        let base = scene_path.parent().unwrap_or(Path::new("."));
+        let mut mods = Vec::new();
+        for m in &scene.mods {
+            mods.push(RecordedMod {
+                path: m.clone(),
+                text: read_text(&base.join(m))?,
+            });
+        }
+        let mut game = Game::from_scene_file(scene_path)?;
+        let steps = run_steps(&mut game, inputs, target)?;
+        Ok(Recording {
+            format: REPLAY_FORMAT.into(),
+            version: 1,
+            scene: scene_value,
+            mods,
+            inputs: inputs.lines.iter().map(|l| l.input.clone()).collect(),
+            ticks: target,
+            steps,
+        })
+    }
+
+    /// Writes the recording (atomically).
+    pub fn write(&self, path: &Path) -> Result<(), FileError> {
+        let mut bytes = serde_json::to_vec(self).expect("plain data");
+        bytes.push(b'\n');
+        write_atomic(path, &bytes)
+    }
+
+    /// Reads a recording.
+    pub fn read(path: &Path) -> Result<Recording, FileError> {
+        let file = display_name(path);
+        let value = parse_json(&read_text(path)?, &file)?;
+        if value.get("format").and_then(Value::as_str) != Some(REPLAY_FORMAT) {
+            return Err(FileError::invalid(
+                &file,
+                Problem::new("format", format!("expected \"{REPLAY_FORMAT}\"")),
+            ));
+        }
+        from_value(&value, "").map_err(|p| FileError::invalid(&file, p))
+    }
+
+    /// Re-runs the recording (its mods written to a temporary directory) and compares every
+    /// tick's digest.
+    pub fn verify(&self) -> Result<Verdict, GameError> {
+        let dir = tempfile::tempdir().map_err(|e| FileError::Io {
+            file: "replay".into(),
+            message: e.to_string(),
+        })?;
+        let mut scene = self.scene.clone();
+        let mut paths = Vec::new();
+        for (i, m) in self.mods.iter().enumerate() {
+            let name = Path::new(&m.path)
+                .file_name()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| format!("mod{i}").into());
+            let rel = Path::new(&format!("m{i}")).join(name);
+            let full = dir.path().join(&rel);
+            let io = |e: std::io::Error| FileError::Io {
+                file: display_name(&full),
+                message: e.to_string(),
+            };
+            std::fs::create_dir_all(full.parent().expect("has a parent")).map_err(io)?;
+            std::fs::write(&full, &m.text).map_err(io)?;
+            paths.push(Value::String(rel.to_string_lossy().into_owned()));
+        }
+        if let Some(obj) = scene.as_object_mut() {
+            obj.insert("mods".into(), Value::Array(paths));
+        }
+        let mut game = Game::from_scene_text(
+            &scene.to_string(),
+            "replay scene",
+            dir.path(),
+            &builtin_catalog(),
+        )?;
+        let inputs = Inputs {
+            file: "replay inputs".into(),
+            lines: self
+                .inputs
+                .iter()
+                .enumerate()
+                .map(|(i, input)| NumberedInput {
+                    line: i + 1,
+                    input: input.clone(),
+                })
+                .collect(),
+        };
+        let actual = run_steps(&mut game, &inputs, self.ticks)?;
+        Ok(compare(&self.steps, &actual))
+    }
+}
+
+/// The first step that differs between two runs.
+pub fn compare(expected: &[Step], actual: &[Step]) -> Verdict {
+    let n = expected.len().max(actual.len());
+    for i in 0..n {
+        let (e, a) = (expected.get(i), actual.get(i));
+        if e.map(|s| (&s.digest, s.tick)) != a.map(|s| (&s.digest, s.tick)) {
+            let tick = e.or(a).map_or(0, |s| s.tick);
+            return Verdict::Differs(Divergence {
+                tick,
+                expected: e.cloned(),
+                actual: a.cloned(),
+            });
+        }
+    }
+    Verdict::Same {
+        ticks: expected.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a64_matches_the_reference_values() {
+        assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+    }
+}
