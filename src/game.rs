@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::rc::Rc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::files::inputs::{Action, InputLine, Inputs};
 use crate::files::scene::SceneFile;
@@ -13,7 +13,7 @@ use crate::files::state::{FocusXZ, StateDoc};
 use crate::files::{display_name, parse_json, read_text, write_atomic, FileError};
 use crate::host::KitCatalog;
 use crate::host::{Engine, EngineError, Log, PLAYER_MOVED};
-use crate::json::Problem;
+use crate::json::{number, Problem};
 use crate::kits::builtin_catalog;
 use crate::kits::streaming::dormancy::DORMANT;
 use crate::kits::streaming::{StreamingService, STREAMING};
@@ -179,11 +179,11 @@ impl Game {
                         .check()
                         .map_err(|p| p.under("at").to_string())?;
                     let mut data = Map::new();
-                    data.insert("x".into(), json!(at.x));
+                    data.insert("x".into(), number(at.x));
                     if let Some(y) = at.y {
-                        data.insert("y".into(), json!(y));
+                        data.insert("y".into(), number(y));
                     }
-                    data.insert("z".into(), json!(at.z));
+                    data.insert("z".into(), number(at.z));
                     e.emit(PLAYER_MOVED, Value::Object(data));
                     Ok(())
                 }

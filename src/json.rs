@@ -98,6 +98,21 @@ macro_rules! checked_number {
     };
 }
 
+/// `v` as a JSON number, written without a fraction when it is integral (`8`, not `8.0`), as
+/// the files of SPEC §9 show coordinates.
+pub fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        Value::from(v as i64)
+    } else {
+        Value::from(v)
+    }
+}
+
+/// Serializes an `f64` with [`number`].
+pub fn serialize_number<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&number(*v), s)
+}
+
 /// An integral JSON number (`2` or `2.0`) as `i64`.
 pub fn as_integer(v: &Value) -> Option<i64> {
     if let Some(i) = v.as_i64() {

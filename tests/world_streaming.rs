@@ -180,8 +180,8 @@ fn player_moved_is_echoed_with_y_only_when_given() {
     assert_eq!(
         moved,
         [
-            r#"{"tick":1,"event":"player.moved","data":{"x":1.0,"z":2.0}}"#,
-            r#"{"tick":2,"event":"player.moved","data":{"x":1.0,"y":7.0,"z":2.0}}"#
+            r#"{"tick":1,"event":"player.moved","data":{"x":1,"z":2}}"#,
+            r#"{"tick":2,"event":"player.moved","data":{"x":1,"y":7,"z":2}}"#
         ]
     );
 }

@@ -68,6 +68,7 @@ pub fn run() -> anyhow::Result<()> {
     println!("3 loads per tick). The mod keep_home refuses to unload chunk (0,0).\n");
     let maps_at = [1, 8, 30, target];
     let mut seen = 0;
+    let mut held = Vec::new();
     game.run_with(&inputs, target, |engine, _| {
         let events = &engine.events()[seen..];
         seen = engine.events().len();
@@ -81,7 +82,14 @@ pub fn run() -> anyhow::Result<()> {
                 .join(" ")
         };
         let (loaded, released) = (list(CHUNK_LOADED), list(CHUNK_UNLOADED));
-        if !loaded.is_empty() || !released.is_empty() || maps_at.contains(&tick) {
+        let refusals = streaming.refusals();
+        let refused: Vec<String> = refusals
+            .iter()
+            .filter(|r| !held.contains(*r))
+            .map(|r| format!("{} refused {} of ({},{}): {:?}", r.by, r.hook, r.x, r.z, r.reason))
+            .collect();
+        held = refusals;
+        if !loaded.is_empty() || !released.is_empty() || !refused.is_empty() || maps_at.contains(&tick) {
             let mut line = format!("tick {tick:>3}");
             if !loaded.is_empty() {
                 line += &format!("  loaded {loaded}");
@@ -94,6 +102,9 @@ pub fn run() -> anyhow::Result<()> {
                 streaming.loaded().len(),
                 streaming.pending().len()
             );
+            for r in &refused {
+                line += &format!("\n          {r}");
+            }
             println!("{line}");
         }
         if maps_at.contains(&tick) {

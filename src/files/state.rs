@@ -14,8 +14,10 @@ use crate::kits::streaming::Refusal;
 #[serde(deny_unknown_fields)]
 pub struct FocusXZ {
     /// East-west, metres.
+    #[serde(serialize_with = "crate::json::serialize_number")]
     pub x: f64,
     /// North-south, metres.
+    #[serde(serialize_with = "crate::json::serialize_number")]
     pub z: f64,
 }
 

@@ -1,0 +1,302 @@
+//! The `world-streaming` binary: every subcommand's success and failure paths, exit codes, the
+//! seed example's exact state, and a table of bad files each refused with a clear message.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::{json, Value};
+
+fn bin() -> Command {
+    Command::cargo_bin("world-streaming").unwrap()
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_seed_example_through_the_binary_gives_the_exact_state_of_spec_8() {
+    let out = bin()
+        .current_dir(repo())
+        .args(["run", "examples/scenes/seed.json", "--ticks", "5", "--state", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let state: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let loaded: Vec<Value> = [(-1, -1), (0, -1), (1, -1), (-1, 0), (0, 0), (1, 0), (-1, 1), (0, 1), (1, 1)]
+        .iter()
+        .map(|(x, z)| json!({"x": x, "z": z}))
+        .collect();
+    assert_eq!(
+        state,
+        json!({
+            "tick": 5, "scene": "main", "focus": {"x": 8, "z": 8},
+            "loaded": loaded, "pending": [], "refusals": [],
+            "variables": {"world.chunks.loaded": 9, "world.chunks.pending": 0},
+            "dormant": []
+        })
+    );
+    let keys: Vec<&str> = state.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["tick", "scene", "focus", "loaded", "pending", "refusals", "variables", "dormant"]);
+}
+
+#[test]
+fn tick_1_of_the_seed_example_loads_two_chunks_and_leaves_seven_pending() {
+    let out = bin()
+        .current_dir(repo())
+        .args(["run", "examples/scenes/seed.json", "--ticks", "1", "--state", "-", "--events", "ev.tmp"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let state: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(state["loaded"], json!([{"x": 0, "z": -1}, {"x": 0, "z": 0}]));
+    assert_eq!(state["variables"]["world.chunks.pending"], 7);
+    assert_eq!(state["pending"].as_array().unwrap().len(), 7);
+    assert_eq!(state["pending"][0], json!({"x": -1, "z": 0}), "nearest-first");
+    let events = std::fs::read_to_string(repo().join("ev.tmp")).unwrap();
+    std::fs::remove_file(repo().join("ev.tmp")).unwrap();
+    assert_eq!(
+        events,
+        "{\"tick\":1,\"event\":\"world.chunk.loaded\",\"data\":{\"x\":0,\"z\":0}}\n\
+         {\"tick\":1,\"event\":\"world.chunk.loaded\",\"data\":{\"x\":0,\"z\":-1}}\n"
+    );
+}
+
+#[test]
+fn ticks_default_to_the_last_input_tick() {
+    let out = bin()
+        .current_dir(repo())
+        .args(["run", "examples/scenes/defaults.json", "--inputs", "examples/scenes/defaults.inputs.jsonl"])
+        .args(["--state", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let state: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(state["tick"], 7);
+    assert_eq!(state["variables"]["world.chunks.loaded"], 25);
+}
+
+#[test]
+fn every_example_scene_runs_and_every_example_file_checks() {
+    for name in ["seed", "defaults", "drive", "two_scenes", "demo"] {
+        let scene = format!("examples/scenes/{name}.json");
+        let mut cmd = bin();
+        cmd.current_dir(repo()).args(["run", &scene, "--events", "-"]);
+        let inputs = format!("examples/scenes/{name}.inputs.jsonl");
+        if repo().join(&inputs).exists() {
+            cmd.args(["--inputs", &inputs]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(!out.stdout.is_empty(), "{name} emits events");
+        bin().current_dir(repo()).args(["check", &scene]).assert().success();
+    }
+    let mut files: Vec<String> = std::fs::read_dir(repo().join("mods"))
+        .unwrap()
+        .map(|e| format!("mods/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    files.sort();
+    bin().current_dir(repo()).arg("check").args(&files).assert().success();
+}
+
+#[test]
+fn the_demo_runs_without_arguments_and_shows_maps() {
+    let out = bin().output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("map at tick 1"), "{text}");
+    assert!(text.contains("keep_home refused world.chunk.unload of (0,0): \"home\""), "{text}");
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    bin().arg("frobnicate").assert().code(2);
+    bin().arg("run").assert().code(2);
+    bin().args(["run", "x.json", "--ticks", "many"]).assert().code(2);
+    bin().arg("check").assert().code(2);
+    let help = bin().args(["run", "--help"]).output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Examples:"));
+}
+
+#[test]
+fn schema_check_passes_on_the_repo_and_fails_with_a_diff_when_drifted() {
+    bin().current_dir(repo()).args(["schema", "--check"]).assert().success();
+    let dir = tempfile::tempdir().unwrap();
+    bin().args(["schema", "--out"]).arg(dir.path()).assert().success();
+    let path = dir.path().join("scene.schema.json");
+    let text = std::fs::read_to_string(&path).unwrap().replace("\"kits\"", "\"kitz\"");
+    std::fs::write(&path, text).unwrap();
+    let out = bin().args(["schema", "--check"]).arg(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("scene.schema.json"), "{err}");
+    assert!(err.contains("- ") && err.contains("+ "), "{err}");
+    assert!(err.contains("cargo run -- schema --out schemas"), "{err}");
+}
+
+/// A case: files to write (name, text), the command's arguments, and what stderr must contain.
+struct Bad {
+    name: &'static str,
+    files: Vec<(&'static str, String)>,
+    args: Vec<&'static str>,
+    expect: &'static str,
+}
+
+fn scene_with(streaming_config: Value, extra: Value) -> String {
+    let mut scene = json!({
+        "kits": [
+            { "id": "game.engine" },
+            { "id": "world.ground" },
+            { "id": "world.streaming", "config": streaming_config }
+        ],
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 8, "z": 8 } } ]
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        scene[k] = v.clone();
+    }
+    scene.to_string()
+}
+
+fn good_scene() -> String {
+    scene_with(json!({ "radius": 1 }), json!({}))
+}
+
+fn run_scene(name: &'static str, scene: String, expect: &'static str) -> Bad {
+    Bad { name, files: vec![("scene.json", scene)], args: vec!["run", "scene.json"], expect }
+}
+
+fn run_inputs(name: &'static str, inputs: &str, expect: &'static str) -> Bad {
+    Bad {
+        name,
+        files: vec![("scene.json", good_scene()), ("inputs.jsonl", inputs.to_owned())],
+        args: vec!["run", "scene.json", "--inputs", "inputs.jsonl"],
+        expect,
+    }
+}
+
+fn with_mod(name: &'static str, m: &str, expect: &'static str) -> Bad {
+    Bad {
+        name,
+        files: vec![
+            ("scene.json", scene_with(json!({}), json!({ "mods": ["m.json"] }))),
+            ("m.json", m.to_owned()),
+        ],
+        args: vec!["run", "scene.json"],
+        expect,
+    }
+}
+
+fn bad_files() -> Vec<Bad> {
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    vec![
+        run_scene("malformed json", "{\"kits\": [".into(), "scene.json: line 1 column 10"),
+        run_scene("kits not a list", r#"{"kits": 3}"#.into(), "kits: invalid type: integer `3`, expected a sequence"),
+        run_scene("unknown top-level key", r#"{"kits": [], "kitz": []}"#.into(), "unknown field `kitz`"),
+        run_scene("negative radius", scene_with(json!({"radius": -1}), json!({})), "scene.json: kits[2].config.radius: expected an integer 0..=64, got -1"),
+        run_scene("radius too large", scene_with(json!({"radius": 65}), json!({})), "kits[2].config.radius: expected an integer 0..=64, got 65"),
+        run_scene("fractional radius", scene_with(json!({"radius": 1.5}), json!({})), "kits[2].config.radius: expected an integer 0..=64, got 1.5"),
+        run_scene("zero chunk size", scene_with(json!({"chunkSize": 0}), json!({})), "kits[2].config.chunkSize: expected a finite number > 0, got 0"),
+        run_scene("negative budget", scene_with(json!({"budgetMs": -1}), json!({})), "kits[2].config.budgetMs: expected a finite number >= 0, got -1"),
+        run_scene("budget as text", scene_with(json!({"budgetMs": "4"}), json!({})), "kits[2].config.budgetMs: expected a finite number >= 0, got \"4\""),
+        run_scene("unknown config key", scene_with(json!({"radious": 1}), json!({})), "unknown field `radious`"),
+        run_scene("number out of range", r#"{"kits": [], "seed": 1e999}"#.into(), "scene.json: line 1"),
+        run_scene("streaming without ground", json!({"kits": [{"id": "world.streaming"}]}).to_string(), "kit world.streaming requires world.ground@^1, no enabled kit provides it"),
+        run_scene("kit not installed", json!({"kits": [{"id": "world.weather"}]}).to_string(), "kits[0].id: kit `world.weather` is not installed"),
+        run_scene("kit enabled twice", json!({"kits": [{"id": "world.ground"}, {"id": "world.ground"}]}).to_string(), "kits[1]: kit `world.ground` is enabled twice"),
+        run_scene("duplicate entity ids", scene_with(json!({}), json!({"entities": [{"id": "a", "position": {"x": 0, "z": 0}}, {"id": "a", "position": {"x": 0, "z": 0}}]})), "entities[1].id: duplicate entity id \"a\""),
+        run_scene("rides loop", scene_with(json!({}), json!({"entities": [{"id": "a", "position": {"x": 0, "z": 0}, "rides": "b"}, {"id": "b", "position": {"x": 0, "z": 0}, "rides": "a"}]})), "would close a loop of rides"),
+        run_scene("riding itself", scene_with(json!({}), json!({"entities": [{"id": "a", "position": {"x": 0, "z": 0}, "rides": "a"}]})), "would close a loop of rides"),
+        run_scene("rides unknown entity", scene_with(json!({}), json!({"entities": [{"id": "a", "position": {"x": 0, "z": 0}, "rides": "ghost"}]})), "entities[0].rides: expected the id of an entity in this file, got \"ghost\""),
+        run_scene("control unknown", scene_with(json!({}), json!({"control": "ghost"})), "control: expected the id of an entity in this file"),
+        run_scene("empty bounds", json!({"kits": [{"id": "world.ground", "config": {"bounds": {"minX": 5, "minZ": 0, "maxX": 5, "maxZ": 1}}}]}).to_string(), "kits[0].config.bounds.maxX: expected maxX > minX"),
+        run_scene("absurd position", scene_with(json!({}), json!({"entities": [{"id": "a", "position": {"x": 1e300, "z": 0}}]})), "entities[0].position.x: expected a finite number of metres within ±1e15"),
+        run_scene("missing position", scene_with(json!({}), json!({"entities": [{"id": "a"}]})), "entities[0]: missing field `position`"),
+        run_scene("bad layer key", scene_with(json!({}), json!({"scenes": [{"id": "s", "layers": {"world.streaming": {"chunkSize": 8}}}]})), "scenes[0].layers.world.streaming"),
+        run_scene("layer of a kit not enabled", scene_with(json!({}), json!({"scenes": [{"id": "s", "layers": {"world.weather": {}}}]})), "scenes[0].layers.world.weather"),
+        run_scene("no scenes", scene_with(json!({}), json!({"scenes": []})), "scenes: expected at least one scene"),
+        run_scene("duplicate scenes", scene_with(json!({}), json!({"scenes": [{"id": "s"}, {"id": "s"}]})), "scenes[1].id: duplicate scene id"),
+        run_scene("missing mod file", scene_with(json!({}), json!({"mods": ["nope.json"]})), "mods[0]: expected a mod file"),
+        run_scene("deeply nested", deep, "recursion limit exceeded"),
+        run_scene("not utf-8", String::from_utf8_lossy(b"{\"kits\": \"\xff\"}").replace('\u{fffd}', "\u{1}"), "scene.json: line 1"),
+        with_mod("mod with unknown key", r#"{"id": "m", "hook": "world.chunk.load", "cancle": true}"#, "m.json: cancle: unknown field `cancle`"),
+        with_mod("mod without hook or set", r#"{"id": "m"}"#, "m.json: expected `hook` or `set` (or both)"),
+        with_mod("mod with unknown hook", r#"{"id": "m", "hook": "world.chunk.lod", "cancel": true}"#, "m.json: hook: unknown hook \"world.chunk.lod\""),
+        with_mod("mod setting radius 100", r#"{"id": "m", "set": {"radius": 100}}"#, "m.json: set.radius: expected an integer 0..=64, got 100"),
+        with_mod("mod match not integer", r#"{"id": "m", "hook": "world.chunk.load", "match": {"x": "0"}}"#, "m.json: match.x"),
+        run_inputs("malformed inputs line", "{\"tick\": 1, \"do\": \"leave\"}\n{\"tick\": 2,", "inputs.jsonl: line 2"),
+        run_inputs("decreasing ticks", "{\"tick\": 2, \"do\": \"leave\"}\n{\"tick\": 3, \"do\": \"leave\"}\n{\"tick\": 1, \"do\": \"leave\"}\n", "inputs.jsonl: line 3: tick: expected ticks in non-decreasing order, got 1 after 3"),
+        run_inputs("unknown action", "{\"tick\": 1, \"do\": \"jump\"}\n", "inputs.jsonl: line 1: do: unknown variant `jump`"),
+        run_inputs("tick too large", "{\"tick\": 99999999999, \"do\": \"leave\"}\n", "inputs.jsonl: line 1: tick: expected an integer 0..=10000000"),
+        run_inputs("missing tick", "{\"do\": \"leave\"}\n", "inputs.jsonl: line 1: tick: missing"),
+        run_inputs("absurd move", "{\"tick\": 1, \"do\": \"move\", \"entity\": \"hero\", \"to\": {\"x\": 1e20, \"z\": 0}}\n", "line 1: to.x: expected a finite number"),
+        run_inputs("unknown entity", "{\"tick\": 1, \"do\": \"move\", \"entity\": \"ghost\", \"to\": {\"x\": 1, \"z\": 0}}\n", "inputs.jsonl: line 1: no such entity `ghost`"),
+        run_inputs("ride loop", "{\"tick\": 1, \"do\": \"spawn\", \"entity\": {\"id\": \"car\", \"tags\": [], \"position\": {\"x\": 0, \"z\": 0}}}\n{\"tick\": 1, \"do\": \"ride\", \"entity\": \"hero\", \"vehicle\": \"car\"}\n{\"tick\": 2, \"do\": \"ride\", \"entity\": \"car\", \"vehicle\": \"hero\"}\n", "inputs.jsonl: line 3: `car` riding `hero` would close a loop of rides"),
+        run_inputs("riding a missing vehicle", "{\"tick\": 1, \"do\": \"ride\", \"entity\": \"hero\", \"vehicle\": \"ghost\"}\n", "line 1: no such vehicle `ghost`"),
+        run_inputs("spawning an existing id", "{\"tick\": 1, \"do\": \"spawn\", \"entity\": {\"id\": \"hero\", \"tags\": [], \"position\": {\"x\": 0, \"z\": 0}}}\n", "line 1: an entity `hero` already exists"),
+        run_inputs("entering an unknown scene", "{\"tick\": 1, \"do\": \"enter\", \"scene\": \"moon\"}\n", "line 1: no such scene `moon`"),
+        run_inputs("loading a missing save", "{\"tick\": 1, \"do\": \"load\", \"path\": \"nope.save.json\"}\n", "line 1: nope.save.json:"),
+        run_inputs("an inputs line that is not an object", "[1, 2]\n", "line 1: expected an object"),
+    ]
+}
+
+#[test]
+fn bad_files_are_refused_with_exit_1_and_a_message_naming_where() {
+    let cases = bad_files();
+    assert!(cases.len() >= 25);
+    for case in cases {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in &case.files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        let out = bin().current_dir(dir.path()).args(&case.args).args(["--state", "-"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: exit {:?}, stderr {err}", case.name, out.status.code());
+        assert!(err.contains(case.expect), "{}: expected {:?} in:\n{err}", case.name, case.expect);
+        assert!(out.stdout.is_empty(), "{}: nothing runs on a bad file", case.name);
+        assert!(!err.contains("panicked"), "{}: {err}", case.name);
+    }
+}
+
+#[test]
+fn a_huge_file_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = std::fs::File::create(dir.path().join("scene.json")).unwrap();
+    f.set_len(17 * 1024 * 1024).unwrap();
+    let out = bin().current_dir(dir.path()).args(["run", "scene.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the limit is 16777216"));
+}
+
+#[test]
+fn check_reports_every_problem_of_every_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.json"), scene_with(json!({"radius": -1, "chunkSize": 0}), json!({"control": "ghost"}))).unwrap();
+    std::fs::write(dir.path().join("b.json"), r#"{"id": "m", "cancel": true}"#).unwrap();
+    std::fs::write(dir.path().join("c.jsonl"), "{\"tick\": 1, \"do\": \"jump\"}\n{\"tick\": 1, \"do\": \"leave\", \"x\": 1}\n").unwrap();
+    let out = bin().current_dir(dir.path()).args(["check", "a.json", "b.json", "c.jsonl"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for part in [
+        "a.json: control: expected the id of an entity",
+        "a.json: kits[2].config",
+        "b.json: expected `hook` or `set` (or both)",
+        "b.json: cancel: only meaningful with a `hook`",
+        "c.jsonl: line 1: do: unknown variant `jump`",
+        "c.jsonl: line 2: unknown field `x`",
+    ] {
+        assert!(err.contains(part), "expected {part:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn check_accepts_good_files_and_says_what_they_are() {
+    let out = bin()
+        .current_dir(repo())
+        .args(["check", "examples/scenes/seed.json", "examples/scenes/seed.inputs.jsonl", "mods/keep_home.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("seed.json: ok (scene)") && text.contains("ok (inputs)") && text.contains("ok (JSON mod)"));
+}
