@@ -38,3 +38,8 @@ pub mod prelude {
     pub use crate::kits::builtin_catalog;
     pub use crate::kits::streaming::{StreamingService, STREAMING};
 }
+
+/// The README's Rust examples, compiled and run as doctests so they cannot rot.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
