@@ -2,7 +2,9 @@
 //! position is not loaded. Entities are indexed by chunk, so a load or release touches only the
 //! entities of that chunk, and an entity change touches only that entity.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::grid::{ChunkPos, Grid};
 use crate::host::{EntityId, World};

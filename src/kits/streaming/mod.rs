@@ -58,6 +58,9 @@ pub fn check_save_section(section: &serde_json::Value, path: &str) -> Result<(),
 /// The `world.streaming` kit.
 pub struct StreamingKit {
     state: Rc<RefCell<State>>,
+    /// The counts last written to the variables (`None` after a load): unchanged counts are not
+    /// written again, which keeps a steady tick to a few comparisons.
+    published: Option<(usize, usize)>,
     /// Scratch for the chunks due for release, reused every tick (no allocation when steady).
     due: Vec<ChunkPos>,
 }
@@ -67,6 +70,7 @@ impl StreamingKit {
     pub fn new(config: StreamingConfig, layers: IndexMap<String, Overrides>) -> Self {
         StreamingKit {
             state: Rc::new(RefCell::new(State::new(config, layers))),
+            published: None,
             due: Vec::new(),
         }
     }
@@ -154,12 +158,14 @@ impl StreamingKit {
         self.state.borrow_mut().residency.hold(chunk, held);
     }
 
-    fn publish(&self, ctx: &mut Ctx<'_>) {
+    fn publish(&mut self, ctx: &mut Ctx<'_>) {
         let st = self.state.borrow();
-        ctx.variables
-            .set(VAR_LOADED, st.residency.loaded().len() as u64);
-        ctx.variables
-            .set(VAR_PENDING, st.residency.pending_len() as u64);
+        let counts = (st.residency.loaded().len(), st.residency.pending_len());
+        if self.published != Some(counts) {
+            ctx.variables.set(VAR_LOADED, counts.0 as u64);
+            ctx.variables.set(VAR_PENDING, counts.1 as u64);
+            self.published = Some(counts);
+        }
     }
 }
 
@@ -306,6 +312,7 @@ impl Kit for StreamingKit {
         let prepared = prepared
             .and_then(|p| p.downcast::<state::Prepared>().ok())
             .expect("prepared by prepare_load");
+        self.published = None;
         let mut st = self.state.borrow_mut();
         st.restore(*prepared, ctx.scene.map(|s| s.id.as_str()));
         let st = &mut *st;

@@ -1,0 +1,247 @@
+//! Criterion benchmarks of the kit, each over a scenario built in code, side by side with the
+//! naive per-tick reconcile of `baseline.rs` fed the same scenario through the same engine.
+//!
+//! `cargo bench` runs them all; `cargo bench -- steady` one group. Groups: `steady` (radius 2 /
+//! 16 / 64, everything loaded), `entities` (0 / 100 000 / 1 000 000 streamable entities), `drive`
+//! (30 m/s at 60 ticks/s, chunkSize 32, radius 8 / 32, budget 4, with and without mods),
+//! `teleport` (a 100-chunk jump at radius 32), `hooks` (one hook ask with 1 / 100 JSON mods and 1
+//! Lua mod).
+
+#[path = "baseline.rs"]
+mod baseline;
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
+use serde_json::json;
+use world_streaming::game::Game;
+use world_streaming::grid::Position;
+use world_streaming::host::{Entity, EntityId, EventBus, HookArgs, HookValue, Hooks, KitCatalog, ModId};
+use world_streaming::kits::builtin_catalog;
+use world_streaming::mods::json::{JsonRules, Match};
+
+/// Which implementation of `world.streaming` runs.
+#[derive(Clone, Copy)]
+enum Impl {
+    Kit,
+    Baseline,
+}
+
+impl Impl {
+    fn catalog(self) -> KitCatalog {
+        match self {
+            Impl::Kit => builtin_catalog(),
+            Impl::Baseline => baseline::catalog(),
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Impl::Kit => "kit",
+            Impl::Baseline => "baseline",
+        }
+    }
+}
+
+/// Mods a scenario may carry.
+#[derive(Clone, Copy, PartialEq)]
+enum Mods {
+    None,
+    Json,
+    Lua,
+}
+
+const LUA_EVERY_HOOK: &str = r#"
+local function answer(c)
+  if c.x == 123456 and c.z == 654321 then return cancel("never") end
+end
+on("world.chunk.load", answer)
+on("world.chunk.unload", answer)
+"#;
+
+fn build(imp: Impl, radius: u32, budget: f64, mods: Mods) -> (Game, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut list = Vec::new();
+    match mods {
+        Mods::None => {}
+        Mods::Json => {
+            for hook in ["world.chunk.load", "world.chunk.unload"] {
+                let name = format!("{hook}.json");
+                let m = json!({"id": "json_every_hook", "hook": hook, "match": {"x": 123456, "z": 654321}, "cancel": true});
+                std::fs::write(dir.path().join(&name), m.to_string()).unwrap();
+                list.push(name);
+            }
+        }
+        Mods::Lua => {
+            std::fs::write(dir.path().join("every_hook.lua"), LUA_EVERY_HOOK).unwrap();
+            list.push("every_hook.lua".to_owned());
+        }
+    }
+    let scene = json!({
+        "kits": [
+            { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": radius, "budgetMs": budget } }
+        ],
+        "mods": list,
+        "entities": [
+            { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 }, "rides": "car" },
+            { "id": "car", "tags": ["vehicle"], "position": { "x": 16, "z": 16 } }
+        ],
+        "control": "hero"
+    });
+    let game = Game::from_scene_text(&scene.to_string(), "bench", dir.path(), &imp.catalog()).unwrap();
+    (game, dir)
+}
+
+/// Ticks until nothing is pending.
+fn fill(game: &mut Game) {
+    for _ in 0..100_000 {
+        game.tick();
+        if game.engine().variables().count("world.chunks.pending") == 0 {
+            return;
+        }
+    }
+    panic!("never settled");
+}
+
+fn move_car(game: &mut Game, to: Position) {
+    let car = EntityId::new("car");
+    let tick = game.engine().tick_count() + 1;
+    game.engine_mut().input(tick, |e| e.world_mut().move_to(&car, to).unwrap());
+}
+
+fn steady(c: &mut Criterion) {
+    let mut g = c.benchmark_group("steady");
+    for radius in [2, 16, 64] {
+        for imp in [Impl::Kit, Impl::Baseline] {
+            if matches!(imp, Impl::Baseline) && radius == 64 {
+                continue; // ~17 000 chunks rebuilt per tick: too slow to sample usefully
+            }
+            let (mut game, _dir) = build(imp, radius, 1e9, Mods::None);
+            fill(&mut game);
+            g.bench_function(BenchmarkId::new(imp.name(), format!("radius {radius}")), |b| b.iter(|| game.tick()));
+        }
+    }
+    g.finish();
+}
+
+fn spawn_entities(game: &mut Game, n: usize) {
+    game.engine_mut().input(0, |e| {
+        let w = e.world_mut();
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        for i in 0..n {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let x = (seed % 6400) as f64 - 3200.0;
+            let z = ((seed >> 20) % 6400) as f64 - 3200.0;
+            w.spawn(Entity {
+                id: EntityId::new(&format!("e{i}")),
+                tags: ["streamable".to_owned()].into(),
+                position: Position::new(x, z),
+                rides: None,
+            })
+            .unwrap();
+        }
+    });
+}
+
+fn entities(c: &mut Criterion) {
+    let mut g = c.benchmark_group("entities");
+    g.sample_size(20);
+    for n in [0usize, 100_000, 1_000_000] {
+        for imp in [Impl::Kit, Impl::Baseline] {
+            if matches!(imp, Impl::Baseline) && n == 1_000_000 {
+                continue; // a full rescan of a million entities per tick: see the 100 000 row
+            }
+            let (mut game, _dir) = build(imp, 2, 1e9, Mods::None);
+            spawn_entities(&mut game, n);
+            fill(&mut game);
+            g.bench_function(BenchmarkId::new(imp.name(), format!("{n} entities")), |b| b.iter(|| game.tick()));
+        }
+    }
+    g.finish();
+}
+
+fn drive(c: &mut Criterion) {
+    let mut g = c.benchmark_group("drive");
+    g.measurement_time(Duration::from_secs(4));
+    // 30 m/s at 60 ticks/s: 0.5 m per tick; a chunk border every 64 ticks.
+    for radius in [8, 32] {
+        for (imp, mods) in [
+            (Impl::Kit, Mods::None),
+            (Impl::Kit, Mods::Json),
+            (Impl::Kit, Mods::Lua),
+            (Impl::Baseline, Mods::None),
+        ] {
+            let (mut game, _dir) = build(imp, radius, 4.0, mods);
+            fill(&mut game);
+            let mut x = 16.0;
+            let label = match mods {
+                Mods::None => format!("radius {radius}"),
+                Mods::Json => format!("radius {radius} + JSON mod"),
+                Mods::Lua => format!("radius {radius} + Lua mod"),
+            };
+            g.bench_function(BenchmarkId::new(imp.name(), label), |b| {
+                b.iter(|| {
+                    x += 0.5;
+                    move_car(&mut game, Position::new(x, 16.0));
+                    game.tick();
+                    game.engine_mut().take_events();
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+fn teleport(c: &mut Criterion) {
+    let mut g = c.benchmark_group("teleport");
+    g.sample_size(10);
+    for imp in [Impl::Kit, Impl::Baseline] {
+        g.bench_function(BenchmarkId::new(imp.name(), "radius 32, 100 chunks"), |b| {
+            b.iter_batched(
+                || {
+                    let (mut game, dir) = build(imp, 32, 4.0, Mods::None);
+                    fill(&mut game); // ~1 060 ticks of 4 loads
+
+                    move_car(&mut game, Position::new(16.0 + 3200.0, 16.0));
+                    (game, dir)
+                },
+                |(mut game, dir)| {
+                    game.tick();
+                    (game, dir)
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+fn hooks(c: &mut Criterion) {
+    let mut g = c.benchmark_group("hooks");
+    let fields = [("x", HookValue::Int(7)), ("z", HookValue::Int(-3))];
+    let args = HookArgs { hook: "world.chunk.load", fields: &fields };
+    for n in [1usize, 100] {
+        let mut hooks = Hooks::default();
+        hooks.declare("world.chunk.load");
+        let mut rules = JsonRules::default();
+        for i in 0..n as i64 {
+            rules.push(ModId::new(&format!("m{i}")), Match { x: Some(1000 + i), z: Some(i) }, "r".into());
+        }
+        hooks.register("world.chunk.load", Box::new(rules)).unwrap();
+        let mut bus = EventBus::default();
+        g.bench_function(BenchmarkId::new("json", format!("{n} mods")), |b| b.iter(|| hooks.ask(&args, &mut bus)));
+    }
+    let (game, _dir) = build(Impl::Kit, 1, 4.0, Mods::Lua);
+    let mut bus = EventBus::default();
+    g.bench_function(BenchmarkId::new("lua", "1 mod"), |b| b.iter(|| game.engine().hooks().ask(&args, &mut bus)));
+    g.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2))
+}
+
+criterion_group! { name = benches; config = config(); targets = steady, entities, drive, teleport, hooks }
+criterion_main!(benches);
