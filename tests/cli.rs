@@ -300,3 +300,17 @@ fn check_accepts_good_files_and_says_what_they_are() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("seed.json: ok (scene)") && text.contains("ok (inputs)") && text.contains("ok (JSON mod)"));
 }
+
+#[test]
+fn profile_reports_tick_percentiles_and_each_mods_handler_time() {
+    let out = bin()
+        .current_dir(repo())
+        .args(["run", "examples/scenes/drive.json", "--inputs", "examples/scenes/drive.inputs.jsonl", "--profile"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("profile: 130 ticks"), "{err}");
+    assert!(err.contains("tick cost   p50") && err.contains("p99") && err.contains("max"), "{err}");
+    assert!(err.contains("world.chunk.unload: JSON mods keep_home"), "{err}");
+}
