@@ -111,7 +111,7 @@ fn move_car(game: &mut Game, to: Position) {
 
 fn steady(c: &mut Criterion) {
     let mut g = c.benchmark_group("steady");
-    for radius in [2, 16, 64] {
+    for radius in [2, 16, 32, 64] {
         for imp in [Impl::Kit, Impl::Baseline] {
             if matches!(imp, Impl::Baseline) && radius == 64 {
                 continue; // ~17 000 chunks rebuilt per tick: too slow to sample usefully
@@ -196,14 +196,21 @@ fn drive(c: &mut Criterion) {
 
 fn teleport(c: &mut Criterion) {
     let mut g = c.benchmark_group("teleport");
-    g.sample_size(10);
+    g.sample_size(20);
     for imp in [Impl::Kit, Impl::Baseline] {
+        // Fill once (~1 060 ticks of 4 loads), save, and start every sample from the save.
+        let (mut filled, _dir) = build(imp, 32, 4.0, Mods::None);
+        fill(&mut filled);
+        let save = serde_json::to_value(filled.engine().save_document()).unwrap();
         g.bench_function(BenchmarkId::new(imp.name(), "radius 32, 100 chunks"), |b| {
             b.iter_batched(
                 || {
                     let (mut game, dir) = build(imp, 32, 4.0, Mods::None);
-                    fill(&mut game); // ~1 060 ticks of 4 loads
-
+                    if matches!(imp, Impl::Kit) {
+                        game.engine_mut().load_document(&save).unwrap();
+                    } else {
+                        fill(&mut game); // the baseline keeps no save section
+                    }
                     move_car(&mut game, Position::new(16.0 + 3200.0, 16.0));
                     (game, dir)
                 },

@@ -295,7 +295,11 @@ impl Engine {
     }
 
     /// Emits an event from outside the kits (e.g. `player.moved` from an input).
-    pub fn emit(&mut self, event: &str, data: Value) {
+    pub fn emit(
+        &mut self,
+        event: impl Into<std::borrow::Cow<'static, str>>,
+        data: impl Into<super::events::EventData>,
+    ) {
         self.events.emit(event, data);
     }
 
@@ -429,6 +433,7 @@ impl Engine {
                 let mut ctx = ctx!(self);
                 kit.on_event(&event, &mut ctx);
             }
+            self.events.delivered(event);
         }
     }
 }

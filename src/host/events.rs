@@ -1,6 +1,7 @@
 //! The ordered event bus: kits emit events, the engine delivers them to every kit in emission
 //! order, and keeps the log of everything emitted (with its tick) for the caller.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use serde::Serialize;
@@ -20,10 +21,86 @@ pub const MOD_ERROR: &str = "mod.error";
 pub struct Event {
     /// The tick (an input's events carry the input's tick).
     pub tick: u64,
-    /// The event's name, e.g. `world.chunk.loaded`.
-    pub event: String,
+    /// The event's name, e.g. `world.chunk.loaded` (borrowed when it is a constant).
+    pub event: Cow<'static, str>,
     /// Its payload.
-    pub data: Value,
+    pub data: EventData,
+}
+
+/// An event's payload: JSON, with a fast path for the `{x, z}` of the chunk events (no map is
+/// built; indexing and serializing behave exactly as for the JSON object).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventData {
+    /// `{"x": x, "z": z}`, held as two numbers.
+    Xz {
+        /// `x`.
+        x: Value,
+        /// `z`.
+        z: Value,
+    },
+    /// Any other payload.
+    Json(Value),
+}
+
+static NULL: Value = Value::Null;
+
+impl EventData {
+    /// The field `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match (self, key) {
+            (EventData::Xz { x, .. }, "x") => Some(x),
+            (EventData::Xz { z, .. }, "z") => Some(z),
+            (EventData::Xz { .. }, _) => None,
+            (EventData::Json(v), _) => v.get(key),
+        }
+    }
+
+    /// The payload as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            EventData::Xz { x, z } => serde_json::json!({ "x": x, "z": z }),
+            EventData::Json(v) => v.clone(),
+        }
+    }
+}
+
+impl std::ops::Index<&str> for EventData {
+    type Output = Value;
+
+    /// Like indexing a JSON value: `Null` when the field is absent.
+    fn index(&self, key: &str) -> &Value {
+        self.get(key).unwrap_or(&NULL)
+    }
+}
+
+impl PartialEq<Value> for EventData {
+    fn eq(&self, other: &Value) -> bool {
+        match self {
+            EventData::Json(v) => v == other,
+            xz => xz.to_value() == *other,
+        }
+    }
+}
+
+impl From<Value> for EventData {
+    fn from(v: Value) -> Self {
+        EventData::Json(v)
+    }
+}
+
+impl Serialize for EventData {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            EventData::Xz { x, z } => {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("x", x)?;
+                m.serialize_entry("z", z)?;
+                m.end()
+            }
+            EventData::Json(v) => v.serialize(s),
+        }
+    }
 }
 
 /// Events waiting to be delivered, and the log of delivered ones.
@@ -36,11 +113,11 @@ pub struct EventBus {
 
 impl EventBus {
     /// Emits `event` with `data`, stamped with the current tick.
-    pub fn emit(&mut self, event: &str, data: Value) {
+    pub fn emit(&mut self, event: impl Into<Cow<'static, str>>, data: impl Into<EventData>) {
         self.queue.push_back(Event {
             tick: self.tick,
-            event: event.to_owned(),
-            data,
+            event: event.into(),
+            data: data.into(),
         });
     }
 
@@ -53,11 +130,14 @@ impl EventBus {
         self.tick = tick;
     }
 
-    /// The next event to deliver; it moves to the log.
+    /// The next event to deliver; hand it back with [`EventBus::delivered`].
     pub(crate) fn next_undelivered(&mut self) -> Option<Event> {
-        let e = self.queue.pop_front()?;
-        self.log.push(e.clone());
-        Some(e)
+        self.queue.pop_front()
+    }
+
+    /// Moves a delivered event to the log.
+    pub(crate) fn delivered(&mut self, event: Event) {
+        self.log.push(event);
     }
 
     /// Takes the log of delivered events, oldest first.
@@ -71,9 +151,9 @@ impl EventBus {
     }
 }
 
-/// `{"x": x, "z": z}`: the payload of the chunk events and hooks.
-pub fn chunk_data(chunk: crate::grid::ChunkPos) -> Value {
-    serde_json::json!({ "x": chunk.x, "z": chunk.z })
+/// `{"x": x, "z": z}`: the payload of the chunk events (built without allocating).
+pub fn chunk_data(chunk: crate::grid::ChunkPos) -> EventData {
+    EventData::Xz { x: Value::from(chunk.x), z: Value::from(chunk.z) }
 }
 
 /// One line a mod logged (`log(...)` / `print(...)` in Lua).

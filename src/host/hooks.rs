@@ -129,7 +129,8 @@ pub enum HookError {
 /// The declared hooks and their handlers, in mod order.
 #[derive(Default)]
 pub struct Hooks {
-    handlers: IndexMap<String, Vec<Box<dyn HookHandler>>>,
+    /// By hook name; FxHash (unseeded) because every load and release looks its hook up.
+    handlers: IndexMap<String, Vec<Box<dyn HookHandler>>, rustc_hash::FxBuildHasher>,
     profile: Option<HookProfile>,
 }
 
@@ -252,6 +253,7 @@ mod tests {
         );
         assert_eq!(got.unwrap().by.as_str(), "first");
         let e = bus.next_undelivered().unwrap();
+        bus.delivered(e.clone());
         assert_eq!(e.event, MOD_ERROR);
         assert_eq!(
             e.data,

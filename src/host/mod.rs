@@ -14,7 +14,7 @@ mod variables;
 pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{Entity, EntityError, EntityId, World, PLAYER_TAG};
 pub use events::{
-    chunk_data, Event, EventBus, Log, LogLine, CHUNK_LOADED, CHUNK_UNLOADED, MOD_ERROR,
+    chunk_data, Event, EventBus, EventData, Log, LogLine, CHUNK_LOADED, CHUNK_UNLOADED, MOD_ERROR,
     PLAYER_MOVED,
 };
 pub use hooks::{

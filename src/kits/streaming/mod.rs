@@ -63,6 +63,8 @@ pub struct StreamingKit {
     published: Option<(usize, usize)>,
     /// Scratch for the chunks due for release, reused every tick (no allocation when steady).
     due: Vec<ChunkPos>,
+    /// Scratch for this tick's loads.
+    batch: Vec<ChunkPos>,
 }
 
 impl StreamingKit {
@@ -72,6 +74,7 @@ impl StreamingKit {
             state: Rc::new(RefCell::new(State::new(config, layers))),
             published: None,
             due: Vec::new(),
+            batch: Vec::new(),
         }
     }
 
@@ -274,16 +277,17 @@ impl Kit for StreamingKit {
             }
         }
         self.due = due;
-        // 3. Load, nearest-first, within budget; a refused load spends its slot.
-        for _ in 0..settings.loads_per_tick {
-            let Some(chunk) = self.state.borrow_mut().residency.take_nearest() else {
-                break;
-            };
+        // 3. Load, nearest-first, within budget; a refused load spends its slot. The batch is
+        //    chosen before any hook is asked: a refusal released meanwhile waits for next tick.
+        let mut batch = std::mem::take(&mut self.batch);
+        self.state.borrow_mut().residency.take_nearest(settings.loads_per_tick, &mut batch);
+        for chunk in batch.drain(..) {
             match Self::ask(ctx, HOOK_CHUNK_LOAD, chunk) {
                 None => self.announce(ctx, chunk, true),
                 Some(cancel) => self.hold(chunk, RefusalKind::Load, cancel),
             }
         }
+        self.batch = batch;
         // 4. Dormancy was kept up to date chunk by chunk; publish the variables.
         self.publish(ctx);
     }

@@ -45,9 +45,8 @@ pub struct Residency {
     bounds: Option<Bounds>,
     loaded: BTreeSet<ChunkPos>,
     refusals: BTreeMap<ChunkPos, Held>,
-    /// Wanted, not loaded, not refused; sorted farthest-first for `sorted_for`, so `pop` is nearest.
+    /// Wanted, not loaded, not refused, in no particular order (see [`Residency::take_nearest`]).
     pending: Vec<ChunkPos>,
-    sorted_for: Option<Position>,
     focus: Option<Position>,
     view: Option<View>,
     /// Set when something other than the view changed what is due (a refusal was released).
@@ -63,7 +62,6 @@ impl Residency {
             loaded: BTreeSet::new(),
             refusals: BTreeMap::new(),
             pending: Vec::new(),
-            sorted_for: None,
             focus: None,
             view: None,
             stale: false,
@@ -108,10 +106,8 @@ impl Residency {
     /// Pending chunks, nearest-first from the last focus.
     pub fn pending(&self) -> Vec<ChunkPos> {
         let mut v = self.pending.clone();
-        match self.focus {
-            Some(f) if self.sorted_for == Some(f) => v.reverse(),
-            Some(f) => v.sort_unstable_by(|a, b| self.grid.nearest_first(f, *a, *b)),
-            None => {}
+        if let Some(f) = self.focus {
+            v.sort_unstable_by(|a, b| self.grid.nearest_first(f, *a, *b));
         }
         v
     }
@@ -136,7 +132,6 @@ impl Residency {
         }
         self.view = view;
         self.stale = false;
-        self.sorted_for = None;
         self.pending.clear();
         let Some(v) = view else {
             // No focus: nothing is wanted and nothing is released; load refusals lapse.
@@ -161,19 +156,30 @@ impl Residency {
         );
     }
 
-    /// The nearest pending chunk, taken out of the pending set (its hook is asked next).
-    pub fn take_nearest(&mut self) -> Option<ChunkPos> {
-        let focus = self.focus?;
-        if self.pending.is_empty() {
-            return None;
-        }
-        if self.sorted_for != Some(focus) {
+    /// Takes the `k` nearest pending chunks out of the pending set and appends them to `out`,
+    /// nearest-first (their hooks are asked next, in that order). For a budget small against the
+    /// pending set, `k` linear scans (O(k·pending), no sorting, whatever the focus did since the
+    /// last tick); otherwise one sort. No allocation either way.
+    pub fn take_nearest(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
+        let Some(focus) = self.focus else { return };
+        let k = k.min(self.pending.len());
+        if k.saturating_mul(16) < self.pending.len() {
+            for _ in 0..k {
+                let mut best = 0;
+                let mut best_d = self.grid.distance_sq(focus, self.pending[0]);
+                for (i, c) in self.pending.iter().enumerate().skip(1) {
+                    let d = self.grid.distance_sq(focus, *c);
+                    if d.total_cmp(&best_d).then(c.cmp(&self.pending[best])).is_lt() {
+                        (best, best_d) = (i, d);
+                    }
+                }
+                out.push(self.pending.swap_remove(best));
+            }
+        } else {
             let grid = self.grid;
-            self.pending
-                .sort_unstable_by(|a, b| grid.nearest_first(focus, *b, *a));
-            self.sorted_for = Some(focus);
+            self.pending.sort_unstable_by(|a, b| grid.nearest_first(focus, *a, *b));
+            out.extend(self.pending.drain(..k));
         }
-        self.pending.pop()
     }
 
     /// Records that `chunk` loaded.
@@ -205,7 +211,6 @@ impl Residency {
                         && self.grid.overlaps(chunk, self.bounds.as_ref())
                     {
                         self.pending.push(chunk);
-                        self.sorted_for = None;
                     }
                 }
             }
@@ -219,7 +224,6 @@ impl Residency {
         let released = std::mem::take(&mut self.loaded).into_iter().collect();
         self.refusals.clear();
         self.pending.clear();
-        self.sorted_for = None;
         self.focus = None;
         self.view = None;
         self.stale = false;
@@ -268,7 +272,9 @@ mod tests {
     fn fill(r: &mut Residency, focus: Position, radius: u32) {
         let mut out = Vec::new();
         r.update_view(Some(focus), radius, &mut out);
-        while let Some(c) = r.take_nearest() {
+        let mut batch = Vec::new();
+        r.take_nearest(usize::MAX, &mut batch);
+        for c in batch {
             r.mark_loaded(c);
         }
     }
@@ -284,8 +290,10 @@ mod tests {
             r.pending()[..2],
             [ChunkPos::new(0, 0), ChunkPos::new(0, -1)]
         );
-        assert_eq!(r.take_nearest(), Some(ChunkPos::new(0, 0)));
-        assert_eq!(r.take_nearest(), Some(ChunkPos::new(0, -1)));
+        let mut batch = Vec::new();
+        r.take_nearest(2, &mut batch);
+        assert_eq!(batch, [ChunkPos::new(0, 0), ChunkPos::new(0, -1)]);
+        assert_eq!(r.pending_len(), 7);
     }
 
     #[test]
@@ -323,7 +331,9 @@ mod tests {
         let mut r = res();
         let mut out = Vec::new();
         r.update_view(Some(Position::new(8.0, 8.0)), 1, &mut out);
-        let c = r.take_nearest().unwrap();
+        let mut batch = Vec::new();
+        r.take_nearest(1, &mut batch);
+        let c = batch[0];
         let held = Held {
             kind: RefusalKind::Load,
             by: ModId::new("m"),
