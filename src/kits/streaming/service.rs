@@ -83,6 +83,10 @@ pub trait StreamingService {
     fn focus(&self) -> Option<Position>;
     /// The radius in force from the next tick (mod > scene layer > config).
     fn radius(&self) -> u32;
+    /// The loads per tick in force from the next tick: `max(1, floor(budgetMs))`.
+    fn loads_per_tick(&self) -> usize;
+    /// The ground bounds the wanted square is clipped to.
+    fn bounds(&self) -> Option<crate::grid::Bounds>;
     /// A mod sets the radius (from the next tick on; saved with the game).
     fn set_radius(&self, by: &ModId, radius: Radius);
     /// A mod sets the load budget (from the next tick on; saved with the game).

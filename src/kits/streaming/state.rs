@@ -269,6 +269,14 @@ impl StreamingService for Handle {
         self.0.borrow().settings().radius
     }
 
+    fn loads_per_tick(&self) -> usize {
+        self.0.borrow().settings().loads_per_tick
+    }
+
+    fn bounds(&self) -> Option<crate::grid::Bounds> {
+        self.0.borrow().residency.bounds().copied()
+    }
+
     fn set_radius(&self, _by: &ModId, radius: Radius) {
         self.0.borrow_mut().overrides.radius = Some(radius);
     }
