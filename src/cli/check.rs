@@ -6,7 +6,9 @@ use std::path::Path;
 use anyhow::bail;
 use world_streaming::files::{display_name, parse_json, read_text, FileError};
 use world_streaming::game::{Game, GameError};
-use world_streaming::mods::read_mod;
+use world_streaming::host::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
+use world_streaming::mods::json::JsonMod;
+use world_streaming::mods::{read_mod, ModSource};
 
 pub fn run(files: &[std::path::PathBuf]) -> anyhow::Result<()> {
     let mut problems: Vec<String> = Vec::new();
@@ -55,7 +57,19 @@ fn check_file(path: &Path) -> Result<&'static str, Vec<String>> {
                     Err(e) => Err(vec![e.to_string()]),
                 }
             } else if has("id") || has("hook") || has("set") {
-                read_mod(path).map(|_| "JSON mod").map_err(strings)
+                let m = read_mod(path).map_err(strings)?;
+                if let ModSource::Json(JsonMod {
+                    hook: Some(hook), ..
+                }) = &m.source
+                {
+                    // On its own, a mod is checked against the hooks of the built-in kits.
+                    if hook != HOOK_CHUNK_LOAD && hook != HOOK_CHUNK_UNLOAD {
+                        return Err(vec![format!(
+                            "{file}: hook: unknown hook {hook:?}; expected one of: {HOOK_CHUNK_LOAD}, {HOOK_CHUNK_UNLOAD}"
+                        )]);
+                    }
+                }
+                Ok("JSON mod")
             } else {
                 Err(vec![format!(
                     "{file}: expected a scene (with \"kits\"), a JSON mod (with \"id\"), a save \

@@ -12,7 +12,7 @@ use indexmap::IndexMap;
 use serde_json::json;
 
 use crate::files::{parse_json, read_text, FileError};
-use crate::host::{Engine, HookHandler, Log, ModId, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, MOD_ERROR};
+use crate::host::{Engine, HookHandler, Log, ModId, MOD_ERROR};
 use crate::json::{from_value, Problem};
 use crate::kits::streaming::{StreamingService, STREAMING};
 
@@ -41,29 +41,24 @@ pub enum ModSource {
 
 /// Reads a mod file: `.json` or `.lua` by extension. Returns every problem found.
 pub fn read_mod(path: &Path) -> Result<ModFile, Vec<FileError>> {
-    let file = crate::files::display_name(path);
     let text = read_text(path).map_err(|e| vec![e])?;
+    parse_mod(text, path)
+}
+
+/// Parses mod text as the file `path` (its extension tells JSON from Lua; a Lua mod's id is the
+/// file stem). Returns every problem found.
+pub fn parse_mod(text: String, path: &Path) -> Result<ModFile, Vec<FileError>> {
+    let file = crate::files::display_name(path);
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => {
             let value = parse_json(&text, &file).map_err(|e| vec![e])?;
             let m: JsonMod =
                 from_value(&value, "").map_err(|p| vec![FileError::invalid(&file, p)])?;
-            let mut problems: Vec<FileError> = m
+            let problems: Vec<FileError> = m
                 .problems()
                 .into_iter()
                 .map(|p| FileError::invalid(&file, p))
                 .collect();
-            if let Some(h) = &m.hook {
-                if h != HOOK_CHUNK_LOAD && h != HOOK_CHUNK_UNLOAD && !h.contains('.') {
-                    problems.push(FileError::invalid(
-                        &file,
-                        Problem::new(
-                            "hook",
-                            format!("expected a hook name such as {HOOK_CHUNK_UNLOAD}, got {h:?}"),
-                        ),
-                    ));
-                }
-            }
             if !problems.is_empty() {
                 return Err(problems);
             }
