@@ -9,15 +9,16 @@ use std::collections::{HashMap, HashSet};
 
 use indexmap::IndexMap;
 use world_streaming::grid::{Bounds, ChunkPos, Grid, Position};
+use world_streaming::host::KitCatalog;
 use world_streaming::host::{
     chunk_data, Cancel, Ctx, Event, HookArgs, HookValue, Install, Kit, KitError, KitSpec, Problem,
-    SceneDef, Services, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, PLAYER_MOVED,
+    SceneDef, Services, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD,
+    PLAYER_MOVED,
 };
 use world_streaming::json::from_value;
 use world_streaming::kits::builtin_catalog;
 use world_streaming::kits::ground::{GroundService, GROUND};
 use world_streaming::kits::streaming::{manifest, Overrides, StreamingConfig, STREAMING};
-use world_streaming::host::KitCatalog;
 
 #[derive(PartialEq)]
 enum Kind {
@@ -73,7 +74,13 @@ impl NaiveKit {
 
     fn ask(ctx: &mut Ctx<'_>, hook: &'static str, c: ChunkPos) -> Option<Cancel> {
         let fields = [("x", HookValue::Int(c.x)), ("z", HookValue::Int(c.z))];
-        ctx.hooks.ask(&HookArgs { hook, fields: &fields }, ctx.events)
+        ctx.hooks.ask(
+            &HookArgs {
+                hook,
+                fields: &fields,
+            },
+            ctx.events,
+        )
     }
 
     fn dormancy(&self, ctx: &mut Ctx<'_>) {
@@ -81,7 +88,12 @@ impl NaiveKit {
             .world
             .iter()
             .filter(|e| e.has_tag("streamable"))
-            .map(|e| (e.id.clone(), !self.loaded.contains(&self.grid.chunk_of(e.position))))
+            .map(|e| {
+                (
+                    e.id.clone(),
+                    !self.loaded.contains(&self.grid.chunk_of(e.position)),
+                )
+            })
             .collect();
         for (id, dormant) in changes {
             ctx.world.set_derived_tag(&id, "dormant", dormant);
@@ -100,7 +112,9 @@ impl Kit for NaiveKit {
     }
 
     fn start(&mut self, services: &Services) -> Result<(), KitError> {
-        self.bounds = services.get::<dyn GroundService>(GROUND).and_then(|g| g.bounds());
+        self.bounds = services
+            .get::<dyn GroundService>(GROUND)
+            .and_then(|g| g.bounds());
         Ok(())
     }
 
@@ -146,7 +160,10 @@ impl Kit for NaiveKit {
         if let (true, Some(focus)) = (self.active, self.focus) {
             let centre = self.grid.chunk_of(focus);
             let r = u64::from(settings.radius);
-            let wanted: HashSet<ChunkPos> = self.grid.square(centre, settings.radius, self.bounds.as_ref()).collect();
+            let wanted: HashSet<ChunkPos> = self
+                .grid
+                .square(centre, settings.radius, self.bounds.as_ref())
+                .collect();
             self.refusals.retain(|c, k| match k {
                 Kind::Load => wanted.contains(c),
                 Kind::Unload => c.ring_distance(centre) > r + 1,
@@ -192,6 +209,7 @@ impl Kit for NaiveKit {
             ctx.variables.set("world.chunks.pending", 0u64);
         }
         self.dormancy(ctx);
-        ctx.variables.set("world.chunks.loaded", self.loaded.len() as u64);
+        ctx.variables
+            .set("world.chunks.loaded", self.loaded.len() as u64);
     }
 }

@@ -16,7 +16,9 @@ use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criteri
 use serde_json::json;
 use world_streaming::game::Game;
 use world_streaming::grid::Position;
-use world_streaming::host::{Entity, EntityId, EventBus, HookArgs, HookValue, Hooks, KitCatalog, ModId};
+use world_streaming::host::{
+    Entity, EntityId, EventBus, HookArgs, HookValue, Hooks, KitCatalog, ModId,
+};
 use world_streaming::kits::builtin_catalog;
 use world_streaming::mods::json::{JsonRules, Match};
 
@@ -88,7 +90,8 @@ fn build(imp: Impl, radius: u32, budget: f64, mods: Mods) -> (Game, tempfile::Te
         ],
         "control": "hero"
     });
-    let game = Game::from_scene_text(&scene.to_string(), "bench", dir.path(), &imp.catalog()).unwrap();
+    let game =
+        Game::from_scene_text(&scene.to_string(), "bench", dir.path(), &imp.catalog()).unwrap();
     (game, dir)
 }
 
@@ -106,7 +109,8 @@ fn fill(game: &mut Game) {
 fn move_car(game: &mut Game, to: Position) {
     let car = EntityId::new("car");
     let tick = game.engine().tick_count() + 1;
-    game.engine_mut().input(tick, |e| e.world_mut().move_to(&car, to).unwrap());
+    game.engine_mut()
+        .input(tick, |e| e.world_mut().move_to(&car, to).unwrap());
 }
 
 fn steady(c: &mut Criterion) {
@@ -118,7 +122,10 @@ fn steady(c: &mut Criterion) {
             }
             let (mut game, _dir) = build(imp, radius, 1e9, Mods::None);
             fill(&mut game);
-            g.bench_function(BenchmarkId::new(imp.name(), format!("radius {radius}")), |b| b.iter(|| game.tick()));
+            g.bench_function(
+                BenchmarkId::new(imp.name(), format!("radius {radius}")),
+                |b| b.iter(|| game.tick()),
+            );
         }
     }
     g.finish();
@@ -156,7 +163,9 @@ fn entities(c: &mut Criterion) {
             let (mut game, _dir) = build(imp, 2, 1e9, Mods::None);
             spawn_entities(&mut game, n);
             fill(&mut game);
-            g.bench_function(BenchmarkId::new(imp.name(), format!("{n} entities")), |b| b.iter(|| game.tick()));
+            g.bench_function(BenchmarkId::new(imp.name(), format!("{n} entities")), |b| {
+                b.iter(|| game.tick())
+            });
         }
     }
     g.finish();
@@ -228,26 +237,42 @@ fn teleport(c: &mut Criterion) {
 fn hooks(c: &mut Criterion) {
     let mut g = c.benchmark_group("hooks");
     let fields = [("x", HookValue::Int(7)), ("z", HookValue::Int(-3))];
-    let args = HookArgs { hook: "world.chunk.load", fields: &fields };
+    let args = HookArgs {
+        hook: "world.chunk.load",
+        fields: &fields,
+    };
     for n in [1usize, 100] {
         let mut hooks = Hooks::default();
         hooks.declare("world.chunk.load");
         let mut rules = JsonRules::default();
         for i in 0..n as i64 {
-            rules.push(ModId::new(&format!("m{i}")), Match { x: Some(1000 + i), z: Some(i) }, "r".into());
+            rules.push(
+                ModId::new(&format!("m{i}")),
+                Match {
+                    x: Some(1000 + i),
+                    z: Some(i),
+                },
+                "r".into(),
+            );
         }
         hooks.register("world.chunk.load", Box::new(rules)).unwrap();
         let mut bus = EventBus::default();
-        g.bench_function(BenchmarkId::new("json", format!("{n} mods")), |b| b.iter(|| hooks.ask(&args, &mut bus)));
+        g.bench_function(BenchmarkId::new("json", format!("{n} mods")), |b| {
+            b.iter(|| hooks.ask(&args, &mut bus))
+        });
     }
     let (game, _dir) = build(Impl::Kit, 1, 4.0, Mods::Lua);
     let mut bus = EventBus::default();
-    g.bench_function(BenchmarkId::new("lua", "1 mod"), |b| b.iter(|| game.engine().hooks().ask(&args, &mut bus)));
+    g.bench_function(BenchmarkId::new("lua", "1 mod"), |b| {
+        b.iter(|| game.engine().hooks().ask(&args, &mut bus))
+    });
     g.finish();
 }
 
 fn config() -> Criterion {
-    Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2))
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
 }
 
 criterion_group! { name = benches; config = config(); targets = steady, entities, drive, teleport, hooks }

@@ -13,8 +13,14 @@ use world_streaming::kits::builtin_catalog;
 
 fn main() {
     let mut catalog = builtin_catalog();
-    catalog.add(terrain::manifest(), Box::new(terrain::TerrainKit::from_spec));
-    catalog.add(collider::manifest(), Box::new(collider::ColliderKit::from_spec));
+    catalog.add(
+        terrain::manifest(),
+        Box::new(terrain::TerrainKit::from_spec),
+    );
+    catalog.add(
+        collider::manifest(),
+        Box::new(collider::ColliderKit::from_spec),
+    );
     let scene = json!({
         "kits": [
             { "id": "world.ground" },
@@ -27,9 +33,15 @@ fn main() {
     let mut game = Game::from_scene_text(&scene.to_string(), "build_world", ".".as_ref(), &catalog)
         .unwrap_or_else(|e| panic!("{e}"));
     let lines: String = (2..60)
-        .map(|t| format!("{}\n", json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 8 + t * 6, "z": 8}})))
+        .map(|t| {
+            format!(
+                "{}\n",
+                json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 8 + t * 6, "z": 8}})
+            )
+        })
         .collect();
-    game.run(&Inputs::parse(&lines, "route").unwrap(), 60).unwrap_or_else(|e| panic!("{e}"));
+    game.run(&Inputs::parse(&lines, "route").unwrap(), 60)
+        .unwrap_or_else(|e| panic!("{e}"));
     let v = game.engine().variables();
     println!(
         "after tick 60: {} chunks live, {} terrain fields ({} generated in all), {} colliders",

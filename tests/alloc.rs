@@ -71,11 +71,17 @@ fn a_steady_tick_allocates_nothing() {
     for _ in 0..1000 {
         game.tick();
     }
-    assert_eq!(allocations() - before, 0, "allocations in 1000 steady ticks");
+    assert_eq!(
+        allocations() - before,
+        0,
+        "allocations in 1000 steady ticks"
+    );
     // Control: the counter does count (a tick that loads allocates for its events).
     let car = world_streaming::host::EntityId::new("car");
     game.engine_mut().input(1004, |e| {
-        e.world_mut().move_to(&car, world_streaming::grid::Position::new(100.0, 16.0)).unwrap()
+        e.world_mut()
+            .move_to(&car, world_streaming::grid::Position::new(100.0, 16.0))
+            .unwrap()
     });
     let before = allocations();
     game.tick();

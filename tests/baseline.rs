@@ -13,7 +13,11 @@ use world_streaming::kits::builtin_catalog;
 fn drive(catalog: &KitCatalog) -> (Vec<String>, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("home.json"), r#"{"id": "home", "hook": "world.chunk.unload", "match": {"x": 0, "z": 0}, "cancel": true}"#).unwrap();
-    std::fs::write(dir.path().join("gap.json"), r#"{"id": "gap", "hook": "world.chunk.load", "match": {"z": 2}, "cancel": true}"#).unwrap();
+    std::fs::write(
+        dir.path().join("gap.json"),
+        r#"{"id": "gap", "hook": "world.chunk.load", "match": {"z": 2}, "cancel": true}"#,
+    )
+    .unwrap();
     let scene = json!({
         "kits": [
             { "id": "world.ground", "config": { "bounds": { "minX": -200, "minZ": -300, "maxX": 3000, "maxZ": 300 } } },
@@ -26,16 +30,29 @@ fn drive(catalog: &KitCatalog) -> (Vec<String>, Vec<String>) {
             { "id": "crate", "tags": ["streamable"], "position": { "x": 500, "z": 10 } }
         ]
     });
-    let mut game = Game::from_scene_text(&scene.to_string(), "scene.json", dir.path(), catalog).unwrap();
+    let mut game =
+        Game::from_scene_text(&scene.to_string(), "scene.json", dir.path(), catalog).unwrap();
     let mut lines = String::new();
     for t in 1..400u64 {
         let x = 16.0 + t as f64 * 5.5;
         let z = ((t as f64) / 20.0).sin() * 120.0;
-        lines += &format!("{}\n", json!({"tick": t, "do": "move", "entity": "car", "to": {"x": x, "z": z}}));
+        lines += &format!(
+            "{}\n",
+            json!({"tick": t, "do": "move", "entity": "car", "to": {"x": x, "z": z}})
+        );
     }
-    lines += &format!("{}\n", json!({"tick": 400, "do": "player.moved", "at": {"x": 0, "z": 0}}));
-    game.run(&Inputs::parse(&lines, "drive").unwrap(), 420).unwrap();
-    let events = game.engine().events().iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+    lines += &format!(
+        "{}\n",
+        json!({"tick": 400, "do": "player.moved", "at": {"x": 0, "z": 0}})
+    );
+    game.run(&Inputs::parse(&lines, "drive").unwrap(), 420)
+        .unwrap();
+    let events = game
+        .engine()
+        .events()
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
     (events, game.state().dormant)
 }
 

@@ -18,15 +18,37 @@ fn repo() -> &'static Path {
 fn the_seed_example_through_the_binary_gives_the_exact_state_of_spec_8() {
     let out = bin()
         .current_dir(repo())
-        .args(["run", "examples/scenes/seed.json", "--ticks", "5", "--state", "-"])
+        .args([
+            "run",
+            "examples/scenes/seed.json",
+            "--ticks",
+            "5",
+            "--state",
+            "-",
+        ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let state: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let loaded: Vec<Value> = [(-1, -1), (0, -1), (1, -1), (-1, 0), (0, 0), (1, 0), (-1, 1), (0, 1), (1, 1)]
-        .iter()
-        .map(|(x, z)| json!({"x": x, "z": z}))
-        .collect();
+    let loaded: Vec<Value> = [
+        (-1, -1),
+        (0, -1),
+        (1, -1),
+        (-1, 0),
+        (0, 0),
+        (1, 0),
+        (-1, 1),
+        (0, 1),
+        (1, 1),
+    ]
+    .iter()
+    .map(|(x, z)| json!({"x": x, "z": z}))
+    .collect();
     assert_eq!(
         state,
         json!({
@@ -36,23 +58,56 @@ fn the_seed_example_through_the_binary_gives_the_exact_state_of_spec_8() {
             "dormant": []
         })
     );
-    let keys: Vec<&str> = state.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["tick", "scene", "focus", "loaded", "pending", "refusals", "variables", "dormant"]);
+    let keys: Vec<&str> = state
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "tick",
+            "scene",
+            "focus",
+            "loaded",
+            "pending",
+            "refusals",
+            "variables",
+            "dormant"
+        ]
+    );
 }
 
 #[test]
 fn tick_1_of_the_seed_example_loads_two_chunks_and_leaves_seven_pending() {
     let out = bin()
         .current_dir(repo())
-        .args(["run", "examples/scenes/seed.json", "--ticks", "1", "--state", "-", "--events", "ev.tmp"])
+        .args([
+            "run",
+            "examples/scenes/seed.json",
+            "--ticks",
+            "1",
+            "--state",
+            "-",
+            "--events",
+            "ev.tmp",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
     let state: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(state["loaded"], json!([{"x": 0, "z": -1}, {"x": 0, "z": 0}]));
+    assert_eq!(
+        state["loaded"],
+        json!([{"x": 0, "z": -1}, {"x": 0, "z": 0}])
+    );
     assert_eq!(state["variables"]["world.chunks.pending"], 7);
     assert_eq!(state["pending"].as_array().unwrap().len(), 7);
-    assert_eq!(state["pending"][0], json!({"x": -1, "z": 0}), "nearest-first");
+    assert_eq!(
+        state["pending"][0],
+        json!({"x": -1, "z": 0}),
+        "nearest-first"
+    );
     let events = std::fs::read_to_string(repo().join("ev.tmp")).unwrap();
     std::fs::remove_file(repo().join("ev.tmp")).unwrap();
     assert_eq!(
@@ -66,7 +121,12 @@ fn tick_1_of_the_seed_example_loads_two_chunks_and_leaves_seven_pending() {
 fn ticks_default_to_the_last_input_tick() {
     let out = bin()
         .current_dir(repo())
-        .args(["run", "examples/scenes/defaults.json", "--inputs", "examples/scenes/defaults.inputs.jsonl"])
+        .args([
+            "run",
+            "examples/scenes/defaults.json",
+            "--inputs",
+            "examples/scenes/defaults.inputs.jsonl",
+        ])
         .args(["--state", "-"])
         .output()
         .unwrap();
@@ -81,22 +141,36 @@ fn every_example_scene_runs_and_every_example_file_checks() {
     for name in ["seed", "defaults", "drive", "two_scenes", "demo"] {
         let scene = format!("examples/scenes/{name}.json");
         let mut cmd = bin();
-        cmd.current_dir(repo()).args(["run", &scene, "--events", "-"]);
+        cmd.current_dir(repo())
+            .args(["run", &scene, "--events", "-"]);
         let inputs = format!("examples/scenes/{name}.inputs.jsonl");
         if repo().join(&inputs).exists() {
             cmd.args(["--inputs", &inputs]);
         }
         let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(!out.stdout.is_empty(), "{name} emits events");
-        bin().current_dir(repo()).args(["check", &scene]).assert().success();
+        bin()
+            .current_dir(repo())
+            .args(["check", &scene])
+            .assert()
+            .success();
     }
     let mut files: Vec<String> = std::fs::read_dir(repo().join("mods"))
         .unwrap()
         .map(|e| format!("mods/{}", e.unwrap().file_name().to_string_lossy()))
         .collect();
     files.sort();
-    bin().current_dir(repo()).arg("check").args(&files).assert().success();
+    bin()
+        .current_dir(repo())
+        .arg("check")
+        .args(&files)
+        .assert()
+        .success();
 }
 
 #[test]
@@ -105,14 +179,20 @@ fn the_demo_runs_without_arguments_and_shows_maps() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("map at tick 1"), "{text}");
-    assert!(text.contains("keep_home refused world.chunk.unload of (0,0): \"home\""), "{text}");
+    assert!(
+        text.contains("keep_home refused world.chunk.unload of (0,0): \"home\""),
+        "{text}"
+    );
 }
 
 #[test]
 fn usage_errors_exit_2_and_help_exits_0() {
     bin().arg("frobnicate").assert().code(2);
     bin().arg("run").assert().code(2);
-    bin().args(["run", "x.json", "--ticks", "many"]).assert().code(2);
+    bin()
+        .args(["run", "x.json", "--ticks", "many"])
+        .assert()
+        .code(2);
     bin().arg("check").assert().code(2);
     let help = bin().args(["run", "--help"]).output().unwrap();
     assert_eq!(help.status.code(), Some(0));
@@ -121,13 +201,27 @@ fn usage_errors_exit_2_and_help_exits_0() {
 
 #[test]
 fn schema_check_passes_on_the_repo_and_fails_with_a_diff_when_drifted() {
-    bin().current_dir(repo()).args(["schema", "--check"]).assert().success();
+    bin()
+        .current_dir(repo())
+        .args(["schema", "--check"])
+        .assert()
+        .success();
     let dir = tempfile::tempdir().unwrap();
-    bin().args(["schema", "--out"]).arg(dir.path()).assert().success();
+    bin()
+        .args(["schema", "--out"])
+        .arg(dir.path())
+        .assert()
+        .success();
     let path = dir.path().join("scene.schema.json");
-    let text = std::fs::read_to_string(&path).unwrap().replace("\"kits\"", "\"kitz\"");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"kits\"", "\"kitz\"");
     std::fs::write(&path, text).unwrap();
-    let out = bin().args(["schema", "--check"]).arg(dir.path()).output().unwrap();
+    let out = bin()
+        .args(["schema", "--check"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("scene.schema.json"), "{err}");
@@ -163,13 +257,21 @@ fn good_scene() -> String {
 }
 
 fn run_scene(name: &'static str, scene: String, expect: &'static str) -> Bad {
-    Bad { name, files: vec![("scene.json", scene)], args: vec!["run", "scene.json"], expect }
+    Bad {
+        name,
+        files: vec![("scene.json", scene)],
+        args: vec!["run", "scene.json"],
+        expect,
+    }
 }
 
 fn run_inputs(name: &'static str, inputs: &str, expect: &'static str) -> Bad {
     Bad {
         name,
-        files: vec![("scene.json", good_scene()), ("inputs.jsonl", inputs.to_owned())],
+        files: vec![
+            ("scene.json", good_scene()),
+            ("inputs.jsonl", inputs.to_owned()),
+        ],
         args: vec!["run", "scene.json", "--inputs", "inputs.jsonl"],
         expect,
     }
@@ -179,7 +281,10 @@ fn with_mod(name: &'static str, m: &str, expect: &'static str) -> Bad {
     Bad {
         name,
         files: vec![
-            ("scene.json", scene_with(json!({}), json!({ "mods": ["m.json"] }))),
+            (
+                "scene.json",
+                scene_with(json!({}), json!({ "mods": ["m.json"] })),
+            ),
             ("m.json", m.to_owned()),
         ],
         args: vec!["run", "scene.json"],
@@ -249,11 +354,31 @@ fn bad_files_are_refused_with_exit_1_and_a_message_naming_where() {
         for (name, text) in &case.files {
             std::fs::write(dir.path().join(name), text).unwrap();
         }
-        let out = bin().current_dir(dir.path()).args(&case.args).args(["--state", "-"]).output().unwrap();
+        let out = bin()
+            .current_dir(dir.path())
+            .args(&case.args)
+            .args(["--state", "-"])
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{}: exit {:?}, stderr {err}", case.name, out.status.code());
-        assert!(err.contains(case.expect), "{}: expected {:?} in:\n{err}", case.name, case.expect);
-        assert!(out.stdout.is_empty(), "{}: nothing runs on a bad file", case.name);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}: exit {:?}, stderr {err}",
+            case.name,
+            out.status.code()
+        );
+        assert!(
+            err.contains(case.expect),
+            "{}: expected {:?} in:\n{err}",
+            case.name,
+            case.expect
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "{}: nothing runs on a bad file",
+            case.name
+        );
         assert!(!err.contains("panicked"), "{}: {err}", case.name);
     }
 }
@@ -263,7 +388,11 @@ fn a_huge_file_is_refused_before_it_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let f = std::fs::File::create(dir.path().join("scene.json")).unwrap();
     f.set_len(17 * 1024 * 1024).unwrap();
-    let out = bin().current_dir(dir.path()).args(["run", "scene.json"]).output().unwrap();
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["run", "scene.json"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the limit is 16777216"));
 }
@@ -271,10 +400,25 @@ fn a_huge_file_is_refused_before_it_is_read() {
 #[test]
 fn check_reports_every_problem_of_every_file() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.json"), scene_with(json!({"radius": -1, "chunkSize": 0}), json!({"control": "ghost"}))).unwrap();
+    std::fs::write(
+        dir.path().join("a.json"),
+        scene_with(
+            json!({"radius": -1, "chunkSize": 0}),
+            json!({"control": "ghost"}),
+        ),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("b.json"), r#"{"id": "m", "cancel": true}"#).unwrap();
-    std::fs::write(dir.path().join("c.jsonl"), "{\"tick\": 1, \"do\": \"jump\"}\n{\"tick\": 1, \"do\": \"leave\", \"x\": 1}\n").unwrap();
-    let out = bin().current_dir(dir.path()).args(["check", "a.json", "b.json", "c.jsonl"]).output().unwrap();
+    std::fs::write(
+        dir.path().join("c.jsonl"),
+        "{\"tick\": 1, \"do\": \"jump\"}\n{\"tick\": 1, \"do\": \"leave\", \"x\": 1}\n",
+    )
+    .unwrap();
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["check", "a.json", "b.json", "c.jsonl"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     for part in [
@@ -293,24 +437,49 @@ fn check_reports_every_problem_of_every_file() {
 fn check_accepts_good_files_and_says_what_they_are() {
     let out = bin()
         .current_dir(repo())
-        .args(["check", "examples/scenes/seed.json", "examples/scenes/seed.inputs.jsonl", "mods/keep_home.json"])
+        .args([
+            "check",
+            "examples/scenes/seed.json",
+            "examples/scenes/seed.inputs.jsonl",
+            "mods/keep_home.json",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("seed.json: ok (scene)") && text.contains("ok (inputs)") && text.contains("ok (JSON mod)"));
+    assert!(
+        text.contains("seed.json: ok (scene)")
+            && text.contains("ok (inputs)")
+            && text.contains("ok (JSON mod)")
+    );
 }
 
 #[test]
 fn profile_reports_tick_percentiles_and_each_mods_handler_time() {
     let out = bin()
         .current_dir(repo())
-        .args(["run", "examples/scenes/drive.json", "--inputs", "examples/scenes/drive.inputs.jsonl", "--profile"])
+        .args([
+            "run",
+            "examples/scenes/drive.json",
+            "--inputs",
+            "examples/scenes/drive.inputs.jsonl",
+            "--profile",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("profile: 130 ticks"), "{err}");
-    assert!(err.contains("tick cost   p50") && err.contains("p99") && err.contains("max"), "{err}");
-    assert!(err.contains("world.chunk.unload: JSON mods keep_home"), "{err}");
+    assert!(
+        err.contains("tick cost   p50") && err.contains("p99") && err.contains("max"),
+        "{err}"
+    );
+    assert!(
+        err.contains("world.chunk.unload: JSON mods keep_home"),
+        "{err}"
+    );
 }

@@ -14,8 +14,14 @@ use world_streaming::kits::builtin_catalog;
 
 fn game() -> Game {
     let mut catalog = builtin_catalog();
-    catalog.add(terrain::manifest(), Box::new(terrain::TerrainKit::from_spec));
-    catalog.add(collider::manifest(), Box::new(collider::ColliderKit::from_spec));
+    catalog.add(
+        terrain::manifest(),
+        Box::new(terrain::TerrainKit::from_spec),
+    );
+    catalog.add(
+        collider::manifest(),
+        Box::new(collider::ColliderKit::from_spec),
+    );
     let scene = json!({
         "kits": [
             { "id": "world.ground" },
@@ -34,39 +40,71 @@ fn regenerating_a_chunk_gives_byte_identical_heights() {
     let b = terrain::generate(42, ChunkPos::new(3, -7));
     assert_eq!(a, b);
     assert_eq!(a.len(), terrain::SAMPLES * terrain::SAMPLES * 2);
-    assert_ne!(a, terrain::generate(43, ChunkPos::new(3, -7)), "the seed matters");
-    assert_ne!(a, terrain::generate(42, ChunkPos::new(4, -7)), "the chunk matters");
+    assert_ne!(
+        a,
+        terrain::generate(43, ChunkPos::new(3, -7)),
+        "the seed matters"
+    );
+    assert_ne!(
+        a,
+        terrain::generate(42, ChunkPos::new(4, -7)),
+        "the chunk matters"
+    );
 }
 
 #[test]
 fn terrain_and_colliders_follow_the_live_chunks_through_a_drive() {
     let mut g = game();
     let lines: String = (2..40)
-        .map(|t| format!("{}\n", json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 8 + t * 9, "z": 8}})))
+        .map(|t| {
+            format!(
+                "{}\n",
+                json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 8 + t * 9, "z": 8}})
+            )
+        })
         .collect();
     let inputs = Inputs::parse(&lines, "route").unwrap();
     let mut checked = 0;
     g.run_with(&inputs, 45, |engine, _| {
         let v = engine.variables();
         let live = v.count("world.chunks.loaded");
-        assert_eq!(v.count("world.terrain.chunks"), live, "tick {}", engine.tick_count());
-        assert_eq!(v.count("physics.colliders.live"), live, "tick {}", engine.tick_count());
+        assert_eq!(
+            v.count("world.terrain.chunks"),
+            live,
+            "tick {}",
+            engine.tick_count()
+        );
+        assert_eq!(
+            v.count("physics.colliders.live"),
+            live,
+            "tick {}",
+            engine.tick_count()
+        );
         checked += 1;
     })
     .unwrap();
     assert_eq!(checked, 45);
     let v = g.engine().variables();
-    assert!(v.count("world.terrain.generated") > v.count("world.terrain.chunks"), "chunks were released and rebuilt");
+    assert!(
+        v.count("world.terrain.generated") > v.count("world.terrain.chunks"),
+        "chunks were released and rebuilt"
+    );
 }
 
 #[test]
 fn a_kit_whose_requirement_is_missing_is_refused_with_who_needs_what() {
     let mut catalog = builtin_catalog();
-    catalog.add(terrain::manifest(), Box::new(terrain::TerrainKit::from_spec));
+    catalog.add(
+        terrain::manifest(),
+        Box::new(terrain::TerrainKit::from_spec),
+    );
     let scene = json!({ "kits": [ { "id": "world.terrain" } ] });
     let err = Game::from_scene_text(&scene.to_string(), "scene.json", ".".as_ref(), &catalog)
         .err()
         .unwrap()
         .to_string();
-    assert!(err.contains("kit world.terrain requires world.streaming@^1, no enabled kit provides it"), "{err}");
+    assert!(
+        err.contains("kit world.terrain requires world.streaming@^1, no enabled kit provides it"),
+        "{err}"
+    );
 }

@@ -67,10 +67,24 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         0..4u32,
         0..6u32,
         any::<bool>(),
-        proptest::collection::vec((any::<bool>(), proptest::option::of(-2..3i32), proptest::option::of(-2..3i32)), 0..3),
+        proptest::collection::vec(
+            (
+                any::<bool>(),
+                proptest::option::of(-2..3i32),
+                proptest::option::of(-2..3i32),
+            ),
+            0..3,
+        ),
         proptest::collection::vec(proptest::collection::vec(op(), 0..3), 1..40),
     )
-        .prop_map(|(size, radius, budget, bounded, mods, ticks)| Scenario { size, radius, budget, bounded, mods, ticks })
+        .prop_map(|(size, radius, budget, bounded, mods, ticks)| Scenario {
+            size,
+            radius,
+            budget,
+            bounded,
+            mods,
+            ticks,
+        })
 }
 
 struct Run {
@@ -85,7 +99,11 @@ fn start(s: &Scenario) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let mut mods = Vec::new();
     for (i, (load, x, z)) in s.mods.iter().enumerate() {
-        let hook = if *load { "world.chunk.load" } else { "world.chunk.unload" };
+        let hook = if *load {
+            "world.chunk.load"
+        } else {
+            "world.chunk.unload"
+        };
         let mut m = json!({"id": format!("m{i}"), "hook": hook, "cancel": true, "reason": "r"});
         if let Some(x) = x {
             m["match"]["x"] = json!(x);
@@ -113,8 +131,20 @@ fn start(s: &Scenario) -> Run {
             {"id": "walker", "tags": ["streamable"], "position": {"x": -20, "z": 9}}
         ]
     });
-    let game = Game::from_scene_text(&scene.to_string(), "scene.json", dir.path(), &builtin_catalog()).unwrap();
-    Run { game, dir, spawned: 0, saved: false, lines: Vec::new() }
+    let game = Game::from_scene_text(
+        &scene.to_string(),
+        "scene.json",
+        dir.path(),
+        &builtin_catalog(),
+    )
+    .unwrap();
+    Run {
+        game,
+        dir,
+        spawned: 0,
+        saved: false,
+        lines: Vec::new(),
+    }
 }
 
 fn entity(run: &Run, i: usize) -> String {
@@ -129,7 +159,9 @@ fn entity(run: &Run, i: usize) -> String {
 fn apply(run: &mut Run, tick: u64, op: &Op) {
     let save = run.dir.path().join("state.save.json").display().to_string();
     let line = match op {
-        Op::Move { who, x, z } | Op::Teleport { who, x, z } => json!({"do": "move", "entity": NAMES[*who], "to": {"x": x, "z": z}}),
+        Op::Move { who, x, z } | Op::Teleport { who, x, z } => {
+            json!({"do": "move", "entity": NAMES[*who], "to": {"x": x, "z": z}})
+        }
         Op::Ride => json!({"do": "ride", "entity": "hero", "vehicle": "car"}),
         Op::Dismount => json!({"do": "dismount", "entity": "hero"}),
         Op::Control(who) => json!({"do": "control", "entity": who.map(|w| NAMES[w])}),
@@ -138,7 +170,9 @@ fn apply(run: &mut Run, tick: u64, op: &Op) {
             json!({"do": "spawn", "entity": {"id": format!("crate{}", run.spawned - 1), "tags": ["streamable"], "position": {"x": x, "z": z}}})
         }
         Op::Despawn(i) => json!({"do": "despawn", "entity": entity(run, *i)}),
-        Op::Tag { who, on } => json!({"do": if *on { "tag" } else { "untag" }, "entity": entity(run, *who), "tag": "streamable"}),
+        Op::Tag { who, on } => {
+            json!({"do": if *on { "tag" } else { "untag" }, "entity": entity(run, *who), "tag": "streamable"})
+        }
         Op::Release { x, z } => json!({"do": "release", "x": x, "z": z}),
         Op::Moved { x, z } => json!({"do": "player.moved", "at": {"x": x, "z": z}}),
         Op::Leave => json!({"do": "leave"}),
@@ -170,17 +204,30 @@ fn check(
     let loaded: BTreeSet<ChunkPos> = s.loaded().into_iter().collect();
     let list = s.loaded();
     prop_assert_eq!(list.len(), loaded.len(), "a chunk listed twice");
-    prop_assert!(list.windows(2).all(|w| w[0] < w[1]), "loaded() in row order");
+    prop_assert!(
+        list.windows(2).all(|w| w[0] < w[1]),
+        "loaded() in row order"
+    );
     let refusals = s.refusals();
-    let held = |c: ChunkPos, hook: &str| refusals.iter().any(|r| r.x == c.x && r.z == c.z && r.hook == hook);
+    let held = |c: ChunkPos, hook: &str| {
+        refusals
+            .iter()
+            .any(|r| r.x == c.x && r.z == c.z && r.hook == hook)
+    };
     let focus = s.focus().map(|f| grid.chunk_of(f));
     let r = u64::from(s.radius());
     // Loaded chunks are within radius + 1, or held by an unload refusal; inside the bounds.
     for c in &loaded {
         if let Some(f) = focus {
-            prop_assert!(c.ring_distance(f) <= r + 1 || held(*c, "world.chunk.unload"), "{c} too far from {f}");
+            prop_assert!(
+                c.ring_distance(f) <= r + 1 || held(*c, "world.chunk.unload"),
+                "{c} too far from {f}"
+            );
         }
-        prop_assert!(grid.overlaps(*c, s.bounds().as_ref()), "{c} outside the bounds");
+        prop_assert!(
+            grid.overlaps(*c, s.bounds().as_ref()),
+            "{c} outside the bounds"
+        );
     }
     // The events of this tick move `before` to `loaded` exactly; loads within budget.
     let mut track = before.clone();
@@ -192,14 +239,21 @@ fn check(
                 prop_assert!(track.insert(c()), "{} loaded twice", c());
                 loads += 1;
             }
-            "world.chunk.unloaded" => prop_assert!(track.remove(&c()), "{} released without being loaded", c()),
+            "world.chunk.unloaded" => {
+                prop_assert!(track.remove(&c()), "{} released without being loaded", c())
+            }
             _ => {}
         }
     }
     prop_assert_eq!(&track, &loaded);
     // Every load ask ends as a loaded event or a newly held load refusal.
     let asks = loads + load_refusals(s.as_ref()).difference(refused_before).count();
-    prop_assert!(asks <= s.loads_per_tick(), "{} load asks with a budget of {}", asks, s.loads_per_tick());
+    prop_assert!(
+        asks <= s.loads_per_tick(),
+        "{} load asks with a budget of {}",
+        asks,
+        s.loads_per_tick()
+    );
     // pending() is exactly the wanted, unloaded, unrefused chunks, nearest-first.
     let expected: Vec<ChunkPos> = match (g.engine().active_scene(), s.focus()) {
         (Some(_), Some(f)) => grid
@@ -217,14 +271,25 @@ fn check(
     // Dormancy.
     for e in g.engine().world().iter() {
         if e.has_tag("streamable") {
-            prop_assert_eq!(e.has_tag("dormant"), !loaded.contains(&grid.chunk_of(e.position)), "{}", e.id);
+            prop_assert_eq!(
+                e.has_tag("dormant"),
+                !loaded.contains(&grid.chunk_of(e.position)),
+                "{}",
+                e.id
+            );
         }
     }
     Ok(())
 }
 
-fn load_refusals(s: &dyn world_streaming::kits::streaming::StreamingService) -> BTreeSet<(i64, i64)> {
-    s.refusals().iter().filter(|r| r.hook == "world.chunk.load").map(|r| (r.x, r.z)).collect()
+fn load_refusals(
+    s: &dyn world_streaming::kits::streaming::StreamingService,
+) -> BTreeSet<(i64, i64)> {
+    s.refusals()
+        .iter()
+        .filter(|r| r.hook == "world.chunk.load")
+        .map(|r| (r.x, r.z))
+        .collect()
 }
 
 fn play(s: &Scenario) -> Result<(Vec<String>, Vec<String>), TestCaseError> {
@@ -239,14 +304,24 @@ fn play(s: &Scenario) -> Result<(Vec<String>, Vec<String>), TestCaseError> {
         let refused_before = load_refusals(streaming.as_ref());
         let from = run.game.engine().events().len();
         run.game.tick();
-        check(&run, &before, &refused_before, from).map_err(|e| TestCaseError::fail(format!("{e}\ninputs: {:#?}", run.lines)))?;
+        check(&run, &before, &refused_before, from)
+            .map_err(|e| TestCaseError::fail(format!("{e}\ninputs: {:#?}", run.lines)))?;
     }
-    let events = run.game.engine().events().iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+    let events = run
+        .game
+        .engine()
+        .events()
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
     Ok((events, run.lines))
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000)
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000)
 }
 
 proptest! {

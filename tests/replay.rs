@@ -19,7 +19,9 @@ fn bin() -> Command {
 fn record(name: &str, dir: &Path) -> std::path::PathBuf {
     let out = dir.join(format!("{name}.replay.json"));
     let mut cmd = bin();
-    cmd.current_dir(repo()).args(["run", &format!("examples/scenes/{name}.json"), "--record"]).arg(&out);
+    cmd.current_dir(repo())
+        .args(["run", &format!("examples/scenes/{name}.json"), "--record"])
+        .arg(&out);
     let inputs = format!("examples/scenes/{name}.inputs.jsonl");
     if repo().join(&inputs).exists() {
         cmd.args(["--inputs", &inputs]);
@@ -36,8 +38,15 @@ fn recorded_runs_of_every_example_scene_replay_ok() {
     for name in ["seed", "defaults", "drive", "two_scenes", "demo"] {
         let file = record(name, dir.path());
         let out = bin().arg("replay").arg(&file).output().unwrap();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stdout).starts_with("OK"), "{name}");
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with("OK"),
+            "{name}"
+        );
     }
 }
 
@@ -57,14 +66,28 @@ fn an_altered_recording_is_caught_at_the_right_tick() {
     let original = step["events"][0].as_str().unwrap().to_owned();
     let altered = original.replacen("\"x\":", "\"x\":1", 1);
     step["events"][0] = Value::String(altered.clone());
-    let joined: Vec<&str> = step["events"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
-    step["digest"] = Value::String(format!("{:016x}", world_streaming::replay::fnv1a64(joined.join("\n").as_bytes())));
+    let joined: Vec<&str> = step["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    step["digest"] = Value::String(format!(
+        "{:016x}",
+        world_streaming::replay::fnv1a64(joined.join("\n").as_bytes())
+    ));
     std::fs::write(&file, rec.to_string()).unwrap();
     let out = bin().arg("replay").arg(&file).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with(&format!("tick {tick}: the events differ")), "{err}");
-    assert!(err.contains(&altered) && err.contains(&original), "both sides shown: {err}");
+    assert!(
+        err.starts_with(&format!("tick {tick}: the events differ")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&altered) && err.contains(&original),
+        "both sides shown: {err}"
+    );
 }
 
 #[test]
@@ -73,7 +96,12 @@ fn an_altered_input_is_caught_where_it_first_changes_the_events() {
     let file = record("drive", dir.path());
     let mut rec: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     // The truck jumps far away at tick 60 instead of driving on.
-    let input = rec["inputs"].as_array_mut().unwrap().iter_mut().find(|i| i["tick"] == 60).unwrap();
+    let input = rec["inputs"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|i| i["tick"] == 60)
+        .unwrap();
     input["to"]["x"] = serde_json::json!(-200.0);
     std::fs::write(&file, rec.to_string()).unwrap();
     let out = bin().arg("replay").arg(&file).output().unwrap();
@@ -83,9 +111,11 @@ fn an_altered_input_is_caught_where_it_first_changes_the_events() {
 
 #[test]
 fn the_library_records_and_verifies_runs_for_users_tests() {
-    let text = std::fs::read_to_string(repo().join("examples/scenes/two_scenes.inputs.jsonl")).unwrap();
+    let text =
+        std::fs::read_to_string(repo().join("examples/scenes/two_scenes.inputs.jsonl")).unwrap();
     let inputs = Inputs::parse(&text, "two_scenes.inputs.jsonl").unwrap();
-    let rec = Recording::record(&repo().join("examples/scenes/two_scenes.json"), &inputs, 20).unwrap();
+    let rec =
+        Recording::record(&repo().join("examples/scenes/two_scenes.json"), &inputs, 20).unwrap();
     assert_eq!(rec.steps.len(), 20);
     assert_eq!(rec.verify().unwrap(), Verdict::Same { ticks: 20 });
     let mut other = rec.steps.clone();
@@ -103,7 +133,12 @@ fn the_library_records_and_verifies_runs_for_users_tests() {
 fn a_file_that_is_not_a_recording_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("x.json"), "{\"kits\": []}").unwrap();
-    let out = bin().current_dir(dir.path()).args(["replay", "x.json"]).output().unwrap();
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["replay", "x.json"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("x.json: format: expected \"world-streaming-replay\""));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("x.json: format: expected \"world-streaming-replay\""));
 }

@@ -29,9 +29,16 @@ fn the_seed_example_saved_after_tick_5_reloads_its_9_chunks_and_emits_nothing() 
     let before = fresh.engine().events().len();
     let calls = std::rc::Rc::new(std::cell::Cell::new(0));
     let seen = calls.clone();
-    let _sub = fresh.streaming().unwrap().on_chunk(Box::new(move |_, _| seen.set(seen.get() + 1)));
+    let _sub = fresh
+        .streaming()
+        .unwrap()
+        .on_chunk(Box::new(move |_, _| seen.set(seen.get() + 1)));
     fresh.load(&path).unwrap();
-    assert_eq!(fresh.engine().events().len(), before, "a load emits nothing");
+    assert_eq!(
+        fresh.engine().events().len(),
+        before,
+        "a load emits nothing"
+    );
     assert_eq!(calls.get(), 0, "a load calls no onChunk callback");
     let s = fresh.streaming().unwrap();
     assert_eq!(s.loaded().len(), 9);
@@ -72,7 +79,11 @@ fn scenario(seed: u64, ticks: u64, dir: &Path) -> (Value, Vec<Value>) {
         let m = if r.chance(25) {
             json!({ "id": format!("set{i}"), "set": { "radius": r.below(4), "budgetMs": r.below(5) } })
         } else {
-            let hook = if r.chance(50) { "world.chunk.load" } else { "world.chunk.unload" };
+            let hook = if r.chance(50) {
+                "world.chunk.load"
+            } else {
+                "world.chunk.unload"
+            };
             let mut m = json!({ "id": format!("m{i}"), "hook": hook, "cancel": true, "reason": format!("r{i}") });
             if r.chance(80) {
                 m["match"] = json!({ "x": r.coord(2) });
@@ -88,7 +99,8 @@ fn scenario(seed: u64, ticks: u64, dir: &Path) -> (Value, Vec<Value>) {
     }
     let mut ground = json!({ "id": "world.ground" });
     if r.chance(50) {
-        ground["config"] = json!({ "bounds": { "minX": -100, "minZ": -100, "maxX": 150, "maxZ": 120 } });
+        ground["config"] =
+            json!({ "bounds": { "minX": -100, "minZ": -100, "maxX": 150, "maxZ": 120 } });
     }
     let scene = json!({
         "kits": [ ground, { "id": "world.streaming", "config": { "chunkSize": size, "radius": r.below(3), "budgetMs": 1 + r.below(4) } } ],
@@ -110,7 +122,9 @@ fn scenario(seed: u64, ticks: u64, dir: &Path) -> (Value, Vec<Value>) {
             let who = if r.chance(60) { "hero" } else { "car" };
             let step = if r.chance(10) { 200 } else { 20 };
             let line = match r.below(14) {
-                0..=4 => json!({"do": "move", "entity": who, "to": {"x": r.coord(step), "z": r.coord(step)}}),
+                0..=4 => {
+                    json!({"do": "move", "entity": who, "to": {"x": r.coord(step), "z": r.coord(step)}})
+                }
                 5 => json!({"do": "ride", "entity": "hero", "vehicle": "car"}),
                 6 => json!({"do": "dismount", "entity": "hero"}),
                 7 => json!({"do": "player.moved", "at": {"x": r.coord(100), "z": r.coord(100)}}),
@@ -118,9 +132,13 @@ fn scenario(seed: u64, ticks: u64, dir: &Path) -> (Value, Vec<Value>) {
                     crates += 1;
                     json!({"do": "spawn", "entity": {"id": format!("crate{crates}"), "tags": ["streamable"], "position": {"x": r.coord(80), "z": r.coord(80)}}})
                 }
-                9 => json!({"do": if r.chance(50) { "tag" } else { "untag" }, "entity": "crate0", "tag": "streamable"}),
+                9 => {
+                    json!({"do": if r.chance(50) { "tag" } else { "untag" }, "entity": "crate0", "tag": "streamable"})
+                }
                 10 => json!({"do": "release", "x": r.coord(3), "z": r.coord(3)}),
-                11 => json!({"do": "control", "entity": if r.chance(50) { json!("car") } else { Value::Null }}),
+                11 => {
+                    json!({"do": "control", "entity": if r.chance(50) { json!("car") } else { Value::Null }})
+                }
                 12 if r.chance(30) => json!({"do": "leave"}),
                 _ => json!({"do": "enter", "scene": if r.chance(50) { "a" } else { "b" }}),
             };
@@ -136,12 +154,19 @@ fn inputs_after(lines: &[Value], after: u64) -> Inputs {
     let all = inputs(lines);
     Inputs {
         file: all.file,
-        lines: all.lines.into_iter().filter(|l: &NumberedInput| l.input.tick > after).collect(),
+        lines: all
+            .lines
+            .into_iter()
+            .filter(|l: &NumberedInput| l.input.tick > after)
+            .collect(),
     }
 }
 
 fn cases() -> u64 {
-    std::env::var("SAVE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200)
+    std::env::var("SAVE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200)
 }
 
 #[test]
@@ -163,14 +188,30 @@ fn a_run_saved_at_tick_n_and_loaded_into_a_fresh_engine_continues_exactly() {
         let skip = second.engine().events().len();
         second.load(&save).unwrap();
         second.run(&inputs_after(&lines, n), n + m).unwrap();
-        let expected: Vec<String> = whole.engine().events().iter().filter(|e| e.tick > n).map(|e| serde_json::to_string(e).unwrap()).collect();
-        let actual: Vec<String> = second.engine().events()[skip..].iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+        let expected: Vec<String> = whole
+            .engine()
+            .events()
+            .iter()
+            .filter(|e| e.tick > n)
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        let actual: Vec<String> = second.engine().events()[skip..]
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
         assert_eq!(actual, expected, "case {case}: n={n} m={m}\nscene {scene}");
         assert_eq!(second.state(), whole.state(), "case {case}");
-        assert_eq!(second.engine().save_document(), whole.engine().save_document(), "case {case}");
+        assert_eq!(
+            second.engine().save_document(),
+            whole.engine().save_document(),
+            "case {case}"
+        );
         streamed += expected.len();
     }
-    assert!(streamed > 1000, "the scenarios stream: {streamed} events compared");
+    assert!(
+        streamed > 1000,
+        "the scenarios stream: {streamed} events compared"
+    );
 }
 
 #[test]
@@ -178,20 +219,33 @@ fn refusals_and_mod_overrides_survive_a_save() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("keep_home.json"), r#"{"id": "keep_home", "hook": "world.chunk.unload", "match": {"x": 0, "z": 0}, "cancel": true, "reason": "home"}"#).unwrap();
     std::fs::write(dir.path().join("no_east.json"), r#"{"id": "no_east", "hook": "world.chunk.load", "match": {"x": 1}, "cancel": true, "reason": "east"}"#).unwrap();
-    std::fs::write(dir.path().join("wide.json"), r#"{"id": "wide", "set": {"radius": 1, "budgetMs": 9}}"#).unwrap();
+    std::fs::write(
+        dir.path().join("wide.json"),
+        r#"{"id": "wide", "set": {"radius": 1, "budgetMs": 9}}"#,
+    )
+    .unwrap();
     let scene = json!({
         "kits": kits(json!({ "chunkSize": 32, "radius": 0, "budgetMs": 1 })),
         "mods": ["keep_home.json", "no_east.json", "wide.json"],
         "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 8, "z": 8 } } ]
     });
     let mut g = game_in(&scene, dir.path());
-    run(&mut g, &[json!({"tick": 3, "do": "move", "entity": "hero", "to": {"x": -200, "z": 8}})], 3);
+    run(
+        &mut g,
+        &[json!({"tick": 3, "do": "move", "entity": "hero", "to": {"x": -200, "z": 8}})],
+        3,
+    );
     let refusals = g.streaming().unwrap().refusals();
-    assert!(refusals.iter().any(|r| r.by == "keep_home" && r.hook == "world.chunk.unload"));
+    assert!(refusals
+        .iter()
+        .any(|r| r.by == "keep_home" && r.hook == "world.chunk.unload"));
     let path = dir.path().join("s.json");
     g.save(&path).unwrap();
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(saved["kits"]["world.streaming"]["overrides"], json!({"radius": 1, "budgetMs": 9.0}));
+    assert_eq!(
+        saved["kits"]["world.streaming"]["overrides"],
+        json!({"radius": 1, "budgetMs": 9.0})
+    );
     let mut fresh = game_in(&scene, dir.path());
     fresh.load(&path).unwrap();
     assert_eq!(fresh.streaming().unwrap().refusals(), refusals);
@@ -210,7 +264,11 @@ fn saved_game() -> (tempfile::TempDir, Game, String) {
         ]
     });
     let mut g = game_in(&scene, dir.path());
-    run(&mut g, &[json!({"tick": 4, "do": "move", "entity": "hero", "to": {"x": 300, "z": 8}})], 6);
+    run(
+        &mut g,
+        &[json!({"tick": 4, "do": "move", "entity": "hero", "to": {"x": 300, "z": 8}})],
+        6,
+    );
     let path = dir.path().join("good.json");
     g.save(&path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
@@ -221,10 +279,20 @@ fn saved_game() -> (tempfile::TempDir, Game, String) {
 fn refused(g: &mut Game, dir: &Path, name: &str, text: &str, expect: &str) {
     let path = dir.join(format!("{name}.json"));
     std::fs::write(&path, text).unwrap();
-    let (state, doc, events) = (g.state(), g.engine().save_document(), g.engine().events().len());
+    let (state, doc, events) = (
+        g.state(),
+        g.engine().save_document(),
+        g.engine().events().len(),
+    );
     let err = g.load(&path).expect_err(name).to_string();
-    assert!(err.contains(expect), "{name}: expected {expect:?} in {err:?}");
-    assert!(err.starts_with(&path.display().to_string()), "{name}: names the file: {err}");
+    assert!(
+        err.contains(expect),
+        "{name}: expected {expect:?} in {err:?}"
+    );
+    assert!(
+        err.starts_with(&path.display().to_string()),
+        "{name}: names the file: {err}"
+    );
     assert_eq!(g.state(), state, "{name}: state unchanged");
     assert_eq!(g.engine().save_document(), doc, "{name}: game unchanged");
     assert_eq!(g.engine().events().len(), events, "{name}: nothing emitted");
@@ -246,7 +314,10 @@ fn every_corruption_is_refused_with_a_message_and_the_game_unchanged() {
     for cut in [0, 1, 10, good.len() / 3, good.len() / 2, good.len() - 3] {
         refused(&mut g, d, &format!("truncated{cut}"), &good[..cut], "line");
     }
-    for (i, at) in [5usize, good.len() / 4, good.len() / 2].into_iter().enumerate() {
+    for (i, at) in [5usize, good.len() / 4, good.len() / 2]
+        .into_iter()
+        .enumerate()
+    {
         let mut bytes = good.clone().into_bytes();
         bytes[at] ^= 0x5a;
         let text = String::from_utf8_lossy(&bytes).into_owned();
@@ -261,39 +332,169 @@ fn every_corruption_is_refused_with_a_message_and_the_game_unchanged() {
             g.load(&d.join("good.json")).unwrap();
         }
     }
-    refused(&mut g, d, "not_a_save", r#"{"kits": []}"#, "format: expected \"world-streaming-save\"");
-    refused(&mut g, d, "future", &edit(&good, |v| v["version"] = json!(2)), "save version 2 is newer than this build reads");
-    refused(&mut g, d, "no_version", &edit(&good, |v| { v.as_object_mut().unwrap().remove("version"); }), "version: expected 1");
-    refused(&mut g, d, "missing_tick", &edit(&good, |v| { v.as_object_mut().unwrap().remove("tick"); }), "missing field `tick`");
-    refused(&mut g, d, "tick_text", &edit(&good, |v| v["tick"] = json!("six")), "tick: invalid type");
-    refused(&mut g, d, "unknown_key", &edit(&good, |v| v["extra"] = json!(1)), "unknown field `extra`");
-    refused(&mut g, d, "unknown_scene", &edit(&good, |v| v["scene"] = json!("moon")), "scene: no such scene `moon`");
-    refused(&mut g, d, "duplicate_entity", &edit(&good, |v| {
-        let e = v["entities"][0].clone();
-        v["entities"].as_array_mut().unwrap().push(e);
-    }), "entities[2]: an entity `hero` already exists");
-    refused(&mut g, d, "ride_loop", &edit(&good, |v| {
-        v["entities"][0]["rides"] = json!("crate");
-        v["entities"][1]["rides"] = json!("hero");
-    }), "would close a loop");
-    refused(&mut g, d, "nan_position", &good.replacen("\"x\": 300", "\"x\": 1e999", 1), "line");
-    refused(&mut g, d, "absurd_position", &edit(&good, |v| v["entities"][0]["position"]["x"] = json!(1e300)), "entities[0]");
-    refused(&mut g, d, "loaded_text", &edit(&good, |v| v["kits"]["world.streaming"]["loaded"] = json!("all")), "kits.world.streaming.loaded: invalid type");
-    refused(&mut g, d, "duplicate_chunk", &edit(&good, |v| {
-        let c = v["kits"]["world.streaming"]["loaded"][0].clone();
-        v["kits"]["world.streaming"]["loaded"].as_array_mut().unwrap().push(c);
-    }), "is listed twice");
-    refused(&mut g, d, "unload_refusal_of_unloaded", &edit(&good, |v| {
-        v["kits"]["world.streaming"]["refusals"] = json!([{"x": 40, "z": 40, "hook": "world.chunk.unload", "mod": "m", "reason": ""}]);
-    }), "an unload refusal of chunk (40, 40), which is not loaded");
-    refused(&mut g, d, "load_refusal_of_loaded", &edit(&good, |v| {
-        let c = v["kits"]["world.streaming"]["loaded"][0].clone();
-        v["kits"]["world.streaming"]["refusals"] = json!([{"x": c["x"], "z": c["z"], "hook": "world.chunk.load", "mod": "m", "reason": ""}]);
-    }), "a load refusal of chunk");
-    refused(&mut g, d, "unknown_hook", &edit(&good, |v| v["kits"]["world.streaming"]["refusals"][0]["hook"] = json!("world.chunk.lod")), "refusals[0].hook: expected world.chunk.load or world.chunk.unload");
-    refused(&mut g, d, "missing_section", &edit(&good, |v| { v["kits"].as_object_mut().unwrap().remove("world.streaming"); }), "kits.world.streaming: missing section");
-    refused(&mut g, d, "unknown_kit", &edit(&good, |v| v["kits"]["world.weather"] = json!({})), "kits.world.weather");
-    refused(&mut g, d, "bad_override", &edit(&good, |v| v["kits"]["world.streaming"]["overrides"] = json!({"radius": 99})), "overrides.radius: expected an integer 0..=64, got 99");
+    refused(
+        &mut g,
+        d,
+        "not_a_save",
+        r#"{"kits": []}"#,
+        "format: expected \"world-streaming-save\"",
+    );
+    refused(
+        &mut g,
+        d,
+        "future",
+        &edit(&good, |v| v["version"] = json!(2)),
+        "save version 2 is newer than this build reads",
+    );
+    refused(
+        &mut g,
+        d,
+        "no_version",
+        &edit(&good, |v| {
+            v.as_object_mut().unwrap().remove("version");
+        }),
+        "version: expected 1",
+    );
+    refused(
+        &mut g,
+        d,
+        "missing_tick",
+        &edit(&good, |v| {
+            v.as_object_mut().unwrap().remove("tick");
+        }),
+        "missing field `tick`",
+    );
+    refused(
+        &mut g,
+        d,
+        "tick_text",
+        &edit(&good, |v| v["tick"] = json!("six")),
+        "tick: invalid type",
+    );
+    refused(
+        &mut g,
+        d,
+        "unknown_key",
+        &edit(&good, |v| v["extra"] = json!(1)),
+        "unknown field `extra`",
+    );
+    refused(
+        &mut g,
+        d,
+        "unknown_scene",
+        &edit(&good, |v| v["scene"] = json!("moon")),
+        "scene: no such scene `moon`",
+    );
+    refused(
+        &mut g,
+        d,
+        "duplicate_entity",
+        &edit(&good, |v| {
+            let e = v["entities"][0].clone();
+            v["entities"].as_array_mut().unwrap().push(e);
+        }),
+        "entities[2]: an entity `hero` already exists",
+    );
+    refused(
+        &mut g,
+        d,
+        "ride_loop",
+        &edit(&good, |v| {
+            v["entities"][0]["rides"] = json!("crate");
+            v["entities"][1]["rides"] = json!("hero");
+        }),
+        "would close a loop",
+    );
+    refused(
+        &mut g,
+        d,
+        "nan_position",
+        &good.replacen("\"x\": 300", "\"x\": 1e999", 1),
+        "line",
+    );
+    refused(
+        &mut g,
+        d,
+        "absurd_position",
+        &edit(&good, |v| v["entities"][0]["position"]["x"] = json!(1e300)),
+        "entities[0]",
+    );
+    refused(
+        &mut g,
+        d,
+        "loaded_text",
+        &edit(&good, |v| {
+            v["kits"]["world.streaming"]["loaded"] = json!("all")
+        }),
+        "kits.world.streaming.loaded: invalid type",
+    );
+    refused(
+        &mut g,
+        d,
+        "duplicate_chunk",
+        &edit(&good, |v| {
+            let c = v["kits"]["world.streaming"]["loaded"][0].clone();
+            v["kits"]["world.streaming"]["loaded"]
+                .as_array_mut()
+                .unwrap()
+                .push(c);
+        }),
+        "is listed twice",
+    );
+    refused(
+        &mut g,
+        d,
+        "unload_refusal_of_unloaded",
+        &edit(&good, |v| {
+            v["kits"]["world.streaming"]["refusals"] =
+                json!([{"x": 40, "z": 40, "hook": "world.chunk.unload", "mod": "m", "reason": ""}]);
+        }),
+        "an unload refusal of chunk (40, 40), which is not loaded",
+    );
+    refused(
+        &mut g,
+        d,
+        "load_refusal_of_loaded",
+        &edit(&good, |v| {
+            let c = v["kits"]["world.streaming"]["loaded"][0].clone();
+            v["kits"]["world.streaming"]["refusals"] = json!([{"x": c["x"], "z": c["z"], "hook": "world.chunk.load", "mod": "m", "reason": ""}]);
+        }),
+        "a load refusal of chunk",
+    );
+    refused(
+        &mut g,
+        d,
+        "unknown_hook",
+        &edit(&good, |v| {
+            v["kits"]["world.streaming"]["refusals"][0]["hook"] = json!("world.chunk.lod")
+        }),
+        "refusals[0].hook: expected world.chunk.load or world.chunk.unload",
+    );
+    refused(
+        &mut g,
+        d,
+        "missing_section",
+        &edit(&good, |v| {
+            v["kits"].as_object_mut().unwrap().remove("world.streaming");
+        }),
+        "kits.world.streaming: missing section",
+    );
+    refused(
+        &mut g,
+        d,
+        "unknown_kit",
+        &edit(&good, |v| v["kits"]["world.weather"] = json!({})),
+        "kits.world.weather",
+    );
+    refused(
+        &mut g,
+        d,
+        "bad_override",
+        &edit(&good, |v| {
+            v["kits"]["world.streaming"]["overrides"] = json!({"radius": 99})
+        }),
+        "overrides.radius: expected an integer 0..=64, got 99",
+    );
     refused(&mut g, d, "array", "[1, 2, 3]", "expected a save document");
     // After all that, the game still runs as before and the good save still loads.
     g.load(&d.join("good.json")).unwrap();
@@ -304,18 +505,36 @@ fn a_crash_between_write_and_rename_leaves_the_previous_save_intact() {
     let (dir, g, good) = saved_game();
     let path = dir.path().join("good.json");
     let doc = serde_json::to_vec(&g.engine().save_document()).unwrap();
-    let err = world_streaming::files::write_atomic_with(&path, &doc, |_| Err(std::io::Error::other("simulated crash")))
-        .unwrap_err();
+    let err = world_streaming::files::write_atomic_with(&path, &doc, |_| {
+        Err(std::io::Error::other("simulated crash"))
+    })
+    .unwrap_err();
     assert!(err.to_string().contains("simulated crash"));
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), good, "the previous save is intact");
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".tmp")).collect();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        good,
+        "the previous save is intact"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".tmp")
+        })
+        .collect();
     assert!(leftovers.is_empty(), "no temporary file is left behind");
 }
 
 #[test]
 fn a_save_into_a_missing_directory_fails_cleanly() {
     let (dir, g, _) = saved_game();
-    let err = g.save(&dir.path().join("no/such/dir/s.json")).unwrap_err().to_string();
+    let err = g
+        .save(&dir.path().join("no/such/dir/s.json"))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("no/such/dir/s.json"), "{err}");
 }
 
@@ -325,7 +544,9 @@ fn save_and_load_inputs_continue_the_saved_run_exactly() {
     let save = dir.path().join("at10.json");
     let save_s = save.display().to_string();
     let moves: Vec<Value> = (1..=20u64)
-        .map(|t| json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 8 + t * 20, "z": 8}}))
+        .map(
+            |t| json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 8 + t * 20, "z": 8}}),
+        )
         .collect();
     let mut whole = game(&seed_scene());
     run(&mut whole, &moves, 20);
@@ -336,11 +557,21 @@ fn save_and_load_inputs_continue_the_saved_run_exactly() {
     run(&mut first, &with_save, 11);
     // Run 2: a fresh run whose first input is a load at tick 11.
     let mut resumed_inputs = vec![json!({"tick": 11, "do": "load", "path": save_s})];
-    resumed_inputs.extend(moves.iter().filter(|m| m["tick"].as_u64().unwrap() >= 11).cloned());
+    resumed_inputs.extend(
+        moves
+            .iter()
+            .filter(|m| m["tick"].as_u64().unwrap() >= 11)
+            .cloned(),
+    );
     let mut second = game(&seed_scene());
     run(&mut second, &resumed_inputs, 20);
     let tail = |g: &Game| -> Vec<String> {
-        g.engine().events().iter().filter(|e| e.tick > 10).map(|e| serde_json::to_string(e).unwrap()).collect()
+        g.engine()
+            .events()
+            .iter()
+            .filter(|e| e.tick > 10)
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect()
     };
     assert_eq!(tail(&second), tail(&whole));
     assert_eq!(second.state(), whole.state());

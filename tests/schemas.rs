@@ -16,7 +16,10 @@ fn schema(name: &str) -> jsonschema::Validator {
 }
 
 fn assert_valid(validator: &jsonschema::Validator, instance: &Value, what: &str) {
-    let errors: Vec<String> = validator.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
     assert!(errors.is_empty(), "{what}: {errors:#?}");
 }
 
@@ -33,8 +36,13 @@ fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
 #[test]
 fn the_checked_in_schemas_match_the_rust_types() {
     for (name, text) in schemas::all() {
-        let on_disk = std::fs::read_to_string(repo().join("schemas").join(name)).unwrap_or_default();
-        assert!(on_disk == text, "schemas/{name} drifted; regenerate with: {}", schemas::REGENERATE);
+        let on_disk =
+            std::fs::read_to_string(repo().join("schemas").join(name)).unwrap_or_default();
+        assert!(
+            on_disk == text,
+            "schemas/{name} drifted; regenerate with: {}",
+            schemas::REGENERATE
+        );
     }
 }
 
@@ -44,12 +52,26 @@ fn every_example_scene_and_json_mod_carries_its_schema_and_validates() {
     let mods = schema("mod.schema.json");
     let scenes = files("examples/scenes", ".json");
     assert!(scenes.len() >= 5);
-    for (paths, validator, schema_file) in [(scenes, &scene, "scene.schema.json"), (files("mods", ".json"), &mods, "mod.schema.json")] {
+    for (paths, validator, schema_file) in [
+        (scenes, &scene, "scene.schema.json"),
+        (files("mods", ".json"), &mods, "mod.schema.json"),
+    ] {
         for path in paths {
-            let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-            let declared = value["$schema"].as_str().unwrap_or_else(|| panic!("{} has no $schema", path.display()));
-            assert!(declared.ends_with(schema_file), "{}: {declared}", path.display());
-            assert!(path.parent().unwrap().join(declared).exists(), "{}: {declared} does not exist", path.display());
+            let value: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let declared = value["$schema"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{} has no $schema", path.display()));
+            assert!(
+                declared.ends_with(schema_file),
+                "{}: {declared}",
+                path.display()
+            );
+            assert!(
+                path.parent().unwrap().join(declared).exists(),
+                "{}: {declared} does not exist",
+                path.display()
+            );
             assert_valid(validator, &value, &path.display().to_string());
         }
     }
@@ -61,7 +83,11 @@ fn every_example_inputs_line_validates() {
     for path in files("examples/scenes", ".inputs.jsonl") {
         for (i, line) in std::fs::read_to_string(&path).unwrap().lines().enumerate() {
             let value: Value = serde_json::from_str(line).unwrap();
-            assert_valid(&line_schema, &value, &format!("{}:{}", path.display(), i + 1));
+            assert_valid(
+                &line_schema,
+                &value,
+                &format!("{}:{}", path.display(), i + 1),
+            );
         }
     }
 }
@@ -73,7 +99,10 @@ fn configs_validate_against_their_own_schemas() {
     for path in files("examples/scenes", ".json") {
         let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         for kit in value["kits"].as_array().unwrap() {
-            let config = kit.get("config").cloned().unwrap_or(Value::Object(Default::default()));
+            let config = kit
+                .get("config")
+                .cloned()
+                .unwrap_or(Value::Object(Default::default()));
             match kit["id"].as_str().unwrap() {
                 "world.streaming" => assert_valid(&streaming, &config, "streaming config"),
                 "world.ground" => assert_valid(&ground, &config, "ground config"),
@@ -89,10 +118,15 @@ fn configs_validate_against_their_own_schemas() {
 fn the_state_and_a_save_validate_against_their_schemas() {
     use world_streaming::game::Game;
     let mut game = Game::from_scene_file(&repo().join("examples/scenes/drive.json")).unwrap();
-    let inputs = std::fs::read_to_string(repo().join("examples/scenes/drive.inputs.jsonl")).unwrap();
+    let inputs =
+        std::fs::read_to_string(repo().join("examples/scenes/drive.inputs.jsonl")).unwrap();
     let inputs = world_streaming::files::inputs::Inputs::parse(&inputs, "drive").unwrap();
     game.run(&inputs, 60).unwrap();
-    assert_valid(&schema("state.schema.json"), &serde_json::to_value(game.state()).unwrap(), "state");
+    assert_valid(
+        &schema("state.schema.json"),
+        &serde_json::to_value(game.state()).unwrap(),
+        "state",
+    );
     let save = serde_json::to_value(game.engine().save_document()).unwrap();
     assert_valid(&schema("save.schema.json"), &save, "save");
 }

@@ -20,14 +20,18 @@ pub struct ColliderKit {
 /// The kit's manifest.
 pub fn manifest() -> KitManifest {
     let mut m = KitManifest::simple("physics.colliders", "1.0.0");
-    m.requires.insert("world.streaming".into(), "^1".parse().unwrap());
+    m.requires
+        .insert("world.streaming".into(), "^1".parse().unwrap());
     m
 }
 
 impl ColliderKit {
     /// The catalog factory (no config).
     pub fn from_spec(_: &KitSpec<'_>) -> Result<Box<dyn Kit>, Vec<Problem>> {
-        Ok(Box::new(ColliderKit { live: Rc::default(), _subscription: None }))
+        Ok(Box::new(ColliderKit {
+            live: Rc::default(),
+            _subscription: None,
+        }))
     }
 
     /// How many colliders are live.
@@ -42,10 +46,12 @@ impl Kit for ColliderKit {
     }
 
     fn start(&mut self, services: &Services) -> Result<(), KitError> {
-        let streaming = services.get::<dyn StreamingService>(STREAMING).ok_or_else(|| KitError::MissingService {
-            kit: "physics.colliders".into(),
-            service: STREAMING.into(),
-        })?;
+        let streaming = services
+            .get::<dyn StreamingService>(STREAMING)
+            .ok_or_else(|| KitError::MissingService {
+                kit: "physics.colliders".into(),
+                service: STREAMING.into(),
+            })?;
         let live = self.live.clone();
         self._subscription = Some(streaming.on_chunk(Box::new(move |chunk, loaded| {
             let mut live = live.borrow_mut();
@@ -59,6 +65,7 @@ impl Kit for ColliderKit {
     }
 
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
-        ctx.variables.set("physics.colliders.live", self.live() as u64);
+        ctx.variables
+            .set("physics.colliders.live", self.live() as u64);
     }
 }

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use world_streaming::grid::ChunkPos;
-use world_streaming::host::{Ctx, Event, Kit, KitManifest, KitSpec, Problem, CHUNK_LOADED, CHUNK_UNLOADED};
+use world_streaming::host::{
+    Ctx, Event, Kit, KitManifest, KitSpec, Problem, CHUNK_LOADED, CHUNK_UNLOADED,
+};
 use world_streaming::json::from_value;
 
 /// Heights per side of a chunk.
@@ -31,7 +33,8 @@ pub struct TerrainKit {
 /// The kit's manifest: it needs the streaming kit's events.
 pub fn manifest() -> KitManifest {
     let mut m = KitManifest::simple("world.terrain", "1.0.0");
-    m.requires.insert("world.streaming".into(), "^1".parse().unwrap());
+    m.requires
+        .insert("world.streaming".into(), "^1".parse().unwrap());
     m
 }
 
@@ -42,7 +45,11 @@ impl TerrainKit {
             Some(v) => from_value(v, &spec.config_path).map_err(|p| vec![p])?,
             None => TerrainConfig::default(),
         };
-        Ok(Box::new(TerrainKit { config, chunks: BTreeMap::new(), generated: 0 }))
+        Ok(Box::new(TerrainKit {
+            config,
+            chunks: BTreeMap::new(),
+            generated: 0,
+        }))
     }
 }
 
@@ -65,7 +72,9 @@ pub fn generate(seed: u64, chunk: ChunkPos) -> Vec<u8> {
 
 fn lattice(seed: u64, x: i64, z: i64) -> u64 {
     // SplitMix64 over the mixed coordinates.
-    let mut h = seed ^ (x as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (z as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    let mut h = seed
+        ^ (x as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (z as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
     h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     h ^ (h >> 31)
@@ -77,16 +86,23 @@ impl Kit for TerrainKit {
     }
 
     fn on_event(&mut self, event: &Event, ctx: &mut Ctx<'_>) {
-        let chunk = || ChunkPos::new(event.data["x"].as_i64().unwrap_or(0), event.data["z"].as_i64().unwrap_or(0));
+        let chunk = || {
+            ChunkPos::new(
+                event.data["x"].as_i64().unwrap_or(0),
+                event.data["z"].as_i64().unwrap_or(0),
+            )
+        };
         if event.event == CHUNK_LOADED {
-            self.chunks.insert(chunk(), generate(self.config.seed, chunk()));
+            self.chunks
+                .insert(chunk(), generate(self.config.seed, chunk()));
             self.generated += 1;
         } else if event.event == CHUNK_UNLOADED {
             self.chunks.remove(&chunk());
         } else {
             return;
         }
-        ctx.variables.set("world.terrain.chunks", self.chunks.len() as u64);
+        ctx.variables
+            .set("world.terrain.chunks", self.chunks.len() as u64);
         ctx.variables.set("world.terrain.generated", self.generated);
     }
 }

@@ -86,10 +86,19 @@ pub fn run() -> anyhow::Result<()> {
         let refused: Vec<String> = refusals
             .iter()
             .filter(|r| !held.contains(*r))
-            .map(|r| format!("{} refused {} of ({},{}): {:?}", r.by, r.hook, r.x, r.z, r.reason))
+            .map(|r| {
+                format!(
+                    "{} refused {} of ({},{}): {:?}",
+                    r.by, r.hook, r.x, r.z, r.reason
+                )
+            })
             .collect();
         held = refusals;
-        if !loaded.is_empty() || !released.is_empty() || !refused.is_empty() || maps_at.contains(&tick) {
+        if !loaded.is_empty()
+            || !released.is_empty()
+            || !refused.is_empty()
+            || maps_at.contains(&tick)
+        {
             let mut line = format!("tick {tick:>3}");
             if !loaded.is_empty() {
                 line += &format!("  loaded {loaded}");

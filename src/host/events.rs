@@ -153,7 +153,10 @@ impl EventBus {
 
 /// `{"x": x, "z": z}`: the payload of the chunk events (built without allocating).
 pub fn chunk_data(chunk: crate::grid::ChunkPos) -> EventData {
-    EventData::Xz { x: Value::from(chunk.x), z: Value::from(chunk.z) }
+    EventData::Xz {
+        x: Value::from(chunk.x),
+        z: Value::from(chunk.z),
+    }
 }
 
 /// One line a mod logged (`log(...)` / `print(...)` in Lua).

@@ -280,7 +280,10 @@ impl Kit for StreamingKit {
         // 3. Load, nearest-first, within budget; a refused load spends its slot. The batch is
         //    chosen before any hook is asked: a refusal released meanwhile waits for next tick.
         let mut batch = std::mem::take(&mut self.batch);
-        self.state.borrow_mut().residency.take_nearest(settings.loads_per_tick, &mut batch);
+        self.state
+            .borrow_mut()
+            .residency
+            .take_nearest(settings.loads_per_tick, &mut batch);
         for chunk in batch.drain(..) {
             match Self::ask(ctx, HOOK_CHUNK_LOAD, chunk) {
                 None => self.announce(ctx, chunk, true),

@@ -169,7 +169,10 @@ impl Residency {
                 let mut best_d = self.grid.distance_sq(focus, self.pending[0]);
                 for (i, c) in self.pending.iter().enumerate().skip(1) {
                     let d = self.grid.distance_sq(focus, *c);
-                    if d.total_cmp(&best_d).then(c.cmp(&self.pending[best])).is_lt() {
+                    if d.total_cmp(&best_d)
+                        .then(c.cmp(&self.pending[best]))
+                        .is_lt()
+                    {
                         (best, best_d) = (i, d);
                     }
                 }
@@ -177,7 +180,8 @@ impl Residency {
             }
         } else {
             let grid = self.grid;
-            self.pending.sort_unstable_by(|a, b| grid.nearest_first(focus, *a, *b));
+            self.pending
+                .sort_unstable_by(|a, b| grid.nearest_first(focus, *a, *b));
             out.extend(self.pending.drain(..k));
         }
     }
