@@ -43,7 +43,13 @@ fn soak() -> (u64, u64, u64) {
         ],
         "control": "hero"
     });
-    let mut game = Game::from_scene_text(&scene.to_string(), "soak.json", dir.path(), &builtin_catalog()).unwrap();
+    let mut game = Game::from_scene_text(
+        &scene.to_string(),
+        "soak.json",
+        dir.path(),
+        &builtin_catalog(),
+    )
+    .unwrap();
     let car = EntityId::new("car");
     let (mut x, mut z, mut heading) = (16.0f64, 16.0f64, 0u64);
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
@@ -54,7 +60,7 @@ fn soak() -> (u64, u64, u64) {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        if rng % 600 == 0 {
+        if rng.is_multiple_of(600) {
             heading = (heading + 1 + rng % 3) % 4;
         }
         let step = 0.5 + (rng % 8) as f64 * 0.5;
@@ -65,13 +71,15 @@ fn soak() -> (u64, u64, u64) {
             _ => z -= step,
         }
         (x, z) = (x.clamp(-19000.0, 19000.0), z.clamp(-19000.0, 19000.0));
-        game.engine_mut().input(t, |e| e.world_mut().move_to(&car, Position::new(x, z)).unwrap());
+        game.engine_mut().input(t, |e| {
+            e.world_mut().move_to(&car, Position::new(x, z)).unwrap()
+        });
         game.tick();
         for e in game.engine_mut().take_events() {
             digest ^= fnv1a64(serde_json::to_string(&e).unwrap().as_bytes());
             digest = digest.wrapping_mul(0x0000_0100_0000_01b3);
         }
-        if t % 50_000 == 0 {
+        if t.is_multiple_of(50_000) {
             game.save(&save).unwrap();
             game.load(&save).unwrap();
         }
@@ -87,7 +95,13 @@ fn soak() -> (u64, u64, u64) {
 fn a_million_ticks_keep_memory_flat_and_replay_identically() {
     let (first, early, late) = soak();
     let (second, _, _) = soak();
-    println!("digest {first:016x}; RSS {early} KiB at 10%, {late} KiB at the end; peak {} KiB", rss_kib("VmHWM:"));
+    println!(
+        "digest {first:016x}; RSS {early} KiB at 10%, {late} KiB at the end; peak {} KiB",
+        rss_kib("VmHWM:")
+    );
     assert_eq!(first, second, "the rerun's digest differs");
-    assert!(late <= early + early / 4 + 4096, "memory grew from {early} KiB to {late} KiB");
+    assert!(
+        late <= early + early / 4 + 4096,
+        "memory grew from {early} KiB to {late} KiB"
+    );
 }

@@ -157,8 +157,13 @@ pub fn install(
                 }
             }
             ModSource::Lua(source) => {
+                // Chunks are named by the file's name alone, so messages (and so event logs and
+                // replay digests) do not depend on where the scene was run from.
+                let name = Path::new(&m.file)
+                    .file_name()
+                    .map_or_else(|| m.file.clone(), |n| n.to_string_lossy().into_owned());
                 let setup = lua::LuaSetup {
-                    file: &m.file,
+                    file: &name,
                     id: m.id.clone(),
                     seed: seed.wrapping_add(index as u64),
                     streaming: streaming.clone(),

@@ -1,0 +1,477 @@
+//! The functions a Lua mod calls: `on`, `cancel`, and the `streaming` service. Each answers
+//! `true, results...` or `false, message`; the prelude raises the message at the mod's line.
+
+use std::cell::{Cell, RefCell};
+use std::rc::{Rc, Weak};
+
+use mlua::{
+    AnyUserData, Function, IntoLuaMulti, Lua, MultiValue, Table, UserData, UserDataFields,
+    UserDataMethods, Value,
+};
+use serde_json::json;
+
+use crate::grid::{ChunkPos, Position};
+use crate::kits::streaming::{BudgetMs, ChunkSubscription, Radius, Refusal, StreamingService};
+
+use super::sandbox::{lua_type, EntrySlot};
+
+/// Most handlers one mod may register with `on`.
+pub(super) const MAX_HANDLERS: usize = 1000;
+/// Most `onChunk` subscriptions one mod may hold at once.
+pub(super) const MAX_SUBSCRIPTIONS: usize = 64;
+/// Longest cancel reason, in bytes (refusals are held and saved with the game).
+pub(super) const MAX_REASON_BYTES: usize = 1024;
+
+/// What `cancel(reason)` returns; a handler returns it to cancel.
+pub(super) struct CancelToken {
+    reason: String,
+}
+
+impl UserData for CancelToken {
+    fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
+        fields.add_field_method_get("reason", |_, this| Ok(this.reason.clone()));
+    }
+}
+
+/// What `streaming.onChunk(fn)` returns: `handle:unsubscribe()` stops the callbacks.
+pub(super) struct Subscription {
+    subscription: RefCell<Option<ChunkSubscription>>,
+    /// The mod's count of live subscriptions.
+    live: Rc<Cell<usize>>,
+}
+
+impl UserData for Subscription {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_method("unsubscribe", |_, this, ()| {
+            if let Some(s) = this.subscription.borrow_mut().take() {
+                s.unsubscribe();
+                this.live.set(this.live.get().saturating_sub(1));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The reason of a cancel token.
+pub(super) fn cancel_reason(ud: &AnyUserData) -> Option<String> {
+    ud.borrow::<CancelToken>().ok().map(|t| t.reason.clone())
+}
+
+/// How `tostring` shows the API's userdata.
+pub(super) fn userdata_text(ud: &AnyUserData) -> Option<String> {
+    if let Some(reason) = cancel_reason(ud) {
+        return Some(format!("cancel({reason:?})"));
+    }
+    ud.is::<Subscription>().then(|| "subscription".to_owned())
+}
+
+/// Everything the API functions share.
+pub(super) struct ApiContext {
+    /// The declared hooks.
+    pub(super) hooks: Vec<String>,
+    /// The service (weak: the state must not keep the kit alive).
+    pub(super) streaming: Option<Weak<dyn StreamingService>>,
+    /// `(hook, handler)` registered by `on`, in order.
+    pub(super) registered: Rc<RefCell<Vec<(String, Function)>>>,
+    /// Whether the mod's top level is running (`on` is allowed only then).
+    pub(super) top_level: Rc<Cell<bool>>,
+    /// The mod id (for `set_radius` / `set_budget_ms`).
+    pub(super) id: crate::host::ModId,
+    /// The running sandbox, for `onChunk` callbacks.
+    pub(super) entry: EntrySlot,
+}
+
+fn ok(lua: &Lua, values: impl IntoLuaMulti) -> mlua::Result<MultiValue> {
+    let mut mv = values.into_lua_multi(lua)?;
+    mv.push_front(Value::Boolean(true));
+    Ok(mv)
+}
+
+fn fail(lua: &Lua, message: String) -> mlua::Result<MultiValue> {
+    (false, message).into_lua_multi(lua)
+}
+
+/// `a table`, `nil`, `a string` … for "got …".
+fn got(v: &Value) -> String {
+    match v {
+        Value::Nil => "nil".to_owned(),
+        other => format!("a {}", lua_type(other)),
+    }
+}
+
+/// Whole numbers as Lua integers (so `32` prints as `32`, not `32.0`), others as floats.
+fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        Value::Integer(v as i64)
+    } else {
+        Value::Number(v)
+    }
+}
+
+/// `{x = …, z = …}`.
+pub(super) fn chunk_table(lua: &Lua, c: ChunkPos) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 2)?;
+    t.raw_set("x", c.x)?;
+    t.raw_set("z", c.z)?;
+    Ok(t)
+}
+
+fn chunk_list(lua: &Lua, chunks: Vec<ChunkPos>) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(chunks.len(), 0)?;
+    for (i, c) in chunks.into_iter().enumerate() {
+        t.raw_set(i + 1, chunk_table(lua, c)?)?;
+    }
+    Ok(t)
+}
+
+fn refusal_table(lua: &Lua, r: Refusal) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 5)?;
+    t.raw_set("x", r.x)?;
+    t.raw_set("z", r.z)?;
+    t.raw_set("hook", r.hook)?;
+    t.raw_set("mod", r.by)?;
+    t.raw_set("reason", r.reason)?;
+    Ok(t)
+}
+
+fn integer(v: &Value) -> Option<i64> {
+    match v {
+        Value::Integer(i) => Some(*i),
+        Value::Number(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(*f as i64),
+        _ => None,
+    }
+}
+
+fn float(v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Number(f) => Some(*f),
+        _ => None,
+    }
+}
+
+/// `(x, z)` chunk coordinates.
+fn chunk_args(x: &Value, z: &Value) -> Result<ChunkPos, String> {
+    match (integer(x), integer(z)) {
+        (Some(x), Some(z)) => Ok(ChunkPos::new(x, z)),
+        _ => {
+            let (name, v) = if integer(x).is_none() {
+                ("x", x)
+            } else {
+                ("z", z)
+            };
+            Err(format!(
+                "{name}: expected an integer chunk coordinate, got {}",
+                got(v)
+            ))
+        }
+    }
+}
+
+/// A position table `{x = …, z = …}` (`y` optional), fields read raw.
+fn position_arg(v: &Value) -> Result<Position, String> {
+    let Value::Table(t) = v else {
+        return Err(format!(
+            "expected a position {{x = …, z = …}}, got {}",
+            got(v)
+        ));
+    };
+    let field = |name: &str, optional: bool| -> Result<f64, String> {
+        let v: Value = t.raw_get(name).map_err(|e| e.to_string())?;
+        match float(&v) {
+            Some(f) => Ok(f),
+            None if optional && v.is_nil() => Ok(0.0),
+            None => Err(format!(
+                "{name}: expected a number of metres, got {}",
+                got(&v)
+            )),
+        }
+    };
+    let p = Position {
+        x: field("x", false)?,
+        y: field("y", true)?,
+        z: field("z", false)?,
+    };
+    p.check().map_err(|p| p.to_string())?;
+    Ok(p)
+}
+
+/// A Lua number as JSON for the kit's checked settings; `Err(rendering)` when JSON has none.
+fn setting(v: &Value) -> Result<serde_json::Value, String> {
+    match v {
+        Value::Integer(i) => Ok(json!(i)),
+        Value::Number(f) => serde_json::Number::from_f64(*f)
+            .map(serde_json::Value::Number)
+            .ok_or_else(|| {
+                // As Lua prints them.
+                match (f.is_nan(), f.is_sign_negative()) {
+                    (true, _) => "nan".to_owned(),
+                    (false, true) => "-inf".to_owned(),
+                    (false, false) => "inf".to_owned(),
+                }
+            }),
+        Value::String(s) => Ok(json!(s.to_string_lossy())),
+        other => Err(got(other)),
+    }
+}
+
+/// `expected …, got <rendering>` from a checked parser's own wording.
+fn expected_got(parse_null: Result<(), String>, rendering: &str) -> String {
+    let message = parse_null.err().unwrap_or_default();
+    format!(
+        "{}{rendering}",
+        message.strip_suffix("null").unwrap_or(&message)
+    )
+}
+
+/// Adds `on`, `cancel` and (with the service) the raw `streaming` functions to `r`.
+pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()> {
+    let ApiContext {
+        hooks,
+        streaming,
+        registered,
+        top_level,
+        id,
+        entry,
+    } = ctx;
+    r.raw_set(
+        "on",
+        lua.create_function(move |lua, (hook, handler): (Value, Value)| {
+            if !top_level.get() {
+                return fail(
+                    lua,
+                    "on: handlers can only be registered while the mod's top level runs".into(),
+                );
+            }
+            let Value::String(name) = &hook else {
+                return fail(
+                    lua,
+                    format!("on: expected a hook name (a string), got {}", got(&hook)),
+                );
+            };
+            let name = name.to_string_lossy();
+            if !hooks.contains(&name) {
+                return fail(
+                    lua,
+                    format!(
+                        "on: unknown hook {name:?}; expected one of: {}",
+                        hooks.join(", ")
+                    ),
+                );
+            }
+            let Value::Function(f) = handler else {
+                return fail(
+                    lua,
+                    format!(
+                        "on: expected a function to handle {name}, got {}",
+                        got(&handler)
+                    ),
+                );
+            };
+            if registered.borrow().len() >= MAX_HANDLERS {
+                return fail(
+                    lua,
+                    format!("on: too many handlers (at most {MAX_HANDLERS} a mod)"),
+                );
+            }
+            registered.borrow_mut().push((name, f));
+            ok(lua, ())
+        })?,
+    )?;
+    r.raw_set(
+        "cancel",
+        lua.create_function(|lua, reason: Value| {
+            let reason = match reason {
+                Value::Nil => String::new(),
+                Value::String(s) if s.as_bytes().len() > MAX_REASON_BYTES => {
+                    return fail(
+                        lua,
+                        format!("cancel: the reason is longer than {MAX_REASON_BYTES} bytes"),
+                    );
+                }
+                Value::String(s) => s.to_string_lossy(),
+                other => {
+                    return fail(
+                        lua,
+                        format!(
+                            "cancel: expected a reason (a string) or nothing, got {}",
+                            got(&other)
+                        ),
+                    )
+                }
+            };
+            ok(lua, lua.create_userdata(CancelToken { reason })?)
+        })?,
+    )?;
+    if let Some(service) = streaming {
+        r.raw_set("streaming", streaming_functions(lua, service, id, entry)?)?;
+    }
+    Ok(())
+}
+
+/// One `streaming` function: `Err(message)` is a usage error, prefixed with the function's name.
+type Service = Box<
+    dyn Fn(&Lua, &dyn StreamingService, MultiValue) -> Result<mlua::Result<MultiValue>, String>,
+>;
+
+fn streaming_functions(
+    lua: &Lua,
+    service: Weak<dyn StreamingService>,
+    id: crate::host::ModId,
+    entry: EntrySlot,
+) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let live = Rc::new(Cell::new(0usize));
+    // Each function gets the live service, or fails if the kit is gone.
+    let add = |name: &'static str, f: Service| -> mlua::Result<()> {
+        let service = service.clone();
+        t.raw_set(
+            name,
+            lua.create_function(move |lua, args: MultiValue| {
+                let Some(s) = service.upgrade() else {
+                    return fail(
+                        lua,
+                        format!("streaming.{name}: the streaming service is gone"),
+                    );
+                };
+                match f(lua, s.as_ref(), args) {
+                    Ok(result) => result,
+                    Err(message) => fail(lua, format!("streaming.{name}: {message}")),
+                }
+            })?,
+        )
+    };
+    let arg = |args: &MultiValue, i: usize| args.get(i).cloned().unwrap_or(Value::Nil);
+    add(
+        "isLoaded",
+        Box::new(move |lua, s, args| {
+            let c = chunk_args(&arg(&args, 0), &arg(&args, 1))?;
+            Ok(ok(lua, s.is_loaded(c)))
+        }),
+    )?;
+    add(
+        "chunkSize",
+        Box::new(|lua, s, _| Ok(ok(lua, number(s.chunk_size())))),
+    )?;
+    add(
+        "loaded",
+        Box::new(|lua, s, _| Ok(chunk_list(lua, s.loaded()).and_then(|t| ok(lua, t)))),
+    )?;
+    add(
+        "pending",
+        Box::new(|lua, s, _| Ok(chunk_list(lua, s.pending()).and_then(|t| ok(lua, t)))),
+    )?;
+    add(
+        "chunkOf",
+        Box::new(move |lua, s, args| {
+            let p = position_arg(&arg(&args, 0))?;
+            Ok(chunk_table(lua, s.chunk_of(p)).and_then(|t| ok(lua, t)))
+        }),
+    )?;
+    add(
+        "around",
+        Box::new(move |lua, s, args| {
+            let p = position_arg(&arg(&args, 0))?;
+            Ok(chunk_list(lua, s.around(p)).and_then(|t| ok(lua, t)))
+        }),
+    )?;
+    add(
+        "refusals",
+        Box::new(|lua, s, _| {
+            let build = || -> mlua::Result<Table> {
+                let list = s.refusals();
+                let t = lua.create_table_with_capacity(list.len(), 0)?;
+                for (i, r) in list.into_iter().enumerate() {
+                    t.raw_set(i + 1, refusal_table(lua, r)?)?;
+                }
+                Ok(t)
+            };
+            Ok(build().and_then(|t| ok(lua, t)))
+        }),
+    )?;
+    add(
+        "release",
+        Box::new(move |lua, s, args| {
+            let c = chunk_args(&arg(&args, 0), &arg(&args, 1))?;
+            Ok(ok(lua, s.release(c)))
+        }),
+    )?;
+    add(
+        "focus",
+        Box::new(|lua, s, _| {
+            Ok(match s.focus() {
+                None => ok(lua, Value::Nil),
+                Some(p) => (|| {
+                    let t = lua.create_table_with_capacity(0, 2)?;
+                    t.raw_set("x", number(p.x))?;
+                    t.raw_set("z", number(p.z))?;
+                    ok(lua, t)
+                })(),
+            })
+        }),
+    )?;
+    add(
+        "radius",
+        Box::new(|lua, s, _| Ok(ok(lua, i64::from(s.radius())))),
+    )?;
+    let by = id.clone();
+    add(
+        "setRadius",
+        Box::new(move |lua, s, args| {
+            let radius = match setting(&arg(&args, 0)) {
+                Ok(v) => Radius::parse(&v)?,
+                Err(rendering) => {
+                    return Err(expected_got(
+                        Radius::parse(&serde_json::Value::Null).map(drop),
+                        &rendering,
+                    ))
+                }
+            };
+            s.set_radius(&by, radius);
+            Ok(ok(lua, ()))
+        }),
+    )?;
+    let by = id;
+    add(
+        "setBudgetMs",
+        Box::new(move |lua, s, args| {
+            let budget = match setting(&arg(&args, 0)) {
+                Ok(v) => BudgetMs::parse(&v)?,
+                Err(rendering) => {
+                    return Err(expected_got(
+                        BudgetMs::parse(&serde_json::Value::Null).map(drop),
+                        &rendering,
+                    ))
+                }
+            };
+            s.set_budget_ms(&by, budget);
+            Ok(ok(lua, ()))
+        }),
+    )?;
+    add(
+        "onChunk",
+        Box::new(move |lua, s, args| {
+            let Value::Function(f) = arg(&args, 0) else {
+                return Err(format!("expected a function, got {}", got(&arg(&args, 0))));
+            };
+            let Some(entry) = entry.get().and_then(Weak::upgrade) else {
+                return Err("the mod is not running".to_owned());
+            };
+            if live.get() >= MAX_SUBSCRIPTIONS {
+                return Err(format!(
+                    "too many subscriptions (at most {MAX_SUBSCRIPTIONS} a mod)"
+                ));
+            }
+            let subscription = s.on_chunk(Box::new(move |chunk, loaded| {
+                entry.chunk_callback(&f, chunk, loaded)
+            }));
+            live.set(live.get() + 1);
+            let handle = Subscription {
+                subscription: RefCell::new(Some(subscription)),
+                live: live.clone(),
+            };
+            Ok(lua.create_userdata(handle).and_then(|ud| ok(lua, ud)))
+        }),
+    )?;
+    Ok(t)
+}

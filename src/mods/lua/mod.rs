@@ -1,0 +1,459 @@
+//! Lua mods in a sandbox.
+//!
+//! A Lua mod is a `.lua` file listed in a scene's `mods`. Its id is the file stem
+//! (`mods/keep_home.lua` → `keep_home`). Each mod runs in its own Lua 5.4 state; its top level
+//! runs once when the game is built, in mod order, and registers hook handlers with `on`.
+//! Lua mods are untrusted code: they see only what is listed below.
+//!
+//! # Example
+//!
+//! ```lua
+//! -- mods/keep_home.lua: never release the home chunk.
+//! on("world.chunk.unload", function(c)
+//!   if c.x == 0 and c.z == 0 then
+//!     return cancel("home")
+//!   end
+//! end)
+//! ```
+//!
+//! ```lua
+//! -- Refuse loads in a rectangle of chunks, and look a little further while doing it.
+//! streaming.setRadius(3)
+//! on("world.chunk.load", function(c)
+//!   if c.x >= 4 and c.x <= 6 and c.z >= -2 and c.z <= 2 then
+//!     log("refusing", c.x, c.z)
+//!     return cancel("forbidden zone")
+//!   end
+//! end)
+//! ```
+//!
+//! # The API
+//!
+//! - `on(hook, fn)` registers `fn` for a declared hook (`world.chunk.load`, `world.chunk.unload`);
+//!   allowed only while the mod's top level runs. Handlers of all mods run in mod order; the first
+//!   cancel wins and later handlers are not asked. An unknown hook name is an error that lists the
+//!   declared ones.
+//! - A handler is called with a fresh table of the hook's fields, e.g. `{x = 0, z = 0}` (integers);
+//!   changing it changes nothing. It returns nothing (or `nil`) to let the change happen, or
+//!   `cancel(reason)` to cancel it. `reason` is a string or nothing (`""`). Returning anything else
+//!   (`true`, a number, a string, a table …) is reported as an error and does not cancel.
+//! - `streaming` (only when the scene enables `world.streaming`):
+//!   `streaming.isLoaded(x, z)` → boolean; `streaming.chunkSize()` → number of metres;
+//!   `streaming.loaded()` (row order) and `streaming.pending()` (nearest-first) → arrays of
+//!   `{x = …, z = …}`; `streaming.chunkOf({x = …, z = …})` → `{x = …, z = …}`;
+//!   `streaming.around({x = …, z = …})` → the wanted square around a position, nearest-first;
+//!   `streaming.refusals()` → array of `{x, z, hook, mod, reason}`; `streaming.release(x, z)` →
+//!   whether a refusal was held there; `streaming.focus()` → `nil` or `{x = …, z = …}`;
+//!   `streaming.radius()` → integer; `streaming.setRadius(n)` (an integer 0..=64) and
+//!   `streaming.setBudgetMs(n)` (a finite number >= 0) take effect from the next tick (mod >
+//!   scene layer > kit config); `streaming.onChunk(fn)` calls `fn({x = …, z = …}, loaded)` on every
+//!   load and release and returns a handle whose `handle:unsubscribe()` stops it (an error in the
+//!   callback is written to the log as `onChunk: …`). Whole numbers are Lua integers.
+//! - `log(...)` and `print(...)` write one line to the game's mod log: the arguments converted
+//!   like `tostring`, joined by tabs, with the mod id as the source.
+//! - `mod.id` is the mod's id.
+//! - The Lua library, from an allow-list: `assert`, `error`, `getmetatable`, `ipairs`, `pairs`,
+//!   `pcall`, `rawequal`, `rawget`, `rawlen`, `rawset`, `select`, `setmetatable`, `tonumber`,
+//!   `tostring`, `type`, `xpcall`, and the tables `string` (no `dump`), `table`, `math`, `utf8`.
+//!   Not available: `io`, `os`, `package`, `require`, `debug`, `dofile`, `loadfile`, `load`,
+//!   `loadstring`, `collectgarbage`, `next`, `coroutine`, `string.dump`, `_G`.
+//!
+//! # Determinism
+//!
+//! Same scene, same inputs, same results on every run:
+//! - `pairs` visits keys in a fixed order: numbers ascending, then strings bytewise, then `false`,
+//!   `true`. Keys of other types raise `pairs: cannot order keys of type table deterministically`.
+//! - `math.random` is seeded from the scene's `seed` (plus the mod's position in `mods`);
+//!   `math.randomseed()` needs an explicit seed.
+//! - `tostring` (and `log`, `print`, `string.format("%s")`) shows tables, functions, threads and
+//!   userdata without a `__tostring` as just their type name, never an address;
+//!   `string.format("%p")` is refused. `table.sort` is a stable merge sort (the native one picks
+//!   pivots from the clock). `setmetatable` refuses `__gc` and `__mode` (finalizers and weak
+//!   tables act when the collector decides).
+//!
+//! # Limits
+//!
+//! - Memory: [`LuaLimits::memory_bytes`] per mod state (16 MiB by default). Running out is an
+//!   error of the call (`memory limit exceeded (16777216 bytes)`); the state stays usable.
+//! - Instructions: [`LuaLimits::instructions_per_call`] VM instructions per call (1 000 000 by
+//!   default) — the top level, and each handler or callback call. Never wall-clock time. Library
+//!   work done in C is charged too: pattern matching runs a metered matcher (one instruction per
+//!   matcher step), `string.rep` one per 32 copies, `table.insert`/`remove`/`move`/`unpack` one per
+//!   element moved, `pairs` one per key, `log` one per 16 bytes. Running out is the error
+//!   `instruction budget exceeded (1000000 instructions)`; `pcall` cannot catch it.
+//! - At most 1000 handlers (`on`) and 64 live `onChunk` subscriptions per mod; a cancel reason is
+//!   at most 1024 bytes (refusals are held and saved with the game).
+//! - Source text only: binary chunks are refused. A syntax error names the file and line.
+//!
+//! A handler that errors, runs out of budget or memory, or returns something odd is reported as a
+//! `mod.error` event `{mod, hook, message}` and counts as not cancelling; an error in the top level
+//! is reported with hook `mod.load`, and the handlers registered before it stay.
+
+mod api;
+mod pattern;
+mod sandbox;
+
+use std::cell::{Cell, OnceCell, RefCell};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+
+use mlua::{ChunkMode, Function, Lua};
+
+use crate::files::FileError;
+use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, Log, ModFailure, ModId};
+use crate::kits::streaming::StreamingService;
+
+use self::sandbox::{clean_error, Entry, Meter};
+
+/// Limits of one Lua mod.
+#[derive(Debug, Clone, Copy)]
+pub struct LuaLimits {
+    /// Bytes of memory the mod's Lua state may use.
+    pub memory_bytes: usize,
+    /// VM instructions one call (a handler, or the mod's top level) may run.
+    pub instructions_per_call: u64,
+}
+
+impl Default for LuaLimits {
+    fn default() -> Self {
+        LuaLimits {
+            memory_bytes: 16 * 1024 * 1024,
+            instructions_per_call: 1_000_000,
+        }
+    }
+}
+
+/// What a Lua mod is loaded with.
+pub struct LuaSetup<'a> {
+    /// The file's name, for messages.
+    pub file: &'a str,
+    /// The mod's id.
+    pub id: ModId,
+    /// Seed of `math.random`.
+    pub seed: u64,
+    /// The streaming service, if the scene enables it.
+    pub streaming: Option<Rc<dyn StreamingService>>,
+    /// The declared hook names.
+    pub hooks: &'a [String],
+    /// Where `log`/`print` write.
+    pub log: Log,
+    /// Memory and instruction limits.
+    pub limits: LuaLimits,
+}
+
+/// A loaded Lua mod: its handlers in registration order, and the error its top level raised, if any.
+pub struct LoadedLua {
+    /// `(hook, handler)` in registration order.
+    pub handlers: Vec<(String, Box<dyn HookHandler>)>,
+    /// A runtime error raised while running the mod's top level.
+    pub error: Option<String>,
+}
+
+/// The first byte of a precompiled Lua chunk.
+const BINARY_SIGNATURE: u8 = 0x1b;
+
+fn strip_bom(source: &str) -> &str {
+    source.strip_prefix('\u{feff}').unwrap_or(source)
+}
+
+/// `(line, rest)` of a Lua message `chunkname:LINE: rest`.
+fn split_line(message: &str) -> Option<(usize, String)> {
+    let mut from = 0;
+    while let Some(offset) = message[from..].find(':') {
+        let start = from + offset + 1;
+        let digits = message[start..]
+            .bytes()
+            .take_while(u8::is_ascii_digit)
+            .count();
+        if digits > 0 && message[start + digits..].starts_with(": ") {
+            let line = message[start..start + digits].parse().ok()?;
+            return Some((line, message[start + digits + 2..].to_owned()));
+        }
+        from = start;
+    }
+    None
+}
+
+/// Compiles `source` (text only) in `lua`; a syntax error names the file and line.
+fn compile(
+    lua: &Lua,
+    source: &str,
+    file: &str,
+    env: Option<mlua::Table>,
+    meter: &Meter,
+) -> Result<Function, FileError> {
+    let source = strip_bom(source);
+    if source.as_bytes().first() == Some(&BINARY_SIGNATURE) {
+        return Err(FileError::Line {
+            file: file.to_owned(),
+            line: 1,
+            message:
+                "binary (precompiled) Lua chunks are not accepted; a mod must be Lua source text"
+                    .to_owned(),
+        });
+    }
+    let mut chunk = lua
+        .load(source)
+        .set_name(format!("@{file}"))
+        .set_mode(ChunkMode::Text);
+    if let Some(env) = env {
+        chunk = chunk.set_environment(env);
+    }
+    chunk.into_function().map_err(|e| {
+        let message = clean_error(&e, meter);
+        match (&e, split_line(&message)) {
+            (mlua::Error::SyntaxError { .. }, Some((line, message))) => FileError::Line {
+                file: file.to_owned(),
+                line,
+                message,
+            },
+            (mlua::Error::SyntaxError { .. }, None) => FileError::Line {
+                file: file.to_owned(),
+                line: 1,
+                message,
+            },
+            _ => FileError::Io {
+                file: file.to_owned(),
+                message,
+            },
+        }
+    })
+}
+
+/// Compiles `source` as text without running it; a syntax error names the file and line.
+pub fn check_syntax(source: &str, file: &str) -> Result<(), FileError> {
+    let limits = LuaLimits::default();
+    let meter = Meter::new(limits);
+    let io = |e: mlua::Error| FileError::Io {
+        file: file.to_owned(),
+        message: clean_error(&e, &meter),
+    };
+    let lua = Lua::new_with(mlua::StdLib::NONE, mlua::LuaOptions::default()).map_err(io)?;
+    lua.set_memory_limit(limits.memory_bytes).map_err(io)?;
+    compile(&lua, source, file, None, &meter).map(drop)
+}
+
+/// One handler registered by `on`.
+struct LuaHandler {
+    // The function first: it is dropped before the state the entry owns.
+    func: Function,
+    entry: Rc<Entry>,
+}
+
+impl HookHandler for LuaHandler {
+    fn ask(&self, args: &HookArgs<'_>) -> HookAnswer {
+        let by = self.entry.id.clone();
+        match catch_unwind(AssertUnwindSafe(|| self.entry.ask(&self.func, args))) {
+            Ok(Ok(None)) => Ok(None),
+            Ok(Ok(Some(reason))) => Ok(Some(Cancel { by, reason })),
+            Ok(Err(message)) => Err(ModFailure { by, message }),
+            Err(_) => Err(ModFailure {
+                by,
+                message: "internal error in the Lua sandbox".to_owned(),
+            }),
+        }
+    }
+}
+
+/// Loads and runs a Lua mod's top level in a fresh sandbox.
+pub fn load(source: &str, setup: LuaSetup<'_>) -> Result<LoadedLua, FileError> {
+    match catch_unwind(AssertUnwindSafe(|| load_inner(source, setup.file, &setup))) {
+        Ok(result) => result,
+        Err(_) => Err(FileError::Io {
+            file: setup.file.to_owned(),
+            message: "internal error in the Lua sandbox".into(),
+        }),
+    }
+}
+
+fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLua, FileError> {
+    let meter = Rc::new(Meter::new(setup.limits));
+    let io = |e: mlua::Error| FileError::Io {
+        file: file.to_owned(),
+        message: clean_error(&e, &meter),
+    };
+    let lua = sandbox::new_state().map_err(io)?;
+    let registered = Rc::new(RefCell::new(Vec::new()));
+    let top_level = Rc::new(Cell::new(false));
+    let slot: sandbox::EntrySlot = Rc::new(OnceCell::new());
+    let prepared = (|| {
+        let r = lua.create_table()?;
+        r.raw_set("seed", setup.seed as i64)?;
+        r.raw_set("mod_id", setup.id.as_str())?;
+        sandbox::core_functions(&lua, &r, &meter, &setup.log, &setup.id)?;
+        let ctx = api::ApiContext {
+            hooks: setup.hooks.to_vec(),
+            streaming: setup.streaming.as_ref().map(Rc::downgrade),
+            registered: registered.clone(),
+            top_level: top_level.clone(),
+            id: setup.id.clone(),
+            entry: slot.clone(),
+        };
+        api::install(&lua, &r, ctx)?;
+        sandbox::run_prelude(&lua, r)
+    })()
+    .map_err(io)?;
+    lua.set_memory_limit(setup.limits.memory_bytes)
+        .map_err(io)?;
+    let main = compile(&lua, source, file, Some(prepared.env), &meter)?;
+    let entry = Rc::new(Entry::new(
+        lua,
+        prepared.runner,
+        meter.clone(),
+        setup.id.clone(),
+        setup.log.clone(),
+    ));
+    let _ = slot.set(Rc::downgrade(&entry));
+    top_level.set(true);
+    let result = catch_unwind(AssertUnwindSafe(|| entry.call(&main, ())))
+        .unwrap_or_else(|_| Err("internal error in the Lua sandbox".to_owned()));
+    top_level.set(false);
+    let handlers = registered
+        .take()
+        .into_iter()
+        .map(|(hook, func)| {
+            let handler: Box<dyn HookHandler> = Box::new(LuaHandler {
+                func,
+                entry: entry.clone(),
+            });
+            (hook, handler)
+        })
+        .collect();
+    Ok(LoadedLua {
+        handlers,
+        error: result.err(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lua_error(source: &str) -> FileError {
+        check_syntax(source, "m.lua").unwrap_err()
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        match lua_error("local a = 1\nlocal b = = 2\n") {
+            FileError::Line {
+                file,
+                line,
+                message,
+            } => {
+                assert_eq!((file.as_str(), line), ("m.lua", 2));
+                assert!(message.contains("unexpected symbol"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn binary_chunks_are_refused() {
+        assert!(matches!(
+            lua_error("\x1bLua\x54\x00"),
+            FileError::Line { line: 1, .. }
+        ));
+    }
+
+    /// Runs `script` in a sandbox (no streaming, no hooks); the log lines.
+    fn sandboxed(script: &str, limits: LuaLimits) -> (Vec<String>, Option<String>) {
+        let log = Log::default();
+        let setup = LuaSetup {
+            file: "t.lua",
+            id: ModId::new("t"),
+            seed: 1,
+            streaming: None,
+            hooks: &[],
+            log: log.clone(),
+            limits,
+        };
+        let loaded = load(script, setup).unwrap();
+        let lines = log.borrow().iter().map(|l| l.message.clone()).collect();
+        (lines, loaded.error)
+    }
+
+    const PATTERN_CASES: &str = r##"
+local subjects = {"", "a", "aaa", "hello world", "  trim  ", "key = value; k2=v2", "f(a(b)c)d", "THE (quick) fox",
+  "abcabc", "x\0y", "12.5e3 -7 0x1F", "[]]^$%.", "\195\160\195\169 caf\195\169", "one two  three\n"}
+local patterns = {"", "a", ".", "a*", "a-", "a+", "a?", "^a", "a$", "^$", "$", "^", "%a+", "%d+", "%s*", "%w+%s*=%s*%w+",
+  "(%w+)=(%w+)", "()", "()a()", "(a)(b)", "%b()", "%b((", "%f[%a]%a+", "%f[%A]", "%f[%z]", "[%a_][%w_]*", "[^%s]+", "[a-c]+",
+  "[]]", "[^]]", "[]", "%%", "%.", "(a*(.)%w(%s*))", "(.)%1", "^(%s*)(.-)(%s*)$", "[%]]", "x%zy", "%x+", "%p", "%c+",
+  "%u%l*", "%S+", "[%d.]+", "e?3", ".-b", "a.-c", "(h)(e)(l)(l)(o)", "%", "[a", "(", ")", "%b", "%b(", "%f", "%fa",
+  "(()", "%1", "[%", "((a)", "(a%1)", "[a-]", "[-a]", "[%a-z]", "^(a+)", "(o)(.-)%2", ".*", ".-", "(.*)%s", "^.-$",
+  "[\128-\255]+", "%W+", "%D", "%L+", "%U", "%P+", "%X", "%C", "%G+"}
+local inits = {false, 1, 3, -2, 0, 100, -100}
+local function ser(...)
+  local n = select("#", ...)
+  local out = {}
+  for i = 1, n do
+    local v = select(i, ...)
+    out[i] = type(v) == "string" and string.format("%q", v) or tostring(v)
+  end
+  return n .. ":" .. table.concat(out, ",")
+end
+for _, s in ipairs(subjects) do
+  for _, p in ipairs(patterns) do
+    for _, i in ipairs(inits) do
+      local init = i or nil
+      emit(ser(pcall(string.find, s, p, init)))
+      emit(ser(pcall(string.find, s, p, init, true)))
+      emit(ser(pcall(string.match, s, p, init)))
+      local ok, it = pcall(string.gmatch, s, p, init)
+      local parts = {}
+      if ok then
+        for _ = 1, 30 do
+          local r = table.pack(pcall(it))
+          parts[#parts + 1] = ser(table.unpack(r, 1, r.n))
+          if not r[1] or r[2] == nil then break end
+        end
+      end
+      emit(table.concat(parts, "|"))
+    end
+    emit(ser(pcall(string.gsub, s, p, "<%0>")))
+    emit(ser(pcall(string.gsub, s, p, "[%1]", 2)))
+    emit(ser(pcall(string.gsub, s, p, "%%%2")))
+    emit(ser(pcall(string.gsub, s, p, function(...) return select("#", ...) .. "" end)))
+    emit(ser(pcall(string.gsub, s, p, function(c) if c == "a" then return false end return 1.5 end)))
+    emit(ser(pcall(string.gsub, s, p, {a = "A", [""] = "E", ["1"] = 7})))
+  end
+end
+"##;
+
+    #[test]
+    fn the_metered_pattern_functions_answer_like_the_native_ones() {
+        let native: Rc<RefCell<Vec<String>>> = Rc::default();
+        let lua = Lua::new();
+        let sink = native.clone();
+        let emit = lua
+            .create_function(move |_, s: mlua::String| {
+                sink.borrow_mut().push(s.to_string_lossy());
+                Ok(())
+            })
+            .unwrap();
+        lua.globals().set("emit", emit).unwrap();
+        lua.load(PATTERN_CASES).exec().unwrap();
+        let limits = LuaLimits {
+            memory_bytes: 64 << 20,
+            instructions_per_call: 1 << 40,
+        };
+        let (mine, error) = sandboxed(&format!("local emit = log\n{PATTERN_CASES}"), limits);
+        assert_eq!(error, None);
+        let native = native.borrow();
+        assert!(native.len() > 10_000, "{}", native.len());
+        assert_eq!(mine.len(), native.len());
+        for (i, (a, b)) in mine.iter().zip(native.iter()).enumerate() {
+            assert_eq!(a, b, "line {i}");
+        }
+    }
+
+    #[test]
+    fn line_numbers_are_found_after_the_chunk_name() {
+        assert_eq!(split_line("m.lua:12: oops"), Some((12, "oops".to_owned())));
+        assert_eq!(
+            split_line("C:\\mods\\m.lua:3: x: y"),
+            Some((3, "x: y".to_owned()))
+        );
+        assert_eq!(split_line("no line"), None);
+    }
+}

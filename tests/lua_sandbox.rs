@@ -1,0 +1,1094 @@
+//! The Lua mod sandbox, through the public API: one test per wall (each hostile mod is reported as
+//! `mod.error`, touches nothing on disk, and leaves the chunk events exactly as a run without it),
+//! the example mods, determinism (in-process and across processes), limits and the Lua API.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+use world_streaming::files::inputs::Inputs;
+use world_streaming::files::FileError;
+use world_streaming::game::{Game, GameError};
+use world_streaming::host::{Event, LogLine};
+use world_streaming::kits::builtin_catalog;
+
+/// What one run left behind.
+struct Outcome {
+    events: Vec<Event>,
+    log: Vec<LogLine>,
+    state: Value,
+}
+
+impl Outcome {
+    /// Every event but `mod.error`, as JSON lines.
+    fn chunk_events(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter(|e| e.event != "mod.error")
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect()
+    }
+
+    /// `(mod, hook, message)` of every `mod.error`.
+    fn mod_errors(&self) -> Vec<(String, String, String)> {
+        self.events
+            .iter()
+            .filter(|e| e.event == "mod.error")
+            .map(|e| {
+                let s = |k: &str| e.data[k].as_str().unwrap_or_default().to_owned();
+                (s("mod"), s("hook"), s("message"))
+            })
+            .collect()
+    }
+
+    fn log_messages(&self) -> Vec<String> {
+        self.log.iter().map(|l| l.message.clone()).collect()
+    }
+
+    /// `(tick, x, z)` of the chunk events named `name`.
+    fn chunks(&self, name: &str) -> Vec<(u64, i64, i64)> {
+        self.events
+            .iter()
+            .filter(|e| e.event == name)
+            .map(|e| {
+                (
+                    e.tick,
+                    e.data["x"].as_i64().unwrap(),
+                    e.data["z"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The seed's example scene (chunkSize 32, radius 1, budgetMs 2, a player at (8, 8)) with `mods`.
+fn scene(mods: &[&str], seed: u64) -> String {
+    json!({
+        "kits": [
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 1, "budgetMs": 2}}
+        ],
+        "mods": mods,
+        "seed": seed,
+        "entities": [{"id": "hero", "tags": ["player"], "position": {"x": 8, "z": 8}}]
+    })
+    .to_string()
+}
+
+/// The player drives away at tick 3, far enough that every chunk of the start is released.
+const DRIVE_AWAY: &str = r#"{"tick":3,"do":"move","entity":"hero","to":{"x":500,"z":8}}"#;
+
+fn build(dir: &Path, mods: &[&str], seed: u64) -> Result<Game, GameError> {
+    Game::from_scene_text(&scene(mods, seed), "scene.json", dir, &builtin_catalog())
+}
+
+fn play_seeded(dir: &Path, mods: &[&str], inputs: &str, ticks: u64, seed: u64) -> Outcome {
+    let mut game = build(dir, mods, seed).unwrap_or_else(|e| panic!("scene refused: {e}"));
+    let inputs =
+        Inputs::parse(inputs, "inputs.jsonl").unwrap_or_else(|e| panic!("inputs refused: {e:?}"));
+    game.run(&inputs, ticks)
+        .unwrap_or_else(|e| panic!("run failed: {e}"));
+    Outcome {
+        events: game.engine().events().to_vec(),
+        log: game.take_mod_log(),
+        state: serde_json::to_value(game.state()).unwrap(),
+    }
+}
+
+fn play(dir: &Path, mods: &[&str], inputs: &str, ticks: u64) -> Outcome {
+    play_seeded(dir, mods, inputs, ticks, 0)
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+fn repo_mod(name: &str) -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("mods")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// Runs `body` as a `world.chunk.load` handler (`MARKER` replaced by a path the mod must not
+/// create), checks that every ask was reported as a `mod.error` of `hostile` whose message
+/// contains `expect`, that nothing was written, and that the chunk events are exactly those of a
+/// run without the mod. Returns the messages.
+fn assert_walled(body: &str, expect: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let marker: PathBuf = dir.path().join("marker.txt");
+    let body = body.replace("MARKER", &format!("{:?}", marker.to_str().unwrap()));
+    write(
+        dir.path(),
+        "hostile.lua",
+        &format!("on(\"world.chunk.load\", function(c)\n{body}\nend)\n"),
+    );
+    let baseline = play(dir.path(), &[], DRIVE_AWAY, 8);
+    let hostile = play(dir.path(), &["hostile.lua"], DRIVE_AWAY, 8);
+    assert_eq!(
+        hostile.chunk_events(),
+        baseline.chunk_events(),
+        "the hostile mod changed the game"
+    );
+    let errors = hostile.mod_errors();
+    let asks = baseline.chunks("world.chunk.loaded").len();
+    assert_eq!(errors.len(), asks, "every ask is reported: {errors:?}");
+    for (by, hook, message) in &errors {
+        assert_eq!(
+            (by.as_str(), hook.as_str()),
+            ("hostile", "world.chunk.load")
+        );
+        assert!(
+            message.contains(expect),
+            "{message:?} does not contain {expect:?}"
+        );
+        // (the temporary directory's random name may itself contain "0x")
+        let text = message.replace(dir.path().to_str().unwrap(), "<dir>");
+        assert!(!text.contains("0x"), "an address leaked: {message:?}");
+        assert!(
+            !message.contains("traceback"),
+            "a traceback leaked: {message:?}"
+        );
+    }
+    assert!(!marker.exists(), "the mod wrote to disk");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the mod file is there"
+    );
+    errors.into_iter().map(|e| e.2).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The walls
+
+#[test]
+fn io_open_is_not_there() {
+    assert_walled(
+        r#"local f = io.open(MARKER, "w"); f:write("pwned"); f:close()"#,
+        "global 'io'",
+    );
+}
+
+#[test]
+fn os_execute_is_not_there() {
+    assert_walled(r#"os.execute("touch " .. MARKER)"#, "global 'os'");
+}
+
+#[test]
+fn require_is_not_there() {
+    assert_walled(
+        r#"local io = require("io"); io.open(MARKER, "w")"#,
+        "global 'require'",
+    );
+}
+
+#[test]
+fn package_loadlib_is_not_there() {
+    assert_walled(
+        r#"package.loadlib("libc.so.6", "system")"#,
+        "global 'package'",
+    );
+}
+
+#[test]
+fn dofile_and_loadfile_are_not_there() {
+    assert_walled(r#"dofile(MARKER)"#, "global 'dofile'");
+    assert_walled(r#"loadfile(MARKER)()"#, "global 'loadfile'");
+}
+
+#[test]
+fn string_dump_is_not_there() {
+    assert_walled(r#"local b = string.dump(function() end)"#, "field 'dump'");
+}
+
+#[test]
+fn string_dump_through_a_string_method_is_not_there() {
+    assert_walled(r#"local b = (""):dump()"#, "method 'dump'");
+    assert_walled(r#"local d = ("").dump; d(print)"#, "local 'd'");
+}
+
+#[test]
+fn string_dump_through_the_string_metatable_is_not_there() {
+    assert_walled(
+        r#"local d = getmetatable("").__index.dump; d(print)"#,
+        "local 'd'",
+    );
+}
+
+#[test]
+fn load_of_bytecode_is_not_there() {
+    assert_walled(
+        r#"local f = load("\27Lua\84\0\25\147\13\10\26\10"); f()"#,
+        "global 'load'",
+    );
+    assert_walled(r#"local f = loadstring("return 1")"#, "global 'loadstring'");
+}
+
+#[test]
+fn a_binary_chunk_as_the_mod_file_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("binary.lua"), b"\x1bLua\x54\x00 return 1").unwrap();
+    let err = build(dir.path(), &["binary.lua"], 0)
+        .err()
+        .expect("a binary chunk must be refused");
+    let GameError::Files(errors) = err else {
+        panic!("{err}")
+    };
+    match &errors[..] {
+        [FileError::Line {
+            file,
+            line: 1,
+            message,
+        }] => {
+            assert!(file.ends_with("binary.lua"), "{file}");
+            assert!(message.contains("binary"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_debug_library_is_not_there() {
+    assert_walled(
+        r#"local info = debug.getinfo(1); debug.sethook()"#,
+        "global 'debug'",
+    );
+}
+
+#[test]
+fn an_endless_loop_runs_out_of_instructions() {
+    assert_walled(
+        "while true do end",
+        "instruction budget exceeded (1000000 instructions)",
+    );
+}
+
+#[test]
+fn an_endless_loop_cannot_hide_behind_pcall() {
+    assert_walled(
+        "while true do pcall(function() while true do end end) end",
+        "instruction budget exceeded (1000000 instructions)",
+    );
+    assert_walled(
+        "for i = 1, 1e9 do xpcall(function() while true do end end, function(e) return e end) end",
+        "instruction budget exceeded",
+    );
+}
+
+#[test]
+fn a_string_memory_bomb_runs_out_of_memory() {
+    assert_walled(
+        r#"local s = string.rep("x", 1024 * 1024); local t = {} for i = 1, 64 do t[i] = s .. i end"#,
+        "memory limit exceeded (16777216 bytes)",
+    );
+}
+
+#[test]
+fn a_doubling_string_runs_out_of_memory() {
+    assert_walled(
+        r#"local s = "x" while true do s = s .. s end"#,
+        "memory limit exceeded",
+    );
+}
+
+#[test]
+fn a_growing_table_runs_out_of_memory_or_instructions() {
+    let messages = assert_walled(
+        "local t = {} local i = 0 while true do i = i + 1 t[i] = {i, i, i} end",
+        "exceeded",
+    );
+    assert!(messages
+        .iter()
+        .all(|m| m.contains("memory limit exceeded") || m.contains("instruction budget")));
+}
+
+#[test]
+fn a_huge_string_rep_is_refused() {
+    assert_walled(
+        r#"local s = string.rep("x", 1 << 40)"#,
+        "instruction budget exceeded",
+    );
+}
+
+#[test]
+fn deep_recursion_is_stopped() {
+    let messages = assert_walled("local function f(n) return 1 + f(n + 1) end f(1)", "");
+    assert!(
+        messages
+            .iter()
+            .all(|m| m.contains("stack overflow") || m.contains("exceeded")),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn deep_recursion_through_metamethods_is_stopped() {
+    let messages = assert_walled(
+        "local t = setmetatable({}, {__index = function(t, k) return t[k + 1] end}) local _ = t[1]",
+        "",
+    );
+    assert!(
+        messages
+            .iter()
+            .all(|m| m.contains("stack overflow") || m.contains("exceeded")),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn error_objects_that_are_tables_are_described() {
+    assert_walled("error({code = 42})", "error object is a table");
+    assert_walled(
+        "error(setmetatable({}, {__name = 'Thing'}))",
+        "error object is a table",
+    );
+    assert_walled("error()", "error object is nil");
+}
+
+#[test]
+fn coroutines_cannot_yield() {
+    assert_walled("coroutine.yield(1)", "global 'coroutine'");
+    assert_walled(
+        "local co = coroutine.wrap(function() end)",
+        "global 'coroutine'",
+    );
+}
+
+#[test]
+fn collectgarbage_is_not_there() {
+    assert_walled(r#"collectgarbage("collect")"#, "global 'collectgarbage'");
+}
+
+#[test]
+fn next_and_the_real_globals_are_not_there() {
+    assert_walled("local k = next({})", "global 'next'");
+    assert_walled("local x = _G.io", "global '_G'");
+    assert_walled("local x = _ENV.os.getenv('HOME')", "global 'os'");
+}
+
+#[test]
+fn addresses_never_leak() {
+    assert_walled(r#"error(string.format("%p", {}))"#, "'%p' is not available");
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "show.lua",
+        r#"
+local t = setmetatable({}, {__name = "Thing"})
+print(tostring({}), tostring(print), t, ("%s|%s"):format({}, print), tostring(0/0))
+print(setmetatable({}, {__tostring = function() return "custom" end}), cancel("r"), mod.id)
+"#,
+    );
+    let out = play(dir.path(), &["show.lua"], "", 1);
+    assert_eq!(out.mod_errors(), vec![]);
+    assert_eq!(
+        out.log_messages(),
+        vec![
+            "table\tfunction\ttable\ttable|function\tnan",
+            "custom\tcancel(\"r\")\tshow"
+        ]
+    );
+    assert!(out.log.iter().all(|l| l.source == "show"));
+}
+
+#[test]
+fn catastrophic_patterns_run_out_of_instructions() {
+    assert_walled(
+        r#"local s = string.rep("a", 5000) local i = s:find(".-.-.-b")"#,
+        "instruction budget exceeded",
+    );
+}
+
+#[test]
+fn native_loops_are_charged() {
+    assert_walled(
+        "table.move({}, 1, 1 << 50, 2)",
+        "instruction budget exceeded",
+    );
+    assert_walled(
+        "local t = setmetatable({}, {__len = function() return 1 << 50 end}) table.insert(t, 1, 0)",
+        "instruction budget exceeded",
+    );
+    // Nothing to copy: answered at once, no endless native loop.
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "rep.lua",
+        r#"print(#string.rep("", 1 << 60), #string.rep("", 1 << 60, ""))"#,
+    );
+    assert_eq!(
+        play(dir.path(), &["rep.lua"], "", 1).log_messages(),
+        vec!["0\t0"]
+    );
+}
+
+#[test]
+fn finalizers_and_weak_tables_are_refused() {
+    assert_walled(
+        "setmetatable({}, {__gc = function() end})",
+        "__gc and __mode are not available",
+    );
+    assert_walled(
+        "setmetatable({}, {__mode = 'k'})",
+        "__gc and __mode are not available",
+    );
+}
+
+#[test]
+fn a_hostile_top_level_is_reported_as_mod_load() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "top.lua", "while true do end");
+    let out = play(dir.path(), &["top.lua"], "", 2);
+    assert_eq!(
+        out.mod_errors(),
+        vec![(
+            "top".to_owned(),
+            "mod.load".to_owned(),
+            "instruction budget exceeded (1000000 instructions)".to_owned()
+        )]
+    );
+    assert_eq!(out.chunks("world.chunk.loaded").len(), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The example mods
+
+#[test]
+fn keep_home_lua_keeps_the_home_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "keep_home.lua", &repo_mod("keep_home.lua"));
+    let out = play(dir.path(), &["keep_home.lua"], DRIVE_AWAY, 12);
+    assert_eq!(out.mod_errors(), vec![]);
+    let unloaded = out.chunks("world.chunk.unloaded");
+    assert!(!unloaded.is_empty(), "the player drove away");
+    assert!(
+        !unloaded.iter().any(|&(_, x, z)| (x, z) == (0, 0)),
+        "home was released: {unloaded:?}"
+    );
+    assert_eq!(
+        out.state["refusals"],
+        json!([{"x": 0, "z": 0, "hook": "world.chunk.unload", "mod": "keep_home", "reason": "home"}])
+    );
+    assert!(out.state["loaded"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"x": 0, "z": 0})));
+    // Without the mod, home goes like every other chunk.
+    let plain = play(dir.path(), &[], DRIVE_AWAY, 12);
+    assert!(plain
+        .chunks("world.chunk.unloaded")
+        .iter()
+        .any(|&(_, x, z)| (x, z) == (0, 0)));
+}
+
+#[test]
+fn keep_home_lua_and_keep_home_json_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "keep_home.lua", &repo_mod("keep_home.lua"));
+    write(dir.path(), "keep_home.json", &repo_mod("keep_home.json"));
+    let lua = play(dir.path(), &["keep_home.lua"], DRIVE_AWAY, 12);
+    let json = play(dir.path(), &["keep_home.json"], DRIVE_AWAY, 12);
+    assert_eq!(lua.chunk_events(), json.chunk_events());
+    assert_eq!(lua.state, json.state);
+}
+
+#[test]
+fn forbidden_zone_lua_refuses_loads_in_its_rectangle() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "forbidden_zone.lua",
+        &repo_mod("forbidden_zone.lua"),
+    );
+    // Drive to chunk (5, 0), the middle of the zone.
+    let inputs = r#"{"tick":2,"do":"move","entity":"hero","to":{"x":176,"z":8}}"#;
+    let out = play(dir.path(), &["forbidden_zone.lua"], inputs, 12);
+    assert_eq!(out.mod_errors(), vec![]);
+    assert_eq!(
+        out.log_messages(),
+        vec!["forbidden zone: chunks x 4..6, z -2..2 (32 m a side)"]
+    );
+    let loaded = out.chunks("world.chunk.loaded");
+    assert!(
+        !loaded
+            .iter()
+            .any(|&(_, x, z)| (4..=6).contains(&x) && (-2..=2).contains(&z)),
+        "{loaded:?}"
+    );
+    let refusals = out.state["refusals"].as_array().unwrap();
+    assert_eq!(refusals.len(), 9, "{refusals:?}");
+    assert_eq!(
+        refusals[4],
+        json!({"x": 5, "z": 0, "hook": "world.chunk.load", "mod": "forbidden_zone", "reason": "chunk 5,0 is in the forbidden zone"})
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism
+
+const PAIRS_AND_RANDOM: &str = r#"
+local t = {}
+for i, word in ipairs({"pear", "apple", "fig", "kiwi", "banana", "cherry", "date", "lime", "plum", "grape",
+                       "melon", "mango", "olive", "quince", "nectarine", "papaya", "zucchini", "yam"}) do
+  t[word] = i
+  t[#word * 1000 + i] = word
+end
+t[2.5], t[-7], t[true], t[false], t[""] = 1, 2, 3, 4, 5
+local keys = {}
+for k in pairs(t) do keys[#keys + 1] = tostring(k) end
+log("pairs", table.concat(keys, ","))
+local r = {}
+for i = 1, 8 do r[i] = math.random(1, 1000000) end
+log("random", table.concat(r, ","), math.random())
+"#;
+
+fn pairs_and_random_lines(seed: u64) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "order.lua", PAIRS_AND_RANDOM);
+    let out = play_seeded(dir.path(), &["order.lua"], "", 1, seed);
+    assert_eq!(out.mod_errors(), vec![]);
+    out.log_messages()
+}
+
+#[test]
+fn pairs_iterates_in_a_fixed_order() {
+    let lines = pairs_and_random_lines(7);
+    let keys: Vec<&str> = lines[0]
+        .strip_prefix("pairs\t")
+        .unwrap()
+        .split(',')
+        .collect();
+    assert_eq!(&keys[..4], ["-7", "2.5", "3003", "3018"]);
+    let strings: Vec<&str> = keys[..keys.len() - 2]
+        .iter()
+        .copied()
+        .filter(|k| k.parse::<f64>().is_err())
+        .collect();
+    let mut sorted = strings.clone();
+    sorted.sort();
+    assert_eq!(strings, sorted, "strings bytewise");
+    assert_eq!(&keys[keys.len() - 2..], ["false", "true"]);
+    assert_eq!(keys[keys.len() - 3], "zucchini");
+    assert_eq!(lines, pairs_and_random_lines(7), "the same in a second run");
+}
+
+#[test]
+fn pairs_refuses_keys_without_an_order() {
+    assert_walled(
+        "for k in pairs({[{}] = 1, [print] = 2}) do end",
+        "pairs: cannot order keys of type table deterministically",
+    );
+    assert_walled(
+        "for k in pairs({[print] = 2}) do end",
+        "pairs: cannot order keys of type function deterministically",
+    );
+}
+
+#[test]
+fn math_random_follows_the_scene_seed() {
+    let a = pairs_and_random_lines(7);
+    let b = pairs_and_random_lines(7);
+    let c = pairs_and_random_lines(8);
+    assert_eq!(a[1], b[1]);
+    assert_ne!(a[1], c[1], "another seed, other numbers");
+}
+
+const CHILD_ENV: &str = "LUA_PAIRS_CHILD";
+const CHILD_PREFIX: &str = "lua-sandbox-child: ";
+
+/// Run by `pairs_and_random_agree_across_processes` in a child process; does nothing otherwise.
+#[test]
+fn child_prints_pairs_order() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    for line in pairs_and_random_lines(7) {
+        println!("{CHILD_PREFIX}{line}");
+    }
+}
+
+#[test]
+fn pairs_and_random_agree_across_processes() {
+    let mine = pairs_and_random_lines(7);
+    for _ in 0..2 {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_prints_pairs_order",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let theirs: Vec<String> = stdout
+            .lines()
+            .filter_map(|l| {
+                l.find(CHILD_PREFIX)
+                    .map(|i| l[i + CHILD_PREFIX.len()..].to_owned())
+            })
+            .collect();
+        assert_eq!(theirs, mine);
+    }
+}
+
+#[test]
+fn table_sort_is_stable_and_the_same_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "sort.lua",
+        r#"
+local t = {}
+for i = 1, 300 do t[i] = {k = (i * 7919) % 13, i = i} end
+local calls = 0
+table.sort(t, function(a, b) calls = calls + 1 return a.k < b.k end)
+local ok = true
+for i = 2, #t do
+  if t[i - 1].k > t[i].k or (t[i - 1].k == t[i].k and t[i - 1].i > t[i].i) then ok = false end
+end
+local n = {5, 3, 9, 1, 3}
+table.sort(n)
+print(ok, calls, table.concat(n, " "))
+"#,
+    );
+    let a = play(dir.path(), &["sort.lua"], "", 1).log_messages();
+    let b = play(dir.path(), &["sort.lua"], "", 1).log_messages();
+    assert_eq!(a, b);
+    assert!(a[0].starts_with("true\t"), "{a:?}");
+    assert!(a[0].ends_with("\t1 3 3 5 9"), "{a:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors, limits and the API
+
+#[test]
+fn a_syntax_error_names_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "broken.lua",
+        "-- a comment\non(\"world.chunk.load\", function(c)\n  return cancel(\"x\"\nend)\n",
+    );
+    let err = build(dir.path(), &["broken.lua"], 0)
+        .err()
+        .expect("a syntax error must be refused");
+    let GameError::Files(errors) = &err else {
+        panic!("{err}")
+    };
+    match &errors[..] {
+        [FileError::Line {
+            file,
+            line,
+            message,
+        }] => {
+            assert!(file.ends_with("broken.lua"), "{file}");
+            assert_eq!(*line, 4, "{message}");
+            assert!(message.contains("')' expected"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = err.to_string();
+    assert!(text.contains("broken.lua: line 4: "), "{text}");
+}
+
+#[test]
+fn set_radius_from_lua_takes_effect_from_the_next_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "shrink.lua",
+        r#"
+local done = false
+on("world.chunk.load", function(c)
+  if not done then
+    done = true
+    streaming.setRadius(0)
+    log("radius", streaming.radius())
+  end
+end)
+"#,
+    );
+    let out = play(dir.path(), &["shrink.lua"], "", 6);
+    assert_eq!(out.mod_errors(), vec![]);
+    assert_eq!(out.log_messages(), vec!["radius\t0"]);
+    // Tick 1 still runs with radius 1 (two loads); from tick 2 only (0, 0) is wanted and
+    // (0, -1) is within radius + 1, so nothing else happens.
+    assert_eq!(
+        out.chunks("world.chunk.loaded"),
+        vec![(1, 0, 0), (1, 0, -1)]
+    );
+    assert_eq!(out.chunks("world.chunk.unloaded"), vec![]);
+}
+
+#[test]
+fn set_radius_and_budget_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "bad.lua",
+        r#"
+for _, v in ipairs({65, -1, 1.5, "3", 0/0}) do
+  local ok, e = pcall(streaming.setRadius, v)
+  log(ok, e)
+end
+local ok, e = pcall(streaming.setBudgetMs, -0.5)
+log(ok, e)
+log(pcall(streaming.setBudgetMs, 1/0))
+streaming.setRadius({})
+"#,
+    );
+    let out = play(dir.path(), &["bad.lua"], "", 1);
+    assert_eq!(
+        out.log_messages(),
+        vec![
+            "false\tstreaming.setRadius: expected an integer 0..=64, got 65",
+            "false\tstreaming.setRadius: expected an integer 0..=64, got -1",
+            "false\tstreaming.setRadius: expected an integer 0..=64, got 1.5",
+            "false\tstreaming.setRadius: expected an integer 0..=64, got \"3\"",
+            "false\tstreaming.setRadius: expected an integer 0..=64, got nan",
+            "false\tstreaming.setBudgetMs: expected a finite number >= 0, got -0.5",
+            "false\tstreaming.setBudgetMs: expected a finite number >= 0, got inf",
+        ]
+    );
+    let errors = out.mod_errors();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].1, "mod.load");
+    assert!(
+        errors[0]
+            .2
+            .ends_with("bad.lua:9: streaming.setRadius: expected an integer 0..=64, got a table"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn on_for_an_unknown_hook_is_an_error_naming_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "typo.lua",
+        "on(\"world.chunk.explode\", function() end)\n",
+    );
+    let out = play(dir.path(), &["typo.lua"], "", 1);
+    let errors = out.mod_errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let (by, hook, message) = &errors[0];
+    assert_eq!((by.as_str(), hook.as_str()), ("typo", "mod.load"));
+    assert!(message.ends_with("typo.lua:1: on: unknown hook \"world.chunk.explode\"; expected one of: world.chunk.load, world.chunk.unload"), "{message}");
+}
+
+#[test]
+fn on_is_only_allowed_while_the_top_level_runs() {
+    let messages = assert_walled(
+        "on('world.chunk.unload', function() end)",
+        "on: handlers can only be registered while the mod's top level runs",
+    );
+    assert!(messages[0].contains("hostile.lua:2: "), "{messages:?}");
+}
+
+#[test]
+fn handlers_must_return_nothing_or_a_cancel() {
+    for (ret, kind) in [
+        ("true", "boolean"),
+        ("1", "number"),
+        ("'no'", "string"),
+        ("{}", "table"),
+        ("print", "function"),
+    ] {
+        assert_walled(
+            &format!("return {ret}"),
+            &format!("handler returned a {kind}; expected nothing or cancel(reason)"),
+        );
+    }
+    assert_walled(
+        "return cancel(42)",
+        "cancel: expected a reason (a string) or nothing, got a number",
+    );
+}
+
+#[test]
+fn a_top_level_error_keeps_the_handlers_registered_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "half.lua",
+        "on('world.chunk.unload', function(c) if c.x == 0 and c.z == 0 then return cancel() end end)\nerror('half way')\n",
+    );
+    let out = play(dir.path(), &["half.lua"], DRIVE_AWAY, 12);
+    let errors = out.mod_errors();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].1, "mod.load");
+    assert!(errors[0].2.ends_with("half.lua:2: half way"), "{errors:?}");
+    assert_eq!(
+        out.state["refusals"],
+        json!([{"x": 0, "z": 0, "hook": "world.chunk.unload", "mod": "half", "reason": ""}])
+    );
+}
+
+#[test]
+fn a_mod_that_ran_out_of_memory_keeps_working() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "recover.lua",
+        r#"
+local calls = 0
+on("world.chunk.load", function(c)
+  calls = calls + 1
+  if calls == 1 then
+    local t = {}
+    for i = 1, 1e9 do t[i] = ("x"):rep(4096) .. i end
+  end
+  if c.x == 0 and c.z == -1 then return cancel("after the storm") end
+end)
+"#,
+    );
+    let out = play(dir.path(), &["recover.lua"], "", 3);
+    let errors = out.mod_errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].2, "memory limit exceeded (16777216 bytes)");
+    assert_eq!(
+        out.state["refusals"],
+        json!([{"x": 0, "z": -1, "hook": "world.chunk.load", "mod": "recover", "reason": "after the storm"}])
+    );
+}
+
+#[test]
+fn the_payload_is_a_fresh_table_and_changing_it_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "mutate.lua",
+        r#"
+local seen
+on("world.chunk.load", function(c)
+  if seen then assert(seen ~= c) end
+  seen = c
+  c.x, c.z = 99, 99
+end)
+on("world.chunk.load", function(c) if c.x == 99 then return cancel("mutated") end end)
+"#,
+    );
+    let baseline = play(dir.path(), &[], "", 5);
+    let out = play(dir.path(), &["mutate.lua"], "", 5);
+    assert_eq!(out.mod_errors(), vec![]);
+    assert_eq!(out.chunk_events(), baseline.chunk_events());
+}
+
+#[test]
+fn the_streaming_api_reads_the_service() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "reader.lua",
+        r#"
+local function xz(list)
+  local out = {}
+  for i, c in ipairs(list) do out[i] = c.x .. ":" .. c.z end
+  return table.concat(out, " ")
+end
+log("top", streaming.chunkSize(), streaming.radius(), streaming.focus() and "focus" or "no focus")
+local events = {}
+local handle = streaming.onChunk(function(c, loaded) events[#events + 1] = c.x .. ":" .. c.z .. (loaded and "+" or "-") end)
+on("world.chunk.unload", function(c)
+  if c.x == 1 and c.z == 1 then return cancel("corner") end
+end)
+local ticks = 0
+on("world.chunk.load", function(c)
+  ticks = ticks + 1
+  if ticks == 5 then
+    local f = streaming.focus()
+    log("focus", f.x, f.z, xz({streaming.chunkOf(f)}))
+    log("loaded", xz(streaming.loaded()))
+    -- (whether the chunk being asked still counts as pending is the kit's business)
+    local pending = {}
+    for _, p in ipairs(streaming.pending()) do
+      if p.x ~= c.x or p.z ~= c.z then pending[#pending + 1] = p end
+    end
+    log("asked", c.x, c.z, "pending", xz(pending))
+    log("isLoaded", streaming.isLoaded(0, 0), streaming.isLoaded(5, 5))
+    log("around", xz(streaming.around({x = 8, z = 8})))
+    log("events", table.concat(events, " "))
+    handle:unsubscribe()
+  end
+end)
+on("world.chunk.load", function(c)
+  if ticks == 11 then -- tick 6, after the releases of the drive away
+    local r = streaming.refusals()[1]
+    log("refusal", #streaming.refusals(), r.x, r.z, r.hook, r.mod, r.reason)
+    log("release", streaming.release(1, 1), streaming.release(1, 1), #streaming.refusals())
+  end
+end)
+
+"#,
+    );
+    let out = play(
+        dir.path(),
+        &["reader.lua"],
+        r#"{"tick":6,"do":"move","entity":"hero","to":{"x":500,"z":8}}"#,
+        10,
+    );
+    assert_eq!(out.mod_errors(), vec![]);
+    let log = out.log_messages();
+    assert_eq!(log[0], "top\t32\t1\tno focus");
+    assert_eq!(log[1], "focus\t8\t8\t0:0");
+    assert_eq!(log[2], "loaded\t-1:-1 0:-1 -1:0 0:0");
+    // Nearest-first; whether this tick's other load still counts as pending while (1, 0) is asked
+    // is the kit's business.
+    assert!(log[3].starts_with("asked\t1\t0\tpending\t"), "{log:?}");
+    assert!(
+        log[3].ends_with("\t1:-1 -1:1 1:1") || log[3].ends_with(" 1:-1 -1:1 1:1"),
+        "{log:?}"
+    );
+    assert_eq!(log[4], "isLoaded\ttrue\tfalse");
+    assert_eq!(log[5], "around\t0:0 0:-1 -1:0 -1:-1 1:0 0:1 1:-1 -1:1 1:1");
+    assert_eq!(log[6], "events\t0:0+ 0:-1+ -1:0+ -1:-1+");
+    assert_eq!(
+        log[7],
+        "refusal\t1\t1\t1\tworld.chunk.unload\treader\tcorner"
+    );
+    assert_eq!(log[8], "release\ttrue\tfalse\t0");
+    assert_eq!(log.len(), 9, "{log:?}");
+}
+
+#[test]
+fn patterns_behave_like_lua() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "strings.lua",
+        r##"
+local function show(...) print(select("#", ...), ...) end
+show(("hello world"):find("o w"))
+show(("hello world"):find("l+"))
+show(("a.b"):find(".", 1, true))
+show(("a.b"):find("x"))
+show(("key = value"):match("(%w+)%s*=%s*(%w+)"))
+show(("  trim  "):match("^%s*(.-)%s*$"))
+show(("abcabc"):find("()b()", 3))
+local words = {}
+for w in ("one two  three"):gmatch("%a+") do words[#words + 1] = w end
+show(table.concat(words, ","))
+show(("hello"):gsub("l", "L"))
+show(("abc"):gsub("", "-"))
+show(("hello world"):gsub("(%w+)", "<%1>", 1))
+show(("x=1, y=2"):gsub("(%w+)=(%w+)", "%2=%1"))
+show(("$name is $age"):gsub("%$(%w+)", {name = "Ann"}))
+show(("abc"):gsub("%w", function(c) return c:upper() .. "." end))
+show(pcall(string.find, "x", "%"))
+show(pcall(string.gsub, "x", "x", "%2"))
+show(pcall(string.rep))
+show(string.format("%5.1f|%d|%s|%q", 3.14159, 42, nil, "a\nb"))
+"##,
+    );
+    let out = play(dir.path(), &["strings.lua"], "", 1);
+    assert_eq!(out.mod_errors(), vec![]);
+    assert_eq!(
+        out.log_messages(),
+        vec![
+            "2\t5\t7",
+            "2\t3\t4",
+            "2\t2\t2",
+            "1\tnil",
+            "2\tkey\tvalue",
+            "1\ttrim",
+            "4\t5\t5\t5\t6",
+            "1\tone,two,three",
+            "2\theLLo\t2",
+            "2\t-a-b-c-\t4",
+            "2\t<hello> world\t1",
+            "2\t1=x, 2=y\t2",
+            "2\tAnn is $age\t2",
+            "2\tA.B.C.\t3",
+            "2\tfalse\tmalformed pattern (ends with '%')",
+            "2\tfalse\tinvalid capture index %2",
+            "2\tfalse\tbad argument #1 to 'string.rep' (string expected, got no value)",
+            "1\t  3.1|42|nil|\"a\\\nb\"",
+        ]
+    );
+}
+
+#[test]
+fn the_instruction_budget_is_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    // About 800 000 instructions a call: fine once, far over the budget if calls added up.
+    write(
+        dir.path(),
+        "busy.lua",
+        r#"
+local calls = 0
+on("world.chunk.load", function(c)
+  calls = calls + 1
+  local x = 0
+  for i = 1, 400000 do x = x + i end
+  if calls == 9 then log("nine calls", x) end
+end)
+"#,
+    );
+    let out = play(dir.path(), &["busy.lua"], "", 5);
+    assert_eq!(out.mod_errors(), vec![]);
+    assert_eq!(out.log_messages(), vec!["nine calls\t80000200000"]);
+}
+
+#[test]
+fn a_runaway_on_chunk_callback_is_logged_and_the_game_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "spin.lua",
+        "streaming.onChunk(function(c, loaded) if c.x == 0 and c.z == 0 then while true do end end end)\n",
+    );
+    let baseline = play(dir.path(), &[], "", 3);
+    let out = play(dir.path(), &["spin.lua"], "", 3);
+    assert_eq!(out.chunk_events(), baseline.chunk_events());
+    assert_eq!(
+        out.log_messages(),
+        vec!["onChunk: instruction budget exceeded (1000000 instructions)"]
+    );
+}
+
+#[test]
+fn handlers_subscriptions_and_reasons_are_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "greedy.lua",
+        r#"
+log(pcall(function() for i = 1, 2000 do on("world.chunk.load", function() end) end end))
+local handles = {}
+log(pcall(function() for i = 1, 100 do handles[i] = streaming.onChunk(function() end) end end))
+handles[1]:unsubscribe()
+handles[1]:unsubscribe()
+log(pcall(streaming.onChunk, function() end))
+local ok, e = pcall(cancel, ("x"):rep(1025))
+log(ok, e, tostring(cancel(("x"):rep(1024))):len())
+"#,
+    );
+    let out = play(dir.path(), &["greedy.lua"], "", 1);
+    assert_eq!(out.mod_errors(), vec![]);
+    let log = out.log_messages();
+    assert!(
+        log[0].starts_with("false\t")
+            && log[0].ends_with("on: too many handlers (at most 1000 a mod)"),
+        "{log:?}"
+    );
+    assert!(
+        log[1].ends_with("streaming.onChunk: too many subscriptions (at most 64 a mod)"),
+        "{log:?}"
+    );
+    assert!(log[2].starts_with("true\tsubscription"), "{log:?}");
+    assert!(
+        log[3].ends_with("cancel: the reason is longer than 1024 bytes\t1034"),
+        "{log:?}"
+    );
+}
