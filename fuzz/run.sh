@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS (default 600) each, seeding the corpora from the repo's
+# example files. Needs cargo-fuzz (`cargo install cargo-fuzz`); on the stable toolchain it runs
+# with RUSTC_BOOTSTRAP=1 (cargo fuzz needs nightly-only sanitizer flags).
+#   fuzz/run.sh            # 10 minutes per target
+#   fuzz/run.sh 60 scene   # one minute of the scene target
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-600}
+shift || true
+targets=${*:-scene inputs json_mod lua_mod save}
+mkdir -p fuzz/corpus/{scene,inputs,json_mod,lua_mod,save}
+cp examples/scenes/*.json fuzz/corpus/scene/
+cp examples/scenes/*.jsonl fuzz/corpus/inputs/
+cp mods/*.json fuzz/corpus/json_mod/
+cp mods/*.lua fuzz/corpus/lua_mod/ 2>/dev/null || true
+cargo run -q --release -- run examples/scenes/drive.json --inputs examples/scenes/drive.inputs.jsonl >/dev/null
+printf '{"tick": 60, "do": "save", "path": "fuzz/corpus/save/drive.save.json"}\n' > /tmp/ws-fuzz-save.jsonl
+cargo run -q --release -- run examples/scenes/drive.json --inputs /tmp/ws-fuzz-save.jsonl >/dev/null
+for t in $targets; do
+  echo "== $t: ${seconds}s"
+  RUSTC_BOOTSTRAP=1 cargo fuzz run -O "$t" "fuzz/corpus/$t" -- \
+    -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=65536 2>&1 | tail -n 12
+done
