@@ -9,6 +9,7 @@ use crate::grid::Position;
 use crate::host::{Entity, EntityId};
 use crate::json::{as_integer, describe, from_value, Problem};
 
+use super::scene::MAX_ID_LEN;
 use super::FileError;
 
 /// Largest tick an input may carry, and the largest `--ticks`: a run is bounded.
@@ -272,18 +273,37 @@ fn describe_kind(raw: &str) -> String {
 
 /// Value checks serde cannot express: positions in range, ids not empty.
 fn check_action(action: &Action) -> Result<(), Problem> {
+    let names: Vec<(&str, &str)> = match action {
+        Action::Spawn { entity } => {
+            let mut v = vec![("entity.id", entity.id.as_str())];
+            v.extend(entity.tags.iter().map(|t| ("entity.tags", t.as_str())));
+            v.extend(entity.rides.iter().map(|r| ("entity.rides", r.as_str())));
+            v
+        }
+        Action::Tag { entity, tag } | Action::Untag { entity, tag } => {
+            vec![("entity", entity.as_str()), ("tag", tag.as_str())]
+        }
+        Action::Enter { scene } => vec![("scene", scene.as_str())],
+        _ => Vec::new(),
+    };
+    for (path, name) in names {
+        if name.is_empty() || name.len() > MAX_ID_LEN {
+            return Err(Problem::new(
+                path,
+                format!(
+                    "expected a non-empty name of at most {MAX_ID_LEN} bytes, got {} bytes",
+                    name.len()
+                ),
+            ));
+        }
+    }
     match action {
         Action::Move { to, .. } => to.check().map_err(|p| p.under("to")),
         Action::PlayerMoved { at } => at.position().check().map_err(|p| p.under("at")),
-        Action::Spawn { entity } => {
-            if entity.id.as_str().is_empty() {
-                return Err(Problem::new("entity.id", "expected a non-empty id"));
-            }
-            entity
-                .position
-                .check()
-                .map_err(|p| p.under("entity.position"))
-        }
+        Action::Spawn { entity } => entity
+            .position
+            .check()
+            .map_err(|p| p.under("entity.position")),
         _ => Ok(()),
     }
 }

@@ -11,6 +11,9 @@ use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, ModId};
 use crate::json::Problem;
 use crate::kits::streaming::Overrides;
 
+/// Longest `reason` a mod may give, in bytes (refusals are held and saved with the game).
+pub const MAX_REASON_LEN: usize = 1024;
+
 /// A JSON mod file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -57,6 +60,15 @@ impl JsonMod {
             out.push(Problem::new(
                 "id",
                 "expected a non-empty id of at most 256 bytes",
+            ));
+        }
+        if self.reason.len() > MAX_REASON_LEN {
+            out.push(Problem::new(
+                "reason",
+                format!(
+                    "expected at most {MAX_REASON_LEN} bytes, got {}",
+                    self.reason.len()
+                ),
             ));
         }
         if self.hook.is_none() && self.set.is_none() {

@@ -253,6 +253,10 @@ impl HookHandler for LuaHandler {
             }),
         }
     }
+
+    fn label(&self) -> String {
+        format!("Lua mod {}", self.entry.id)
+    }
 }
 
 /// Loads and runs a Lua mod's top level in a fresh sandbox.
