@@ -142,8 +142,9 @@ impl Grid {
     pub fn overlaps(&self, chunk: ChunkPos, bounds: Option<&Bounds>) -> bool {
         let Some(b) = bounds else { return true };
         let s = self.size;
-        let (x0, x1) = (chunk.x as f64 * s, (chunk.x + 1) as f64 * s);
-        let (z0, z1) = (chunk.z as f64 * s, (chunk.z + 1) as f64 * s);
+        // `x + 1` on integers (SPEC §10), saturating for chunk coordinates read from files.
+        let (x0, x1) = (chunk.x as f64 * s, chunk.x.saturating_add(1) as f64 * s);
+        let (z0, z1) = (chunk.z as f64 * s, chunk.z.saturating_add(1) as f64 * s);
         x0 < b.max_x && b.min_x < x1 && z0 < b.max_z && b.min_z < z1
     }
 

@@ -31,8 +31,13 @@ pub fn scratch() -> PathBuf {
 /// A game with the mod files `mods` (names in `dir`).
 pub fn game(dir: &Path, mods: &[&str]) -> Result<Game, String> {
     let list = serde_json::to_string(mods).unwrap();
-    Game::from_scene_text(&SCENE.replace("MODS", &list), "scene.json", dir, &builtin_catalog())
-        .map_err(|e| e.to_string())
+    Game::from_scene_text(
+        &SCENE.replace("MODS", &list),
+        "scene.json",
+        dir,
+        &builtin_catalog(),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Drives a game through a short route, with a leave and an enter.
@@ -50,6 +55,69 @@ pub fn drive(game: &mut Game) {
 
 /// Inputs with `save`/`load` removed, so a fuzzer never writes or reads files it names.
 pub fn without_files(mut inputs: Inputs) -> Inputs {
-    inputs.lines.retain(|l| !matches!(l.input.action, Action::Save { .. } | Action::Load { .. }));
     inputs
+        .lines
+        .retain(|l| !matches!(l.input.action, Action::Save { .. } | Action::Load { .. }));
+    inputs
+}
+
+/// The `scene` target: parse, check, build and run a scene.
+pub fn scene(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let dir = Path::new("/nonexistent-ws-fuzz");
+    if let Ok(mut game) = Game::from_scene_text(text, "scene.json", dir, &builtin_catalog()) {
+        let _ = game.run(&Inputs::default(), 3);
+        let _ = game.state();
+    }
+}
+
+/// The `inputs` target: parse inputs; run them (without save/load) for at most 64 ticks.
+pub fn inputs(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(inputs) = Inputs::parse(text, "inputs.jsonl") else {
+        return;
+    };
+    let inputs = without_files(inputs);
+    let mut game = game(&scratch(), &[]).unwrap();
+    let target = inputs.last_tick().clamp(1, 64);
+    let _ = game.run(&inputs, target);
+    let _ = game.state();
+}
+
+/// The `json_mod` and `lua_mod` targets: parse a mod; install it and drive.
+pub fn mod_file(data: &[u8], name: &str) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let dir = scratch();
+    let path = dir.join(name);
+    if world_streaming::mods::parse_mod(text.to_owned(), &path).is_err() {
+        return;
+    }
+    std::fs::write(&path, text).unwrap();
+    if let Ok(mut game) = game(&dir, &[name]) {
+        drive(&mut game);
+    }
+}
+
+/// The `save` target: check and load a save; a refused one leaves the game unchanged.
+pub fn save(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
+        return;
+    };
+    let _ = world_streaming::files::save::check(&value);
+    let mut game = game(&scratch(), &[]).unwrap();
+    drive(&mut game);
+    let before = game.state();
+    match game.engine_mut().load_document(&value) {
+        Ok(()) => drive(&mut game),
+        Err(_) => assert_eq!(game.state(), before, "a refused save changed the game"),
+    }
 }
