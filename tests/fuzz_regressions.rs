@@ -2,7 +2,6 @@
 //! `fuzz/regressions/<target>/` and is replayed here through the same code as the fuzz target
 //! (`fuzz/fuzz_targets/common.rs`), so a fixed crash stays fixed without running the fuzzer.
 
-#[allow(dead_code)]
 #[path = "../fuzz/fuzz_targets/common.rs"]
 mod common;
 
