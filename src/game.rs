@@ -12,7 +12,7 @@ use crate::files::scene::SceneFile;
 use crate::files::state::{FocusXZ, StateDoc};
 use crate::files::{display_name, parse_json, read_text, write_atomic, FileError};
 use crate::host::KitCatalog;
-use crate::host::{Engine, EngineError, Log, PLAYER_MOVED};
+use crate::host::{Engine, EngineError, Log, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, PLAYER_MOVED};
 use crate::json::{number, Problem};
 use crate::kits::builtin_catalog;
 use crate::kits::streaming::dormancy::DORMANT;
@@ -112,6 +112,13 @@ impl Game {
                 Err(list) => errors.extend(list),
             }
         }
+        // Mod hooks are checked against the hooks the kits declare (when a kit's config is bad
+        // and the engine could not be built, against the streaming kit's two).
+        let declared: Vec<String> = match &engine {
+            Some(engine) => engine.hooks().declared().map(str::to_owned).collect(),
+            None => vec![HOOK_CHUNK_LOAD.to_owned(), HOOK_CHUNK_UNLOAD.to_owned()],
+        };
+        errors.extend(mods::check_hooks(&mod_files, &declared));
         if !errors.is_empty() {
             return Err(GameError::Files(errors));
         }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::files::inputs::{InputLine, Inputs, NumberedInput};
+use crate::files::inputs::{parse_line, InputLine, Inputs, NumberedInput, MAX_TICK};
 use crate::files::scene::SceneFile;
 use crate::files::{display_name, parse_json, read_text, write_atomic, FileError};
 use crate::game::{Game, GameError};
@@ -202,7 +202,38 @@ impl Recording {
                 Problem::new("format", format!("expected \"{REPLAY_FORMAT}\"")),
             ));
         }
-        from_value(&value, "").map_err(|p| FileError::invalid(&file, p))
+        let rec: Recording = from_value(&value, "").map_err(|p| FileError::invalid(&file, p))?;
+        let bad =
+            |path: String, message: String| FileError::invalid(&file, Problem::new(path, message));
+        if rec.version != 1 {
+            return Err(bad(
+                "version".into(),
+                format!("expected 1, got {}", rec.version),
+            ));
+        }
+        if rec.ticks > MAX_TICK {
+            return Err(bad(
+                "ticks".into(),
+                format!("expected at most {MAX_TICK}, got {}", rec.ticks),
+            ));
+        }
+        // The inputs get the checks of an inputs file: shape, values, order.
+        let mut last = 0;
+        for (i, input) in rec.inputs.iter().enumerate() {
+            let line = serde_json::to_string(input).expect("plain data");
+            parse_line(&line).map_err(|m| bad(format!("inputs[{i}]"), m))?;
+            if input.tick < last {
+                return Err(bad(
+                    format!("inputs[{i}].tick"),
+                    format!(
+                        "expected ticks in non-decreasing order, got {} after {last}",
+                        input.tick
+                    ),
+                ));
+            }
+            last = input.tick;
+        }
+        Ok(rec)
     }
 
     /// Re-runs the recording (its mods written to a temporary directory) and compares every

@@ -342,6 +342,9 @@ fn bad_files() -> Vec<Bad> {
         run_inputs("entering an unknown scene", "{\"tick\": 1, \"do\": \"enter\", \"scene\": \"moon\"}\n", "line 1: no such scene `moon`"),
         run_inputs("loading a missing save", "{\"tick\": 1, \"do\": \"load\", \"path\": \"nope.save.json\"}\n", "line 1: nope.save.json:"),
         run_inputs("an inputs line that is not an object", "[1, 2]\n", "line 1: expected an object"),
+        run_inputs("control without entity", "{\"tick\": 1, \"do\": \"control\"}\n", "line 1: entity: missing; expected an entity id, or null"),
+        run_scene("game.engine with a config", json!({"kits": [{"id": "game.engine", "config": {"tickRate": "fast"}}]}).to_string(), "kits[0].config: game.engine takes no config"),
+        run_scene("a layer for world.ground", scene_with(json!({}), json!({"scenes": [{"id": "s", "layers": {"world.ground": {"bounds": 7}}}]})), "scenes[0].layers.world.ground: world.ground takes no layer settings"),
     ]
 }
 
@@ -410,13 +413,23 @@ fn check_reports_every_problem_of_every_file() {
     .unwrap();
     std::fs::write(dir.path().join("b.json"), r#"{"id": "m", "cancel": true}"#).unwrap();
     std::fs::write(
+        dir.path().join("hook.json"),
+        r#"{"id": "h", "hook": "x", "cancel": true}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("d.json"),
+        scene_with(json!({"radius": -1}), json!({"mods": ["hook.json"]})),
+    )
+    .unwrap();
+    std::fs::write(
         dir.path().join("c.jsonl"),
         "{\"tick\": 1, \"do\": \"jump\"}\n{\"tick\": 1, \"do\": \"leave\", \"x\": 1}\n",
     )
     .unwrap();
     let out = bin()
         .current_dir(dir.path())
-        .args(["check", "a.json", "b.json", "c.jsonl"])
+        .args(["check", "a.json", "b.json", "c.jsonl", "d.json"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -428,6 +441,8 @@ fn check_reports_every_problem_of_every_file() {
         "b.json: cancel: only meaningful with a `hook`",
         "c.jsonl: line 1: do: unknown variant `jump`",
         "c.jsonl: line 2: unknown field `x`",
+        "d.json: kits[2].config.radius: expected an integer 0..=64, got -1",
+        "hook.json: hook: unknown hook \"x\"",
     ] {
         assert!(err.contains(part), "expected {part:?} in:\n{err}");
     }

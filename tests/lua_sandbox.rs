@@ -1041,7 +1041,7 @@ end)
 }
 
 #[test]
-fn a_runaway_on_chunk_callback_is_logged_and_the_game_goes_on() {
+fn a_runaway_on_chunk_callback_is_reported_as_mod_error_and_the_game_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     write(
         dir.path(),
@@ -1052,9 +1052,26 @@ fn a_runaway_on_chunk_callback_is_logged_and_the_game_goes_on() {
     let out = play(dir.path(), &["spin.lua"], "", 3);
     assert_eq!(out.chunk_events(), baseline.chunk_events());
     assert_eq!(
-        out.log_messages(),
-        vec!["onChunk: instruction budget exceeded (1000000 instructions)"]
+        out.mod_errors(),
+        vec![(
+            "spin".to_owned(),
+            "onChunk".to_owned(),
+            "instruction budget exceeded (1000000 instructions)".to_owned()
+        )]
     );
+    assert!(out.log_messages().is_empty());
+}
+
+#[test]
+fn a_nan_reads_the_same_on_every_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "nan.lua",
+        "on('world.chunk.load', function(c) if c.x == 0 and c.z == 0 then return cancel('r' .. (0/0)) end end)\n",
+    );
+    let out = play(dir.path(), &["nan.lua"], "", 1);
+    assert_eq!(out.state["refusals"][0]["reason"], "rnan");
 }
 
 #[test]

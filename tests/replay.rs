@@ -142,3 +142,38 @@ fn a_file_that_is_not_a_recording_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("x.json: format: expected \"world-streaming-replay\""));
 }
+
+#[test]
+fn a_recording_that_would_run_forever_or_from_the_future_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = record("seed", dir.path());
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    for (key, value, expect) in [
+        (
+            "ticks",
+            serde_json::json!(1_000_000_000_000_000u64),
+            "ticks: expected at most 10000000",
+        ),
+        (
+            "version",
+            serde_json::json!(99),
+            "version: expected 1, got 99",
+        ),
+    ] {
+        let mut rec = good.clone();
+        rec[key] = value;
+        std::fs::write(&file, rec.to_string()).unwrap();
+        let out = bin()
+            .arg("replay")
+            .arg(&file)
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(expect),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

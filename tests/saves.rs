@@ -496,6 +496,52 @@ fn every_corruption_is_refused_with_a_message_and_the_game_unchanged() {
         "overrides.radius: expected an integer 0..=64, got 99",
     );
     refused(&mut g, d, "array", "[1, 2, 3]", "expected a save document");
+    refused(
+        &mut g,
+        d,
+        "no_scene_but_chunks",
+        &edit(&good, |v| v["scene"] = Value::Null),
+        "kits.world.streaming.loaded: expected nothing here: the save has no active scene",
+    );
+    refused(
+        &mut g,
+        d,
+        "no_focus_but_chunks",
+        &edit(&good, |v| {
+            v["kits"]["world.streaming"]["focus"] = Value::Null
+        }),
+        "kits.world.streaming.focus: expected a focus",
+    );
+    refused(
+        &mut g,
+        d,
+        "tick_too_large",
+        &edit(&good, |v| v["tick"] = json!(u64::MAX)),
+        "tick: expected at most 10000000",
+    );
+    refused(
+        &mut g,
+        d,
+        "variable_array",
+        &edit(&good, |v| v["variables"]["junk"] = json!([1, 2])),
+        "variables.junk: expected a number, string, boolean or null",
+    );
+    refused(
+        &mut g,
+        d,
+        "empty_entity_id",
+        &edit(&good, |v| v["entities"][1]["id"] = json!("")),
+        "entities[1].id: expected a name of 1..=256 bytes",
+    );
+    refused(
+        &mut g,
+        d,
+        "long_reason",
+        &edit(&good, |v| {
+            v["kits"]["world.streaming"]["refusals"][0]["reason"] = json!("x".repeat(5000))
+        }),
+        "refusals[0].reason: expected at most 1024 bytes",
+    );
     // After all that, the game still runs as before and the good save still loads.
     g.load(&d.join("good.json")).unwrap();
 }

@@ -7,8 +7,7 @@ use anyhow::bail;
 use world_streaming::files::{display_name, parse_json, read_text, FileError};
 use world_streaming::game::{Game, GameError};
 use world_streaming::host::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
-use world_streaming::mods::json::JsonMod;
-use world_streaming::mods::{read_mod, ModSource};
+use world_streaming::mods::{check_hooks, read_mod};
 
 pub fn run(files: &[std::path::PathBuf]) -> anyhow::Result<()> {
     let mut problems: Vec<String> = Vec::new();
@@ -58,16 +57,11 @@ fn check_file(path: &Path) -> Result<&'static str, Vec<String>> {
                 }
             } else if has("id") || has("hook") || has("set") {
                 let m = read_mod(path).map_err(strings)?;
-                if let ModSource::Json(JsonMod {
-                    hook: Some(hook), ..
-                }) = &m.source
-                {
-                    // On its own, a mod is checked against the hooks of the built-in kits.
-                    if hook != HOOK_CHUNK_LOAD && hook != HOOK_CHUNK_UNLOAD {
-                        return Err(vec![format!(
-                            "{file}: hook: unknown hook {hook:?}; expected one of: {HOOK_CHUNK_LOAD}, {HOOK_CHUNK_UNLOAD}"
-                        )]);
-                    }
+                // On its own, a mod is checked against the hooks of the built-in kits.
+                let declared = [HOOK_CHUNK_LOAD.to_owned(), HOOK_CHUNK_UNLOAD.to_owned()];
+                let problems = check_hooks(std::slice::from_ref(&m), &declared);
+                if !problems.is_empty() {
+                    return Err(strings(problems));
                 }
                 Ok("JSON mod")
             } else {

@@ -9,7 +9,6 @@ use crate::grid::Position;
 use crate::host::{Entity, EntityId};
 use crate::json::{as_integer, describe, from_value, Problem};
 
-use super::scene::MAX_ID_LEN;
 use super::FileError;
 
 /// Largest tick an input may carry, and the largest `--ticks`: a run is bounded.
@@ -104,8 +103,7 @@ pub enum Action {
     /// Sets (or, with `null`, clears) the `character.control` entity.
     #[serde(rename = "control")]
     Control {
-        /// The entity, or `null`.
-        #[serde(default)]
+        /// The entity, or `null` (the key is required).
         entity: Option<EntityId>,
     },
     /// Leaves the active scene.
@@ -255,6 +253,9 @@ pub fn parse_line(raw: &str) -> Result<InputLine, String> {
     if !obj.contains_key("do") {
         return Err("do: missing; expected the action's name, e.g. \"move\"".into());
     }
+    if obj.get("do").and_then(Value::as_str) == Some("control") && !obj.contains_key("entity") {
+        return Err("entity: missing; expected an entity id, or null to clear control".into());
+    }
     let action: Action = from_value(&value, "").map_err(|p| p.to_string())?;
     check_action(&action).map_err(|p| p.to_string())?;
     Ok(InputLine { tick, action })
@@ -287,15 +288,7 @@ fn check_action(action: &Action) -> Result<(), Problem> {
         _ => Vec::new(),
     };
     for (path, name) in names {
-        if name.is_empty() || name.len() > MAX_ID_LEN {
-            return Err(Problem::new(
-                path,
-                format!(
-                    "expected a non-empty name of at most {MAX_ID_LEN} bytes, got {} bytes",
-                    name.len()
-                ),
-            ));
-        }
+        super::check_name(name).map_err(|m| Problem::new(path, m))?;
     }
     match action {
         Action::Move { to, .. } => to.check().map_err(|p| p.under("to")),

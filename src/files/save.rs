@@ -10,6 +10,10 @@ use serde_json::Value;
 use crate::host::{Entity, EntityId, World};
 use crate::json::{from_value, Problem};
 
+use super::check_name;
+use super::inputs::MAX_TICK;
+use super::scene::MAX_ENTITIES;
+
 /// The `format` value every save carries.
 pub const SAVE_FORMAT: &str = "world-streaming-save";
 /// The save version this build writes and reads.
@@ -71,17 +75,62 @@ pub fn check_header(value: &Value) -> Result<(), Problem> {
     }
 }
 
-/// Checks a save on its own (without its scene): header, every field, entities and `rides`
-/// links, and the `world.streaming` section's consistency (with the default chunk size and no
-/// bounds; loading into a game checks against the game's own).
-pub fn check(value: &Value) -> Result<(), Problem> {
+/// Parses and checks the host's part of a save: header, every field, the tick, entity names,
+/// positions and `rides` links, variables. Returns the document and the world it describes.
+pub fn parse(value: &Value) -> Result<(SaveDoc, World), Problem> {
     check_header(value)?;
     let doc: SaveDoc = from_value(value, "")?;
-    World::restore(doc.entities, doc.control)
+    if doc.tick > MAX_TICK {
+        return Err(Problem::new(
+            "tick",
+            format!("expected at most {MAX_TICK}, got {}", doc.tick),
+        ));
+    }
+    if doc.entities.len() > MAX_ENTITIES {
+        return Err(Problem::new(
+            "entities",
+            format!(
+                "expected at most {MAX_ENTITIES} entities, got {}",
+                doc.entities.len()
+            ),
+        ));
+    }
+    for (i, e) in doc.entities.iter().enumerate() {
+        let names = std::iter::once(("id", e.id.as_str()))
+            .chain(e.tags.iter().map(|t| ("tags", t.as_str())))
+            .chain(e.rides.iter().map(|r| ("rides", r.as_str())));
+        for (key, name) in names {
+            check_name(name).map_err(|m| Problem::new(format!("entities[{i}].{key}"), m))?;
+        }
+    }
+    for (k, v) in &doc.variables {
+        if v.is_array() || v.is_object() {
+            return Err(Problem::new(
+                format!("variables.{k}"),
+                format!(
+                    "expected a number, string, boolean or null, got {}",
+                    crate::json::describe(v)
+                ),
+            ));
+        }
+    }
+    let world = World::restore(doc.entities.clone(), doc.control.clone())
         .map_err(|(i, e)| Problem::new(format!("entities[{i}]"), e.to_string()))?;
+    Ok((doc, world))
+}
+
+/// Checks a save on its own (without its scene): everything [`parse`] checks, and the
+/// `world.streaming` section's consistency (with the default chunk size and no bounds; loading
+/// into a game checks against the game's own).
+pub fn check(value: &Value) -> Result<(), Problem> {
+    let (doc, _) = parse(value)?;
     let key = crate::kits::streaming::STREAMING;
     if let Some(section) = doc.kits.get(key) {
-        crate::kits::streaming::check_save_section(section, &format!("kits.{key}"))?;
+        crate::kits::streaming::check_save_section(
+            section,
+            &format!("kits.{key}"),
+            doc.scene.is_some(),
+        )?;
     }
     Ok(())
 }

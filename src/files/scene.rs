@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::grid::Position;
-use crate::host::{Entity, EntityId, KitEntry, SceneDef};
+use crate::host::{Entity, EntityId, KitEntry, SceneDef, World};
 use crate::json::{from_value, Problem};
 
 /// Most entities a scene file may hold.
@@ -165,6 +165,12 @@ impl SceneFile {
                 }
             }
         }
+        if out.is_empty() {
+            // Ids are unique and every link names an entity: now `rides` loops.
+            if let Err((i, e)) = World::restore(self.entities.clone(), self.control.clone()) {
+                out.push(Problem::new(format!("entities[{i}].rides"), e.to_string()));
+            }
+        }
         if let Some(c) = &self.control {
             if !ids.contains(c.as_str()) {
                 out.push(Problem::new(
@@ -207,13 +213,7 @@ impl SceneFile {
 }
 
 fn check_id(id: &str, path: &str, out: &mut Vec<Problem>) {
-    if id.is_empty() || id.len() > MAX_ID_LEN {
-        out.push(Problem::new(
-            path,
-            format!(
-                "expected a non-empty id of at most {MAX_ID_LEN} bytes, got {} bytes",
-                id.len()
-            ),
-        ));
+    if let Err(m) = super::check_name(id) {
+        out.push(Problem::new(path, m));
     }
 }

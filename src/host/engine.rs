@@ -109,6 +109,7 @@ pub struct Engine {
     active: Option<usize>,
     kits: Vec<Box<dyn Kit>>,
     tick: u64,
+    mod_errors: super::events::ModErrors,
 }
 
 /// The id under which the host itself is listed; it is always present.
@@ -147,7 +148,22 @@ impl Engine {
                 continue;
             };
             if entry.id == ENGINE_KIT {
-                continue; // the host itself: already present
+                // The host itself: always present, and it takes no settings.
+                if entry.config.is_some() {
+                    problems.push(EngineError::Config(Problem::new(
+                        format!("{path}.config"),
+                        "game.engine takes no config",
+                    )));
+                }
+                for (i, scene) in scenes.iter().enumerate() {
+                    if scene.layers.contains_key(ENGINE_KIT) {
+                        problems.push(EngineError::Config(Problem::new(
+                            KitSpec::layer_path(i, ENGINE_KIT),
+                            "game.engine takes no layer settings",
+                        )));
+                    }
+                }
+                continue;
             }
             manifests.push(manifest);
             let spec = KitSpec {
@@ -191,6 +207,7 @@ impl Engine {
             active: None,
             kits: built,
             tick: 0,
+            mod_errors: Default::default(),
         };
         for kit in &mut engine.kits {
             kit.install(&mut Install {
@@ -374,8 +391,7 @@ impl Engine {
     /// field, each kit's section); on any problem nothing changes. Restoring emits no events and
     /// calls no hooks or callbacks.
     pub fn load_document(&mut self, value: &Value) -> Result<(), Problem> {
-        crate::files::save::check_header(value)?;
-        let doc: SaveDoc = crate::json::from_value(value, "")?;
+        let (doc, world) = crate::files::save::parse(value)?;
         let active = match &doc.scene {
             None => None,
             Some(name) => Some(
@@ -383,11 +399,6 @@ impl Engine {
                     .map_err(|e| Problem::new("scene", e.to_string()))?,
             ),
         };
-        if doc.entities.len() > crate::files::scene::MAX_ENTITIES {
-            return Err(Problem::new("entities", "too many entities"));
-        }
-        let world = World::restore(doc.entities, doc.control)
-            .map_err(|(i, e)| Problem::new(format!("entities[{i}]"), e.to_string()))?;
         for id in doc.kits.keys() {
             if !self.kits.iter().any(|k| k.id() == id) {
                 return Err(Problem::new(
@@ -406,7 +417,17 @@ impl Engine {
         self.tick = doc.tick;
         self.events.set_tick(doc.tick);
         self.active = active;
-        self.variables.replace(doc.variables);
+        // The engine's variables keep their order (the saved values over them), then any others
+        // the save names (kits that publish theirs only after a tick).
+        let mut variables: IndexMap<String, Value> = self
+            .variables
+            .iter()
+            .map(|(k, v)| (k.to_owned(), doc.variables.get(k).unwrap_or(v).clone()))
+            .collect();
+        for (k, v) in doc.variables {
+            variables.entry(k).or_insert(v);
+        }
+        self.variables.replace(variables);
         for (i, p) in prepared.into_iter().enumerate() {
             let mut ctx = ctx!(self);
             self.kits[i].commit_load(p, &mut ctx);
@@ -415,9 +436,23 @@ impl Engine {
         Ok(())
     }
 
+    /// Where mod runtimes report failures outside hooks; each becomes a `mod.error` event.
+    pub fn mod_errors(&self) -> super::events::ModErrors {
+        self.mod_errors.clone()
+    }
+
     /// Delivers queued events and entity changes to every kit until nothing is left.
     fn settle(&mut self) {
         loop {
+            if !self.mod_errors.borrow().is_empty() {
+                let failures = std::mem::take(&mut *self.mod_errors.borrow_mut());
+                for (by, hook, message) in failures {
+                    self.events.emit(
+                        super::events::MOD_ERROR,
+                        serde_json::json!({ "mod": by, "hook": hook, "message": message }),
+                    );
+                }
+            }
             if self.world.has_changes() {
                 let changed = self.world.take_changed();
                 for kit in &mut self.kits {

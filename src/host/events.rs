@@ -170,3 +170,7 @@ pub struct LogLine {
 
 /// The host's log, shared with the mods that write to it.
 pub type Log = std::rc::Rc<std::cell::RefCell<Vec<LogLine>>>;
+
+/// A mod's failure outside any hook (e.g. in an `onChunk` callback): `(mod, where, message)`.
+/// The engine reports each as a `mod.error` event when it next settles.
+pub type ModErrors = std::rc::Rc<std::cell::RefCell<Vec<(String, String, String)>>>;

@@ -79,7 +79,25 @@ impl GroundKit {
 
     /// The catalog factory.
     pub fn from_spec(spec: &KitSpec<'_>) -> Result<Box<dyn Kit>, Vec<Problem>> {
-        let config = GroundConfig::parse(spec.config, &spec.config_path).map_err(|p| vec![p])?;
+        let mut problems: Vec<Problem> = spec
+            .scenes
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.layers.contains_key(GROUND))
+            .map(|(i, _)| {
+                Problem::new(
+                    KitSpec::layer_path(i, GROUND),
+                    "world.ground takes no layer settings",
+                )
+            })
+            .collect();
+        let config = GroundConfig::parse(spec.config, &spec.config_path).unwrap_or_else(|p| {
+            problems.push(p);
+            GroundConfig::default()
+        });
+        if !problems.is_empty() {
+            return Err(problems);
+        }
         Ok(Box::new(GroundKit::new(config)))
     }
 }

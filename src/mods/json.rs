@@ -56,11 +56,8 @@ impl JsonMod {
     /// Rules serde cannot express, each with its JSON path.
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();
-        if self.id.is_empty() || self.id.len() > crate::files::scene::MAX_ID_LEN {
-            out.push(Problem::new(
-                "id",
-                "expected a non-empty id of at most 256 bytes",
-            ));
+        if let Err(m) = crate::files::check_name(&self.id) {
+            out.push(Problem::new("id", m));
         }
         if self.reason.len() > MAX_REASON_LEN {
             out.push(Problem::new(

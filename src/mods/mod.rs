@@ -87,6 +87,28 @@ pub fn parse_mod(text: String, path: &Path) -> Result<ModFile, Vec<FileError>> {
     }
 }
 
+/// The JSON mods among `mods` whose `hook` is not one of `declared`, each as an error naming the
+/// file and the hooks there are.
+pub fn check_hooks(mods: &[ModFile], declared: &[String]) -> Vec<FileError> {
+    mods.iter()
+        .filter_map(|m| match &m.source {
+            ModSource::Json(JsonMod {
+                hook: Some(hook), ..
+            }) if !declared.contains(hook) => Some(FileError::invalid(
+                &m.file,
+                Problem::new(
+                    "hook",
+                    format!(
+                        "unknown hook {hook:?}; expected one of: {}",
+                        declared.join(", ")
+                    ),
+                ),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 /// One handler slot of a hook, in mod order.
 enum Slot {
     Json(JsonRules),
@@ -105,7 +127,7 @@ pub fn install(
     let streaming: Option<Rc<dyn StreamingService>> = engine.service(STREAMING);
     let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
     let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
-    let mut errors = Vec::new();
+    let mut errors = check_hooks(&mods, &declared);
     let mut failures = Vec::new();
     for (index, m) in mods.into_iter().enumerate() {
         match m.source {
@@ -133,17 +155,7 @@ pub fn install(
                 }
                 let Some(hook) = j.hook else { continue };
                 if !declared.contains(&hook) {
-                    errors.push(FileError::invalid(
-                        &m.file,
-                        Problem::new(
-                            "hook",
-                            format!(
-                                "unknown hook {hook:?}; expected one of: {}",
-                                declared.join(", ")
-                            ),
-                        ),
-                    ));
-                    continue;
+                    continue; // reported by check_hooks above
                 }
                 if !j.cancel {
                     continue; // a rule that never cancels changes nothing
@@ -169,6 +181,7 @@ pub fn install(
                     streaming: streaming.clone(),
                     hooks: &declared,
                     log: log.clone(),
+                    errors: engine.mod_errors(),
                     limits: lua::LuaLimits::default(),
                 };
                 match lua::load(&source, setup) {

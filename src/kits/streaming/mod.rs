@@ -47,10 +47,14 @@ pub fn manifest() -> KitManifest {
 }
 
 /// Checks a saved `world.streaming` section on its own (default chunk size, no bounds).
-pub fn check_save_section(section: &serde_json::Value, path: &str) -> Result<(), Problem> {
+pub fn check_save_section(
+    section: &serde_json::Value,
+    path: &str,
+    active: bool,
+) -> Result<(), Problem> {
     let parsed: SaveSection = from_value(section, path)?;
     State::new(StreamingConfig::default(), IndexMap::new())
-        .check_section(parsed)
+        .check_section(parsed, active)
         .map(drop)
         .map_err(|p| p.under(path))
 }
@@ -205,30 +209,27 @@ impl Kit for StreamingKit {
         st.active = true;
         st.layer = st.layers.get(&scene.id).copied().unwrap_or_default();
         let radius = st.settings().radius;
+        // Nothing is loaded when a scene is entered (leaving released everything, and a save
+        // without an active scene holds no chunks), so this only sets the focus and the pending
+        // set: loads begin on the next tick.
         let mut due = std::mem::take(&mut self.due);
         st.residency.update_view(scene.entry, radius, &mut due);
-        debug_assert!(due.is_empty(), "nothing is loaded when a scene is entered");
         due.clear();
         self.due = due;
     }
 
     fn on_leave(&mut self, ctx: &mut Ctx<'_>) {
-        let released = {
-            let mut st = self.state.borrow_mut();
-            st.active = false;
-            st.last_moved = None;
-            st.layer = Overrides::default();
-            st.residency.clear()
-        };
-        // Released in row order, without asking hooks.
-        for chunk in released {
-            self.state
-                .borrow()
-                .dormancy
-                .chunk_changed(chunk, false, ctx.world);
-            state::notify(&self.state, chunk, false);
-            ctx.events.emit(CHUNK_UNLOADED, chunk_data(chunk));
+        // Released one by one in row order, without asking hooks, exactly as a tick's releases
+        // are announced; then the focus, the last player.moved and the refusals are forgotten.
+        let loaded: Vec<ChunkPos> = self.state.borrow().residency.loaded().collect();
+        for chunk in loaded {
+            self.announce(ctx, chunk, false);
         }
+        let mut st = self.state.borrow_mut();
+        st.active = false;
+        st.last_moved = None;
+        st.layer = Overrides::default();
+        st.residency.clear();
     }
 
     fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
@@ -265,7 +266,6 @@ impl Kit for StreamingKit {
             let mut st = self.state.borrow_mut();
             let focus = Self::resolve_focus(ctx.world, &st);
             let settings = st.settings();
-            st.applied = settings;
             st.residency.update_view(focus, settings.radius, &mut due);
             settings
         };
@@ -302,7 +302,7 @@ impl Kit for StreamingKit {
     fn prepare_load(
         &self,
         section: Option<&serde_json::Value>,
-        _scene: Option<&SceneDef>,
+        scene: Option<&SceneDef>,
     ) -> Result<Option<PreparedSection>, Problem> {
         let path = format!("kits.{STREAMING}");
         let section = section.ok_or_else(|| Problem::new(&path, "missing section"))?;
@@ -310,7 +310,7 @@ impl Kit for StreamingKit {
         let prepared = self
             .state
             .borrow()
-            .check_section(parsed)
+            .check_section(parsed, scene.is_some())
             .map_err(|p| p.under(&path))?;
         Ok(Some(Box::new(prepared)))
     }

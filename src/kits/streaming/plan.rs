@@ -139,8 +139,11 @@ impl Residency {
             return;
         };
         let (wanted, kept) = (u64::from(v.radius), u64::from(v.radius) + 1);
+        let (grid, bounds) = (self.grid, self.bounds);
         self.refusals.retain(|c, h| match h.kind {
-            RefusalKind::Load => c.ring_distance(v.centre) <= wanted,
+            RefusalKind::Load => {
+                c.ring_distance(v.centre) <= wanted && grid.overlaps(*c, bounds.as_ref())
+            }
             RefusalKind::Unload => c.ring_distance(v.centre) > kept,
         });
         releases.extend(

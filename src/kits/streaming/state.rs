@@ -27,8 +27,6 @@ pub(crate) struct State {
     pub(crate) layer: Overrides,
     /// Set by mods; saved with the game.
     pub(crate) overrides: Overrides,
-    /// The settings the last tick ran with.
-    pub(crate) applied: Settings,
     pub(crate) residency: Residency,
     pub(crate) dormancy: Dormancy,
     pub(crate) active: bool,
@@ -39,7 +37,6 @@ pub(crate) struct State {
 impl State {
     pub(crate) fn new(config: StreamingConfig, layers: IndexMap<String, Overrides>) -> Self {
         State {
-            applied: config.settings(Overrides::default(), Overrides::default()),
             residency: Residency::new(Grid::new(config.chunk_size.0), None),
             config,
             layers,
@@ -67,8 +64,30 @@ impl State {
         }
     }
 
-    /// Validates a save section completely against this kit's grid and bounds.
-    pub(crate) fn check_section(&self, s: SaveSection) -> Result<Prepared, Problem> {
+    /// Validates a save section completely against this kit's grid and bounds, and against
+    /// whether the save has an active scene.
+    pub(crate) fn check_section(&self, s: SaveSection, active: bool) -> Result<Prepared, Problem> {
+        if !active {
+            for (key, empty) in [
+                ("loaded", s.loaded.is_empty()),
+                ("refusals", s.refusals.is_empty()),
+                ("focus", s.focus.is_none()),
+                ("lastMoved", s.last_moved.is_none()),
+            ] {
+                if !empty {
+                    return Err(Problem::new(
+                        key,
+                        "expected nothing here: the save has no active scene (\"scene\": null)",
+                    ));
+                }
+            }
+        }
+        if s.focus.is_none() && !(s.loaded.is_empty() && s.refusals.is_empty()) {
+            return Err(Problem::new(
+                "focus",
+                "expected a focus: chunks are loaded or refused, which needs one",
+            ));
+        }
         let grid = self.residency.grid();
         let mut loaded = BTreeSet::new();
         for (i, c) in s.loaded.iter().enumerate() {
@@ -89,6 +108,23 @@ impl State {
         for (i, r) in s.refusals.into_iter().enumerate() {
             let c = ChunkPos::new(r.x, r.z);
             let path = format!("refusals[{i}]");
+            if !grid.overlaps(c, self.residency.bounds()) {
+                return Err(Problem::new(
+                    path,
+                    format!("chunk {c} lies outside the world.ground bounds"),
+                ));
+            }
+            if r.reason.len() > crate::mods::json::MAX_REASON_LEN {
+                return Err(Problem::new(
+                    format!("{path}.reason"),
+                    format!(
+                        "expected at most {} bytes, got {}",
+                        crate::mods::json::MAX_REASON_LEN,
+                        r.reason.len()
+                    ),
+                ));
+            }
+            crate::files::check_name(&r.by).map_err(|m| Problem::new(format!("{path}.mod"), m))?;
             let kind = match r.hook.as_str() {
                 HOOK_CHUNK_LOAD => RefusalKind::Load,
                 HOOK_CHUNK_UNLOAD => RefusalKind::Unload,
@@ -146,7 +182,6 @@ impl State {
         self.overrides = p.overrides;
         self.last_moved = p.last_moved;
         let settings = self.settings();
-        self.applied = settings;
         let focus = if self.active { p.focus } else { None };
         self.residency
             .restore(p.loaded, p.refusals, focus, settings.radius);

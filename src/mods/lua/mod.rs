@@ -48,7 +48,7 @@
 //!   `streaming.setBudgetMs(n)` (a finite number >= 0) take effect from the next tick (mod >
 //!   scene layer > kit config); `streaming.onChunk(fn)` calls `fn({x = …, z = …}, loaded)` on every
 //!   load and release and returns a handle whose `handle:unsubscribe()` stops it (an error in the
-//!   callback is written to the log as `onChunk: …`). Whole numbers are Lua integers.
+//!   callback is reported as a `mod.error` event with hook `onChunk`). Whole numbers are Lua integers.
 //! - `log(...)` and `print(...)` write one line to the game's mod log: the arguments converted
 //!   like `tostring`, joined by tabs, with the mod id as the source.
 //! - `mod.id` is the mod's id.
@@ -100,7 +100,7 @@ use std::rc::Rc;
 use mlua::{ChunkMode, Function, Lua};
 
 use crate::files::FileError;
-use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, Log, ModFailure, ModId};
+use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, Log, ModErrors, ModFailure, ModId};
 use crate::kits::streaming::StreamingService;
 
 use self::sandbox::{clean_error, Entry, Meter};
@@ -137,6 +137,8 @@ pub struct LuaSetup<'a> {
     pub hooks: &'a [String],
     /// Where `log`/`print` write.
     pub log: Log,
+    /// Where failures outside hooks (in `onChunk` callbacks) are reported as `mod.error`.
+    pub errors: ModErrors,
     /// Memory and instruction limits.
     pub limits: LuaLimits,
 }
@@ -245,8 +247,14 @@ impl HookHandler for LuaHandler {
         let by = self.entry.id.clone();
         match catch_unwind(AssertUnwindSafe(|| self.entry.ask(&self.func, args))) {
             Ok(Ok(None)) => Ok(None),
-            Ok(Ok(Some(reason))) => Ok(Some(Cancel { by, reason })),
-            Ok(Err(message)) => Err(ModFailure { by, message }),
+            Ok(Ok(Some(reason))) => Ok(Some(Cancel {
+                by,
+                reason: portable(reason),
+            })),
+            Ok(Err(message)) => Err(ModFailure {
+                by,
+                message: portable(message),
+            }),
             Err(_) => Err(ModFailure {
                 by,
                 message: "internal error in the Lua sandbox".to_owned(),
@@ -256,6 +264,16 @@ impl HookHandler for LuaHandler {
 
     fn label(&self) -> String {
         format!("Lua mod {}", self.entry.id)
+    }
+}
+
+/// The C library prints a NaN as `-nan` on some CPUs and `nan` on others (through `..` and
+/// `string.format`); what reaches events and saves always says `nan`.
+pub(super) fn portable(text: String) -> String {
+    if text.contains("-nan") {
+        text.replace("-nan", "nan")
+    } else {
+        text
     }
 }
 
@@ -305,7 +323,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
         prepared.runner,
         meter.clone(),
         setup.id.clone(),
-        setup.log.clone(),
+        setup.errors.clone(),
     ));
     let _ = slot.set(Rc::downgrade(&entry));
     top_level.set(true);
@@ -370,6 +388,7 @@ mod tests {
             streaming: None,
             hooks: &[],
             log: log.clone(),
+            errors: ModErrors::default(),
             limits,
         };
         let loaded = load(script, setup).unwrap();

@@ -13,7 +13,7 @@ use mlua::{
 };
 
 use crate::grid::ChunkPos;
-use crate::host::{HookArgs, HookValue, Log, LogLine, ModId};
+use crate::host::{HookArgs, HookValue, Log, LogLine, ModErrors, ModId};
 
 use super::pattern::{self, Cap, Matcher, Stop};
 use super::{api, LuaLimits};
@@ -506,7 +506,7 @@ pub(super) struct Entry {
     lua: Lua,
     pub(super) meter: Rc<Meter>,
     pub(super) id: ModId,
-    log: Log,
+    errors: ModErrors,
     depth: Cell<u32>,
 }
 
@@ -528,13 +528,19 @@ pub(super) fn run_prelude(lua: &Lua, r: Table) -> mlua::Result<Prepared> {
 }
 
 impl Entry {
-    pub(super) fn new(lua: Lua, runner: Function, meter: Rc<Meter>, id: ModId, log: Log) -> Self {
+    pub(super) fn new(
+        lua: Lua,
+        runner: Function,
+        meter: Rc<Meter>,
+        id: ModId,
+        errors: ModErrors,
+    ) -> Self {
         Entry {
             runner,
             lua,
             meter,
             id,
-            log,
+            errors,
             depth: Cell::new(0),
         }
     }
@@ -605,7 +611,7 @@ impl Entry {
         Ok(t)
     }
 
-    /// Runs an `onChunk` callback; a failure goes to the log (callbacks have no error channel).
+    /// Runs an `onChunk` callback; a failure is reported as `mod.error` with hook `onChunk`.
     pub(super) fn chunk_callback(&self, f: &Function, chunk: ChunkPos, loaded: bool) {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let t = api::chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
@@ -616,10 +622,11 @@ impl Entry {
             Ok(Err(message)) => message,
             Err(_) => "internal error in the Lua sandbox".to_owned(),
         };
-        self.log.borrow_mut().push(LogLine {
-            source: self.id.as_str().to_owned(),
-            message: format!("onChunk: {message}"),
-        });
+        self.errors.borrow_mut().push((
+            self.id.as_str().to_owned(),
+            "onChunk".to_owned(),
+            super::portable(message),
+        ));
     }
 }
 
