@@ -151,6 +151,11 @@ impl Residency {
                 .iter()
                 .filter(|c| c.ring_distance(v.centre) > kept && !self.refusals.contains_key(c)),
         );
+        self.fill_pending(v);
+    }
+
+    /// The pending set of view `v`: its wanted square, minus loaded and refused chunks.
+    fn fill_pending(&mut self, v: View) {
         let (loaded, refusals) = (&self.loaded, &self.refusals);
         self.pending.extend(
             self.grid
@@ -258,12 +263,7 @@ impl Residency {
             radius,
         });
         if let Some(v) = self.view {
-            let (loaded, refusals) = (&self.loaded, &self.refusals);
-            self.pending.extend(
-                self.grid
-                    .square(v.centre, v.radius, self.bounds.as_ref())
-                    .filter(|c| !loaded.contains(c) && !refusals.contains_key(c)),
-            );
+            self.fill_pending(v);
         }
     }
 }
