@@ -307,7 +307,7 @@ fn bad_files() -> Vec<Bad> {
         run_scene("unknown config key", scene_with(json!({"radious": 1}), json!({})), "unknown field `radious`"),
         run_scene("number out of range", r#"{"kits": [], "seed": 1e999}"#.into(), "scene.json: line 1"),
         run_scene("streaming without ground", json!({"kits": [{"id": "world.streaming"}]}).to_string(), "kit world.streaming requires world.ground@^1, no enabled kit provides it"),
-        run_scene("kit not installed", json!({"kits": [{"id": "world.weather"}]}).to_string(), "kits[0].id: kit `world.weather` is not installed"),
+        run_scene("kit not installed", json!({"kits": [{"id": "world.weather"}]}).to_string(), "kits[0].id: kit \"world.weather\" is not installed"),
         run_scene("kit enabled twice", json!({"kits": [{"id": "world.ground"}, {"id": "world.ground"}]}).to_string(), "kits[1]: kit `world.ground` is enabled twice"),
         run_scene("duplicate entity ids", scene_with(json!({}), json!({"entities": [{"id": "a", "position": {"x": 0, "z": 0}}, {"id": "a", "position": {"x": 0, "z": 0}}]})), "entities[1].id: duplicate entity id \"a\""),
         run_scene("rides loop", scene_with(json!({}), json!({"entities": [{"id": "a", "position": {"x": 0, "z": 0}, "rides": "b"}, {"id": "b", "position": {"x": 0, "z": 0}, "rides": "a"}]})), "would close a loop of rides"),

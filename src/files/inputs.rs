@@ -284,6 +284,15 @@ fn check_action(action: &Action) -> Result<(), Problem> {
         Action::Tag { entity, tag } | Action::Untag { entity, tag } => {
             vec![("entity", entity.as_str()), ("tag", tag.as_str())]
         }
+        Action::Move { entity, .. } | Action::Despawn { entity } | Action::Dismount { entity } => {
+            vec![("entity", entity.as_str())]
+        }
+        Action::Ride { entity, vehicle } => {
+            vec![("entity", entity.as_str()), ("vehicle", vehicle.as_str())]
+        }
+        Action::Control {
+            entity: Some(entity),
+        } => vec![("entity", entity.as_str())],
         Action::Enter { scene } => vec![("scene", scene.as_str())],
         _ => Vec::new(),
     };

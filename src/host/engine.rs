@@ -50,7 +50,7 @@ pub struct Ctx<'a> {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EngineError {
     /// The scene file enables a kit the catalog does not have.
-    #[error("{path}: kit `{id}` is not installed; installed kits: {known}")]
+    #[error("{path}: kit {id} is not installed; installed kits: {known}")]
     UnknownKit {
         /// JSON path of the kit entry.
         path: String,
@@ -142,7 +142,7 @@ impl Engine {
             let Some(manifest) = catalog.manifest(&entry.id) else {
                 problems.push(EngineError::UnknownKit {
                     path: format!("{path}.id"),
-                    id: entry.id.clone(),
+                    id: crate::json::describe(&Value::String(entry.id.clone())),
                     known: catalog.ids().collect::<Vec<_>>().join(", "),
                 });
                 continue;
