@@ -159,7 +159,7 @@ impl StreamingKit {
     fn hold(&self, chunk: ChunkPos, kind: RefusalKind, cancel: crate::host::Cancel) {
         let held = Held {
             kind,
-            by: cancel.by,
+            by: cancel.by.as_str().to_owned(),
             reason: cancel.reason,
         };
         self.state.borrow_mut().residency.hold(chunk, held);

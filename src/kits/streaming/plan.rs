@@ -9,7 +9,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::grid::{Bounds, ChunkPos, Grid, Position};
-use crate::host::ModId;
 
 /// Which hook a refusal answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -25,8 +24,8 @@ pub enum RefusalKind {
 pub struct Held {
     /// The hook that was cancelled.
     pub kind: RefusalKind,
-    /// The mod that cancelled it.
-    pub by: ModId,
+    /// The id of the mod that cancelled it.
+    pub by: String,
     /// Its reason.
     pub reason: String,
 }
@@ -343,7 +342,7 @@ mod tests {
         let c = batch[0];
         let held = Held {
             kind: RefusalKind::Load,
-            by: ModId::new("m"),
+            by: "m".to_owned(),
             reason: String::new(),
         };
         r.hold(c, held);
@@ -369,7 +368,7 @@ mod tests {
         assert_eq!(out, [ChunkPos::new(0, 0)]);
         let held = Held {
             kind: RefusalKind::Unload,
-            by: ModId::new("m"),
+            by: "m".to_owned(),
             reason: "home".into(),
         };
         r.hold(ChunkPos::new(0, 0), held);

@@ -152,7 +152,7 @@ impl State {
             }
             let held = Held {
                 kind,
-                by: ModId::new(&r.by),
+                by: r.by,
                 reason: r.reason,
             };
             if refusals.insert(c, held).is_some() {
@@ -199,7 +199,7 @@ fn refusal_list(residency: &Residency) -> Vec<Refusal> {
                 RefusalKind::Unload => HOOK_CHUNK_UNLOAD,
             }
             .to_owned(),
-            by: h.by.as_str().to_owned(),
+            by: h.by.clone(),
             reason: h.reason.clone(),
         })
         .collect()
