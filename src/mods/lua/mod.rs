@@ -327,7 +327,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
     ));
     let _ = slot.set(Rc::downgrade(&entry));
     top_level.set(true);
-    let result = catch_unwind(AssertUnwindSafe(|| entry.call(&main, ())))
+    let result = catch_unwind(AssertUnwindSafe(|| entry.call((&main,))))
         .unwrap_or_else(|_| Err("internal error in the Lua sandbox".to_owned()));
     top_level.set(false);
     let handlers = registered

@@ -559,19 +559,15 @@ impl Entry {
         );
     }
 
-    /// Calls `f(args...)` with a fresh budget (unless nested in a running call): its first result,
-    /// or a deterministic message.
-    pub(super) fn call(&self, f: &Function, args: impl IntoLuaMulti) -> Result<Value, String> {
-        let mut all = args
-            .into_lua_multi(&self.lua)
-            .map_err(|e| clean_error(&e, &self.meter))?;
-        all.push_front(Value::Function(f.clone()));
+    /// Calls `f(args...)`, given as `(f, args...)`, with a fresh budget (unless nested in a running
+    /// call): its first result, or a deterministic message.
+    pub(super) fn call(&self, call: impl IntoLuaMulti) -> Result<Value, String> {
         if self.depth.get() == 0 {
             self.arm();
         }
         self.depth.set(self.depth.get() + 1);
         let depth = Depth(&self.depth);
-        let result = self.runner.call::<(Value, Value)>(all);
+        let result = self.runner.call::<(Value, Value)>(call);
         drop(depth);
         if self.meter.exhausted() {
             return Err(self.meter.budget_message());
@@ -588,7 +584,7 @@ impl Entry {
         let payload = self
             .payload(args)
             .map_err(|e| clean_error(&e, &self.meter))?;
-        match self.call(f, payload)? {
+        match self.call((f, payload))? {
             Value::Nil => Ok(None),
             Value::UserData(ud) if api::cancel_reason(&ud).is_some() => Ok(api::cancel_reason(&ud)),
             other => Err(format!(
@@ -615,7 +611,7 @@ impl Entry {
     pub(super) fn chunk_callback(&self, f: &Function, chunk: ChunkPos, loaded: bool) {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let t = api::chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
-            self.call(f, (t, loaded)).map(drop)
+            self.call((f, t, loaded)).map(drop)
         }));
         let message = match outcome {
             Ok(Ok(())) => return,
