@@ -1,26 +1,15 @@
 //! Two example kits building on world.streaming: terrain generated on `world.chunk.loaded` and
 //! colliders kept through `onChunk`. Run with `cargo run --example build_world`.
 
-#[path = "kits/collider.rs"]
-mod collider;
-#[path = "kits/terrain.rs"]
-mod terrain;
+#[path = "kits/mod.rs"]
+mod kits;
 
 use serde_json::json;
 use world_streaming::files::inputs::Inputs;
 use world_streaming::game::Game;
-use world_streaming::kits::builtin_catalog;
 
 fn main() {
-    let mut catalog = builtin_catalog();
-    catalog.add(
-        terrain::manifest(),
-        Box::new(terrain::TerrainKit::from_spec),
-    );
-    catalog.add(
-        collider::manifest(),
-        Box::new(collider::ColliderKit::from_spec),
-    );
+    let catalog = kits::catalog();
     let scene = json!({
         "kits": [
             { "id": "world.ground" },

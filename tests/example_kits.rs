@@ -1,27 +1,16 @@
 //! The example kits of `examples/kits`: terrain regenerates byte-identical height fields, and the
 //! collider kit's onChunk subscription tracks exactly the live chunks.
 
-#[path = "../examples/kits/collider.rs"]
-mod collider;
-#[path = "../examples/kits/terrain.rs"]
-mod terrain;
+#[path = "../examples/kits/mod.rs"]
+mod kits;
 
 use serde_json::json;
 use world_streaming::files::inputs::Inputs;
 use world_streaming::game::Game;
 use world_streaming::grid::ChunkPos;
-use world_streaming::kits::builtin_catalog;
 
 fn game() -> Game {
-    let mut catalog = builtin_catalog();
-    catalog.add(
-        terrain::manifest(),
-        Box::new(terrain::TerrainKit::from_spec),
-    );
-    catalog.add(
-        collider::manifest(),
-        Box::new(collider::ColliderKit::from_spec),
-    );
+    let catalog = kits::catalog();
     let scene = json!({
         "kits": [
             { "id": "world.ground" },
@@ -36,18 +25,18 @@ fn game() -> Game {
 
 #[test]
 fn regenerating_a_chunk_gives_byte_identical_heights() {
-    let a = terrain::generate(42, ChunkPos::new(3, -7));
-    let b = terrain::generate(42, ChunkPos::new(3, -7));
+    let a = kits::terrain::generate(42, ChunkPos::new(3, -7));
+    let b = kits::terrain::generate(42, ChunkPos::new(3, -7));
     assert_eq!(a, b);
-    assert_eq!(a.len(), terrain::SAMPLES * terrain::SAMPLES * 2);
+    assert_eq!(a.len(), kits::terrain::SAMPLES * kits::terrain::SAMPLES * 2);
     assert_ne!(
         a,
-        terrain::generate(43, ChunkPos::new(3, -7)),
+        kits::terrain::generate(43, ChunkPos::new(3, -7)),
         "the seed matters"
     );
     assert_ne!(
         a,
-        terrain::generate(42, ChunkPos::new(4, -7)),
+        kits::terrain::generate(42, ChunkPos::new(4, -7)),
         "the chunk matters"
     );
 }
@@ -93,10 +82,10 @@ fn terrain_and_colliders_follow_the_live_chunks_through_a_drive() {
 
 #[test]
 fn a_kit_whose_requirement_is_missing_is_refused_with_who_needs_what() {
-    let mut catalog = builtin_catalog();
+    let mut catalog = world_streaming::kits::builtin_catalog();
     catalog.add(
-        terrain::manifest(),
-        Box::new(terrain::TerrainKit::from_spec),
+        kits::terrain::manifest(),
+        Box::new(kits::terrain::TerrainKit::from_spec),
     );
     let scene = json!({ "kits": [ { "id": "world.terrain" } ] });
     let err = Game::from_scene_text(&scene.to_string(), "scene.json", ".".as_ref(), &catalog)
