@@ -622,3 +622,30 @@ fn save_and_load_inputs_continue_the_saved_run_exactly() {
     assert_eq!(tail(&second), tail(&whole));
     assert_eq!(second.state(), whole.state());
 }
+
+#[test]
+fn a_saved_refusal_outside_the_ground_is_refused() {
+    let scene = json!({
+        "kits": [
+            { "id": "world.ground", "config": { "bounds": { "minX": 0, "minZ": 0, "maxX": 64, "maxZ": 64 } } },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 1, "budgetMs": 9 } }
+        ],
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 8, "z": 8 } } ]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = game(&scene);
+    run(&mut g, &[], 2);
+    g.save(&dir.path().join("good.json")).unwrap();
+    let good = std::fs::read_to_string(dir.path().join("good.json")).unwrap();
+    let outside = edit(&good, |v| {
+        v["kits"]["world.streaming"]["refusals"] =
+            json!([{"x": -1, "z": 0, "hook": "world.chunk.load", "mod": "ghost", "reason": ""}]);
+    });
+    refused(
+        &mut g,
+        dir.path(),
+        "outside",
+        &outside,
+        "refusals[0]: chunk (-1, 0) lies outside the world.ground bounds",
+    );
+}
