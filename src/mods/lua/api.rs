@@ -215,6 +215,18 @@ fn setting(v: &Value) -> Result<serde_json::Value, String> {
     }
 }
 
+/// A mod's setting checked by the kit config's own parser, so a bad value reads exactly as it
+/// would in a scene file (`expected an integer 0..=64, got 65`).
+fn checked<T>(v: &Value, parse: fn(&serde_json::Value) -> Result<T, String>) -> Result<T, String> {
+    match setting(v) {
+        Ok(json) => parse(&json),
+        Err(rendering) => Err(expected_got(
+            parse(&serde_json::Value::Null).map(drop),
+            &rendering,
+        )),
+    }
+}
+
 /// `expected …, got <rendering>` from a checked parser's own wording.
 fn expected_got(parse_null: Result<(), String>, rendering: &str) -> String {
     let message = parse_null.err().unwrap_or_default();
@@ -418,15 +430,7 @@ fn streaming_functions(
     add(
         "setRadius",
         Box::new(move |lua, s, args| {
-            let radius = match setting(&arg(&args, 0)) {
-                Ok(v) => Radius::parse(&v)?,
-                Err(rendering) => {
-                    return Err(expected_got(
-                        Radius::parse(&serde_json::Value::Null).map(drop),
-                        &rendering,
-                    ))
-                }
-            };
+            let radius = checked(&arg(&args, 0), Radius::parse)?;
             s.set_radius(&by, radius);
             Ok(ok(lua, ()))
         }),
@@ -435,15 +439,7 @@ fn streaming_functions(
     add(
         "setBudgetMs",
         Box::new(move |lua, s, args| {
-            let budget = match setting(&arg(&args, 0)) {
-                Ok(v) => BudgetMs::parse(&v)?,
-                Err(rendering) => {
-                    return Err(expected_got(
-                        BudgetMs::parse(&serde_json::Value::Null).map(drop),
-                        &rendering,
-                    ))
-                }
-            };
+            let budget = checked(&arg(&args, 0), BudgetMs::parse)?;
             s.set_budget_ms(&by, budget);
             Ok(ok(lua, ()))
         }),

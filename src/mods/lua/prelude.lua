@@ -224,26 +224,24 @@ local function int_arg(v, i, name, default)
   native_error("bad argument #" .. i .. " to '" .. name .. "' (number expected, got " .. typename(v) .. ")", 3)
 end
 
-local function find_(s, p, init, plain)
-  s = str_arg(s, 1, "find")
-  p = str_arg(p, 2, "find")
-  init = int_arg(init, 3, "find", 1)
-  local r = pack(pm_find(s, p, init, plain and true or false, true))
+-- string.find and string.match share the metered matcher; `find` also returns the positions.
+local function search(name, s, p, init, plain, positions)
+  s = str_arg(s, 1, name)
+  p = str_arg(p, 2, name)
+  init = int_arg(init, 3, name, 1)
+  local r = pack(pm_find(s, p, init, plain, positions))
   if r[1] then
     return unpack(r, 2, r.n)
   end
-  native_error(r[2], 2)
+  native_error(r[2], 2) -- find_ and match_ tail-call search: level 2 is the mod's own code
+end
+
+local function find_(s, p, init, plain)
+  return search("find", s, p, init, plain and true or false, true)
 end
 
 local function match_(s, p, init)
-  s = str_arg(s, 1, "match")
-  p = str_arg(p, 2, "match")
-  init = int_arg(init, 3, "match", 1)
-  local r = pack(pm_find(s, p, init, false, false))
-  if r[1] then
-    return unpack(r, 2, r.n)
-  end
-  native_error(r[2], 2)
+  return search("match", s, p, init, false, false)
 end
 
 local function gmatch_(s, p, init)
