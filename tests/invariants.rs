@@ -209,6 +209,15 @@ fn check(
         "loaded() in row order"
     );
     let refusals = s.refusals();
+    let order: Vec<(i64, i64, &str)> = refusals
+        .iter()
+        .map(|r| (r.z, r.x, r.hook.as_str()))
+        .collect();
+    prop_assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "refusals() by z, x, hook: {:?}",
+        order
+    );
     let held = |c: ChunkPos, hook: &str| {
         refusals
             .iter()

@@ -413,6 +413,9 @@ fn leaving_releases_everything_in_row_order_without_budget_and_forgets_the_focus
     assert_eq!(g.state().scene, None);
     assert_eq!(g.engine().variables().count(VAR_LOADED), 0);
     assert_eq!(g.state().focus, None);
+    run(&mut g, &[], 7);
+    assert_eq!(g.state().tick, 7, "ticks still count with no active scene");
+    assert!(s.loaded().is_empty() && s.pending().is_empty());
     // Entering starts around the entry, within budget, with the scene's layer.
     run(
         &mut g,
