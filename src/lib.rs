@@ -18,7 +18,7 @@
 //! - [`files`]: the public file formats (scene, inputs, state, saves) and their schemas;
 //! - [`game`]: a scene file made running: inputs applied, ticks run, state and saves written;
 //! - [`replay`]: recorded runs and their verification.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod files;

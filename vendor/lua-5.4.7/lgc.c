@@ -541,7 +541,9 @@ static void traversestrongtable (global_State *g, Table *h) {
 
 static lu_mem traversetable (global_State *g, Table *h) {
   const char *weakkey, *weakvalue;
-  const TValue *mode = gfasttm(g, h->metatable, TM_MODE);
+  /* WS: no weak tables: when a weak entry goes depends on when the
+     collector runs, which a mod must not observe */
+  const TValue *mode = NULL;
   TString *smode;
   markobjectN(g, h->metatable);
   if (mode && ttisshrstring(mode) &&  /* is there a weak mode? */
@@ -1018,7 +1020,8 @@ static void correctpointers (global_State *g, GCObject *o) {
 */
 void luaC_checkfinalizer (lua_State *L, GCObject *o, Table *mt) {
   global_State *g = G(L);
-  if (tofinalize(o) ||                 /* obj. is already marked... */
+  if (o->tt != LUA_VUSERDATA ||  /* WS: only userdata have finalizers */
+      tofinalize(o) ||                 /* obj. is already marked... */
       gfasttm(g, mt, TM_GC) == NULL ||    /* or has no finalizer... */
       (g->gcstp & GCSTPCLS))                   /* or closing state? */
     return;  /* nothing to be done */

@@ -634,8 +634,9 @@ static void randseed (lua_State *L, RanState *state) {
 
 static int math_randomseed (lua_State *L) {
   RanState *state = (RanState *)lua_touserdata(L, lua_upvalueindex(1));
-  if (lua_isnone(L, 1)) {
-    randseed(L, state);
+  if (lua_isnone(L, 1)) {  /* WS: no seed from the clock */
+    return luaL_error(L, "bad argument #1 to 'randomseed' "
+                         "(a seed is required: mods are deterministic)");
   }
   else {
     lua_Integer n1 = luaL_checkinteger(L, 1);

@@ -185,6 +185,8 @@ void *luaM_realloc_ (lua_State *L, void *block, size_t osize, size_t nsize) {
   }
   lua_assert((nsize == 0) == (newblock == NULL));
   g->GCdebt = (g->GCdebt + nsize) - osize;
+  if (nsize > osize)  /* WS: one unit per 32 bytes allocated */
+    luaWS_charge(L, nsize >> 5);
   return newblock;
 }
 
@@ -210,6 +212,7 @@ void *luaM_malloc_ (lua_State *L, size_t size, int tag) {
         luaM_error(L);
     }
     g->GCdebt += size;
+    luaWS_charge(L, size >> 5);  /* WS: one unit per 32 bytes allocated */
     return newblock;
   }
 }

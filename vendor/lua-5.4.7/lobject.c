@@ -357,6 +357,10 @@ static int tostringbuff (TValue *obj, char *buff) {
   lua_assert(ttisnumber(obj));
   if (ttisinteger(obj))
     len = lua_integer2str(buff, MAXNUMBER2STR, ivalue(obj));
+  else if (luai_numisnan(fltvalue(obj))) {  /* WS: the sign of a NaN */
+    memcpy(buff, "nan", 4);              /* differs between CPUs */
+    len = 3;
+  }
   else {
     len = lua_number2str(buff, MAXNUMBER2STR, fltvalue(obj));
     if (buff[strspn(buff, "-0123456789")] == '\0') {  /* looks like an int? */

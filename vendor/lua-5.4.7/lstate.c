@@ -55,6 +55,11 @@ typedef struct LG {
 ** A macro to create a "random" seed when a state is created;
 ** the seed is used to randomize string hashes.
 */
+/* WS: a constant seed: string hashes, and with them table layouts, the border
+** that #t finds in a table with holes and memory use, are the same in every
+** process and on every run (Lua seeds from the clock and addresses). */
+#define luai_makeseed(L)	(cast_uint(0x5eed5eedu))
+
 #if !defined(luai_makeseed)
 
 #include <time.h>
@@ -396,6 +401,8 @@ LUA_API lua_State *lua_newstate (lua_Alloc f, void *ud) {
   g->twups = NULL;
   g->totalbytes = sizeof(LG);
   g->GCdebt = 0;
+  g->ws_left = WS_UNMETERED;  /* WS */
+  g->ws_exhausted = 0;
   g->lastatomic = 0;
   setivalue(&g->nilvalue, 0);  /* to signal that state is not yet built */
   setgcparam(g->gcpause, LUAI_GCPAUSE);
@@ -443,3 +450,77 @@ void luaE_warnerror (lua_State *L, const char *where) {
   luaE_warning(L, ")", 0);
 }
 
+
+
+/*
+** {======================================================================
+** WS: the work budget of world-streaming's sandbox.
+** One unit per VM instruction (counted in 'vmfetch', lvm.c), plus the work
+** done outside the instruction count: bytes allocated, values moved by
+** calls, varargs and returns, bytes compared or scanned, elements moved by
+** the table library. All of it is a function of the program and its input,
+** never of the clock, so a run that exhausts its budget does so at the same
+** instruction on every machine. Once exhausted, every further VM
+** instruction raises again until the embedder sets a new budget: no Lua code
+** (a message handler, a __close handler, a pcall that caught the error) can
+** run on.
+** =======================================================================
+*/
+
+void luaWS_charge (lua_State *L, size_t n) {
+  global_State *g = G(L);
+  if (g->ws_left < 0 || n > cast_sizet(g->ws_left))
+    g->ws_left = -1;  /* next instruction raises */
+  else
+    g->ws_left -= cast(l_mem, n);
+}
+
+
+l_noret luaWS_exhausted (lua_State *L) {
+  global_State *g = G(L);
+  g->ws_exhausted = 1;
+  g->ws_left = -1;  /* stays spent (and never underflows) */
+  luaG_runerror(L, "instruction budget exceeded");
+}
+
+
+/* charges 'n' and raises at once if the budget is spent (library functions) */
+void luaWS_chargecheck (lua_State *L, size_t n) {
+  luaWS_charge(L, n);
+  if (G(L)->ws_left < 0)
+    luaWS_exhausted(L);
+}
+
+
+LUA_API void lua_wsbudget (lua_State *L, lua_Integer n) {
+  global_State *g = G(L);
+  g->ws_left = (n < 0 || n > WS_UNMETERED) ? WS_UNMETERED : cast(l_mem, n);
+  g->ws_exhausted = 0;
+}
+
+
+LUA_API int lua_wscharge (lua_State *L, lua_Integer n) {
+  if (n > 0)
+    luaWS_charge(L, cast_sizet(n));
+  if (G(L)->ws_left < 0)
+    G(L)->ws_exhausted = 1;
+  return G(L)->ws_exhausted;
+}
+
+
+/* charges 'n' and raises at once if the budget is spent (the libraries) */
+LUA_API void lua_wschargecheck (lua_State *L, lua_Unsigned n) {
+  luaWS_chargecheck(L, (n > MAX_SIZE) ? MAX_SIZE : cast_sizet(n));
+}
+
+
+LUA_API int lua_wsexhausted (lua_State *L) {
+  return G(L)->ws_exhausted;
+}
+
+
+LUA_API lua_Integer lua_wsleft (lua_State *L) {
+  return cast(lua_Integer, G(L)->ws_left);
+}
+
+/* }====================================================================== */

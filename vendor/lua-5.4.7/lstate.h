@@ -262,6 +262,8 @@ typedef struct global_State {
   TValue l_registry;
   TValue nilvalue;  /* a nil value */
   unsigned int seed;  /* randomized seed for hashes */
+  l_mem ws_left;  /* WS: budget units left in this call (see lua_wsbudget) */
+  lu_byte ws_exhausted;  /* WS: the budget ran out during this call */
   lu_byte currentwhite;
   lu_byte gcstate;  /* state of garbage collector */
   lu_byte gckind;  /* kind of GC running */
@@ -398,6 +400,14 @@ LUAI_FUNC void luaE_freethread (lua_State *L, lua_State *L1);
 LUAI_FUNC CallInfo *luaE_extendCI (lua_State *L);
 LUAI_FUNC void luaE_shrinkCI (lua_State *L);
 LUAI_FUNC void luaE_checkcstack (lua_State *L);
+/* WS: the work budget (see lua_wsbudget in lua.h) */
+#define WS_UNMETERED	(MAX_LMEM / 4)
+/* WS: a long-string key or operand may be compared byte by byte */
+#define luaWS_chargelong(L,o) \
+  { if (ttislngstring(o)) luaWS_charge(L, tsslen(tsvalue(o)) >> 4); }
+LUAI_FUNC void luaWS_charge (lua_State *L, size_t n);
+LUAI_FUNC void luaWS_chargecheck (lua_State *L, size_t n);
+LUAI_FUNC l_noret luaWS_exhausted (lua_State *L);
 LUAI_FUNC void luaE_incCstack (lua_State *L);
 LUAI_FUNC void luaE_warning (lua_State *L, const char *msg, int tocont);
 LUAI_FUNC void luaE_warnerror (lua_State *L, const char *where);

@@ -27,6 +27,17 @@
 
 
 /*
+** WS: the sign and payload of a NaN differ between CPUs (x86 makes 0/0
+** negative, ARM positive): 'string.format' and 'string.pack' see one NaN,
+** the positive quiet NaN with no payload, on every machine.
+*/
+static lua_Number ws_checknumber (lua_State *L, int arg) {
+  lua_Number n = luaL_checknumber(L, arg);
+  return (n != n) ? (lua_Number)NAN : n;
+}
+
+
+/*
 ** maximum number of captures that a pattern can do during
 ** pattern-matching. This limit is arbitrary, but must fit in
 ** an unsigned char.
@@ -152,7 +163,7 @@ static int str_rep (lua_State *L) {
   const char *s = luaL_checklstring(L, 1, &l);
   lua_Integer n = luaL_checkinteger(L, 2);
   const char *sep = luaL_optlstring(L, 3, "", &lsep);
-  if (n <= 0)
+  if (n <= 0 || l + lsep == 0)  /* WS: nothing to copy, n times */
     lua_pushliteral(L, "");
   else if (l_unlikely(l + lsep < l || l + lsep > MAXSIZE / n))
     return luaL_error(L, "resulting string too large");
@@ -361,6 +372,7 @@ typedef struct MatchState {
   const char *p_end;  /* end ('\0') of pattern */
   lua_State *L;
   int matchdepth;  /* control for recursive depth (to avoid C stack overflow) */
+  unsigned int ws_steps;  /* WS: matcher steps not yet charged */
   unsigned char level;  /* total number of captures (finished or unfinished) */
   struct {
     const char *init;
@@ -371,6 +383,20 @@ typedef struct MatchState {
 
 /* recursive function */
 static const char *match (MatchState *ms, const char *s, const char *p);
+
+
+/*
+** WS: one budget unit per matcher step (a pattern item tried, a repetition
+** expanded), charged 256 at a time; 'ws_flush' charges the rest.
+*/
+#define WS_STEP(ms) \
+  { if (l_unlikely(++(ms)->ws_steps >= 256)) { \
+      lua_wschargecheck((ms)->L, (ms)->ws_steps); (ms)->ws_steps = 0; } }
+
+static void ws_flush (MatchState *ms) {
+  lua_wschargecheck(ms->L, ms->ws_steps);
+  ms->ws_steps = 0;
+}
 
 
 /* maximum recursion depth for 'match' */
@@ -506,8 +532,10 @@ static const char *matchbalance (MatchState *ms, const char *s,
 static const char *max_expand (MatchState *ms, const char *s,
                                  const char *p, const char *ep) {
   ptrdiff_t i = 0;  /* counts maximum expand for item */
-  while (singlematch(ms, s + i, p, ep))
+  while (singlematch(ms, s + i, p, ep)) {
+    WS_STEP(ms);
     i++;
+  }
   /* keeps trying to match with the maximum repetitions */
   while (i>=0) {
     const char *res = match(ms, (s+i), ep+1);
@@ -524,8 +552,10 @@ static const char *min_expand (MatchState *ms, const char *s,
     const char *res = match(ms, s, ep+1);
     if (res != NULL)
       return res;
-    else if (singlematch(ms, s, p, ep))
+    else if (singlematch(ms, s, p, ep)) {
+      WS_STEP(ms);
       s++;  /* try with one more repetition */
+    }
     else return NULL;
   }
 }
@@ -571,6 +601,7 @@ static const char *match (MatchState *ms, const char *s, const char *p) {
   if (l_unlikely(ms->matchdepth-- == 0))
     luaL_error(ms->L, "pattern too complex");
   init: /* using goto to optimize tail recursion */
+  WS_STEP(ms);
   if (p != ms->p_end) {  /* end of pattern? */
     switch (*p) {
       case '(': {  /* start capture */
@@ -670,7 +701,7 @@ static const char *match (MatchState *ms, const char *s, const char *p) {
 
 
 
-static const char *lmemfind (const char *s1, size_t l1,
+static const char *lmemfind (lua_State *L, const char *s1, size_t l1,
                                const char *s2, size_t l2) {
   if (l2 == 0) return s1;  /* empty strings are everywhere */
   else if (l2 > l1) return NULL;  /* avoids a negative 'l1' */
@@ -679,6 +710,8 @@ static const char *lmemfind (const char *s1, size_t l1,
     l2--;  /* 1st char will be checked by 'memchr' */
     l1 = l1-l2;  /* 's2' cannot be found after that */
     while (l1 > 0 && (init = (const char *)memchr(s1, *s2, l1)) != NULL) {
+      /* WS: the bytes scanned and compared */
+      lua_wschargecheck(L, (((size_t)(init - s1)) >> 4) + (l2 >> 4) + 1);
       init++;   /* 1st char is already checked */
       if (memcmp(init, s2+1, l2) == 0)
         return init-1;
@@ -758,6 +791,7 @@ static void prepstate (MatchState *ms, lua_State *L,
                        const char *s, size_t ls, const char *p, size_t lp) {
   ms->L = L;
   ms->matchdepth = MAXCCALLS;
+  ms->ws_steps = 0;
   ms->src_init = s;
   ms->src_end = s + ls;
   ms->p_end = p + lp;
@@ -782,7 +816,7 @@ static int str_find_aux (lua_State *L, int find) {
   /* explicit request or no special characters? */
   if (find && (lua_toboolean(L, 4) || nospecials(p, lp))) {
     /* do a plain search */
-    const char *s2 = lmemfind(s + init, ls - init, p, lp);
+    const char *s2 = lmemfind(L, s + init, ls - init, p, lp);
     if (s2) {
       lua_pushinteger(L, (s2 - s) + 1);
       lua_pushinteger(L, (s2 - s) + lp);
@@ -801,6 +835,7 @@ static int str_find_aux (lua_State *L, int find) {
       const char *res;
       reprepstate(&ms);
       if ((res=match(&ms, s1, p)) != NULL) {
+        ws_flush(&ms);  /* WS */
         if (find) {
           lua_pushinteger(L, (s1 - s) + 1);  /* start */
           lua_pushinteger(L, res - s);   /* end */
@@ -810,6 +845,7 @@ static int str_find_aux (lua_State *L, int find) {
           return push_captures(&ms, s1, res);
       }
     } while (s1++ < ms.src_end && !anchor);
+    ws_flush(&ms);  /* WS */
   }
   luaL_pushfail(L);  /* not found */
   return 1;
@@ -843,10 +879,12 @@ static int gmatch_aux (lua_State *L) {
     const char *e;
     reprepstate(&gm->ms);
     if ((e = match(&gm->ms, src, gm->p)) != NULL && e != gm->lastmatch) {
+      ws_flush(&gm->ms);  /* WS */
       gm->src = gm->lastmatch = e;
       return push_captures(&gm->ms, src, e);
     }
   }
+  ws_flush(&gm->ms);  /* WS */
   return 0;  /* not found */
 }
 
@@ -972,6 +1010,7 @@ static int str_gsub (lua_State *L) {
     else break;  /* end of subject */
     if (anchor) break;
   }
+  ws_flush(&ms);  /* WS */
   if (!changed)  /* no changes? */
     lua_pushvalue(L, 1);  /* return original string */
   else {  /* something changed */
@@ -1317,20 +1356,24 @@ static int str_format (lua_State *L) {
           checkformat(L, form, L_FMTFLAGSF, 1);
           addlenmod(form, LUA_NUMBER_FRMLEN);
           nb = lua_number2strx(L, buff, maxitem, form,
-                                  luaL_checknumber(L, arg));
+                                  ws_checknumber(L, arg));
           break;
         case 'f':
           maxitem = MAX_ITEMF;  /* extra space for '%f' */
           buff = luaL_prepbuffsize(&b, maxitem);
           /* FALLTHROUGH */
         case 'e': case 'E': case 'g': case 'G': {
-          lua_Number n = luaL_checknumber(L, arg);
+          lua_Number n = ws_checknumber(L, arg);
           checkformat(L, form, L_FMTFLAGSF, 1);
           addlenmod(form, LUA_NUMBER_FRMLEN);
           nb = l_sprintf(buff, maxitem, form, (LUAI_UACNUMBER)n);
           break;
         }
-        case 'p': {
+        case 'p': {  /* WS: addresses differ between runs */
+          return luaL_error(L, "invalid conversion '%%p' to 'format' "
+                               "(addresses are not deterministic)");
+        }
+        case 0x100: {  /* WS: the original '%p', unreachable */
           const void *p = lua_topointer(L, arg);
           checkformat(L, form, L_FMTFLAGSC, 0);
           if (p == NULL) {  /* avoid calling 'printf' with argument NULL */
@@ -1633,7 +1676,7 @@ static int str_pack (lua_State *L) {
         break;
       }
       case Kfloat: {  /* C float */
-        float f = (float)luaL_checknumber(L, arg);  /* get argument */
+        float f = (float)ws_checknumber(L, arg);  /* get argument */
         char *buff = luaL_prepbuffsize(&b, sizeof(f));
         /* move 'f' to final result, correcting endianness if needed */
         copywithendian(buff, (char *)&f, sizeof(f), h.islittle);
@@ -1641,7 +1684,7 @@ static int str_pack (lua_State *L) {
         break;
       }
       case Knumber: {  /* Lua float */
-        lua_Number f = luaL_checknumber(L, arg);  /* get argument */
+        lua_Number f = ws_checknumber(L, arg);  /* get argument */
         char *buff = luaL_prepbuffsize(&b, sizeof(f));
         /* move 'f' to final result, correcting endianness if needed */
         copywithendian(buff, (char *)&f, sizeof(f), h.islittle);
@@ -1649,7 +1692,7 @@ static int str_pack (lua_State *L) {
         break;
       }
       case Kdouble: {  /* C double */
-        double f = (double)luaL_checknumber(L, arg);  /* get argument */
+        double f = (double)ws_checknumber(L, arg);  /* get argument */
         char *buff = luaL_prepbuffsize(&b, sizeof(f));
         /* move 'f' to final result, correcting endianness if needed */
         copywithendian(buff, (char *)&f, sizeof(f), h.islittle);

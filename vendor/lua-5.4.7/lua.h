@@ -348,6 +348,18 @@ LUA_API int (lua_gc) (lua_State *L, int what, ...);
 
 LUA_API int   (lua_error) (lua_State *L);
 
+/*
+** WS: the work budget (world-streaming's sandbox; lstate.c). 'lua_wsbudget'
+** starts a call with 'n' units (n < 0: unmetered) and clears the exhausted
+** flag; 'lua_wscharge' charges 'n' units of work done outside the VM and
+** returns whether the budget is spent.
+*/
+LUA_API void        (lua_wsbudget) (lua_State *L, lua_Integer n);
+LUA_API int         (lua_wscharge) (lua_State *L, lua_Integer n);
+LUA_API void        (lua_wschargecheck) (lua_State *L, lua_Unsigned n);
+LUA_API int         (lua_wsexhausted) (lua_State *L);
+LUA_API lua_Integer (lua_wsleft) (lua_State *L);
+
 LUA_API int   (lua_next) (lua_State *L, int idx);
 
 LUA_API void  (lua_concat) (lua_State *L, int n);

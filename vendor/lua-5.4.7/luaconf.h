@@ -703,6 +703,14 @@
 
 
 /*
+** WS: world-streaming's sandbox. A string longer than this is never
+** converted to a number (coercions and 'tonumber' would otherwise scan
+** megabytes of leading spaces in one unmetered step).
+*/
+#define WS_MAXNUMERAL	200
+
+
+/*
 ** {==================================================================
 ** Language Variations
 ** =====================================================================

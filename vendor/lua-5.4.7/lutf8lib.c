@@ -104,6 +104,8 @@ static int utflen (lua_State *L) {
                    "initial position out of bounds");
   luaL_argcheck(L, --posj < (lua_Integer)len, 3,
                    "final position out of bounds");
+  if (posi <= posj)  /* WS: one unit per 16 bytes scanned */
+    lua_wschargecheck(L, ((lua_Unsigned)posj - (lua_Unsigned)posi + 1u) >> 4);
   while (posi <= posj) {
     const char *s1 = utf8_decode(s + posi, NULL, !lax);
     if (s1 == NULL) {  /* conversion error? */
@@ -189,9 +191,11 @@ static int byteoffset (lua_State *L) {
   const char *s = luaL_checklstring(L, 1, &len);
   lua_Integer n  = luaL_checkinteger(L, 2);
   lua_Integer posi = (n >= 0) ? 1 : len + 1;
+  lua_Integer start;
   posi = u_posrelat(luaL_optinteger(L, 3, posi), len);
   luaL_argcheck(L, 1 <= posi && --posi <= (lua_Integer)len, 3,
                    "position out of bounds");
+  start = posi;
   if (n == 0) {
     /* find beginning of current byte sequence */
     while (posi > 0 && iscontp(s + posi)) posi--;
@@ -217,6 +221,8 @@ static int byteoffset (lua_State *L) {
        }
      }
   }
+  /* WS: one unit per 16 bytes scanned */
+  lua_wschargecheck(L, (lua_Unsigned)(posi > start ? posi - start : start - posi) >> 4);
   if (n == 0)  /* did it find given character? */
     lua_pushinteger(L, posi + 1);
   else  /* no such character */

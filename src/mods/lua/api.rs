@@ -22,6 +22,13 @@ pub(super) const MAX_SUBSCRIPTIONS: usize = 64;
 /// Longest cancel reason, in bytes (refusals are held and saved with the game).
 pub(super) const MAX_REASON_BYTES: usize = crate::mods::json::MAX_REASON_LEN;
 
+fn reason_too_long() -> String {
+    format!(
+        "cancel: the reason is longer than {MAX_REASON_BYTES} bytes \
+         (as UTF-8, each invalid byte counting as the 3 bytes of U+FFFD)"
+    )
+}
+
 /// What `cancel(reason)` returns; a handler returns it to cancel.
 pub(super) struct CancelToken {
     reason: String,
@@ -295,13 +302,17 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
         lua.create_function(|lua, reason: Value| {
             let reason = match reason {
                 Value::Nil => String::new(),
+                // The limit holds for what is stored and saved: the reason as UTF-8, each
+                // invalid byte replaced by U+FFFD (three bytes), so a save always loads.
                 Value::String(s) if s.as_bytes().len() > MAX_REASON_BYTES => {
-                    return fail(
-                        lua,
-                        format!("cancel: the reason is longer than {MAX_REASON_BYTES} bytes"),
-                    );
+                    return fail(lua, reason_too_long());
                 }
-                Value::String(s) => s.to_string_lossy(),
+                Value::String(s) => match s.to_string_lossy() {
+                    stored if stored.len() > MAX_REASON_BYTES => {
+                        return fail(lua, reason_too_long())
+                    }
+                    stored => stored,
+                },
                 other => {
                     return fail(
                         lua,

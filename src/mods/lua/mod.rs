@@ -90,8 +90,8 @@
 //! is reported with hook `mod.load`, and the handlers registered before it stay.
 
 mod api;
-mod pattern;
 mod sandbox;
+mod vm;
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -110,8 +110,11 @@ use self::sandbox::{clean_error, Entry, Meter};
 pub struct LuaLimits {
     /// Bytes of memory the mod's Lua state may use.
     pub memory_bytes: usize,
-    /// VM instructions one call (a handler, or the mod's top level) may run.
+    /// Work one call (a handler, or the mod's top level) may do, in VM instructions (see
+    /// "Limits" above for what else is charged).
     pub instructions_per_call: u64,
+    /// Log lines one call may write; the next says the rest were dropped.
+    pub log_lines_per_call: usize,
 }
 
 impl Default for LuaLimits {
@@ -119,6 +122,7 @@ impl Default for LuaLimits {
         LuaLimits {
             memory_bytes: 16 * 1024 * 1024,
             instructions_per_call: 1_000_000,
+            log_lines_per_call: 64,
         }
     }
 }
@@ -295,6 +299,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
         message: clean_error(&e, &meter),
     };
     let lua = sandbox::new_state().map_err(io)?;
+    meter.attach(&lua).map_err(io)?;
     let registered = Rc::new(RefCell::new(Vec::new()));
     let top_level = Rc::new(Cell::new(false));
     let slot: sandbox::EntrySlot = Rc::new(OnceCell::new());
@@ -444,7 +449,7 @@ end
 "##;
 
     #[test]
-    fn the_metered_pattern_functions_answer_like_the_native_ones() {
+    fn the_sandboxed_pattern_functions_answer_like_plain_lua() {
         let native: Rc<RefCell<Vec<String>>> = Rc::default();
         let lua = Lua::new();
         let sink = native.clone();
@@ -459,6 +464,7 @@ end
         let limits = LuaLimits {
             memory_bytes: 64 << 20,
             instructions_per_call: 1 << 40,
+            log_lines_per_call: usize::MAX,
         };
         let (mine, error) = sandboxed(&format!("local emit = log\n{PATTERN_CASES}"), limits);
         assert_eq!(error, None);

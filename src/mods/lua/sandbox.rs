@@ -7,16 +7,12 @@ use std::cmp::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::{Rc, Weak};
 
-use mlua::{
-    ChunkMode, Function, HookTriggers, IntoLuaMulti, Lua, LuaOptions, MultiValue, StdLib, Table,
-    Value, VmState,
-};
+use mlua::{ChunkMode, Function, IntoLuaMulti, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 use crate::grid::ChunkPos;
 use crate::host::{HookArgs, HookValue, Log, LogLine, ModErrors, ModId};
 
-use super::pattern::{self, Cap, Matcher, Stop};
-use super::{api, LuaLimits};
+use super::{api, vm, LuaLimits};
 
 /// The trusted prelude, run once per state before the mod.
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -27,53 +23,55 @@ pub(super) fn safe_libs() -> StdLib {
     StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8
 }
 
-/// Counts a call's VM instructions (and the work charged by wrapped library functions) against
-/// the budget. Once spent, it stays spent until the next call starts.
+/// Counts a call's work against its budget, in the VM (see [`vm`]), and what the call may make
+/// the host keep: its log lines. Once spent, the budget stays spent until the next call starts.
 pub(super) struct Meter {
-    used: Cell<u64>,
-    exhausted: Cell<bool>,
+    budget: vm::Budget,
     limits: LuaLimits,
+    /// Log lines this call wrote, and whether the cap was announced.
+    logged: Cell<usize>,
 }
 
 impl Meter {
     pub(super) fn new(limits: LuaLimits) -> Self {
         Meter {
-            used: Cell::new(0),
-            exhausted: Cell::new(false),
+            budget: vm::Budget::default(),
             limits,
+            logged: Cell::new(0),
         }
     }
 
-    /// Hook granularity: the largest of 1000, 100, 10, 1 that divides the budget, so that a call
-    /// may run exactly `instructions_per_call` instructions and not one more.
-    pub(super) fn step(&self) -> u32 {
-        let limit = self.limits.instructions_per_call;
-        [1000u32, 100, 10]
-            .into_iter()
-            .find(|&s| limit >= u64::from(s) && limit.is_multiple_of(u64::from(s)))
-            .unwrap_or(1)
+    /// Meters `lua` from now on (its work is unmetered until a call starts).
+    pub(super) fn attach(&self, lua: &Lua) -> mlua::Result<()> {
+        self.budget.attach(lua)
     }
 
+    /// The state is about to be closed.
+    pub(super) fn detach(&self) {
+        self.budget.detach();
+    }
+
+    /// A fresh budget for a call.
     fn reset(&self) {
-        self.used.set(0);
-        self.exhausted.set(false);
+        self.budget.set(Some(self.limits.instructions_per_call));
+        self.logged.set(0);
     }
 
-    /// Charges `n` instructions; an error once the budget is spent.
+    /// No budget between calls (the host's own work in the state is not the mod's).
+    fn unmeter(&self) {
+        self.budget.set(None);
+    }
+
+    /// Charges `n` units of work done in Rust; an error once the budget is spent.
     pub(super) fn charge(&self, n: u64) -> mlua::Result<()> {
-        let used = self.used.get().saturating_add(n);
-        self.used.set(used);
-        if used > self.limits.instructions_per_call {
-            self.exhausted.set(true);
-        }
-        if self.exhausted.get() {
+        if self.budget.charge(n) {
             return Err(mlua::Error::RuntimeError(self.budget_message()));
         }
         Ok(())
     }
 
     pub(super) fn exhausted(&self) -> bool {
-        self.exhausted.get()
+        self.budget.exhausted()
     }
 
     pub(super) fn budget_message(&self) -> String {
@@ -85,15 +83,6 @@ impl Meter {
 
     pub(super) fn memory_message(&self) -> String {
         format!("memory limit exceeded ({} bytes)", self.limits.memory_bytes)
-    }
-
-    pub(super) fn memory_bytes(&self) -> usize {
-        self.limits.memory_bytes
-    }
-
-    /// A matcher-step charger for [`pattern`].
-    fn pattern_charge(&self) -> impl Fn(u64) -> Result<(), Stop> + '_ {
-        move |n| self.charge(n).map_err(|_| Stop::Budget)
     }
 }
 
@@ -109,6 +98,29 @@ pub(super) fn lua_type(v: &Value) -> &'static str {
         Value::Thread(_) => "thread",
         _ => "userdata",
     }
+}
+
+/// Longest message the host keeps from a mod (a `mod.error` message, a log line), in bytes.
+pub(super) const MAX_MESSAGE_BYTES: usize = 1024;
+
+/// `bytes` as text the host keeps: invalid UTF-8 replaced, cut to [`MAX_MESSAGE_BYTES`] at a
+/// character boundary, with a note of the original length when cut. Only the bytes kept are
+/// ever copied.
+pub(super) fn capped(bytes: &[u8]) -> String {
+    if bytes.len() <= MAX_MESSAGE_BYTES {
+        let text = String::from_utf8_lossy(bytes);
+        if text.len() <= MAX_MESSAGE_BYTES {
+            return text.into_owned();
+        }
+    }
+    let note = format!(" … [cut: {} bytes in all]", bytes.len());
+    let room = MAX_MESSAGE_BYTES - note.len();
+    let text = String::from_utf8_lossy(&bytes[..room.min(bytes.len())]);
+    let mut end = room.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{note}", &text[..end])
 }
 
 /// A deterministic message for an mlua error: the root cause, no traceback.
@@ -133,13 +145,14 @@ pub(super) fn clean_message(m: &str, meter: &Meter) -> String {
     if m == "not enough memory" {
         meter.memory_message()
     } else {
-        m.to_owned()
+        capped(m.as_bytes())
     }
 }
 
 /// A deterministic message for an error object a mod raised.
 pub(super) fn describe_error_value(v: &Value, meter: &Meter) -> String {
     match v {
+        Value::String(s) if s.as_bytes().len() > MAX_MESSAGE_BYTES => capped(&s.as_bytes()),
         Value::String(s) => clean_message(&s.to_string_lossy(), meter),
         Value::Error(e) => clean_error(e, meter),
         Value::Nil => "error object is nil".to_owned(),
@@ -147,8 +160,8 @@ pub(super) fn describe_error_value(v: &Value, meter: &Meter) -> String {
     }
 }
 
-/// Builds the Rust half the prelude takes (`R` in `prelude.lua`): metering, deterministic
-/// `pairs` and `tostring`, the log, and the metered pattern matcher.
+/// Builds the Rust half the prelude takes (`R` in `prelude.lua`): deterministic `pairs`, the
+/// raw metatable `pairs` looks `__pairs` up in, `tostring` of the API's userdata, and the log.
 pub(super) fn core_functions(
     lua: &Lua,
     r: &Table,
@@ -158,45 +171,46 @@ pub(super) fn core_functions(
 ) -> mlua::Result<()> {
     let m = meter.clone();
     r.raw_set(
-        "charge",
-        lua.create_function(move |_, n: i64| m.charge(n.max(0) as u64))?,
-    )?;
-    let m = meter.clone();
-    r.raw_set(
-        "charge_span",
-        lua.create_function(move |_, (a, b): (i64, i64)| {
-            let n = (i128::from(b) - i128::from(a) + 1).clamp(0, i128::from(u64::MAX));
-            m.charge(n as u64)
-        })?,
-    )?;
-    let m = meter.clone();
-    r.raw_set(
-        "recheck",
-        lua.create_function(move |_, args: MultiValue| {
-            if m.exhausted() {
-                return Err(mlua::Error::RuntimeError(m.budget_message()));
-            }
-            Ok(args)
-        })?,
-    )?;
-    let m = meter.clone();
-    r.raw_set(
         "sorted_keys",
         lua.create_function(move |lua, t: Table| sorted_keys(lua, &t, &m))?,
     )?;
+    r.raw_set(
+        "raw_metatable",
+        lua.create_function(|_, v: Value| {
+            Ok(match v {
+                Value::Table(t) => t.metatable(),
+                _ => None,
+            })
+        })?,
+    )?;
     let m = meter.clone();
     r.raw_set(
-        "special_tostring",
-        lua.create_function(move |lua, v: Value| special_tostring(lua, v, &m))?,
+        "userdata_text",
+        lua.create_function(move |_, v: Value| {
+            Ok(match &v {
+                Value::UserData(ud) => {
+                    api::userdata_text(ud).unwrap_or_else(|| "userdata".to_owned())
+                }
+                Value::Error(e) => clean_error(e, &m),
+                other => lua_type(other).to_owned(),
+            })
+        })?,
     )?;
     let m = meter.clone();
     let (log, source) = (log.clone(), id.as_str().to_owned());
     r.raw_set(
         "emit",
         lua.create_function(move |_, message: mlua::String| {
-            let bytes = message.as_bytes();
-            m.charge(1 + (bytes.len() as u64 >> 4))?;
-            let message = String::from_utf8_lossy(&bytes).into_owned();
+            let n = m.logged.get();
+            m.logged.set(n + 1);
+            let cap = m.limits.log_lines_per_call;
+            let message = match n.cmp(&cap) {
+                Ordering::Less => capped(&message.as_bytes()),
+                Ordering::Equal => format!(
+                    "[log: at most {cap} lines a call; the rest of this call's lines are dropped]"
+                ),
+                Ordering::Greater => return Ok(()),
+            };
             log.borrow_mut().push(LogLine {
                 source: source.clone(),
                 message,
@@ -204,55 +218,15 @@ pub(super) fn core_functions(
             Ok(())
         })?,
     )?;
-    let m = meter.clone();
-    r.raw_set(
-        "pm_find",
-        lua.create_function(
-            move |lua, args: (mlua::String, mlua::String, i64, bool, bool)| pm_find(lua, &m, args),
-        )?,
-    )?;
-    let m = meter.clone();
-    r.raw_set(
-        "pm_next",
-        lua.create_function(
-            move |lua, args: (mlua::String, mlua::String, i64, i64, bool)| pm_next(lua, &m, args),
-        )?,
-    )?;
-    let m = meter.clone();
-    r.raw_set(
-        "pm_gsub",
-        lua.create_function(
-            move |lua, args: (mlua::String, mlua::String, mlua::String, i64)| {
-                pm_gsub(lua, &m, args)
-            },
-        )?,
-    )?;
     Ok(())
 }
 
-fn ok_values(lua: &Lua, values: impl IntoLuaMulti) -> mlua::Result<MultiValue> {
-    let mut mv = values.into_lua_multi(lua)?;
-    mv.push_front(Value::Boolean(true));
-    Ok(mv)
-}
-
-fn failed(lua: &Lua, message: String) -> mlua::Result<MultiValue> {
-    (false, message).into_lua_multi(lua)
-}
-
-/// `(false, message)` for a pattern error, a raised error for a spent budget.
-fn stopped(lua: &Lua, meter: &Meter, stop: Stop) -> mlua::Result<MultiValue> {
-    match stop {
-        Stop::Error(message) => failed(lua, message),
-        Stop::Budget => Err(mlua::Error::RuntimeError(meter.budget_message())),
-    }
-}
-
-/// A `pairs` key, held on the Rust side (no Lua reference per key).
+/// A `pairs` key. Strings stay Lua strings: nothing is copied, and the iteration hands the
+/// table's own key objects back.
 enum Key {
     Int(i64),
     Float(f64),
-    Str(Vec<u8>),
+    Str(mlua::String),
     Bool(bool),
 }
 
@@ -265,13 +239,13 @@ impl Key {
         }
     }
 
-    fn into_lua(self, lua: &Lua) -> mlua::Result<Value> {
-        Ok(match self {
+    fn into_lua(self) -> Value {
+        match self {
             Key::Int(i) => Value::Integer(i),
             Key::Float(f) => Value::Number(f),
-            Key::Str(s) => Value::String(lua.create_string(s)?),
+            Key::Str(s) => Value::String(s),
             Key::Bool(b) => Value::Boolean(b),
-        })
+        }
     }
 }
 
@@ -298,25 +272,30 @@ fn cmp_keys(a: &Key, b: &Key) -> Ordering {
         (Key::Float(x), Key::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
         (Key::Int(x), Key::Float(y)) => cmp_int_float(*x, *y),
         (Key::Float(x), Key::Int(y)) => cmp_int_float(*y, *x).reverse(),
-        (Key::Str(x), Key::Str(y)) => x.cmp(y),
+        (Key::Str(x), Key::Str(y)) => x.as_bytes().cmp(&y.as_bytes()),
         (Key::Bool(x), Key::Bool(y)) => x.cmp(y),
         _ => a.rank().cmp(&b.rank()),
     }
 }
 
 /// The keys of `t` in the fixed `pairs` order, as a sequence; or `nil, message` when a key has no
-/// deterministic order (tables, functions, userdata, threads).
+/// deterministic order (tables, functions, userdata, threads). Charged like the VM: a unit per
+/// key and per 16 bytes of string keys (each may be compared), and `n log n` for the sort.
 fn sorted_keys(lua: &Lua, t: &Table, meter: &Meter) -> mlua::Result<MultiValue> {
     let mut keys = Vec::new();
     let mut bad: Option<&'static str> = None;
-    let mut seen = 0u64;
+    let mut work = 0u64;
     // Report the first offending type in a fixed order, never in hash order.
     let order = ["table", "function", "userdata", "thread"];
     t.for_each::<Value, Value>(|k, _| {
+        work += 1;
         match k {
             Value::Integer(i) => keys.push(Key::Int(i)),
             Value::Number(f) => keys.push(Key::Float(f)),
-            Value::String(s) => keys.push(Key::Str(s.as_bytes().to_vec())),
+            Value::String(s) => {
+                work += s.as_bytes().len() as u64 >> 4;
+                keys.push(Key::Str(s));
+            }
             Value::Boolean(b) => keys.push(Key::Bool(b)),
             other => {
                 let kind = lua_type(&other);
@@ -326,13 +305,14 @@ fn sorted_keys(lua: &Lua, t: &Table, meter: &Meter) -> mlua::Result<MultiValue> 
                 }
             }
         }
-        seen += 1;
-        if seen.is_multiple_of(1024) {
-            meter.charge(1024)?; // one instruction per key, charged as we go
+        if work >= 1024 {
+            meter.charge(work)?;
+            work = 0;
         }
         Ok(())
     })?;
-    meter.charge(seen % 1024)?;
+    let n = keys.len() as u64;
+    meter.charge(work + n * u64::from(64 - n.leading_zeros()))?;
     if let Some(kind) = bad {
         return (
             Value::Nil,
@@ -343,151 +323,9 @@ fn sorted_keys(lua: &Lua, t: &Table, meter: &Meter) -> mlua::Result<MultiValue> 
     keys.sort_by(cmp_keys);
     let seq = lua.create_table_with_capacity(keys.len(), 0)?;
     for (i, k) in keys.into_iter().enumerate() {
-        seq.raw_set(i + 1, k.into_lua(lua)?)?;
+        seq.raw_set(i + 1, k.into_lua())?;
     }
     seq.into_lua_multi(lua)
-}
-
-/// What `tostring` shows for `v` when it is not the native rendering: a string, the table's
-/// `__tostring` to call, or nil for values the native `tostring` renders deterministically.
-fn special_tostring(lua: &Lua, v: Value, meter: &Meter) -> mlua::Result<Value> {
-    let text = match &v {
-        Value::Nil | Value::Boolean(_) | Value::Integer(_) | Value::String(_) => {
-            return Ok(Value::Nil)
-        }
-        Value::Number(f) if f.is_nan() => "nan".to_owned(), // the sign of a NaN differs by CPU
-        Value::Number(_) => return Ok(Value::Nil),
-        Value::Table(t) => {
-            if let Some(mt) = t.metatable() {
-                let f: Value = mt.raw_get("__tostring")?;
-                if !f.is_nil() {
-                    return Ok(f);
-                }
-            }
-            "table".to_owned()
-        }
-        Value::UserData(ud) => api::userdata_text(ud).unwrap_or_else(|| "userdata".to_owned()),
-        Value::Error(e) => clean_error(e, meter),
-        other => lua_type(other).to_owned(),
-    };
-    Ok(Value::String(lua.create_string(text)?))
-}
-
-fn push_captures(lua: &Lua, out: &mut MultiValue, src: &[u8], caps: Vec<Cap>) -> mlua::Result<()> {
-    for c in caps {
-        out.push_back(match c {
-            Cap::Str(a, b) => Value::String(lua.create_string(&src[a..b])?),
-            Cap::Pos(p) => Value::Integer(p as i64),
-        });
-    }
-    Ok(())
-}
-
-fn split_anchor(p: &[u8]) -> (bool, &[u8]) {
-    match p.first() {
-        Some(b'^') => (true, &p[1..]),
-        _ => (false, p),
-    }
-}
-
-/// `string.find` (`find`) and `string.match`: `true, results...`, `true, nil`, or `false, message`.
-fn pm_find(
-    lua: &Lua,
-    meter: &Meter,
-    (s, p, init, plain, find): (mlua::String, mlua::String, i64, bool, bool),
-) -> mlua::Result<MultiValue> {
-    let (src, pat) = (s.as_bytes(), p.as_bytes());
-    let init = pattern::posrelat(init, src.len()) - 1;
-    if init > src.len() as u64 {
-        return ok_values(lua, Value::Nil);
-    }
-    let init = init as usize;
-    let charge = meter.pattern_charge();
-    if find && (plain || pattern::no_specials(&pat)) {
-        return match pattern::find_plain(&src, &pat, init, &charge) {
-            Ok(Some(i)) => ok_values(lua, ((i + 1) as i64, (i + pat.len()) as i64)),
-            Ok(None) => ok_values(lua, Value::Nil),
-            Err(stop) => stopped(lua, meter, stop),
-        };
-    }
-    let (anchored, pat) = split_anchor(&pat);
-    let mut m = Matcher::new(&src, pat, &charge);
-    let found = pattern::next_match(&mut m, init, None, anchored).and_then(|found| {
-        m.flush()?;
-        match found {
-            None => Ok(None),
-            Some((st, e)) => Ok(Some((st, e, m.captures(st, e, !find)?))),
-        }
-    });
-    match found {
-        Ok(None) => ok_values(lua, Value::Nil),
-        Ok(Some((st, e, caps))) => {
-            let mut out = MultiValue::new();
-            out.push_back(Value::Boolean(true));
-            if find {
-                out.push_back(Value::Integer(st as i64 + 1));
-                out.push_back(Value::Integer(e as i64));
-            }
-            push_captures(lua, &mut out, &src, caps)?;
-            Ok(out)
-        }
-        Err(stop) => stopped(lua, meter, stop),
-    }
-}
-
-/// The next match for `gmatch` / `gsub` with a function or table: `true, start, end, captures...`
-/// (0-based start, exclusive end), `true, nil`, or `false, message`. With `gsub`, a leading `^`
-/// anchors the pattern at `src`.
-fn pm_next(
-    lua: &Lua,
-    meter: &Meter,
-    (s, p, src, last, gsub): (mlua::String, mlua::String, i64, i64, bool),
-) -> mlua::Result<MultiValue> {
-    let (bytes, pat) = (s.as_bytes(), p.as_bytes());
-    if src < 0 || src as u64 > bytes.len() as u64 {
-        return ok_values(lua, Value::Nil);
-    }
-    let (anchored, pat) = if gsub {
-        split_anchor(&pat)
-    } else {
-        (false, &pat[..])
-    };
-    let last = usize::try_from(last).ok();
-    let charge = meter.pattern_charge();
-    let mut m = Matcher::new(&bytes, pat, &charge);
-    let found = pattern::next_match(&mut m, src as usize, last, anchored).and_then(|found| {
-        m.flush()?;
-        match found {
-            None => Ok(None),
-            Some((st, e)) => Ok(Some((st, e, m.captures(st, e, true)?))),
-        }
-    });
-    match found {
-        Ok(None) => ok_values(lua, Value::Nil),
-        Ok(Some((st, e, caps))) => {
-            let mut out = MultiValue::new();
-            out.push_back(Value::Boolean(true));
-            out.push_back(Value::Integer(st as i64));
-            out.push_back(Value::Integer(e as i64));
-            push_captures(lua, &mut out, &bytes, caps)?;
-            Ok(out)
-        }
-        Err(stop) => stopped(lua, meter, stop),
-    }
-}
-
-/// `string.gsub` with a replacement string: `true, result, n` or `false, message`.
-fn pm_gsub(
-    lua: &Lua,
-    meter: &Meter,
-    (s, p, repl, max_n): (mlua::String, mlua::String, mlua::String, i64),
-) -> mlua::Result<MultiValue> {
-    let (src, pat, repl) = (s.as_bytes(), p.as_bytes(), repl.as_bytes());
-    let charge = meter.pattern_charge();
-    match pattern::gsub_str(&src, &pat, &repl, max_n, meter.memory_bytes(), &charge) {
-        Ok((out, n)) => ok_values(lua, (lua.create_string(out)?, n)),
-        Err(stop) => stopped(lua, meter, stop),
-    }
 }
 
 /// Decrements the call depth even when a call unwinds.
@@ -545,31 +383,22 @@ impl Entry {
         }
     }
 
-    /// Resets the budget and the VM's instruction countdown (re-installing the hook resets it).
-    fn arm(&self) {
-        self.meter.reset();
-        let meter = self.meter.clone();
-        let step = meter.step();
-        self.lua.set_hook(
-            HookTriggers::new().every_nth_instruction(step),
-            move |_, _| {
-                meter.charge(u64::from(step))?;
-                Ok(VmState::Continue)
-            },
-        );
-    }
-
     /// Calls `f(args...)`, given as `(f, args...)`, with a fresh budget (unless nested in a running
     /// call): its first result, or a deterministic message.
     pub(super) fn call(&self, call: impl IntoLuaMulti) -> Result<Value, String> {
-        if self.depth.get() == 0 {
-            self.arm();
+        let outermost = self.depth.get() == 0;
+        if outermost {
+            self.meter.reset();
         }
         self.depth.set(self.depth.get() + 1);
         let depth = Depth(&self.depth);
         let result = self.runner.call::<(Value, Value)>(call);
         drop(depth);
-        if self.meter.exhausted() {
+        let exhausted = self.meter.exhausted();
+        if outermost {
+            self.meter.unmeter();
+        }
+        if exhausted {
             return Err(self.meter.budget_message());
         }
         match result {
@@ -626,6 +455,13 @@ impl Entry {
     }
 }
 
+impl Drop for Entry {
+    fn drop(&mut self) {
+        // Before the state closes: the meter must not keep its pointer.
+        self.meter.detach();
+    }
+}
+
 /// Where the `onChunk` API finds the entry once it exists (weak: no reference cycle through the
 /// state's own functions).
 pub(super) type EntrySlot = Rc<OnceCell<Weak<Entry>>>;
@@ -647,20 +483,5 @@ mod tests {
         assert_eq!(cmp_int_float(i64::MAX, 9.3e18), Ordering::Less);
         assert_eq!(cmp_int_float(i64::MIN, -9.3e18), Ordering::Greater);
         assert_eq!(cmp_int_float(3, f64::INFINITY), Ordering::Less);
-    }
-
-    #[test]
-    fn the_hook_step_divides_the_budget() {
-        let step = |n| {
-            Meter::new(LuaLimits {
-                memory_bytes: 1,
-                instructions_per_call: n,
-            })
-            .step()
-        };
-        assert_eq!(step(1_000_000), 1000);
-        assert_eq!(step(12_340), 10);
-        assert_eq!(step(7), 1);
-        assert_eq!(step(0), 1);
     }
 }
