@@ -162,6 +162,12 @@ impl Game {
         std::mem::take(&mut self.log.borrow_mut())
     }
 
+    /// The mod log itself, to drain while the game runs (e.g. after every tick), so that a long
+    /// run does not keep every line.
+    pub fn mod_log(&self) -> crate::host::Log {
+        self.log.clone()
+    }
+
     /// Runs one tick.
     pub fn tick(&mut self) {
         self.engine.tick();

@@ -66,7 +66,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         .then(|| crate::cli::profile::Profile::attach(&mut game));
     let bar = crate::cli::demo::progress_bar(target);
     let mut tick_costs = Vec::new();
+    // Mod log lines go out as they come: the game keeps none of them across ticks.
+    let log = game.mod_log();
+    let print_log = || {
+        for line in log.borrow_mut().drain(..) {
+            eprintln!("[{}] {}", line.source, line.message);
+        }
+    };
+    print_log(); // the mods' top levels
     game.run_with(&inputs, target, |engine, cost| {
+        print_log();
         if let Some(b) = &bar {
             b.set_position(engine.tick_count());
         }
@@ -77,9 +86,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    for line in game.take_mod_log() {
-        eprintln!("[{}] {}", line.source, line.message);
-    }
+    print_log();
     if let Some(path) = &args.events {
         let mut out = Vec::new();
         for e in game.engine().events() {

@@ -5,8 +5,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 use mlua::{
-    AnyUserData, Function, IntoLuaMulti, Lua, MultiValue, Table, UserData, UserDataFields,
-    UserDataMethods, Value,
+    AnyUserData, Function, IntoLuaMulti, Lua, MetaMethod, MultiValue, Table, UserData,
+    UserDataFields, UserDataMethods, Value,
 };
 use serde_json::json;
 
@@ -38,6 +38,12 @@ impl UserData for CancelToken {
     fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
         fields.add_field_method_get("reason", |_, this| Ok(this.reason.clone()));
     }
+
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method(MetaMethod::ToString, |_, this, ()| {
+            Ok(format!("cancel({:?})", this.reason))
+        });
+    }
 }
 
 /// What `streaming.onChunk(fn)` returns: `handle:unsubscribe()` stops the callbacks.
@@ -49,6 +55,7 @@ pub(super) struct Subscription {
 
 impl UserData for Subscription {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method(MetaMethod::ToString, |_, _, ()| Ok("subscription"));
         methods.add_method("unsubscribe", |_, this, ()| {
             if let Some(s) = this.subscription.borrow_mut().take() {
                 s.unsubscribe();
@@ -62,14 +69,6 @@ impl UserData for Subscription {
 /// The reason of a cancel token.
 pub(super) fn cancel_reason(ud: &AnyUserData) -> Option<String> {
     ud.borrow::<CancelToken>().ok().map(|t| t.reason.clone())
-}
-
-/// How `tostring` shows the API's userdata.
-pub(super) fn userdata_text(ud: &AnyUserData) -> Option<String> {
-    if let Some(reason) = cancel_reason(ud) {
-        return Some(format!("cancel({reason:?})"));
-    }
-    ud.is::<Subscription>().then(|| "subscription".to_owned())
 }
 
 /// Everything the API functions share.

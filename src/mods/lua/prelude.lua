@@ -4,21 +4,19 @@
 -- environment, built from an allow-list, and the runner that every call into the mod goes
 -- through. The real globals and the real library tables stay out of the mod's reach: the mod
 -- sees copies. The library functions are Lua's own: the VM they run on (vendor/lua-5.4.7)
--- charges their work to the budget, never shows an address, seeds nothing from the clock and
--- sorts deterministically. Only `pairs` (a fixed key order), `tostring` of the API's userdata,
--- `setmetatable` (refuses `__gc`/`__mode` up front) and `print`/`log` are wrapped here. `R` holds
--- the Rust half (see sandbox.rs and api.rs).
+-- charges their work to the budget, never shows an address, seeds nothing from the clock, sorts
+-- deterministically and ignores `__gc` on tables and `__mode`. Only `pairs` (a fixed key order)
+-- and `print`/`log` are written here. `R` holds the Rust half (see sandbox.rs and api.rs).
 local R = ...
 
 local native_pcall, native_error = pcall, error
 local native_tostring, native_type, native_select = tostring, type, select
-local native_setmetatable, native_rawget = setmetatable, rawget
+local native_rawget = rawget
 local native_pairs, native_ipairs = pairs, ipairs
 local native_string, native_table, native_math, native_utf8 = string, table, math, utf8
 local pack, concat = native_table.pack, native_table.concat
 
-local sorted_keys, raw_metatable, userdata_text, emit =
-  R.sorted_keys, R.raw_metatable, R.userdata_text, R.emit
+local sorted_keys, raw_metatable, emit = R.sorted_keys, R.raw_metatable, R.emit
 
 -- No function can be dumped to bytecode, not even through ("").dump.
 native_string.dump = nil
@@ -35,24 +33,12 @@ local function lift(raw)
   end
 end
 
--- tostring: Lua's own (the VM prints no address), but the API's userdata name themselves.
-local function tostring_(...)
-  if native_select("#", ...) == 0 then
-    native_error("bad argument #1 to 'tostring' (value expected)", 2)
-  end
-  local v = ...
-  if native_type(v) == "userdata" then
-    return userdata_text(v)
-  end
-  return native_tostring(v)
-end
-
 -- print(...) and log(...): the arguments, converted like tostring, joined by tabs.
 local function log_(...)
   local args = pack(...)
   local parts = {}
   for i = 1, args.n do
-    parts[i] = tostring_(args[i])
+    parts[i] = native_tostring(args[i])
   end
   emit(concat(parts, "\t", 1, args.n))
 end
@@ -61,7 +47,7 @@ end
 -- `__pairs` is honoured; a value that is not a table fails at the first step, as in Lua.
 local function pairs_(...)
   if native_select("#", ...) == 0 then
-    native_error("bad argument #1 to 'pairs' (table expected, got no value)", 2)
+    native_error("bad argument #1 to 'pairs' (value expected)", 2)
   end
   local t = ...
   local mt = raw_metatable(t)
@@ -96,16 +82,6 @@ local function pairs_(...)
   end, t, nil
 end
 
--- Weak tables and table finalizers have no effect in this VM, whichever way a metatable gets
--- `__mode` or `__gc`; `setmetatable` says so at once instead of letting a mod wait for them.
-local function setmetatable_(t, mt)
-  if native_type(mt) == "table" and (native_rawget(mt, "__gc") ~= nil or native_rawget(mt, "__mode") ~= nil) then
-    native_error("bad argument #2 to 'setmetatable' (__gc and __mode are not available to mods: "
-      .. "finalizers and weak tables act when the collector decides)", 2)
-  end
-  return native_setmetatable(t, mt)
-end
-
 native_math.randomseed(R.seed)
 
 ---------------------------------------------------------------------------------------------------
@@ -135,9 +111,9 @@ local env = {
   rawlen = rawlen,
   rawset = rawset,
   select = native_select,
-  setmetatable = setmetatable_,
+  setmetatable = setmetatable,
   tonumber = tonumber,
-  tostring = tostring_,
+  tostring = native_tostring,
   type = native_type,
   xpcall = xpcall,
   string = S,

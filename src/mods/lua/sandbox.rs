@@ -161,7 +161,7 @@ pub(super) fn describe_error_value(v: &Value, meter: &Meter) -> String {
 }
 
 /// Builds the Rust half the prelude takes (`R` in `prelude.lua`): deterministic `pairs`, the
-/// raw metatable `pairs` looks `__pairs` up in, `tostring` of the API's userdata, and the log.
+/// raw metatable `pairs` looks `__pairs` up in, and the log.
 pub(super) fn core_functions(
     lua: &Lua,
     r: &Table,
@@ -180,19 +180,6 @@ pub(super) fn core_functions(
             Ok(match v {
                 Value::Table(t) => t.metatable(),
                 _ => None,
-            })
-        })?,
-    )?;
-    let m = meter.clone();
-    r.raw_set(
-        "userdata_text",
-        lua.create_function(move |_, v: Value| {
-            Ok(match &v {
-                Value::UserData(ud) => {
-                    api::userdata_text(ud).unwrap_or_else(|| "userdata".to_owned())
-                }
-                Value::Error(e) => clean_error(e, &m),
-                other => lua_type(other).to_owned(),
             })
         })?,
     )?;
