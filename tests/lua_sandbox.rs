@@ -1483,3 +1483,63 @@ log(string.format("%q", nan), math.abs(neg) .. "")
         ]
     );
 }
+
+/// `bytes` as a Lua string literal (every byte escaped).
+fn lua_literal(bytes: &[u8]) -> String {
+    let mut s = String::from("\"");
+    for b in bytes {
+        s.push_str(&format!("\\{b}"));
+    }
+    s.push('"');
+    s
+}
+
+/// Reasons a mod may give: odd bytes (invalid UTF-8, NUL, quotes) at and around the limit.
+fn odd_reason() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..1100),
+        (0usize..1100, any::<u8>()).prop_map(|(n, b)| vec![b; n]),
+        (1020usize..1030).prop_map(|n| vec![0xff; n / 3]),
+        (1020usize..1030).prop_map(|n| "é".repeat(n / 2).into_bytes()),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// A game can always load the save it wrote, whatever its mods answered.
+    #[test]
+    fn a_save_after_any_mod_answer_loads(
+        unload in odd_reason(),
+        load in odd_reason(),
+        save_at in 3u64..6,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "odd.lua",
+            &format!(
+                "on(\"world.chunk.unload\", function(c) if c.x == 0 then return cancel({}) end end)\n\
+                 on(\"world.chunk.load\", function(c) if c.z == 1 then return cancel({}) end end)\n",
+                lua_literal(&unload),
+                lua_literal(&load)
+            ),
+        );
+        let mut game = build(dir.path(), &["odd.lua"], 0).unwrap();
+        let inputs = Inputs::parse(DRIVE_AWAY, "inputs.jsonl").unwrap();
+        game.run(&inputs, save_at).unwrap();
+        let path = dir.path().join("save.json");
+        game.save(&path).unwrap();
+        let mut fresh = build(dir.path(), &["odd.lua"], 0).unwrap();
+        fresh.load(&path).unwrap_or_else(|e| panic!("its own save did not load: {e}"));
+        proptest::prop_assert_eq!(
+            serde_json::to_value(fresh.state()).unwrap(),
+            serde_json::to_value(game.state()).unwrap()
+        );
+        let refusals = serde_json::to_value(game.state()).unwrap()["refusals"].clone();
+        for r in refusals.as_array().unwrap() {
+            proptest::prop_assert!(r["reason"].as_str().unwrap().len() <= 1024);
+        }
+    }
+}
