@@ -14,6 +14,7 @@ cp examples/scenes/*.json fuzz/corpus/scene/
 cp examples/scenes/*.jsonl fuzz/corpus/inputs/
 cp mods/*.json fuzz/corpus/json_mod/
 cp mods/*.lua fuzz/corpus/lua_mod/ 2>/dev/null || true
+cp fuzz/seeds/lua_mod/*.lua fuzz/corpus/lua_mod/  # hostile mods: the budget's known holes
 cargo run -q --release -- run examples/scenes/drive.json --inputs examples/scenes/drive.inputs.jsonl >/dev/null
 printf '{"tick": 60, "do": "save", "path": "fuzz/corpus/save/drive.save.json"}\n' > /tmp/ws-fuzz-save.jsonl
 cargo run -q --release -- run examples/scenes/drive.json --inputs /tmp/ws-fuzz-save.jsonl >/dev/null

@@ -54,35 +54,37 @@
 //! - `mod.id` is the mod's id.
 //! - The Lua library, from an allow-list: `assert`, `error`, `getmetatable`, `ipairs`, `pairs`,
 //!   `pcall`, `rawequal`, `rawget`, `rawlen`, `rawset`, `select`, `setmetatable`, `tonumber`,
-//!   `tostring`, `type`, `xpcall`, and the tables `string` (no `dump`), `table`, `math`, `utf8`.
+//!   `tostring`, `type`, `xpcall`, and the tables `string` (no `dump`), `table`, `math`, `utf8`:
+//!   Lua's own functions, metered by the VM.
 //!   Not available: `io`, `os`, `package`, `require`, `debug`, `dofile`, `loadfile`, `load`,
 //!   `loadstring`, `collectgarbage`, `next`, `coroutine`, `string.dump`, `_G`.
 //!
 //! # Determinism
 //!
-//! Same scene, same inputs, same results on every run:
+//! Same scene, same inputs, same results on every run and machine. The mod runs on Lua 5.4.7
+//! patched for the sandbox (`vendor/lua-5.4.7/PATCHES.md`): a constant string-hash seed, no
+//! addresses in `tostring` (`%p` is refused), `table.sort` without a clock, weak tables and table
+//! finalizers ignored by the collector, one NaN. Here:
 //! - `pairs` visits keys in a fixed order: numbers ascending, then strings bytewise, then `false`,
 //!   `true`. Keys of other types raise `pairs: cannot order keys of type table deterministically`.
 //! - `math.random` is seeded from the scene's `seed` (plus the mod's position in `mods`);
 //!   `math.randomseed()` needs an explicit seed.
-//! - `tostring` (and `log`, `print`, `string.format("%s")`) shows tables, functions, threads and
-//!   userdata without a `__tostring` as just their type name, never an address;
-//!   `string.format("%p")` is refused. `table.sort` is a stable merge sort (the native one picks
-//!   pivots from the clock). `setmetatable` refuses `__gc` and `__mode` (finalizers and weak
-//!   tables act when the collector decides).
 //!
 //! # Limits
 //!
 //! - Memory: [`LuaLimits::memory_bytes`] per mod state (16 MiB by default). Running out is an
 //!   error of the call (`memory limit exceeded (16777216 bytes)`); the state stays usable.
-//! - Instructions: [`LuaLimits::instructions_per_call`] VM instructions per call (1 000 000 by
-//!   default) — the top level, and each handler or callback call. Never wall-clock time. Library
-//!   work done in C is charged too: pattern matching runs a metered matcher (one instruction per
-//!   matcher step), `string.rep` one per 32 copies, `table.insert`/`remove`/`move`/`unpack` one per
-//!   element moved, `pairs` one per key, `log` one per 16 bytes. Running out is the error
-//!   `instruction budget exceeded (1000000 instructions)`; `pcall` cannot catch it.
+//! - Work: [`LuaLimits::instructions_per_call`] units per call (1 000 000 by default) — the top
+//!   level, and each handler or callback call — counted by the VM: one per instruction, one per
+//!   32 bytes allocated, one per value moved by returns, tail calls and `...`, one per 16 bytes of
+//!   long strings compared, one per element the table library moves, one per pattern-matcher
+//!   step. Never wall-clock time. Running out is the error `instruction budget exceeded (1000000
+//!   instructions)`; once spent, every further instruction raises, so no `pcall`, `xpcall`
+//!   handler or `__close` handler runs on.
+//! - What the host keeps: a `mod.error` message or log line is cut to 1 024 bytes; a call writes
+//!   at most [`LuaLimits::log_lines_per_call`] log lines (64 by default).
 //! - At most 1000 handlers (`on`) and 64 live `onChunk` subscriptions per mod; a cancel reason is
-//!   at most 1024 bytes (refusals are held and saved with the game).
+//!   at most 1024 bytes as stored (invalid UTF-8 replaced first); refusals are held and saved.
 //! - Source text only: binary chunks are refused. A syntax error names the file and line.
 //!
 //! A handler that errors, runs out of budget or memory, or returns something odd is reported as a

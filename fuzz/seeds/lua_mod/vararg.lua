@@ -1,0 +1,2 @@
+local function f(...) return f(1, ...) end
+on("world.chunk.load", function(c) f() end)
