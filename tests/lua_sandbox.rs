@@ -1252,6 +1252,8 @@ log(pcall(function() local s = string.find("x", "%") return s end))
 log(pcall(string.format, "%d", 1.5))
 log(pcall(string.format, "%d"))
 log(pcall(setmetatable, {}, 1))
+log(pcall(print, setmetatable({}, {__tostring = function() return {} end})))
+log(pcall(log, 1, setmetatable({}, {__tostring = function() error("boom") end})))
 "##,
     );
     let out = play(dir.path(), &["checks.lua"], "", 1);
@@ -1281,6 +1283,8 @@ log(pcall(setmetatable, {}, 1))
             "false\tbad argument #2 to 'string.format' (number has no integer representation)",
             "false\tbad argument #2 to 'string.format' (no value)",
             "false\tbad argument #2 to 'setmetatable' (nil or table expected, got number)",
+            "false\t'__tostring' must return a string",
+            "false\tchecks.lua:25: boom",
         ]
     );
     for line in out.log_messages() {

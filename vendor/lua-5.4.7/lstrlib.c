@@ -1373,16 +1373,6 @@ static int str_format (lua_State *L) {
           return luaL_error(L, "invalid conversion '%%p' to 'format' "
                                "(addresses are not deterministic)");
         }
-        case 0x100: {  /* WS: the original '%p', unreachable */
-          const void *p = lua_topointer(L, arg);
-          checkformat(L, form, L_FMTFLAGSC, 0);
-          if (p == NULL) {  /* avoid calling 'printf' with argument NULL */
-            p = "(null)";  /* result */
-            form[strlen(form) - 1] = 's';  /* format it as a string */
-          }
-          nb = l_sprintf(buff, maxitem, form, p);
-          break;
-        }
         case 'q': {
           if (form[2] != '\0')  /* modifiers? */
             return luaL_error(L, "specifier '%%q' cannot have modifiers");

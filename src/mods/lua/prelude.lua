@@ -34,11 +34,16 @@ local function lift(raw)
 end
 
 -- print(...) and log(...): the arguments, converted like tostring, joined by tabs.
+-- An error of a `__tostring` goes to the mod unchanged (raised here, Lua would name this line).
 local function log_(...)
   local args = pack(...)
   local parts = {}
   for i = 1, args.n do
-    parts[i] = native_tostring(args[i])
+    local ok, text = native_pcall(native_tostring, args[i])
+    if not ok then
+      native_error(text, 0)
+    end
+    parts[i] = text
   end
   emit(concat(parts, "\t", 1, args.n))
 end
