@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::grid::{ChunkPos, Position};
 use crate::kits::streaming::{BudgetMs, ChunkSubscription, Radius, Refusal, StreamingService};
 
-use super::sandbox::{lua_type, EntrySlot};
+use super::sandbox::{lua_type, EntrySlot, Meter};
 
 /// Most handlers one mod may register with `on`.
 pub(super) const MAX_HANDLERS: usize = 1000;
@@ -85,6 +85,8 @@ pub(super) struct ApiContext {
     pub(super) id: crate::host::ModId,
     /// The running sandbox, for `onChunk` callbacks.
     pub(super) entry: EntrySlot,
+    /// The mod's budget, charged for the tables the API builds.
+    pub(super) meter: Rc<Meter>,
 }
 
 fn ok(lua: &Lua, values: impl IntoLuaMulti) -> mlua::Result<MultiValue> {
@@ -122,7 +124,12 @@ pub(super) fn chunk_table(lua: &Lua, c: ChunkPos) -> mlua::Result<Table> {
     Ok(t)
 }
 
-fn chunk_list(lua: &Lua, chunks: Vec<ChunkPos>) -> mlua::Result<Table> {
+/// Budget units per table the API builds for a mod, on top of the memory it allocates (which the
+/// VM charges): building one through mlua costs about as much time as this many instructions.
+const UNITS_PER_TABLE: u64 = 8;
+
+fn chunk_list(lua: &Lua, meter: &Meter, chunks: Vec<ChunkPos>) -> mlua::Result<Table> {
+    meter.charge(UNITS_PER_TABLE * chunks.len() as u64)?;
     let t = lua.create_table_with_capacity(chunks.len(), 0)?;
     for (i, c) in chunks.into_iter().enumerate() {
         t.raw_set(i + 1, chunk_table(lua, c)?)?;
@@ -251,6 +258,7 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
         top_level,
         id,
         entry,
+        meter,
     } = ctx;
     r.raw_set(
         "on",
@@ -326,7 +334,10 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
         })?,
     )?;
     if let Some(service) = streaming {
-        r.raw_set("streaming", streaming_functions(lua, service, id, entry)?)?;
+        r.raw_set(
+            "streaming",
+            streaming_functions(lua, service, id, entry, meter)?,
+        )?;
     }
     Ok(())
 }
@@ -341,6 +352,7 @@ fn streaming_functions(
     service: Weak<dyn StreamingService>,
     id: crate::host::ModId,
     entry: EntrySlot,
+    meter: Rc<Meter>,
 ) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let live = Rc::new(Cell::new(0usize));
@@ -375,13 +387,14 @@ fn streaming_functions(
         "chunkSize",
         Box::new(|lua, s, _| Ok(ok(lua, number(s.chunk_size())))),
     )?;
+    let (m1, m2, m3, m4) = (meter.clone(), meter.clone(), meter.clone(), meter);
     add(
         "loaded",
-        Box::new(|lua, s, _| Ok(chunk_list(lua, s.loaded()).and_then(|t| ok(lua, t)))),
+        Box::new(move |lua, s, _| Ok(chunk_list(lua, &m1, s.loaded()).and_then(|t| ok(lua, t)))),
     )?;
     add(
         "pending",
-        Box::new(|lua, s, _| Ok(chunk_list(lua, s.pending()).and_then(|t| ok(lua, t)))),
+        Box::new(move |lua, s, _| Ok(chunk_list(lua, &m2, s.pending()).and_then(|t| ok(lua, t)))),
     )?;
     add(
         "chunkOf",
@@ -394,14 +407,15 @@ fn streaming_functions(
         "around",
         Box::new(move |lua, s, args| {
             let p = position_arg(&arg(&args, 0))?;
-            Ok(chunk_list(lua, s.around(p)).and_then(|t| ok(lua, t)))
+            Ok(chunk_list(lua, &m3, s.around(p)).and_then(|t| ok(lua, t)))
         }),
     )?;
     add(
         "refusals",
-        Box::new(|lua, s, _| {
+        Box::new(move |lua, s, _| {
             let build = || -> mlua::Result<Table> {
                 let list = s.refusals();
+                m4.charge(UNITS_PER_TABLE * list.len() as u64)?;
                 let t = lua.create_table_with_capacity(list.len(), 0)?;
                 for (i, r) in list.into_iter().enumerate() {
                     t.raw_set(i + 1, refusal_table(lua, r)?)?;

@@ -317,6 +317,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
             top_level: top_level.clone(),
             id: setup.id.clone(),
             entry: slot.clone(),
+            meter: meter.clone(),
         };
         api::install(&lua, &r, ctx)?;
         sandbox::run_prelude(&lua, r)
