@@ -607,34 +607,34 @@ fn child_prints_pairs_order() {
     }
 }
 
+/// The lines the test `child` printed (after [`CHILD_PREFIX`]) when run in a fresh process of
+/// this test binary with `env` set.
+fn child_lines(child: &str, env: &str) -> Vec<String> {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", child, "--nocapture", "--test-threads=1"])
+        .env(env, "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            l.find(CHILD_PREFIX)
+                .map(|i| l[i + CHILD_PREFIX.len()..].to_owned())
+        })
+        .collect()
+}
+
 #[test]
 fn pairs_and_random_agree_across_processes() {
     let mine = pairs_and_random_lines(7);
     for _ in 0..2 {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "child_prints_pairs_order",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        let theirs: Vec<String> = stdout
-            .lines()
-            .filter_map(|l| {
-                l.find(CHILD_PREFIX)
-                    .map(|i| l[i + CHILD_PREFIX.len()..].to_owned())
-            })
-            .collect();
-        assert_eq!(theirs, mine);
+        assert_eq!(child_lines("child_prints_pairs_order", CHILD_ENV), mine);
     }
 }
 
@@ -1403,30 +1403,10 @@ fn hash_dependent_behaviour_is_the_same_in_ten_processes() {
     let mine = hash_dependent_lines();
     assert!(mine[0].starts_with("border\t"), "{mine:?}");
     for _ in 0..10 {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "child_prints_hash_dependent_lines",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(HASH_CHILD_ENV, "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        assert_eq!(
+            child_lines("child_prints_hash_dependent_lines", HASH_CHILD_ENV),
+            mine
         );
-        let theirs: Vec<String> = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .filter_map(|l| {
-                l.find(CHILD_PREFIX)
-                    .map(|i| l[i + CHILD_PREFIX.len()..].to_owned())
-            })
-            .collect();
-        assert_eq!(theirs, mine);
     }
 }
 
