@@ -100,6 +100,8 @@ fn bench(c: &mut Criterion) {
         ("table.concat", "local t = {} for i = 1, 100000 do t[i] = 'ab' end for i = 1, 1e9 do local s = table.concat(t) end"),
         ("long string ==", "local a, b = string.rep('x', 4 * 1024 * 1024) .. '1', string.rep('x', 4 * 1024 * 1024) .. '2' for i = 1, 1e9 do local e = a == b end"),
         ("memory bomb", "local t = {} for i = 1, 1e9 do t[i] = {i, i, i} end"),
+        ("pcall(error) loop", "while true do pcall(error) end"),
+        ("pcall(error) loop with <close>", "local x <close> = setmetatable({}, {__close = function() while true do end end}) while true do pcall(error) end"),
         ("pattern bomb", "local s = string.rep('a', 5000) local i = s:find('.-.-.-b')"),
         ("sort 200 000", "local t = {} for i = 1, 200000 do t[i] = i end for i = 1, 1e9 do table.sort(t, function(a, b) return a > b end) end"),
     ] {

@@ -937,6 +937,7 @@ int luaD_closeprotected (lua_State *L, ptrdiff_t level, int status) {
     if (l_likely(status == LUA_OK))  /* no more errors? */
       return pcl.status;
     else {  /* an error occurred; restore saved state and repeat */
+      luaWS_charge(L, WS_ERRORCOST);  /* WS: as in 'luaD_pcall' */
       L->ci = old_ci;
       L->allowhook = old_allowhooks;
     }
@@ -958,6 +959,9 @@ int luaD_pcall (lua_State *L, Pfunc func, void *u,
   L->errfunc = ef;
   status = luaD_rawrunprotected(L, func, u);
   if (l_unlikely(status != LUA_OK)) {  /* an error occurred? */
+    /* WS: raising and catching an error (the jump, closing, shrinking the
+       stack) costs about as much as this many instructions */
+    luaWS_charge(L, WS_ERRORCOST);
     L->ci = old_ci;
     L->allowhook = old_allowhooks;
     status = luaD_closeprotected(L, old_top, status);

@@ -402,6 +402,8 @@ LUAI_FUNC void luaE_shrinkCI (lua_State *L);
 LUAI_FUNC void luaE_checkcstack (lua_State *L);
 /* WS: the work budget (see lua_wsbudget in lua.h) */
 #define WS_UNMETERED	(MAX_LMEM / 4)
+/* WS: units per error caught (see luaD_pcall) */
+#define WS_ERRORCOST	64
 /* WS: a long-string key or operand may be compared byte by byte */
 #define luaWS_chargelong(L,o) \
   { if (ttislngstring(o)) luaWS_charge(L, tsslen(tsvalue(o)) >> 4); }

@@ -76,7 +76,8 @@
 //!   error of the call (`memory limit exceeded (16777216 bytes)`); the state stays usable.
 //! - Work: [`LuaLimits::instructions_per_call`] units per call (1 000 000 by default) — the top
 //!   level, and each handler or callback call — counted by the VM: one per instruction, one per
-//!   32 bytes allocated, one per value moved by returns, tail calls and `...`, one per 16 bytes of
+//!   32 bytes allocated, one per value moved by returns, tail calls and `...`, 64 per error caught,
+//!   one per 16 bytes of
 //!   long strings compared, one per element the table library moves, one per pattern-matcher
 //!   step. Never wall-clock time. Running out is the error `instruction budget exceeded (1000000
 //!   instructions)`; once spent, every further instruction raises, so no `pcall`, `xpcall`
@@ -402,6 +403,55 @@ mod tests {
         let loaded = load(script, setup).unwrap();
         let lines = log.borrow().iter().map(|l| l.message.clone()).collect();
         (lines, loaded.error)
+    }
+
+    /// The budget `script`'s top level needs: the least `instructions_per_call` it runs under.
+    fn units(script: &str) -> u64 {
+        let runs = |n| {
+            let limits = LuaLimits {
+                instructions_per_call: n,
+                ..LuaLimits::default()
+            };
+            sandboxed(script, limits).1.is_none()
+        };
+        let (mut lo, mut hi) = (0u64, 1 << 24);
+        assert!(runs(hi), "{script} runs");
+        while lo + 1 < hi {
+            let mid = (lo + hi) / 2;
+            if runs(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    }
+
+    #[test]
+    fn each_kind_of_work_is_charged_at_its_rate() {
+        // 64 units per error caught, on top of the instructions.
+        let errors = units("for i = 1, 100 do pcall(error) end");
+        let calls = units("for i = 1, 100 do pcall(type, 1) end");
+        assert!(
+            (100 * 58..=100 * 64 + 300).contains(&(errors - calls)),
+            "{errors} - {calls}"
+        );
+        // One unit per 32 bytes allocated (the result; rep's buffer box comes from the
+        // allocator directly, not through the VM).
+        let big = units("local s = string.rep('x', 64 * 1024)");
+        let small = units("local s = string.rep('x', 1)");
+        assert!(
+            (2048..=2048 + 300).contains(&(big - small)),
+            "{big} - {small}"
+        );
+        // 999 more values: unpacked, moved into the call, taken by `...`, moved out by the
+        // return (a unit each, four times), and the table holding them (16 bytes each).
+        let many = units("local t = {} for i = 1, 1000 do t[i] = i end local function f(...) return ... end local a = {f(table.unpack(t))}");
+        let few = units("local t = {} for i = 1, 1000 do t[i] = i end local function f(...) return ... end local a = {f(table.unpack(t, 1, 1))}");
+        assert!(
+            (4 * 999 + 500..=6500).contains(&(many - few)),
+            "{many} - {few}"
+        );
     }
 
     const PATTERN_CASES: &str = r##"
