@@ -21,5 +21,5 @@ cargo run -q --release -- run examples/scenes/drive.json --inputs /tmp/ws-fuzz-s
 for t in $targets; do
   echo "== $t: ${seconds}s"
   RUSTC_BOOTSTRAP=1 cargo fuzz run -O "$t" "fuzz/corpus/$t" -- \
-    -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=65536 2>&1 | tail -n 12
+    -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=65536 2>&1 | grep -v "^#[0-9]*\s*\(NEW\|REDUCE\|pulse\)" | tail -n 40
 done
