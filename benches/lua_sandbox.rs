@@ -102,6 +102,11 @@ fn bench(c: &mut Criterion) {
         ("memory bomb", "local t = {} for i = 1, 1e9 do t[i] = {i, i, i} end"),
         ("pcall(error) loop", "while true do pcall(error) end"),
         ("pcall(error) loop with <close>", "local x <close> = setmetatable({}, {__close = function() while true do end end}) while true do pcall(error) end"),
+        ("%b() unbalanced", "local s = string.rep('(', 100000) for i = 1, 1e9 do local f = s:find('%b()') end"),
+        ("100 KB class", "local s, p = string.rep('b', 100000), '[' .. string.rep('a', 100000) .. ']' for i = 1, 1e9 do local f = s:find(p) end"),
+        ("4 MiB pattern, short subject", "local p = string.rep('x', 4 * 1024 * 1024) for i = 1, 1e9 do local f = ('y'):find(p) end"),
+        ("%99.99f", "for i = 1, 1e9 do local s = string.format('%99.99f', 1e308) end"),
+        ("__index chain", "local t = {} for i = 1, 1999 do t = setmetatable({}, {__index = t}) end for i = 1, 1e9 do local v = t.x end"),
         ("pattern bomb", "local s = string.rep('a', 5000) local i = s:find('.-.-.-b')"),
         ("sort 200 000", "local t = {} for i = 1, 200000 do t[i] = i end for i = 1, 1e9 do table.sort(t, function(a, b) return a > b end) end"),
     ] {

@@ -1196,6 +1196,13 @@ fn work_is_charged_by_what_it_costs() {
         r#"local big = string.rep("x", 4 * 1024 * 1024) for i = 1, 1e9 do local n = utf8.len(big) end"#,
         r#"local big = string.rep("a", 4 * 1024 * 1024) local p = string.rep("a", 1000) .. "b" for i = 1, 1e9 do local f = big:find(p, 1, true) end"#,
         r#"local big = string.rep("a", 1024 * 1024) for i = 1, 1e9 do local f = big:find("a*b") end"#,
+        r#"local s = string.rep("(", 100000) for i = 1, 1e9 do local f = s:find("%b()") end"#,
+        r#"local s, p = string.rep("b", 100000), "[" .. string.rep("a", 100000) .. "]" for i = 1, 1e9 do local f = s:find(p) end"#,
+        r#"local p = string.rep("x", 4 * 1024 * 1024) for i = 1, 1e9 do local f = ("y"):find(p) end"#,
+        r#"local s = string.rep("a", 100000) for i = 1, 1e9 do local f = s:find("(a*)%1") end"#,
+        r#"for i = 1, 1e9 do local s = string.format("%99.99f", 1e308) end"#,
+        r#"local t = {} for i = 1, 1999 do t = setmetatable({}, {__index = t}) end for i = 1, 1e9 do local v = t.x end"#,
+        r#"local t = {} for i = 1, 1999 do t = setmetatable({}, {__newindex = t}) end for i = 1, 1e9 do t.x = 1 end"#,
         // values moved
         r#"local function f(...) return f(1, ...) end f()"#,
         r##"local function f(...) local n = select("#", ...) if n > 1e9 then return end return f(n, ...) end f()"##,

@@ -398,6 +398,17 @@ static void ws_flush (MatchState *ms) {
   ms->ws_steps = 0;
 }
 
+/* WS: 'n' more units of matcher work (bytes scanned in a class, a balance, a
+** back-reference, counted 16 to a unit by the callers) */
+static void ws_add (MatchState *ms, size_t n) {
+  if (n >= 256 - ms->ws_steps) {
+    lua_wschargecheck(ms->L, (lua_Unsigned)n + ms->ws_steps);
+    ms->ws_steps = 0;
+  }
+  else
+    ms->ws_steps += (unsigned int)n;
+}
+
 
 /* maximum recursion depth for 'match' */
 #if !defined(MAXCCALLS)
@@ -434,6 +445,7 @@ static const char *classend (MatchState *ms, const char *p) {
       return p+1;
     }
     case '[': {
+      const char *start = p;
       if (*p == '^') p++;
       do {  /* look for a ']' */
         if (l_unlikely(p == ms->p_end))
@@ -441,6 +453,7 @@ static const char *classend (MatchState *ms, const char *p) {
         if (*(p++) == L_ESC && p < ms->p_end)
           p++;  /* skip escapes (e.g. '%]') */
       } while (*p != ']');
+      ws_add(ms, (size_t)(p - start) >> 4);  /* WS */
       return p+1;
     }
     default: {
@@ -470,8 +483,10 @@ static int match_class (int c, int cl) {
 }
 
 
-static int matchbracketclass (int c, const char *p, const char *ec) {
+static int matchbracketclass (MatchState *ms, int c, const char *p,
+                              const char *ec) {
   int sig = 1;
+  ws_add(ms, (size_t)(ec - p) >> 4);  /* WS: the class may be scanned whole */
   if (*(p+1) == '^') {
     sig = 0;
     p++;  /* skip the '^' */
@@ -502,7 +517,7 @@ static int singlematch (MatchState *ms, const char *s, const char *p,
     switch (*p) {
       case '.': return 1;  /* matches any char */
       case L_ESC: return match_class(c, uchar(*(p+1)));
-      case '[': return matchbracketclass(c, p, ep-1);
+      case '[': return matchbracketclass(ms, c, p, ep-1);
       default:  return (uchar(*p) == c);
     }
   }
@@ -518,12 +533,17 @@ static const char *matchbalance (MatchState *ms, const char *s,
     int b = *p;
     int e = *(p+1);
     int cont = 1;
+    const char *start = s;
     while (++s < ms->src_end) {
       if (*s == e) {
-        if (--cont == 0) return s+1;
+        if (--cont == 0) {
+          ws_add(ms, (size_t)(s - start) >> 4);  /* WS: bytes scanned */
+          return s+1;
+        }
       }
       else if (*s == b) cont++;
     }
+    ws_add(ms, (size_t)(s - start) >> 4);  /* WS: bytes scanned */
   }
   return NULL;  /* string ends out of balance */
 }
@@ -590,6 +610,7 @@ static const char *match_capture (MatchState *ms, const char *s, int l) {
   size_t len;
   l = check_capture(ms, l);
   len = ms->capture[l].len;
+  ws_add(ms, len >> 4);  /* WS: bytes compared */
   if ((size_t)(ms->src_end-s) >= len &&
       memcmp(ms->capture[l].init, s, len) == 0)
     return s+len;
@@ -637,8 +658,8 @@ static const char *match (MatchState *ms, const char *s, const char *p) {
               luaL_error(ms->L, "missing '[' after '%%f' in pattern");
             ep = classend(ms, p);  /* points to what is next */
             previous = (s == ms->src_init) ? '\0' : *(s - 1);
-            if (!matchbracketclass(uchar(previous), p, ep - 1) &&
-               matchbracketclass(uchar(*s), p, ep - 1)) {
+            if (!matchbracketclass(ms, uchar(previous), p, ep - 1) &&
+               matchbracketclass(ms, uchar(*s), p, ep - 1)) {
               p = ep; goto init;  /* return match(ms, s, ep); */
             }
             s = NULL;  /* match failed */
@@ -814,6 +835,7 @@ static int str_find_aux (lua_State *L, int find) {
     return 1;
   }
   /* explicit request or no special characters? */
+  lua_wschargecheck(L, lp >> 4);  /* WS: the pattern is scanned */
   if (find && (lua_toboolean(L, 4) || nospecials(p, lp))) {
     /* do a plain search */
     const char *s2 = lmemfind(L, s + init, ls - init, p, lp);
@@ -1404,6 +1426,7 @@ static int str_format (lua_State *L) {
       }
       lua_assert(nb < maxitem);
       luaL_addsize(&b, nb);
+      lua_wschargecheck(L, (lua_Unsigned)nb >> 2);  /* WS: printf's output */
     }
   }
   luaL_pushresult(&b);
