@@ -378,6 +378,9 @@ static int tostringbuff (TValue *obj, char *buff) {
 void luaO_tostring (lua_State *L, TValue *obj) {
   char buff[MAXNUMBER2STR];
   int len = tostringbuff(obj, buff);
+  /* WS: printf's time; the result is usually an interned string that
+     allocates nothing */
+  luaWS_charge(L, WS_NUMBER2STR);
   setsvalue(L, obj, luaS_newlstr(L, buff, len));
 }
 

@@ -404,6 +404,8 @@ LUAI_FUNC void luaE_checkcstack (lua_State *L);
 #define WS_UNMETERED	(MAX_LMEM / 4)
 /* WS: units per error caught (see luaD_pcall) */
 #define WS_ERRORCOST	64
+/* WS: units per number converted to a string (see luaO_tostring) */
+#define WS_NUMBER2STR	8
 /* WS: a long-string key or operand may be compared byte by byte */
 #define luaWS_chargelong(L,o) \
   { if (ttislngstring(o)) luaWS_charge(L, tsslen(tsvalue(o)) >> 4); }
