@@ -101,6 +101,7 @@ fn bench(c: &mut Criterion) {
         ("long string ==", "local a, b = string.rep('x', 4 * 1024 * 1024) .. '1', string.rep('x', 4 * 1024 * 1024) .. '2' for i = 1, 1e9 do local e = a == b end"),
         ("memory bomb", "local t = {} for i = 1, 1e9 do t[i] = {i, i, i} end"),
         ("pcall(error) loop", "while true do pcall(error) end"),
+        ("pcall(nil) loop", "while true do pcall(nothing) end"),
         ("pcall(error) loop with <close>", "local x <close> = setmetatable({}, {__close = function() while true do end end}) while true do pcall(error) end"),
         ("%b() unbalanced", "local s = string.rep('(', 100000) for i = 1, 1e9 do local f = s:find('%b()') end"),
         ("100 KB class", "local s, p = string.rep('b', 100000), '[' .. string.rep('a', 100000) .. ']' for i = 1, 1e9 do local f = s:find(p) end"),
