@@ -106,6 +106,7 @@ fn bench(c: &mut Criterion) {
         ("%b() unbalanced", "local s = string.rep('(', 100000) for i = 1, 1e9 do local f = s:find('%b()') end"),
         ("100 KB class", "local s, p = string.rep('b', 100000), '[' .. string.rep('a', 100000) .. ']' for i = 1, 1e9 do local f = s:find(p) end"),
         ("4 MiB pattern, short subject", "local p = string.rep('x', 4 * 1024 * 1024) for i = 1, 1e9 do local f = ('y'):find(p) end"),
+        ("tostring(1e308)", "for i = 1, 1e9 do local s = tostring(1e308) end"),
         ("%99.99f", "for i = 1, 1e9 do local s = string.format('%99.99f', 1e308) end"),
         ("__index chain", "local t = {} for i = 1, 1999 do t = setmetatable({}, {__index = t}) end for i = 1, 1e9 do local v = t.x end"),
         ("pattern bomb", "local s = string.rep('a', 5000) local i = s:find('.-.-.-b')"),

@@ -1201,8 +1201,12 @@ fn work_is_charged_by_what_it_costs() {
         r#"local p = string.rep("x", 4 * 1024 * 1024) for i = 1, 1e9 do local f = ("y"):find(p) end"#,
         r#"local s = string.rep("a", 100000) for i = 1, 1e9 do local f = s:find("(a*)%1") end"#,
         r#"for i = 1, 1e9 do local s = string.format("%99.99f", 1e308) end"#,
+        r#"for i = 1, 1e9 do local s = tostring(1e308) end"#,
         r#"local t = {} for i = 1, 1999 do t = setmetatable({}, {__index = t}) end for i = 1, 1e9 do local v = t.x end"#,
         r#"local t = {} for i = 1, 1999 do t = setmetatable({}, {__newindex = t}) end for i = 1, 1e9 do t.x = 1 end"#,
+        r#"local s = string.rep("1", 4 * 1024 * 1024) for i = 1, 1e9 do local n = tonumber(s, 16) end"#,
+        r#"local f = string.rep("b", 1024 * 1024) for i = 1, 1e9 do local n = string.packsize(f) end"#,
+        r#"local f, s = utf8.codes("a" .. string.rep("", 4 * 1024 * 1024)) for i = 1, 1e9 do f(s, 1) end"#,
         // values moved
         r#"local function f(...) return f(1, ...) end f()"#,
         r##"local function f(...) local n = select("#", ...) if n > 1e9 then return end return f(n, ...) end f()"##,

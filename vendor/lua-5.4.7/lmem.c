@@ -163,6 +163,10 @@ static void *tryagain (lua_State *L, void *block,
                        size_t osize, size_t nsize) {
   global_State *g = G(L);
   if (cantryagain(g)) {
+    /* WS: a full collection traverses everything alive: as if it were all
+       allocated again (a pcall'd allocation failing in a loop would run one
+       each time) */
+    luaWS_charge(L, cast_sizet(gettotalbytes(g)) >> 5);
     luaC_fullgc(L, 1);  /* try to free some memory... */
     return callfrealloc(g, block, osize, nsize);  /* try again */
   }

@@ -405,7 +405,8 @@ LUAI_FUNC void luaE_checkcstack (lua_State *L);
 /* WS: units per error caught (see luaD_pcall) */
 #define WS_ERRORCOST	64
 /* WS: units per number converted to a string (see luaO_tostring) */
-#define WS_NUMBER2STR	8
+#define WS_INT2STR	4
+#define WS_FLOAT2STR	32
 /* WS: a long-string key or operand may be compared byte by byte */
 #define luaWS_chargelong(L,o) \
   { if (ttislngstring(o)) luaWS_charge(L, tsslen(tsvalue(o)) >> 4); }

@@ -236,7 +236,9 @@ static int iter_aux (lua_State *L, int strict) {
   const char *s = luaL_checklstring(L, 1, &len);
   lua_Unsigned n = (lua_Unsigned)lua_tointeger(L, 2);
   if (n < len) {
+    lua_Unsigned from = n;
     while (iscontp(s + n)) n++;  /* go to next character */
+    lua_wschargecheck(L, (n - from) >> 4);  /* WS: bytes skipped */
   }
   if (n >= len)  /* (also handles original 'n' being negative) */
     return 0;  /* no more codepoints */

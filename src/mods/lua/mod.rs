@@ -452,6 +452,18 @@ mod tests {
             (4 * 999 + 500..=6500).contains(&(many - few)),
             "{many} - {few}"
         );
+        // An allocation that fails runs a full collection first: charged as if everything alive
+        // were allocated again.
+        let fill = "local keep, s = {}, string.rep('x', 1024 * 1024) \
+                    pcall(function() for i = 1, 1e9 do keep[i] = {} end end)";
+        let full = units(fill);
+        let failing = units(&format!(
+            "{fill} for i = 1, 4 do pcall(function() return s .. s end) end"
+        ));
+        assert!(
+            failing - full >= 4 * (12 << 20) / 32,
+            "{failing} - {full}: four collections of more than 12 MiB"
+        );
     }
 
     const PATTERN_CASES: &str = r##"
