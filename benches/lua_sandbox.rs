@@ -109,6 +109,7 @@ fn bench(c: &mut Criterion) {
         ("tostring(1e308)", "for i = 1, 1e9 do local s = tostring(1e308) end"),
         ("%99.99f", "for i = 1, 1e9 do local s = string.format('%99.99f', 1e308) end"),
         ("__index chain", "local t = {} for i = 1, 1999 do t = setmetatable({}, {__index = t}) end for i = 1, 1e9 do local v = t.x end"),
+        ("__call loop", "local t = setmetatable({}, {}) getmetatable(t).__call = t pcall(t)"),
         ("pattern bomb", "local s = string.rep('a', 5000) local i = s:find('.-.-.-b')"),
         ("sort 200 000", "local t = {} for i = 1, 200000 do t[i] = i end for i = 1, 1e9 do table.sort(t, function(a, b) return a > b end) end"),
     ] {

@@ -1178,6 +1178,11 @@ fn no_lua_code_runs_on_once_the_budget_is_spent() {
         "local t = setmetatable({}, {__index = function(t, k) while true do end end}) pcall(function() return t.x end) while true do end",
         BUDGET,
     );
+    // A `__call` loop runs in C, with no instruction in between to raise at.
+    assert_walled(
+        "local t = setmetatable({}, {}) getmetatable(t).__call = t pcall(t)",
+        BUDGET,
+    );
 }
 
 #[test]

@@ -416,6 +416,9 @@ static StkId tryfuncTM (lua_State *L, StkId func) {
   tm = luaT_gettmbyobj(L, s2v(func), TM_CALL);  /* (after previous GC) */
   if (l_unlikely(ttisnil(tm)))
     luaG_callerror(L, s2v(func));  /* nothing to call */
+  /* WS: a '__call' chain (or loop: t's __call is t) runs in C without a VM
+     instruction in between; charge the values shifted and raise once spent */
+  luaWS_chargecheck(L, cast_sizet(L->top.p - func) + 1);
   for (p = L->top.p; p > func; p--)  /* open space for metamethod */
     setobjs2s(L, p, p-1);
   L->top.p++;  /* stack space pre-allocated by the caller */
