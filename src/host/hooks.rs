@@ -261,6 +261,51 @@ mod tests {
         );
     }
 
+    struct Counting(std::rc::Rc<std::cell::Cell<u32>>, HookAnswer);
+    impl HookHandler for Counting {
+        fn ask(&self, _: &HookArgs<'_>) -> HookAnswer {
+            self.0.set(self.0.get() + 1);
+            self.1.clone()
+        }
+    }
+
+    #[test]
+    fn handlers_after_the_first_cancel_are_not_asked() {
+        let mut hooks = Hooks::default();
+        hooks.declare("h");
+        let before = std::rc::Rc::new(std::cell::Cell::new(0));
+        let after = std::rc::Rc::new(std::cell::Cell::new(0));
+        let failing = Err(ModFailure {
+            by: ModId::new("late"),
+            message: "boom".into(),
+        });
+        hooks
+            .register("h", Box::new(Counting(before.clone(), Ok(None))))
+            .unwrap();
+        hooks
+            .register("h", Box::new(Fixed(cancel("first"))))
+            .unwrap();
+        hooks
+            .register("h", Box::new(Counting(after.clone(), failing)))
+            .unwrap();
+        hooks
+            .register("h", Box::new(Counting(after.clone(), cancel("second"))))
+            .unwrap();
+        let mut bus = EventBus::default();
+        let args = HookArgs {
+            hook: "h",
+            fields: &[],
+        };
+        for _ in 0..3 {
+            assert_eq!(hooks.ask(&args, &mut bus).unwrap().by.as_str(), "first");
+        }
+        assert_eq!((before.get(), after.get()), (3, 0));
+        assert!(
+            bus.next_undelivered().is_none(),
+            "no mod.error from a handler not asked"
+        );
+    }
+
     #[test]
     fn registering_an_undeclared_hook_names_the_known_ones() {
         let mut hooks = Hooks::default();
