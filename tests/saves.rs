@@ -746,3 +746,56 @@ fn the_last_player_moved_survives_a_save_and_steers_once_the_player_is_gone() {
     assert_eq!(tick3(&second), expected, "the run through the save");
     assert_eq!(second.state(), whole.state());
 }
+
+#[test]
+fn the_tick_limit_is_inclusive_and_a_version_0_save_is_refused_as_unknown() {
+    let (dir, mut g, good) = saved_game();
+    let d = dir.path();
+    let at_limit = edit(&good, |v| v["tick"] = json!(10_000_000));
+    std::fs::write(d.join("at_limit.json"), &at_limit).unwrap();
+    g.load(&d.join("at_limit.json")).unwrap();
+    assert_eq!(g.engine().tick_count(), 10_000_000);
+    refused(
+        &mut g,
+        d,
+        "past_limit",
+        &edit(&good, |v| v["tick"] = json!(10_000_001)),
+        "tick: expected at most 10000000, got 10000001",
+    );
+    refused(
+        &mut g,
+        d,
+        "version_0",
+        &edit(&good, |v| v["version"] = json!(0)),
+        "version: expected 1, got 0",
+    );
+}
+
+#[test]
+fn checking_a_save_alone_finds_what_loading_it_would() {
+    use world_streaming::files::save::check;
+    let (_dir, _g, good) = saved_game();
+    let good: Value = serde_json::from_str(&good).unwrap();
+    check(&good).unwrap();
+    let bad = |f: &dyn Fn(&mut Value)| {
+        let mut v = good.clone();
+        f(&mut v);
+        check(&v).unwrap_err().to_string()
+    };
+    assert_eq!(
+        bad(&|v| v["version"] = json!(7)),
+        "version: save version 7 is newer than this build reads (up to 1)"
+    );
+    assert!(bad(&|v| v["entities"][0]["id"] = json!("")).starts_with("entities[0].id"));
+    let dup = bad(&|v| {
+        let c = v["kits"]["world.streaming"]["loaded"][0].clone();
+        v["kits"]["world.streaming"]["loaded"]
+            .as_array_mut()
+            .unwrap()
+            .push(c);
+    });
+    assert!(
+        dup.starts_with("kits.world.streaming.loaded[") && dup.ends_with("is listed twice"),
+        "{dup}"
+    );
+}
