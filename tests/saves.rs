@@ -333,6 +333,11 @@ fn numbers_as_f64(v: Value) -> Value {
     }
 }
 
+/// The `world.streaming` section of a save document.
+fn section(v: &mut Value) -> &mut Value {
+    &mut v["kits"]["world.streaming"]
+}
+
 fn edit(text: &str, f: impl FnOnce(&mut Value)) -> String {
     let mut v: Value = serde_json::from_str(text).unwrap();
     f(&mut v);
@@ -798,4 +803,48 @@ fn checking_a_save_alone_finds_what_loading_it_would() {
         dup.starts_with("kits.world.streaming.loaded[") && dup.ends_with("is listed twice"),
         "{dup}"
     );
+}
+
+#[test]
+fn a_save_needs_a_focus_for_any_chunk_or_refusal_and_takes_reasons_up_to_1024_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut g = game(&seed_scene());
+    run(&mut g, &[], 5);
+    g.save(&d.join("seed.json")).unwrap();
+    let good = std::fs::read_to_string(d.join("seed.json")).unwrap();
+    refused(
+        &mut g,
+        d,
+        "chunks_without_focus",
+        &edit(&good, |v| section(v)["focus"] = Value::Null),
+        "kits.world.streaming.focus: expected a focus",
+    );
+    let refusal = |reason: usize| json!([{"x": 5, "z": 5, "hook": "world.chunk.load", "mod": "m", "reason": "r".repeat(reason)}]);
+    refused(
+        &mut g,
+        d,
+        "refusal_without_focus",
+        &edit(&good, |v| {
+            let s = section(v);
+            s["focus"] = Value::Null;
+            s["loaded"] = json!([]);
+            s["refusals"] = refusal(0);
+        }),
+        "kits.world.streaming.focus: expected a focus",
+    );
+    refused(
+        &mut g,
+        d,
+        "reason_1025",
+        &edit(&good, |v| section(v)["refusals"] = refusal(1025)),
+        "refusals[0].reason: expected at most 1024 bytes, got 1025",
+    );
+    std::fs::write(
+        d.join("reason_1024.json"),
+        edit(&good, |v| section(v)["refusals"] = refusal(1024)),
+    )
+    .unwrap();
+    g.load(&d.join("reason_1024.json")).unwrap();
+    assert_eq!(g.streaming().unwrap().refusals()[0].reason.len(), 1024);
 }

@@ -544,3 +544,21 @@ fn a_scene_entered_mid_run_loads_nothing_at_enter_and_then_its_budget_each_tick(
         ]
     );
 }
+
+#[test]
+fn the_service_reports_the_chunk_size_and_the_ground_bounds_of_the_scene() {
+    let g = game(&json!({
+        "kits": [
+            { "id": "world.ground", "config": { "bounds": { "minX": -5, "minZ": 0, "maxX": 60, "maxZ": 7.5 } } },
+            { "id": "world.streaming", "config": { "chunkSize": 12.5 } }
+        ]
+    }));
+    let s = g.streaming().unwrap();
+    assert_eq!(s.chunk_size(), 12.5);
+    let b = s.bounds().unwrap();
+    assert_eq!((b.min_x, b.min_z, b.max_x, b.max_z), (-5.0, 0.0, 60.0, 7.5));
+    assert_eq!(s.chunk_of(Position::new(-0.1, 25.0)), c(-1, 2));
+    let g = game(&json!({ "kits": kits(json!({})) }));
+    assert_eq!(g.streaming().unwrap().bounds(), None);
+    assert_eq!(g.streaming().unwrap().chunk_size(), 32.0);
+}
