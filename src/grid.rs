@@ -254,6 +254,15 @@ mod tests {
                 ChunkPos::new(0, 1)
             ]
         );
+        // The comparison operators agree with the order.
+        assert!(ChunkPos::new(1, 0) < ChunkPos::new(0, 1));
+        assert!(ChunkPos::new(-5, 0) < ChunkPos::new(1, 0));
+        assert!(ChunkPos::new(0, 1) > ChunkPos::new(9, 0));
+        assert_eq!(
+            ChunkPos::new(2, 3).partial_cmp(&ChunkPos::new(2, 3)),
+            Some(Ordering::Equal)
+        );
+        assert_eq!(ChunkPos::new(2, 3).to_string(), "(2, 3)");
     }
 
     #[test]
