@@ -254,6 +254,15 @@ mod tests {
                 ChunkPos::new(0, 1)
             ]
         );
+        // The comparison operators agree with the order.
+        assert!(ChunkPos::new(1, 0) < ChunkPos::new(0, 1));
+        assert!(ChunkPos::new(-5, 0) < ChunkPos::new(1, 0));
+        assert!(ChunkPos::new(0, 1) > ChunkPos::new(9, 0));
+        assert_eq!(
+            ChunkPos::new(2, 3).partial_cmp(&ChunkPos::new(2, 3)),
+            Some(Ordering::Equal)
+        );
+        assert_eq!(ChunkPos::new(2, 3).to_string(), "(2, 3)");
     }
 
     #[test]
@@ -289,5 +298,138 @@ mod tests {
             "touching the half-open edge"
         );
         assert!(!g.overlaps(ChunkPos::new(2, 0), Some(&b)));
+    }
+
+    #[test]
+    fn positions_up_to_1e15_metres_are_accepted_and_beyond_or_not_finite_refused() {
+        for v in [1e15, -1e15, 0.0, 123.5] {
+            assert!(Position { x: v, y: v, z: v }.check().is_ok(), "{v}");
+        }
+        let beyond = 1e15 * (1.0 + f64::EPSILON);
+        for (bad, name) in [
+            (
+                Position {
+                    x: beyond,
+                    y: 0.0,
+                    z: 0.0,
+                },
+                "x",
+            ),
+            (
+                Position {
+                    x: 0.0,
+                    y: -beyond,
+                    z: 0.0,
+                },
+                "y",
+            ),
+            (
+                Position {
+                    x: 0.0,
+                    y: 0.0,
+                    z: f64::NAN,
+                },
+                "z",
+            ),
+            (
+                Position {
+                    x: f64::INFINITY,
+                    y: 0.0,
+                    z: 0.0,
+                },
+                "x",
+            ),
+        ] {
+            assert_eq!(bad.check().unwrap_err().path, name, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn bounds_must_be_finite_within_1e15_and_not_empty() {
+        let ok = Bounds {
+            min_x: -1e15,
+            min_z: 0.0,
+            max_x: 1e15,
+            max_z: 0.5,
+        };
+        assert_eq!(ok.check(), Ok(()));
+        let key = |f: fn(&mut Bounds)| {
+            let mut b = ok;
+            f(&mut b);
+            b.check().unwrap_err().0
+        };
+        assert_eq!(key(|b| b.min_x = f64::NAN), "minX");
+        assert_eq!(key(|b| b.max_z = f64::INFINITY), "maxZ");
+        assert_eq!(key(|b| b.min_z = -2e15), "minZ");
+        assert_eq!(key(|b| b.max_x = b.min_x), "maxX", "empty in x");
+        assert_eq!(key(|b| b.max_z = b.min_z), "maxZ", "empty in z");
+        assert_eq!(key(|b| b.max_z = -1.0), "maxZ", "reversed in z");
+    }
+
+    #[test]
+    fn distance_is_to_the_chunk_centre_squared() {
+        let g = Grid::new(32.0);
+        assert_eq!(g.size(), 32.0);
+        // Centre of (1, -2) is (48, -48): dx = 40, dz = -56 from (8, 8).
+        assert_eq!(
+            g.distance_sq(Position::new(8.0, 8.0), ChunkPos::new(1, -2)),
+            1600.0 + 3136.0
+        );
+        let g = Grid::new(3.0);
+        // Centre of (-1, 2) is (-1.5, 7.5): dx = -2.5, dz = 7.5 - 0.25 = 7.25 from (1, 0.25).
+        assert_eq!(
+            g.distance_sq(Position::new(1.0, 0.25), ChunkPos::new(-1, 2)),
+            6.25 + 52.5625
+        );
+    }
+
+    #[test]
+    fn every_edge_of_the_bounds_is_half_open() {
+        let g = Grid::new(10.0);
+        // [0, 30) x [-20, 10): chunks 0..=2 in x and -2..=0 in z overlap, their neighbours only
+        // touch an edge.
+        let b = Bounds {
+            min_x: 0.0,
+            min_z: -20.0,
+            max_x: 30.0,
+            max_z: 10.0,
+        };
+        let inside: Vec<ChunkPos> = (-4..=4)
+            .flat_map(|z| (-4..=4).map(move |x| ChunkPos::new(x, z)))
+            .filter(|c| g.overlaps(*c, Some(&b)))
+            .collect();
+        let expected: Vec<ChunkPos> = (-2..=0)
+            .flat_map(|z| (0..=2).map(move |x| ChunkPos::new(x, z)))
+            .collect();
+        assert_eq!(inside, expected);
+        assert_eq!(
+            g.square(ChunkPos::new(1, -1), 3, Some(&b))
+                .collect::<Vec<_>>(),
+            expected
+        );
+        assert!(g.overlaps(ChunkPos::new(99, 99), None));
+    }
+
+    #[test]
+    fn the_square_is_the_rings_up_to_the_radius_in_row_order() {
+        let g = Grid::new(32.0);
+        let sq: Vec<(i64, i64)> = g
+            .square(ChunkPos::new(5, -3), 1, None)
+            .map(|c| (c.x, c.z))
+            .collect();
+        assert_eq!(
+            sq,
+            [
+                (4, -4),
+                (5, -4),
+                (6, -4),
+                (4, -3),
+                (5, -3),
+                (6, -3),
+                (4, -2),
+                (5, -2),
+                (6, -2)
+            ]
+        );
     }
 }

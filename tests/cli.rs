@@ -329,6 +329,7 @@ fn bad_files() -> Vec<Bad> {
         with_mod("mod with unknown hook", r#"{"id": "m", "hook": "world.chunk.lod", "cancel": true}"#, "m.json: hook: unknown hook \"world.chunk.lod\""),
         with_mod("mod setting radius 100", r#"{"id": "m", "set": {"radius": 100}}"#, "m.json: set.radius: expected an integer 0..=64, got 100"),
         with_mod("mod match not integer", r#"{"id": "m", "hook": "world.chunk.load", "match": {"x": "0"}}"#, "m.json: match.x"),
+        run_inputs("a bad line after a save", "{\"tick\": 1, \"do\": \"save\", \"path\": \"early.save.json\"}\n{\"tick\": 2, \"do\": \"jump\"}\n", "inputs.jsonl: line 2: do: unknown variant `jump`"),
         run_inputs("malformed inputs line", "{\"tick\": 1, \"do\": \"leave\"}\n{\"tick\": 2,", "inputs.jsonl: line 2"),
         run_inputs("decreasing ticks", "{\"tick\": 2, \"do\": \"leave\"}\n{\"tick\": 3, \"do\": \"leave\"}\n{\"tick\": 1, \"do\": \"leave\"}\n", "inputs.jsonl: line 3: tick: expected ticks in non-decreasing order, got 1 after 3"),
         run_inputs("unknown action", "{\"tick\": 1, \"do\": \"jump\"}\n", "inputs.jsonl: line 1: do: unknown variant `jump`"),
@@ -361,6 +362,11 @@ fn bad_files_are_refused_with_exit_1_and_a_message_naming_where() {
             .current_dir(dir.path())
             .args(&case.args)
             .args(["--state", "-"])
+            .args(if case.args[0] == "run" {
+                &["--events", "events.jsonl"][..]
+            } else {
+                &[]
+            })
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -380,6 +386,19 @@ fn bad_files_are_refused_with_exit_1_and_a_message_naming_where() {
         assert!(
             out.stdout.is_empty(),
             "{}: nothing runs on a bad file",
+            case.name
+        );
+        // Nothing is written either: no event log, no save made by an earlier input line.
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut written: Vec<String> = case.files.iter().map(|(n, _)| n.to_string()).collect();
+        written.sort();
+        assert_eq!(
+            left, written,
+            "{}: nothing written on a bad file",
             case.name
         );
         assert!(!err.contains("panicked"), "{}: {err}", case.name);
@@ -497,4 +516,73 @@ fn profile_reports_tick_percentiles_and_each_mods_handler_time() {
         err.contains("world.chunk.unload: JSON mods keep_home"),
         "{err}"
     );
+}
+
+#[test]
+fn save_and_load_paths_are_relative_to_the_current_directory() {
+    // SPEC §10: not to the scene file's directory nor the inputs file's.
+    let root = tempfile::tempdir().unwrap();
+    let (cwd, scenes, inputs) = (
+        root.path().join("cwd"),
+        root.path().join("scenes"),
+        root.path().join("inputs"),
+    );
+    for d in [&cwd, &scenes, &inputs, &cwd.join("saves")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(scenes.join("scene.json"), good_scene()).unwrap();
+    let moves: String = (1..=6)
+        .map(|t| {
+            format!(
+                "{}\n",
+                json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 8 + 40 * t, "z": 8}})
+            )
+        })
+        .collect();
+    let save = json!({"tick": 4, "do": "save", "path": "saves/at3.json"});
+    let load = json!({"tick": 4, "do": "load", "path": "saves/at3.json"});
+    let first: Vec<&str> = moves.lines().take(3).collect();
+    let rest: Vec<&str> = moves.lines().skip(3).collect();
+    std::fs::write(
+        inputs.join("save.jsonl"),
+        format!("{}\n{save}\n", first.join("\n")),
+    )
+    .unwrap();
+    std::fs::write(
+        inputs.join("load.jsonl"),
+        format!("{load}\n{}\n", rest.join("\n")),
+    )
+    .unwrap();
+    std::fs::write(inputs.join("all.jsonl"), &moves).unwrap();
+    let run = |inputs_file: &str, ticks: &str| {
+        let out = bin()
+            .current_dir(&cwd)
+            .args(["run", "../scenes/scene.json", "--inputs"])
+            .arg(inputs.join(inputs_file))
+            .args(["--ticks", ticks, "--state", "-"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    run("save.jsonl", "4");
+    assert!(cwd.join("saves/at3.json").is_file(), "saved under the cwd");
+    assert!(!scenes.join("saves").exists() && !inputs.join("saves").exists());
+    // A fresh run loading it (relative to the cwd again) continues exactly.
+    assert_eq!(run("load.jsonl", "6"), run("all.jsonl", "6"));
+    // From another directory, the same relative path names a file that is not there.
+    let out = bin()
+        .current_dir(&scenes)
+        .args(["run", "scene.json", "--inputs"])
+        .arg(inputs.join("load.jsonl"))
+        .args(["--ticks", "6"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("saves/at3.json"));
 }

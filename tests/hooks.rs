@@ -318,3 +318,51 @@ fn a_lua_mod_setting_the_radius_obeys_the_precedence_and_the_next_tick_rule() {
         "the mod's radius 2 from the next tick"
     );
 }
+
+#[test]
+fn after_the_first_cancel_later_handlers_are_not_asked() {
+    // A JSON mod refuses (0,0); the Lua mod after it fails on every ask it gets, naming the
+    // chunk. It must be asked about the 8 other chunks and never about (0,0).
+    let json_mod = r#"{"id": "home", "hook": "world.chunk.load", "match": {"x": 0, "z": 0}, "cancel": true, "reason": "mine"}"#;
+    let lua_mod = "on('world.chunk.load', function(c) error('asked ' .. c.x .. ' ' .. c.z) end)";
+    let asked = |g: &Game| -> Vec<String> {
+        g.engine()
+            .events()
+            .iter()
+            .filter(|e| e.event == "mod.error")
+            .map(|e| {
+                let m = e.data["message"].as_str().unwrap();
+                m[m.find("asked ").expect(m)..].to_owned()
+            })
+            .collect()
+    };
+    let config = json!({ "chunkSize": 32, "radius": 1, "budgetMs": 9 });
+    let (mut g, _dir) = with_mods(
+        config.clone(),
+        &[("a.json", json_mod.into()), ("b.lua", lua_mod.into())],
+    );
+    run(&mut g, &[], 1);
+    // Nearest-first from (16, 16), the centre of (0,0): the four sides, then the four corners.
+    assert_eq!(
+        asked(&g),
+        [
+            "asked 0 -1",
+            "asked -1 0",
+            "asked 1 0",
+            "asked 0 1",
+            "asked -1 -1",
+            "asked 1 -1",
+            "asked -1 1",
+            "asked 1 1"
+        ]
+    );
+    assert_eq!(g.streaming().unwrap().loaded().len(), 8);
+    // The other way round, the Lua mod is asked first about every chunk, (0,0) included.
+    let (mut g, _dir) = with_mods(
+        config,
+        &[("b.lua", lua_mod.into()), ("a.json", json_mod.into())],
+    );
+    run(&mut g, &[], 1);
+    assert_eq!(asked(&g).len(), 9);
+    assert_eq!(asked(&g)[0], "asked 0 0");
+}

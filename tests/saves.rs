@@ -117,16 +117,39 @@ fn scenario(seed: u64, ticks: u64, dir: &Path) -> (Value, Vec<Value>) {
     });
     let mut inputs = Vec::new();
     let mut crates = 1;
+    // The player comes and goes (despawned and spawned again, its `player` tag taken and given
+    // back), so that the focus falls back on the last player.moved, also across a save.
+    let mut hero = true;
     for t in 1..=ticks {
         for _ in 0..r.below(3) {
-            let who = if r.chance(60) { "hero" } else { "car" };
+            if r.chance(8) {
+                let line = if hero {
+                    json!({"do": "despawn", "entity": "hero"})
+                } else {
+                    json!({"do": "spawn", "entity": {"id": "hero", "tags": ["player"], "position": {"x": r.coord(60), "z": r.coord(60)}}})
+                };
+                hero = !hero;
+                let mut line = line;
+                line["tick"] = json!(t);
+                inputs.push(line);
+                continue;
+            }
+            if hero && r.chance(6) {
+                let tag = if r.chance(50) { "untag" } else { "tag" };
+                inputs.push(json!({"tick": t, "do": tag, "entity": "hero", "tag": "player"}));
+                continue;
+            }
+            let who = if hero && r.chance(60) { "hero" } else { "car" };
             let step = if r.chance(10) { 200 } else { 20 };
             let line = match r.below(14) {
                 0..=4 => {
                     json!({"do": "move", "entity": who, "to": {"x": r.coord(step), "z": r.coord(step)}})
                 }
-                5 => json!({"do": "ride", "entity": "hero", "vehicle": "car"}),
-                6 => json!({"do": "dismount", "entity": "hero"}),
+                5 if hero => json!({"do": "ride", "entity": "hero", "vehicle": "car"}),
+                6 if hero => json!({"do": "dismount", "entity": "hero"}),
+                5 | 6 => {
+                    json!({"do": "player.moved", "at": {"x": r.coord(300), "z": r.coord(300)}})
+                }
                 7 => json!({"do": "player.moved", "at": {"x": r.coord(100), "z": r.coord(100)}}),
                 8 => {
                     crates += 1;
@@ -298,6 +321,23 @@ fn refused(g: &mut Game, dir: &Path, name: &str, text: &str, expect: &str) {
     assert_eq!(g.engine().events().len(), events, "{name}: nothing emitted");
 }
 
+/// `v` with every number as an `f64`, so that `8` and `8.0` compare equal.
+fn numbers_as_f64(v: Value) -> Value {
+    match v {
+        Value::Number(n) => json!(n.as_f64().unwrap()),
+        Value::Array(a) => Value::Array(a.into_iter().map(numbers_as_f64).collect()),
+        Value::Object(o) => {
+            Value::Object(o.into_iter().map(|(k, v)| (k, numbers_as_f64(v))).collect())
+        }
+        other => other,
+    }
+}
+
+/// The `world.streaming` section of a save document.
+fn section(v: &mut Value) -> &mut Value {
+    &mut v["kits"]["world.streaming"]
+}
+
 fn edit(text: &str, f: impl FnOnce(&mut Value)) -> String {
     let mut v: Value = serde_json::from_str(text).unwrap();
     f(&mut v);
@@ -314,7 +354,11 @@ fn every_corruption_is_refused_with_a_message_and_the_game_unchanged() {
     for cut in [0, 1, 10, good.len() / 3, good.len() / 2, good.len() - 3] {
         refused(&mut g, d, &format!("truncated{cut}"), &good[..cut], "line");
     }
-    for (i, at) in [5usize, good.len() / 4, good.len() / 2]
+    let mut refused_flips = 0;
+    let mut loaded_flips = 0;
+    // The last offset is inside the refusal's reason ("home" becomes "2ome"): that one loads.
+    let reason = good.find("\"home\"").unwrap() + 1;
+    for (i, at) in [5usize, good.len() / 4, good.len() / 2, reason]
         .into_iter()
         .enumerate()
     {
@@ -323,15 +367,31 @@ fn every_corruption_is_refused_with_a_message_and_the_game_unchanged() {
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let path = d.join(format!("flipped{i}.json"));
         std::fs::write(&path, &text).unwrap();
-        let before = g.state();
-        // A flipped byte may still be valid JSON with valid values (e.g. inside a reason); it must
-        // never crash, and on error nothing changes.
-        if g.load(&path).is_err() {
-            assert_eq!(g.state(), before);
-        } else {
-            g.load(&d.join("good.json")).unwrap();
+        let (before, doc) = (g.state(), g.engine().save_document());
+        // A flipped byte may still be valid JSON with valid values (e.g. inside a reason or an
+        // id); it must never crash. On error nothing changes; when it loads, the game holds
+        // exactly what the flipped file says (saving it again gives the same document).
+        match g.load(&path) {
+            Err(_) => {
+                assert_eq!(g.state(), before, "flip at {at}: state unchanged");
+                assert_eq!(
+                    g.engine().save_document(),
+                    doc,
+                    "flip at {at}: game unchanged"
+                );
+                refused_flips += 1;
+            }
+            Ok(()) => {
+                let file: Value = serde_json::from_str(&text).unwrap();
+                let held = serde_json::to_value(g.engine().save_document()).unwrap();
+                assert_eq!(numbers_as_f64(held), numbers_as_f64(file), "flip at {at}");
+                assert_ne!(g.state(), before, "flip at {at}: the change is held");
+                loaded_flips += 1;
+                g.load(&d.join("good.json")).unwrap();
+            }
         }
     }
+    assert_eq!((refused_flips, loaded_flips), (3, 1));
     refused(
         &mut g,
         d,
@@ -648,4 +708,143 @@ fn a_saved_refusal_outside_the_ground_is_refused() {
         &outside,
         "refusals[0]: chunk (-1, 0) lies outside the world.ground bounds",
     );
+}
+
+#[test]
+fn the_last_player_moved_survives_a_save_and_steers_once_the_player_is_gone() {
+    // The player holds the focus at (8, 8); a player.moved to (200, 8) is remembered but not
+    // used. Saved then, loaded into a fresh engine, and the player despawned: the focus must
+    // move to the remembered (200, 8), exactly as in the run without the save.
+    let scene = json!({
+        "kits": kits(json!({ "chunkSize": 32, "radius": 0, "budgetMs": 1 })),
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 8, "z": 8 } } ]
+    });
+    let moved = json!({"tick": 2, "do": "player.moved", "at": {"x": 200, "z": 8}});
+    let gone = json!({"tick": 3, "do": "despawn", "entity": "hero"});
+    let mut whole = game(&scene);
+    run(&mut whole, &[moved.clone(), gone.clone()], 3);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("moved.save.json");
+    let mut first = game(&scene);
+    run(&mut first, &[moved], 2);
+    assert_eq!(first.state().focus.map(|f| (f.x, f.z)), Some((8.0, 8.0)));
+    first.save(&path).unwrap();
+    let mut second = game(&scene);
+    second.load(&path).unwrap();
+    run(&mut second, &[gone], 3);
+    let tick3 = |g: &Game| -> Vec<(String, i64, i64)> {
+        g.engine()
+            .events()
+            .iter()
+            .filter(|e| e.tick == 3)
+            .map(|e| {
+                let xz = |k: &str| e.data[k].as_i64().unwrap();
+                (e.event.to_string(), xz("x"), xz("z"))
+            })
+            .collect()
+    };
+    let expected = [
+        ("world.chunk.unloaded".to_owned(), 0, 0),
+        ("world.chunk.loaded".to_owned(), 6, 0),
+    ];
+    assert_eq!(tick3(&whole), expected, "the uninterrupted run");
+    assert_eq!(tick3(&second), expected, "the run through the save");
+    assert_eq!(second.state(), whole.state());
+}
+
+#[test]
+fn the_tick_limit_is_inclusive_and_a_version_0_save_is_refused_as_unknown() {
+    let (dir, mut g, good) = saved_game();
+    let d = dir.path();
+    let at_limit = edit(&good, |v| v["tick"] = json!(10_000_000));
+    std::fs::write(d.join("at_limit.json"), &at_limit).unwrap();
+    g.load(&d.join("at_limit.json")).unwrap();
+    assert_eq!(g.engine().tick_count(), 10_000_000);
+    refused(
+        &mut g,
+        d,
+        "past_limit",
+        &edit(&good, |v| v["tick"] = json!(10_000_001)),
+        "tick: expected at most 10000000, got 10000001",
+    );
+    refused(
+        &mut g,
+        d,
+        "version_0",
+        &edit(&good, |v| v["version"] = json!(0)),
+        "version: expected 1, got 0",
+    );
+}
+
+#[test]
+fn checking_a_save_alone_finds_what_loading_it_would() {
+    use world_streaming::files::save::check;
+    let (_dir, _g, good) = saved_game();
+    let good: Value = serde_json::from_str(&good).unwrap();
+    check(&good).unwrap();
+    let bad = |f: &dyn Fn(&mut Value)| {
+        let mut v = good.clone();
+        f(&mut v);
+        check(&v).unwrap_err().to_string()
+    };
+    assert_eq!(
+        bad(&|v| v["version"] = json!(7)),
+        "version: save version 7 is newer than this build reads (up to 1)"
+    );
+    assert!(bad(&|v| v["entities"][0]["id"] = json!("")).starts_with("entities[0].id"));
+    let dup = bad(&|v| {
+        let c = v["kits"]["world.streaming"]["loaded"][0].clone();
+        v["kits"]["world.streaming"]["loaded"]
+            .as_array_mut()
+            .unwrap()
+            .push(c);
+    });
+    assert!(
+        dup.starts_with("kits.world.streaming.loaded[") && dup.ends_with("is listed twice"),
+        "{dup}"
+    );
+}
+
+#[test]
+fn a_save_needs_a_focus_for_any_chunk_or_refusal_and_takes_reasons_up_to_1024_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut g = game(&seed_scene());
+    run(&mut g, &[], 5);
+    g.save(&d.join("seed.json")).unwrap();
+    let good = std::fs::read_to_string(d.join("seed.json")).unwrap();
+    refused(
+        &mut g,
+        d,
+        "chunks_without_focus",
+        &edit(&good, |v| section(v)["focus"] = Value::Null),
+        "kits.world.streaming.focus: expected a focus",
+    );
+    let refusal = |reason: usize| json!([{"x": 5, "z": 5, "hook": "world.chunk.load", "mod": "m", "reason": "r".repeat(reason)}]);
+    refused(
+        &mut g,
+        d,
+        "refusal_without_focus",
+        &edit(&good, |v| {
+            let s = section(v);
+            s["focus"] = Value::Null;
+            s["loaded"] = json!([]);
+            s["refusals"] = refusal(0);
+        }),
+        "kits.world.streaming.focus: expected a focus",
+    );
+    refused(
+        &mut g,
+        d,
+        "reason_1025",
+        &edit(&good, |v| section(v)["refusals"] = refusal(1025)),
+        "refusals[0].reason: expected at most 1024 bytes, got 1025",
+    );
+    std::fs::write(
+        d.join("reason_1024.json"),
+        edit(&good, |v| section(v)["refusals"] = refusal(1024)),
+    )
+    .unwrap();
+    g.load(&d.join("reason_1024.json")).unwrap();
+    assert_eq!(g.streaming().unwrap().refusals()[0].reason.len(), 1024);
 }

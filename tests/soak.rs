@@ -12,14 +12,18 @@ use world_streaming::replay::fnv1a64;
 
 const TICKS: u64 = 1_000_000;
 
+/// A memory figure of this process in KiB (`VmRSS:`, `VmHWM:`), read from `/proc/self/status`.
+/// Without it the memory check could not fail, so its absence fails the test.
 fn rss_kib(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let status = std::fs::read_to_string("/proc/self/status")
+        .expect("the memory check reads /proc/self/status (Linux)");
     status
         .lines()
         .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+        .filter(|kib| *kib > 0)
+        .unwrap_or_else(|| panic!("no {field} figure in /proc/self/status"))
 }
 
 /// Runs the soak; returns the digest of every event and the RSS (KiB) at 10% and at the end.

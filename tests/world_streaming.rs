@@ -473,3 +473,92 @@ fn the_same_scenario_run_twice_gives_identical_event_logs() {
     assert!(a.len() > 50, "the scenario streams: {} events", a.len());
     assert_eq!(a, b);
 }
+
+#[test]
+fn radius_3_budget_1_loads_one_chunk_a_tick_in_the_hand_worked_nearest_first_order() {
+    // 49 pending against 1 load a tick: the planner's linear-scan path. From (8, 8) with 32 m
+    // chunks, chunk (x, z) is dx = 32x + 8, dz = 32z + 8 from the focus, so its squared distance
+    // is f(x) + f(z) with f(-2) = 3136, f(-1) = 576, f(0) = 64, f(1) = 1600: 128; 640 twice;
+    // 1152; 1664 twice; 2176 twice; 3200 three times ((0,-2), (-2,0), (1,1)); 3712 twice. Ties go
+    // to the lower z, then the lower x.
+    let mut g = game(&json!({
+        "kits": kits(json!({ "chunkSize": 32, "radius": 3, "budgetMs": 1 })),
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 8, "z": 8 } } ]
+    }));
+    run(&mut g, &[], 13);
+    let expected: Vec<(u64, i64, i64)> = [
+        (0, 0),
+        (0, -1),
+        (-1, 0),
+        (-1, -1),
+        (1, 0),
+        (0, 1),
+        (1, -1),
+        (-1, 1),
+        (0, -2),
+        (-2, 0),
+        (1, 1),
+        (-1, -2),
+        (-2, -1),
+    ]
+    .into_iter()
+    .zip(1..)
+    .map(|((x, z), t)| (t, x, z))
+    .collect();
+    assert_eq!(chunk_events(&g, "world.chunk.loaded"), expected);
+    assert_eq!(g.streaming().unwrap().pending().len(), 49 - 13);
+}
+
+#[test]
+fn a_scene_entered_mid_run_loads_nothing_at_enter_and_then_its_budget_each_tick() {
+    let mut g = game(&json!({
+        "kits": kits(json!({ "chunkSize": 32, "radius": 0, "budgetMs": 1 })),
+        "scenes": [
+            { "id": "town", "entry": { "x": -200, "z": 8 } },
+            { "id": "field", "entry": { "x": 8, "z": 8 }, "layers": { "world.streaming": { "radius": 2, "budgetMs": 3 } } }
+        ]
+    }));
+    run(&mut g, &[], 2);
+    assert_eq!(chunk_events(&g, "world.chunk.loaded"), [(1, -7, 0)]);
+    apply(&mut g, json!({"tick": 3, "do": "enter", "scene": "field"}));
+    let s = g.streaming().unwrap();
+    assert!(s.loaded().is_empty(), "entering loads nothing by itself");
+    assert_eq!(
+        s.pending().len(),
+        25,
+        "the field's radius-2 square is pending"
+    );
+    assert_eq!(chunk_events(&g, "world.chunk.unloaded"), [(3, -7, 0)]);
+    g.tick();
+    g.tick();
+    // Three loads a tick (the field's budget), nearest-first from its entry (8, 8).
+    assert_eq!(
+        chunk_events(&g, "world.chunk.loaded")[1..],
+        [
+            (3, 0, 0),
+            (3, 0, -1),
+            (3, -1, 0),
+            (4, -1, -1),
+            (4, 1, 0),
+            (4, 0, 1)
+        ]
+    );
+}
+
+#[test]
+fn the_service_reports_the_chunk_size_and_the_ground_bounds_of_the_scene() {
+    let g = game(&json!({
+        "kits": [
+            { "id": "world.ground", "config": { "bounds": { "minX": -5, "minZ": 0, "maxX": 60, "maxZ": 7.5 } } },
+            { "id": "world.streaming", "config": { "chunkSize": 12.5 } }
+        ]
+    }));
+    let s = g.streaming().unwrap();
+    assert_eq!(s.chunk_size(), 12.5);
+    let b = s.bounds().unwrap();
+    assert_eq!((b.min_x, b.min_z, b.max_x, b.max_z), (-5.0, 0.0, 60.0, 7.5));
+    assert_eq!(s.chunk_of(Position::new(-0.1, 25.0)), c(-1, 2));
+    let g = game(&json!({ "kits": kits(json!({})) }));
+    assert_eq!(g.streaming().unwrap().bounds(), None);
+    assert_eq!(g.streaming().unwrap().chunk_size(), 32.0);
+}

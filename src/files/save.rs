@@ -86,7 +86,7 @@ pub fn parse(value: &Value) -> Result<(SaveDoc, World), Problem> {
             format!("expected at most {MAX_TICK}, got {}", doc.tick),
         ));
     }
-    if doc.entities.len() > MAX_ENTITIES {
+    if too_many_entities(doc.entities.len()) {
         return Err(Problem::new(
             "entities",
             format!(
@@ -119,6 +119,12 @@ pub fn parse(value: &Value) -> Result<(SaveDoc, World), Problem> {
     Ok((doc, world))
 }
 
+/// Whether `n` entities are more than a save may hold (as many as a scene: [`MAX_ENTITIES`]). Apart
+/// so the boundary is tested without building a million entities.
+fn too_many_entities(n: usize) -> bool {
+    n > MAX_ENTITIES
+}
+
 /// Checks a save on its own (without its scene): everything [`parse`] checks, and the
 /// `world.streaming` section's consistency (with the default chunk size and no bounds; loading
 /// into a game checks against the game's own).
@@ -133,4 +139,16 @@ pub fn check(value: &Value) -> Result<(), Problem> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_save_may_hold_as_many_entities_as_a_scene_and_no_more() {
+        assert!(!too_many_entities(0));
+        assert!(!too_many_entities(MAX_ENTITIES));
+        assert!(too_many_entities(MAX_ENTITIES + 1));
+    }
 }

@@ -261,6 +261,125 @@ mod tests {
         );
     }
 
+    struct Counting(std::rc::Rc<std::cell::Cell<u32>>, HookAnswer);
+    impl HookHandler for Counting {
+        fn ask(&self, _: &HookArgs<'_>) -> HookAnswer {
+            self.0.set(self.0.get() + 1);
+            self.1.clone()
+        }
+    }
+
+    #[test]
+    fn handlers_after_the_first_cancel_are_not_asked() {
+        let mut hooks = Hooks::default();
+        hooks.declare("h");
+        let before = std::rc::Rc::new(std::cell::Cell::new(0));
+        let after = std::rc::Rc::new(std::cell::Cell::new(0));
+        let failing = Err(ModFailure {
+            by: ModId::new("late"),
+            message: "boom".into(),
+        });
+        hooks
+            .register("h", Box::new(Counting(before.clone(), Ok(None))))
+            .unwrap();
+        hooks
+            .register("h", Box::new(Fixed(cancel("first"))))
+            .unwrap();
+        hooks
+            .register("h", Box::new(Counting(after.clone(), failing)))
+            .unwrap();
+        hooks
+            .register("h", Box::new(Counting(after.clone(), cancel("second"))))
+            .unwrap();
+        let mut bus = EventBus::default();
+        let args = HookArgs {
+            hook: "h",
+            fields: &[],
+        };
+        for _ in 0..3 {
+            assert_eq!(hooks.ask(&args, &mut bus).unwrap().by.as_str(), "first");
+        }
+        assert_eq!((before.get(), after.get()), (3, 0));
+        assert!(
+            bus.next_undelivered().is_none(),
+            "no mod.error from a handler not asked"
+        );
+    }
+
+    #[test]
+    fn profiling_counts_each_handlers_calls_under_hook_and_label() {
+        struct Named;
+        impl HookHandler for Named {
+            fn ask(&self, _: &HookArgs<'_>) -> HookAnswer {
+                Ok(None)
+            }
+            fn label(&self) -> String {
+                "named".into()
+            }
+        }
+        let mut hooks = Hooks::default();
+        hooks.declare("h");
+        hooks.register("h", Box::new(Fixed(Ok(None)))).unwrap();
+        hooks.register("h", Box::new(Named)).unwrap();
+        let profile = hooks.enable_profiling();
+        let mut bus = EventBus::default();
+        let args = HookArgs {
+            hook: "h",
+            fields: &[],
+        };
+        for _ in 0..3 {
+            assert_eq!(hooks.ask(&args, &mut bus), None);
+        }
+        let p = profile.borrow();
+        let calls: Vec<(&str, u64)> = p.iter().map(|(k, s)| (k.as_str(), s.calls)).collect();
+        assert_eq!(calls, [("h: handler", 3), ("h: named", 3)]);
+        assert!(
+            std::rc::Rc::ptr_eq(&profile, &hooks.enable_profiling()),
+            "one profile, shared"
+        );
+    }
+
+    #[test]
+    fn declared_hooks_are_listed_in_declaration_order_and_answered_only_when_registered() {
+        let mut hooks = Hooks::default();
+        hooks.declare("b");
+        hooks.declare("a");
+        hooks.declare("b");
+        assert_eq!(hooks.declared().collect::<Vec<_>>(), ["b", "a"]);
+        assert!(hooks.is_declared("a") && !hooks.is_declared("c"));
+        assert!(!hooks.has_handlers("a"), "declared, nobody answers");
+        hooks.register("a", Box::new(Fixed(Ok(None)))).unwrap();
+        assert!(hooks.has_handlers("a") && !hooks.has_handlers("b") && !hooks.has_handlers("c"));
+    }
+
+    #[test]
+    fn hook_args_read_integer_fields_by_name() {
+        let fields = [
+            ("x", HookValue::Int(3)),
+            ("flag", HookValue::Bool(true)),
+            ("z", HookValue::Int(-4)),
+            ("w", HookValue::Number(1.5)),
+        ];
+        let args = HookArgs {
+            hook: "h",
+            fields: &fields,
+        };
+        assert_eq!((args.int("x"), args.int("z")), (Some(3), Some(-4)));
+        assert_eq!(
+            (args.int("flag"), args.int("w"), args.int("y")),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn a_mod_id_shows_as_its_name() {
+        let id = ModId::new("keep_home");
+        assert_eq!(
+            (id.as_str(), id.to_string().as_str()),
+            ("keep_home", "keep_home")
+        );
+    }
+
     #[test]
     fn registering_an_undeclared_hook_names_the_known_ones() {
         let mut hooks = Hooks::default();

@@ -119,6 +119,14 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_kit_answers_to_the_id_of_its_manifest() {
+        // The engine keys save sections and their checks by `Kit::id`.
+        let kit = GroundKit::new(GroundConfig::default());
+        assert_eq!(kit.id(), manifest().id);
+        assert_eq!(kit.id(), "world.ground");
+    }
+
+    #[test]
     fn empty_bounds_are_refused_with_their_path() {
         let v = json!({ "bounds": { "minX": 0, "minZ": 0, "maxX": 0, "maxZ": 10 } });
         let err = GroundConfig::parse(Some(&v), "kits[1].config").unwrap_err();

@@ -96,3 +96,60 @@ impl Dormancy {
         self.chunk_of.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::Position;
+    use crate::host::Entity;
+
+    fn spawn(w: &mut World, id: &str, tags: &[&str], x: f64) {
+        w.spawn(Entity {
+            id: id.into(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            position: Position::new(x, 8.0),
+            rides: None,
+        })
+        .unwrap();
+    }
+
+    fn dormant(w: &World) -> Vec<&str> {
+        w.iter()
+            .filter(|e| e.has_tag(DORMANT))
+            .map(|e| e.id.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn entities_are_indexed_by_chunk_and_follow_moves_loads_and_tags() {
+        let grid = Grid::new(32.0);
+        let mut w = World::new();
+        spawn(&mut w, "a", &[STREAMABLE], 1.0);
+        spawn(&mut w, "b", &[STREAMABLE], 2.0);
+        spawn(&mut w, "rock", &[DORMANT], 3.0);
+        let loaded = |c: ChunkPos| c == ChunkPos::new(0, 0);
+        let mut d = Dormancy::default();
+        assert!(d.is_empty());
+        d.rebuild(&mut w, &grid, loaded);
+        assert_eq!((d.len(), d.is_empty()), (2, false));
+        assert_eq!(dormant(&w), ["rock"], "a and b sit in the loaded (0,0)");
+        // `a` walks to (1,0); `b` stays in (0,0), which is then released.
+        w.move_to(&"a".into(), Position::new(40.0, 8.0)).unwrap();
+        d.entity_changed(&"a".into(), &mut w, &grid, loaded);
+        assert_eq!(dormant(&w), ["a", "rock"]);
+        d.chunk_changed(ChunkPos::new(0, 0), false, &mut w);
+        assert_eq!(dormant(&w), ["a", "b", "rock"]);
+        d.chunk_changed(ChunkPos::new(1, 0), true, &mut w);
+        assert_eq!(dormant(&w), ["b", "rock"]);
+        // Untagging `streamable` removes `dormant` and the index entry; a `dormant` tag on an
+        // entity that never was streamable is not the kit's.
+        w.untag(&"b".into(), STREAMABLE).unwrap();
+        d.entity_changed(&"b".into(), &mut w, &grid, loaded);
+        d.entity_changed(&"rock".into(), &mut w, &grid, loaded);
+        assert_eq!(dormant(&w), ["rock"]);
+        assert_eq!(d.len(), 1);
+        w.despawn(&"a".into()).unwrap();
+        d.entity_changed(&"a".into(), &mut w, &grid, loaded);
+        assert!(d.is_empty());
+    }
+}

@@ -166,31 +166,43 @@ impl Residency {
     /// Takes the `k` nearest pending chunks out of the pending set and appends them to `out`,
     /// nearest-first (their hooks are asked next, in that order). For a budget small against the
     /// pending set, `k` linear scans (O(k·pending), no sorting, whatever the focus did since the
-    /// last tick); otherwise one sort. No allocation either way.
+    /// last tick); otherwise one sort. Both give the same chunks in the same order (a unit test
+    /// holds them to it), so where the threshold lies is a matter of speed only. No allocation
+    /// either way.
     pub fn take_nearest(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
         let Some(focus) = self.focus else { return };
         let k = k.min(self.pending.len());
         if k.saturating_mul(16) < self.pending.len() {
-            for _ in 0..k {
-                let mut best = 0;
-                let mut best_d = self.grid.distance_sq(focus, self.pending[0]);
-                for (i, c) in self.pending.iter().enumerate().skip(1) {
-                    let d = self.grid.distance_sq(focus, *c);
-                    if d.total_cmp(&best_d)
-                        .then(c.cmp(&self.pending[best]))
-                        .is_lt()
-                    {
-                        (best, best_d) = (i, d);
-                    }
-                }
-                out.push(self.pending.swap_remove(best));
-            }
+            self.take_by_scan(focus, k, out);
         } else {
-            let grid = self.grid;
-            self.pending
-                .sort_unstable_by(|a, b| grid.nearest_first(focus, *a, *b));
-            out.extend(self.pending.drain(..k));
+            self.take_by_sort(focus, k, out);
         }
+    }
+
+    /// `k` linear scans, each taking the nearest remaining pending chunk.
+    fn take_by_scan(&mut self, focus: Position, k: usize, out: &mut Vec<ChunkPos>) {
+        for _ in 0..k {
+            let mut best = 0;
+            let mut best_d = self.grid.distance_sq(focus, self.pending[0]);
+            for (i, c) in self.pending.iter().enumerate().skip(1) {
+                let d = self.grid.distance_sq(focus, *c);
+                if d.total_cmp(&best_d)
+                    .then(c.cmp(&self.pending[best]))
+                    .is_lt()
+                {
+                    (best, best_d) = (i, d);
+                }
+            }
+            out.push(self.pending.swap_remove(best));
+        }
+    }
+
+    /// One sort of the pending set, then its first `k`.
+    fn take_by_sort(&mut self, focus: Position, k: usize, out: &mut Vec<ChunkPos>) {
+        let grid = self.grid;
+        self.pending
+            .sort_unstable_by(|a, b| grid.nearest_first(focus, *a, *b));
+        out.extend(self.pending.drain(..k));
     }
 
     /// Records that `chunk` loaded.
@@ -413,5 +425,141 @@ mod tests {
                 ChunkPos::new(1, 1)
             ]
         );
+    }
+
+    fn refusal(kind: RefusalKind) -> Held {
+        Held {
+            kind,
+            by: "m".to_owned(),
+            reason: String::new(),
+        }
+    }
+
+    #[test]
+    fn without_a_focus_load_refusals_lapse_and_unload_refusals_stay() {
+        let mut r = res();
+        fill(&mut r, Position::new(8.0, 8.0), 0);
+        let mut out = Vec::new();
+        // Far away: (0,0) is due; its release is refused. (6,0) is wanted; its load is refused.
+        r.update_view(Some(Position::new(200.0, 8.0)), 0, &mut out);
+        assert_eq!(out, [ChunkPos::new(0, 0)]);
+        r.hold(ChunkPos::new(0, 0), refusal(RefusalKind::Unload));
+        let mut batch = Vec::new();
+        r.take_nearest(1, &mut batch);
+        assert_eq!(batch, [ChunkPos::new(6, 0)]);
+        r.hold(ChunkPos::new(6, 0), refusal(RefusalKind::Load));
+        out.clear();
+        r.update_view(None, 0, &mut out);
+        let held: Vec<(ChunkPos, RefusalKind)> = r.refusals().map(|(c, h)| (c, h.kind)).collect();
+        assert_eq!(
+            held,
+            [(ChunkPos::new(0, 0), RefusalKind::Unload)],
+            "nothing is wanted: the load refusal lapses; nothing comes back: the unload one stays"
+        );
+        assert!(out.is_empty(), "and nothing is released");
+    }
+
+    #[test]
+    fn an_unload_refusal_drops_exactly_when_the_chunk_is_back_within_radius_plus_one() {
+        let mut r = res();
+        fill(&mut r, Position::new(8.0, 8.0), 1);
+        let mut out = Vec::new();
+        // Focus chunk (3,0): the west column (-1, *) is at ring 4 > radius + 1 = 2.
+        r.update_view(Some(Position::new(104.0, 8.0)), 1, &mut out);
+        assert!(out.contains(&ChunkPos::new(-1, 0)));
+        r.hold(ChunkPos::new(-1, 0), refusal(RefusalKind::Unload));
+        // Focus chunk (2,0): ring 3, still beyond radius + 1: held.
+        r.update_view(Some(Position::new(72.0, 8.0)), 1, &mut out);
+        assert_eq!(r.refusals().count(), 1, "ring 3 > radius + 1: still held");
+        // Focus chunk (1,0): ring 2 = radius + 1: back within, the refusal drops.
+        r.update_view(Some(Position::new(40.0, 8.0)), 1, &mut out);
+        assert_eq!(r.refusals().count(), 0, "ring 2 = radius + 1: dropped");
+    }
+
+    #[test]
+    fn releasing_a_load_refusal_of_a_chunk_that_is_not_wanted_leaves_it_not_pending() {
+        // A save may hold a load refusal the current view does not want (the radius a mod set
+        // applies from the next tick); releasing it must not make it pending.
+        let mut r = res();
+        let refusals = BTreeMap::from([
+            (ChunkPos::new(5, 5), refusal(RefusalKind::Load)),
+            (ChunkPos::new(1, 0), refusal(RefusalKind::Load)),
+        ]);
+        r.restore(BTreeSet::new(), refusals, Some(Position::new(8.0, 8.0)), 1);
+        assert_eq!(r.pending_len(), 8);
+        assert!(r.release_refusal(ChunkPos::new(5, 5)));
+        assert_eq!(r.pending_len(), 8, "(5,5) is not wanted");
+        assert!(r.release_refusal(ChunkPos::new(1, 0)));
+        assert_eq!(r.pending_len(), 9, "(1,0) is wanted: pending again");
+        assert!(
+            !r.release_refusal(ChunkPos::new(1, 0)),
+            "nothing held any more"
+        );
+    }
+
+    #[test]
+    fn releasing_a_load_refusal_outside_the_bounds_leaves_it_not_pending() {
+        let b = Bounds {
+            min_x: 0.0,
+            min_z: 0.0,
+            max_x: 64.0,
+            max_z: 64.0,
+        };
+        let mut r = Residency::new(Grid::new(32.0), Some(b));
+        let refusals = BTreeMap::from([(ChunkPos::new(-1, 0), refusal(RefusalKind::Load))]);
+        r.restore(BTreeSet::new(), refusals, Some(Position::new(8.0, 8.0)), 1);
+        assert_eq!(r.pending_len(), 4);
+        assert!(r.release_refusal(ChunkPos::new(-1, 0)));
+        assert_eq!(r.pending_len(), 4, "(-1,0) lies outside the ground");
+    }
+
+    /// SplitMix64, so the cases are the same on every run.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    #[test]
+    fn the_linear_scan_and_the_sort_take_the_same_chunks_in_the_same_order() {
+        let mut seed = 16;
+        for case in 0..2000 {
+            let size = [1.0, 8.0, 32.0][(next(&mut seed) % 3) as usize];
+            // Foci on chunk centres, edges and corners give many exact distance ties.
+            let coord = |s: &mut u64| (next(s) % 64) as f64 * size / 4.0 - 8.0 * size;
+            let focus = Position::new(coord(&mut seed), coord(&mut seed));
+            let radius = (next(&mut seed) % 5) as u32;
+            let mut r = Residency::new(Grid::new(size), None);
+            let mut out = Vec::new();
+            r.update_view(Some(focus), radius, &mut out);
+            // Knock a few chunks out of the pending set, as loads and refusals would.
+            for _ in 0..next(&mut seed) % 4 {
+                if r.pending_len() < 2 {
+                    break;
+                }
+                let mut batch = Vec::new();
+                r.take_nearest(1, &mut batch);
+                r.mark_loaded(batch[0]);
+            }
+            // Moving within the chunk keeps the pending set but changes its order.
+            let moved = Position::new(focus.x + size * 0.25, focus.z - size * 0.5);
+            if r.grid().chunk_of(moved) == r.grid().chunk_of(focus) && case % 2 == 0 {
+                r.update_view(Some(moved), radius, &mut out);
+            }
+            let len = r.pending_len();
+            let k = 1 + (next(&mut seed) as usize) % len.max(1);
+            let (mut scan, mut sort) = (r.clone(), r.clone());
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let f = r.focus().unwrap();
+            scan.take_by_scan(f, k.min(len), &mut a);
+            sort.take_by_sort(f, k.min(len), &mut b);
+            assert_eq!(a, b, "case {case}: focus {f:?}, radius {radius}, k {k}");
+            assert_eq!(scan.pending(), sort.pending(), "case {case}: what is left");
+            let mut expected = r.pending();
+            expected.truncate(k.min(len));
+            assert_eq!(a, expected, "case {case}: the k first of pending()");
+        }
     }
 }
