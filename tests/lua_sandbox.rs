@@ -1382,7 +1382,7 @@ for i = 1, 40, 2 do u["k" .. i] = nil end
 local fits = 0
 local ok, e = pcall(function()
   local keep = {}
-  for i = 1, 1e9 do keep[i] = {i, ("x"):rep(2000 + i % 97), k = "k" .. i} fits = i end
+  for i = 1, 1e9 do keep[i] = {i, ("x"):rep(100000 + i % 97), k = "k" .. i} fits = i end
 end)
 log("border", n, #u, "fits", fits, e)
 on("world.chunk.load", function(c)

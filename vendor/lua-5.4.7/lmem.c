@@ -165,8 +165,12 @@ static void *tryagain (lua_State *L, void *block,
   if (cantryagain(g)) {
     /* WS: a full collection traverses everything alive: as if it were all
        allocated again (a pcall'd allocation failing in a loop would run one
-       each time) */
-    luaWS_charge(L, cast_sizet(gettotalbytes(g)) >> 5);
+       each time). The first of a call is free, so that running out of memory
+       once is reported as that, not as a spent budget. */
+    if (g->ws_emergencies > 0)
+      luaWS_charge(L, cast_sizet(gettotalbytes(g)) >> 5);
+    else
+      g->ws_emergencies = 1;
     luaC_fullgc(L, 1);  /* try to free some memory... */
     return callfrealloc(g, block, osize, nsize);  /* try again */
   }

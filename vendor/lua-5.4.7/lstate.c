@@ -403,6 +403,7 @@ LUA_API lua_State *lua_newstate (lua_Alloc f, void *ud) {
   g->GCdebt = 0;
   g->ws_left = WS_UNMETERED;  /* WS */
   g->ws_exhausted = 0;
+  g->ws_emergencies = 0;
   g->lastatomic = 0;
   setivalue(&g->nilvalue, 0);  /* to signal that state is not yet built */
   setgcparam(g->gcpause, LUAI_GCPAUSE);
@@ -496,6 +497,7 @@ LUA_API void lua_wsbudget (lua_State *L, lua_Integer n) {
   global_State *g = G(L);
   g->ws_left = (n < 0 || n > WS_UNMETERED) ? WS_UNMETERED : cast(l_mem, n);
   g->ws_exhausted = 0;
+  g->ws_emergencies = 0;
 }
 
 

@@ -264,6 +264,7 @@ typedef struct global_State {
   unsigned int seed;  /* randomized seed for hashes */
   l_mem ws_left;  /* WS: budget units left in this call (see lua_wsbudget) */
   lu_byte ws_exhausted;  /* WS: the budget ran out during this call */
+  lu_byte ws_emergencies;  /* WS: emergency collections in this call */
   lu_byte currentwhite;
   lu_byte gcstate;  /* state of garbage collector */
   lu_byte gckind;  /* kind of GC running */

@@ -453,7 +453,7 @@ mod tests {
             "{many} - {few}"
         );
         // An allocation that fails runs a full collection first: charged as if everything alive
-        // were allocated again.
+        // were allocated again (the first of a call, here the one that ends `fill`, is free).
         let fill = "local keep, s = {}, string.rep('x', 1024 * 1024) \
                     pcall(function() for i = 1, 1e9 do keep[i] = {} end end)";
         let full = units(fill);
