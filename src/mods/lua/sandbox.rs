@@ -28,7 +28,7 @@ pub(super) fn safe_libs() -> StdLib {
 pub(super) struct Meter {
     budget: vm::Budget,
     limits: LuaLimits,
-    /// Log lines this call wrote, and whether the cap was announced.
+    /// Log lines this call wrote (the one past the cap says the rest were dropped).
     logged: Cell<usize>,
 }
 
