@@ -110,6 +110,11 @@ fn bench(c: &mut Criterion) {
         ("%99.99f", "for i = 1, 1e9 do local s = string.format('%99.99f', 1e308) end"),
         ("__index chain", "local t = {} for i = 1, 1999 do t = setmetatable({}, {__index = t}) end for i = 1, 1e9 do local v = t.x end"),
         ("__call loop", "local t = setmetatable({}, {}) getmetatable(t).__call = t pcall(t)"),
+        ("table.concat over a C __index", "local t = setmetatable({}, {__index = tostring, __name = ''}) table.concat(t, '', math.mininteger, math.maxinteger)"),
+        ("failed plain find, 6 MB", "local s = string.rep('a', 6e6) for i = 1, 1e9 do local f = s:find('z', 1, true) end"),
+        ("unpack 'z', 6 MB", "local s = string.rep('a', 6e6) for i = 1, 1e9 do pcall(string.unpack, 'z', s) end"),
+        ("pairs over an emptied array", "local t = {} for i = 1, 1e5 do t[i] = true end for i = 1, 1e5 do t[i] = nil end for i = 1, 1e9 do for k in pairs(t) do end end"),
+        ("< on strings of NULs", "local a, b = ('\\0'):rep(4e6), ('\\0'):rep(3999999) .. '\\0' for i = 1, 1e9 do local l = a < b end"),
         ("pattern bomb", "local s = string.rep('a', 5000) local i = s:find('.-.-.-b')"),
         ("sort 200 000", "local t = {} for i = 1, 200000 do t[i] = i end for i = 1, 1e9 do table.sort(t, function(a, b) return a > b end) end"),
     ] {

@@ -1212,6 +1212,12 @@ fn work_is_charged_by_what_it_costs() {
         r#"local s = string.rep("1", 4 * 1024 * 1024) for i = 1, 1e9 do local n = tonumber(s, 16) end"#,
         r#"local f = string.rep("b", 1024 * 1024) for i = 1, 1e9 do local n = string.packsize(f) end"#,
         r#"local f, s = utf8.codes("a" .. string.rep("", 4 * 1024 * 1024)) for i = 1, 1e9 do f(s, 1) end"#,
+        r#"local t = setmetatable({}, {__index = tostring, __name = ""}) table.concat(t, "", math.mininteger, math.maxinteger)"#,
+        r#"local s = string.rep("a", 6e6) for i = 1, 1e9 do local f = s:find("\0", 1, true) end"#,
+        r#"local s = string.rep("a", 6e6) for i = 1, 1e9 do pcall(string.unpack, "z", s) end"#,
+        r#"local s = string.rep("a", 6e6) .. "\0" for i = 1, 1e9 do pcall(string.format, "%5s", s) end"#,
+        r#"local t = {} for i = 1, 1e5 do t[i] = true end for i = 1, 1e5 do t[i] = nil end for i = 1, 1e9 do for k in pairs(t) do end end"#,
+        r#"local a, b = ("\0"):rep(4e6), ("\0"):rep(3999999) .. "\0" for i = 1, 1e9 do local l = a < b end"#,
         // values moved
         r#"local function f(...) return f(1, ...) end f()"#,
         r##"local function f(...) local n = select("#", ...) if n > 1e9 then return end return f(n, ...) end f()"##,

@@ -36,6 +36,9 @@ int luaS_eqlngstr (TString *a, TString *b) {
   lua_assert(a->tt == LUA_VLNGSTR && b->tt == LUA_VLNGSTR);
   return (a == b) ||  /* same instance or... */
     ((len == b->u.lnglen) &&  /* equal length and ... */
+     /* WS: both hashed (table keys are) and the hashes differ: not equal,
+        without comparing bytes (keys crafted to share a chain) */
+     !(a->extra && b->extra && a->hash != b->hash) &&
      (memcmp(getlngstr(a), getlngstr(b), len) == 0));  /* equal contents */
 }
 

@@ -744,9 +744,9 @@ static const char *lmemfind (lua_State *L, const char *s1, size_t l1,
     const char *init;  /* to search for a '*s2' inside 's1' */
     l2--;  /* 1st char will be checked by 'memchr' */
     l1 = l1-l2;  /* 's2' cannot be found after that */
+    lua_wschargecheck(L, l1 >> 4);  /* WS: the bytes 'memchr' may scan */
     while (l1 > 0 && (init = (const char *)memchr(s1, *s2, l1)) != NULL) {
-      /* WS: the bytes scanned and compared */
-      lua_wschargecheck(L, (((size_t)(init - s1)) >> 4) + (l2 >> 4) + 1);
+      lua_wschargecheck(L, (l2 >> 4) + 1);  /* WS: the bytes compared */
       init++;   /* 1st char is already checked */
       if (memcmp(init, s2+1, l2) == 0)
         return init-1;
@@ -1423,6 +1423,7 @@ static int str_format (lua_State *L) {
           if (form[2] == '\0')  /* no modifiers? */
             luaL_addvalue(&b);  /* keep entire string */
           else {
+            lua_wschargecheck(L, l >> 4);  /* WS: 'strlen' scans it */
             luaL_argcheck(L, l == strlen(s), arg, "string contains zeros");
             checkformat(L, form, L_FMTFLAGSC, 1);
             if (strchr(form, '.') == NULL && l >= 100) {
@@ -1752,6 +1753,7 @@ static int str_pack (lua_State *L) {
       case Kzstr: {  /* zero-terminated string */
         size_t len;
         const char *s = luaL_checklstring(L, arg, &len);
+        lua_wschargecheck(L, len >> 4);  /* WS: 'strlen' scans it */
         luaL_argcheck(L, strlen(s) == len, arg, "string contains zeros");
         luaL_addlstring(&b, s, len);
         luaL_addchar(&b, '\0');  /* add zero at the end */
@@ -1879,7 +1881,9 @@ static int str_unpack (lua_State *L) {
         break;
       }
       case Kzstr: {
-        size_t len = strlen(data + pos);
+        size_t len;
+        lua_wschargecheck(L, (ld - pos) >> 4);  /* WS: 'strlen' may scan it */
+        len = strlen(data + pos);
         luaL_argcheck(L, pos + len < ld, 2,
                          "unfinished string for format 'z'");
         lua_pushlstring(L, data + pos, len);

@@ -349,8 +349,10 @@ static unsigned int findindex (lua_State *L, Table *t, TValue *key,
 int luaH_next (lua_State *L, Table *t, StkId key) {
   unsigned int asize = luaH_realasize(t);
   unsigned int i = findindex(L, t, s2v(key), asize);  /* find original key */
+  unsigned int from = i;  /* WS: the slots scanned are charged */
   for (; i < asize; i++) {  /* try first array part */
     if (!isempty(&t->array[i])) {  /* a non-empty entry? */
+      luaWS_charge(L, (i - from) >> 4);
       setivalue(s2v(key), i + 1);
       setobj2s(L, key + 1, &t->array[i]);
       return 1;
@@ -359,11 +361,13 @@ int luaH_next (lua_State *L, Table *t, StkId key) {
   for (i -= asize; cast_int(i) < sizenode(t); i++) {  /* hash part */
     if (!isempty(gval(gnode(t, i)))) {  /* a non-empty entry? */
       Node *n = gnode(t, i);
+      luaWS_charge(L, (i + asize - from) >> 4);
       getnodekey(L, s2v(key), n);
       setobj2s(L, key + 1, gval(n));
       return 1;
     }
   }
+  luaWS_charge(L, (i + asize - from) >> 4);
   return 0;  /* no more elements */
 }
 

@@ -164,8 +164,10 @@ static int tconcat (lua_State *L) {
   const char *sep = luaL_optlstring(L, 2, "", &lsep);
   lua_Integer i = luaL_optinteger(L, 3, 1);
   last = luaL_optinteger(L, 4, last);
-  if (i <= last)  /* WS: one unit per element joined */
-    lua_wschargecheck(L, (lua_Unsigned)last - (lua_Unsigned)i + 1u);
+  if (i <= last) {  /* WS: one unit per element joined */
+    lua_Unsigned n = (lua_Unsigned)last - (lua_Unsigned)i;  /* minus 1 */
+    lua_wschargecheck(L, (n == LUA_MAXUNSIGNED) ? n : n + 1u);
+  }
   luaL_buffinit(L, &b);
   for (; i < last; i++) {
     addfield(L, &b, i);

@@ -386,7 +386,11 @@ static int l_strcmp (lua_State *L, const TString *ts1, const TString *ts2) {
   size_t rl2 = tsslen(ts2);
   luaWS_charge(L, (rl1 < rl2 ? rl1 : rl2) >> 4);  /* WS: bytes compared */
   for (;;) {  /* for each segment */
-    int temp = strcoll(s1, s2);
+    int temp;
+    /* WS: one unit per segment, raising once spent: strings full of '\0'
+       make millions of segments in one comparison */
+    luaWS_chargecheck(L, 1);
+    temp = strcoll(s1, s2);
     if (temp != 0)  /* not equal? */
       return temp;  /* done */
     else {  /* strings are equal up to a '\0' */

@@ -302,7 +302,6 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
         message: clean_error(&e, &meter),
     };
     let lua = sandbox::new_state().map_err(io)?;
-    meter.attach(&lua).map_err(io)?;
     let registered = Rc::new(RefCell::new(Vec::new()));
     let top_level = Rc::new(Cell::new(false));
     let slot: sandbox::EntrySlot = Rc::new(OnceCell::new());
@@ -327,6 +326,8 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
     lua.set_memory_limit(setup.limits.memory_bytes)
         .map_err(io)?;
     let main = compile(&lua, source, file, Some(prepared.env), &meter)?;
+    // Attached only now: from here on the entry owns the state and detaches before closing it.
+    meter.attach(&lua).map_err(io)?;
     let entry = Rc::new(Entry::new(
         lua,
         prepared.runner,
