@@ -3,6 +3,8 @@
 //! the kit's invariants checked after every tick. 1 000 cases by default; set `PROPTEST_CASES` for
 //! longer local runs.
 
+mod common;
+
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
@@ -326,15 +328,8 @@ fn play(s: &Scenario) -> Result<(Vec<String>, Vec<String>), TestCaseError> {
     Ok((events, run.lines))
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn the_kits_invariants_hold_after_every_tick(s in scenario()) {

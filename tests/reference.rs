@@ -14,6 +14,8 @@
 //! loaded from that save, so a save that forgets anything shows up as a difference from the
 //! uninterrupted reference. 1 000 cases by default; set `PROPTEST_CASES` for more.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
@@ -874,15 +876,8 @@ fn play(s: &Scenario) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn the_kit_agrees_with_the_reference_planner_tick_by_tick(s in scenario()) {

@@ -77,3 +77,11 @@ pub fn apply(game: &mut Game, line: Value) {
     game.apply(&input)
         .unwrap_or_else(|e| panic!("input refused: {e}"));
 }
+
+/// Cases for a property test: `PROPTEST_CASES`, else 1 000 (what CI runs).
+pub fn proptest_cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000)
+}
