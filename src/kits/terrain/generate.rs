@@ -56,13 +56,15 @@ impl std::fmt::Debug for Generator {
 }
 
 /// One generated chunk: `cells × cells` heights (u16, little-endian) then materials (u8), in
-/// row order (`z`, then `x`) of the cells.
+/// row order (`z`, then `x`) of the cells, and their hash (computed where the chunk is
+/// generated, on a worker, not on the tick).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkData {
     /// Cells per side.
     pub cells: u32,
     /// The bytes: heights then materials.
     pub bytes: Vec<u8>,
+    hash: u64,
 }
 
 impl ChunkData {
@@ -80,7 +82,7 @@ impl ChunkData {
 
     /// FNV-1a 64 of the bytes: the chunk hash.
     pub fn hash(&self) -> u64 {
-        fnv1a64(&self.bytes)
+        self.hash
     }
 }
 
@@ -146,6 +148,11 @@ impl Generator {
                 };
             }
         }
-        ChunkData { cells: n, bytes }
+        let hash = fnv1a64(&bytes);
+        ChunkData {
+            cells: n,
+            bytes,
+            hash,
+        }
     }
 }

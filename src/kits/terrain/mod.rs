@@ -158,6 +158,9 @@ pub trait TerrainService {
     fn on_built(&self, callback: BuiltCallback);
     /// Cells per chunk side.
     fn cells_per_chunk(&self) -> u32;
+    /// Chunks dispatched whose worker has not finished yet (work outstanding; 0: the pool is
+    /// idle). A loading screen may show it; the simulation never waits on it.
+    fn generating(&self) -> usize;
 }
 
 /// A chunk dispatched and not committed yet.
@@ -267,6 +270,14 @@ impl TerrainService for Handle {
 
     fn cells_per_chunk(&self) -> u32 {
         self.0.borrow().config.cells_per_chunk.0
+    }
+
+    fn generating(&self) -> usize {
+        let mut st = self.0.borrow_mut();
+        while let Some(done) = st.pool.as_ref().and_then(Pool::try_recv) {
+            st.take(done);
+        }
+        st.in_flight.len() - st.arrived.len()
     }
 }
 
