@@ -90,4 +90,40 @@ fn main() {
     let per_anchor =
         (anchor_cost - plain_cost) as f64 / n as f64 - per_chunk * loaded as f64 / n as f64;
     println!("{n} anchors ({loaded} chunks): {per_anchor:.0} bytes per anchor beyond its chunk");
+
+    // Per built terrain chunk (32×32 cells): the same game with and without world.terrain, every
+    // chunk built, over the chunks.
+    let mut cost = Vec::new();
+    for terrain in [false, true] {
+        let mut kits = vec![
+            json!({ "id": "world.ground" }),
+            json!({ "id": "world.streaming", "config": { "radius": 8, "budgetMs": 1e9 } }),
+        ];
+        if terrain {
+            kits.push(
+                json!({ "id": "world.terrain", "config": { "workers": 1, "commitLatency": 1 } }),
+            );
+        }
+        let scene = json!({ "kits": kits, "entities": [{ "id": "p", "tags": ["player"], "position": { "x": 16, "z": 16 } }] });
+        let before = live();
+        let mut g = Game::from_scene_text(
+            &scene.to_string(),
+            "memory",
+            ".".as_ref(),
+            &builtin_catalog(),
+        )
+        .unwrap();
+        g.run(&Inputs::default(), 3).unwrap();
+        g.engine_mut().take_events();
+        cost.push((
+            (live() - before) as f64,
+            g.streaming().unwrap().loaded().len(),
+        ));
+        std::mem::forget(g); // measured alive
+    }
+    let per_built = (cost[1].0 - cost[0].0) / cost[1].1 as f64;
+    println!(
+        "{} chunks built: {per_built:.0} bytes per built chunk (3 072 of them terrain data)",
+        cost[1].1
+    );
 }
