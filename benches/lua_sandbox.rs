@@ -45,6 +45,7 @@ fn sandboxed(body: &str, limits: LuaLimits) -> Box<dyn HookHandler> {
         id: ModId::new("bench"),
         seed: 0,
         streaming: None,
+        terrain: None,
         hooks: &hooks,
         log: Log::default(),
         errors: ModErrors::default(),

@@ -313,3 +313,34 @@ fn bad_config_and_another_seeds_save_are_clear_errors() {
         "the failed load changed nothing"
     );
 }
+
+#[test]
+fn lua_mods_reach_the_terrain_service() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("survey.lua"),
+        r#"
+log("cells", terrain.cellsPerChunk(), terrain.isBuilt(0, 0), terrain.heightAt({x = 5, z = 5}))
+terrain.onBuilt(function(c, hash)
+  local chunk = terrain.chunk(c.x, c.z)
+  if c.x == 0 and c.z == 0 then
+    log("built", c.x, c.z, hash == chunk.hash, chunk.cells, terrain.isBuilt(0, 0),
+        math.type(terrain.heightAt({x = 5, z = 5})))
+  end
+end)
+"#,
+    )
+    .unwrap();
+    let mut s = scene(0, 1.0, json!({ "commitLatency": 2, "cellsPerChunk": 8 }));
+    s["mods"] = json!(["survey.lua"]);
+    let mut g = common::game_in(&s, dir.path());
+    run(&mut g, &[], 3);
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    assert_eq!(
+        log,
+        [
+            "cells\t8\tfalse\tnil",
+            "built\t0\t0\ttrue\t8\ttrue\tinteger"
+        ]
+    );
+}

@@ -15,6 +15,7 @@ use crate::files::{parse_json, read_text, FileError};
 use crate::host::{Engine, HookHandler, Log, ModId, MOD_ERROR};
 use crate::json::{from_value, Problem};
 use crate::kits::streaming::{StreamingService, STREAMING};
+use crate::kits::terrain::{TerrainService, TERRAIN};
 
 use self::json::{JsonMod, JsonRules};
 
@@ -125,6 +126,7 @@ pub fn install(
     log: &Log,
 ) -> Result<(), Vec<FileError>> {
     let streaming: Option<Rc<dyn StreamingService>> = engine.service(STREAMING);
+    let terrain: Option<Rc<dyn TerrainService>> = engine.service(TERRAIN);
     let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
     let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
     let mut errors = check_hooks(&mods, &declared);
@@ -172,6 +174,7 @@ pub fn install(
                     id: m.id.clone(),
                     seed: seed.wrapping_add(index as u64),
                     streaming: streaming.clone(),
+                    terrain: terrain.clone(),
                     hooks: &declared,
                     log: log.clone(),
                     errors: engine.mod_errors(),

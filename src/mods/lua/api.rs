@@ -16,6 +16,7 @@ use crate::kits::streaming::{
     BudgetMs, ChunkSubscription, FocusMode, MaxLoaded, MaxRefusals, Overrides, Radius, Refusal,
     StreamingService,
 };
+use crate::kits::terrain::TerrainService;
 
 use super::sandbox::{lua_type, EntrySlot, Meter};
 
@@ -81,6 +82,8 @@ pub(super) struct ApiContext {
     pub(super) hooks: Vec<String>,
     /// The service (weak: the state must not keep the kit alive).
     pub(super) streaming: Option<Weak<dyn StreamingService>>,
+    /// The terrain service, likewise.
+    pub(super) terrain: Option<Weak<dyn TerrainService>>,
     /// `(hook, handler)` registered by `on`, in order.
     pub(super) registered: Rc<RefCell<Vec<(String, Function)>>>,
     /// Whether the mod's top level is running (`on` is allowed only then).
@@ -258,6 +261,7 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
     let ApiContext {
         hooks,
         streaming,
+        terrain,
         registered,
         top_level,
         id,
@@ -337,6 +341,9 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
             ok(lua, lua.create_userdata(CancelToken { reason })?)
         })?,
     )?;
+    if let Some(service) = terrain {
+        r.raw_set("terrain", terrain_functions(lua, service, entry.clone())?)?;
+    }
     if let Some(service) = streaming {
         r.raw_set(
             "streaming",
@@ -344,6 +351,93 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
         )?;
     }
     Ok(())
+}
+
+/// One `terrain` function: `Err(message)` is a usage error, prefixed with the function's name.
+type TerrainFn =
+    Box<dyn Fn(&Lua, &dyn TerrainService, MultiValue) -> Result<mlua::Result<MultiValue>, String>>;
+
+/// The `terrain` table (SPEC §12).
+fn terrain_functions(
+    lua: &Lua,
+    service: Weak<dyn TerrainService>,
+    entry: EntrySlot,
+) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let add = |name: &'static str, f: TerrainFn| -> mlua::Result<()> {
+        let service = service.clone();
+        t.raw_set(
+            name,
+            lua.create_function(move |lua, args: MultiValue| {
+                let Some(s) = service.upgrade() else {
+                    return fail(lua, format!("terrain.{name}: the terrain service is gone"));
+                };
+                match f(lua, s.as_ref(), args) {
+                    Ok(result) => result,
+                    Err(message) => fail(lua, format!("terrain.{name}: {message}")),
+                }
+            })?,
+        )
+    };
+    let arg = |args: &MultiValue, i: usize| args.get(i).cloned().unwrap_or(Value::Nil);
+    add(
+        "heightAt",
+        Box::new(move |lua, s, args| {
+            let p = position_arg(&arg(&args, 0))?;
+            Ok(ok(lua, s.height_at(p).map(i64::from)))
+        }),
+    )?;
+    add(
+        "isBuilt",
+        Box::new(move |lua, s, args| {
+            let c = chunk_args(&arg(&args, 0), &arg(&args, 1))?;
+            Ok(ok(lua, s.is_built(c)))
+        }),
+    )?;
+    add(
+        "cellsPerChunk",
+        Box::new(|lua, s, _| Ok(ok(lua, i64::from(s.cells_per_chunk())))),
+    )?;
+    add(
+        "chunk",
+        Box::new(move |lua, s, args| {
+            let c = chunk_args(&arg(&args, 0), &arg(&args, 1))?;
+            Ok(match s.chunk(c) {
+                None => ok(lua, Value::Nil),
+                Some(data) => (|| {
+                    let t = lua.create_table_with_capacity(0, 4)?;
+                    t.raw_set("x", c.x)?;
+                    t.raw_set("z", c.z)?;
+                    t.raw_set("cells", i64::from(data.cells))?;
+                    t.raw_set("hash", crate::kits::terrain::hash_text(data.hash()))?;
+                    ok(lua, t)
+                })(),
+            })
+        }),
+    )?;
+    let live = Rc::new(Cell::new(0usize));
+    add(
+        "onBuilt",
+        Box::new(move |lua, s, args| {
+            let Value::Function(f) = arg(&args, 0) else {
+                return Err(format!("expected a function, got {}", got(&arg(&args, 0))));
+            };
+            let Some(entry) = entry.get().and_then(Weak::upgrade) else {
+                return Err("the mod is not running".to_owned());
+            };
+            if live.get() >= MAX_SUBSCRIPTIONS {
+                return Err(format!(
+                    "too many subscriptions (at most {MAX_SUBSCRIPTIONS} a mod)"
+                ));
+            }
+            live.set(live.get() + 1);
+            s.on_built(Box::new(move |chunk, hash| {
+                entry.built_callback(&f, chunk, hash)
+            }));
+            Ok(ok(lua, ()))
+        }),
+    )?;
+    Ok(t)
 }
 
 /// One `streaming` function: `Err(message)` is a usage error, prefixed with the function's name.

@@ -56,6 +56,12 @@
 //!   `streaming.ticketReady(id)` → booleans, `streaming.progress()` → ready / wanted (a float),
 //!   `streaming.setFocus("player" | "players")`, `streaming.setMaxLoaded(n or nil)` and
 //!   `streaming.setMaxRefusalsPerMod(n)` like `setRadius`.
+//! - `terrain` (only when the scene enables `world.terrain`, SPEC §12): `terrain.heightAt({x = …,
+//!   z = …})` → the height (0..=65535) of the cell there, or `nil` if its chunk is not built;
+//!   `terrain.isBuilt(x, z)` → boolean; `terrain.chunk(x, z)` → `nil` or `{x, z, cells, hash}`
+//!   (hash: 16 hex digits); `terrain.cellsPerChunk()`; `terrain.onBuilt(fn)` calls
+//!   `fn({x = …, z = …}, hash)` on every commit (an error in it is a `mod.error` with hook
+//!   `onBuilt`).
 //! - `log(...)` and `print(...)` write one line to the game's mod log: the arguments converted
 //!   like `tostring`, joined by tabs, with the mod id as the source.
 //! - `mod.id` is the mod's id.
@@ -112,6 +118,7 @@ use mlua::{ChunkMode, Function, Lua};
 use crate::files::FileError;
 use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, Log, ModErrors, ModFailure, ModId};
 use crate::kits::streaming::StreamingService;
+use crate::kits::terrain::TerrainService;
 
 use self::sandbox::{clean_error, Entry, Meter};
 
@@ -147,6 +154,8 @@ pub struct LuaSetup<'a> {
     pub seed: u64,
     /// The streaming service, if the scene enables it.
     pub streaming: Option<Rc<dyn StreamingService>>,
+    /// The terrain service, if the scene enables `world.terrain`.
+    pub terrain: Option<Rc<dyn TerrainService>>,
     /// The declared hook names.
     pub hooks: &'a [String],
     /// Where `log`/`print` write.
@@ -320,6 +329,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
         let ctx = api::ApiContext {
             hooks: setup.hooks.to_vec(),
             streaming: setup.streaming.as_ref().map(Rc::downgrade),
+            terrain: setup.terrain.as_ref().map(Rc::downgrade),
             registered: registered.clone(),
             top_level: top_level.clone(),
             id: setup.id.clone(),
@@ -403,6 +413,7 @@ mod tests {
             id: ModId::new("t"),
             seed: 1,
             streaming: None,
+            terrain: None,
             hooks: &[],
             log: log.clone(),
             errors: ModErrors::default(),

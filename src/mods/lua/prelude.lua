@@ -140,6 +140,14 @@ if R.streaming then
   env.streaming = st
 end
 
+if R.terrain then
+  local t = {}
+  for name, raw in native_pairs(R.terrain) do
+    t[name] = lift(raw)
+  end
+  env.terrain = t
+end
+
 -- The runner: every call into the mod (its top level, a handler, a callback) goes through it.
 -- Once the budget is spent, no Lua instruction runs on (the VM raises at each one), so neither a
 -- `pcall` nor an `xpcall` message handler in the mod can continue.

@@ -442,6 +442,27 @@ impl Entry {
     }
 }
 
+impl Entry {
+    /// Calls an `onBuilt` callback with `({x, z}, hash)`; a failure becomes a `mod.error`.
+    pub(super) fn built_callback(&self, f: &Function, chunk: ChunkPos, hash: u64) {
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let t = api::chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
+            let hash = crate::kits::terrain::hash_text(hash);
+            self.call((f, t, hash)).map(drop)
+        }));
+        let message = match outcome {
+            Ok(Ok(())) => return,
+            Ok(Err(message)) => message,
+            Err(_) => "internal error in the Lua sandbox".to_owned(),
+        };
+        self.errors.borrow_mut().push((
+            self.id.as_str().to_owned(),
+            "onBuilt".to_owned(),
+            super::portable(message),
+        ));
+    }
+}
+
 impl Drop for Entry {
     fn drop(&mut self) {
         // Before the state closes: the meter must not keep its pointer.
