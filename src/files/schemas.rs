@@ -9,6 +9,7 @@ use crate::files::scene::SceneFile;
 use crate::files::state::StateDoc;
 use crate::kits::ground::GroundConfig;
 use crate::kits::streaming::StreamingConfig;
+use crate::kits::terrain::{SaveSection as TerrainSave, TerrainConfig};
 use crate::mods::json::JsonMod;
 
 /// The command that regenerates the checked-in schemas.
@@ -20,6 +21,8 @@ pub fn all() -> Vec<(&'static str, String)> {
         ("scene.schema.json", schema_for!(SceneFile)),
         ("streaming-config.schema.json", schema_for!(StreamingConfig)),
         ("ground-config.schema.json", schema_for!(GroundConfig)),
+        ("terrain-config.schema.json", schema_for!(TerrainConfig)),
+        ("terrain-save.schema.json", schema_for!(TerrainSave)),
         ("mod.schema.json", schema_for!(JsonMod)),
         ("inputs-line.schema.json", schema_for!(InputLine)),
         ("state.schema.json", schema_for!(StateDoc)),

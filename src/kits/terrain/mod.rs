@@ -129,18 +129,9 @@ impl TerrainConfig {
     }
 }
 
-/// The kit's manifest.
+/// The kit's manifest, read from `kit.json` beside this file.
 pub fn manifest() -> KitManifest {
-    let mut m = KitManifest::simple(TERRAIN, "1.0.0");
-    m.requires.insert(
-        STREAMING.into(),
-        "^1.1".parse().expect("a valid requirement"),
-    );
-    m.requires.insert(
-        crate::host::ENGINE_KIT.into(),
-        "^1".parse().expect("a valid requirement"),
-    );
-    m
+    serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
 /// A callback told of each committed chunk: `(chunk, hash)`.
@@ -608,5 +599,47 @@ impl Kit for TerrainKit {
                 streaming.set_built(id, *c, true);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_manifest_documents_every_config_key_with_its_default() {
+        let m = manifest();
+        assert_eq!(
+            (m.id.as_str(), m.version.to_string()),
+            (TERRAIN, "1.0.0".to_owned())
+        );
+        let schema = serde_json::to_value(schemars::schema_for!(TerrainConfig)).unwrap();
+        let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        let documented: Vec<&String> = m.config.keys().collect();
+        assert_eq!(keys, documented);
+        let defaults = serde_json::to_value(TerrainConfig::default()).unwrap();
+        for (key, doc) in &m.config {
+            assert_eq!(
+                defaults.get(key).unwrap_or(&json!(null)),
+                &doc["default"],
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn config_values_are_checked_with_their_paths() {
+        for (v, key) in [
+            (json!({"cellsPerChunk": 257}), "cellsPerChunk"),
+            (json!({"workers": 65}), "workers"),
+            (json!({"commitLatency": 0}), "commitLatency"),
+            (json!({"seed": -1}), "seed"),
+        ] {
+            let err = from_value::<TerrainConfig>(&v, "kits[3].config").unwrap_err();
+            assert_eq!(err.path, format!("kits[3].config.{key}"), "{err}");
+        }
+        let err = from_value::<TerrainConfig>(&json!({"sed": 1}), "c").unwrap_err();
+        assert!(err.message.contains("unknown field `sed`"), "{err}");
     }
 }
