@@ -8,32 +8,10 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{game_in, inputs};
+use common::{game_in, inputs, Rng};
 use serde_json::{json, Value};
 use world_streaming::files::inputs::{Inputs, NumberedInput};
 use world_streaming::game::Game;
-
-/// SplitMix64, so the cases are the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    fn coord(&mut self, span: i64) -> i64 {
-        (self.below(2 * span as u64 + 1) as i64) - span
-    }
-}
 
 struct Case {
     scene: Value,
@@ -267,17 +245,8 @@ fn several_anchors_tickets_and_a_cap_keep_the_invariants_and_saves_continue_exac
         let skip = second.engine().events().len();
         second.load(&save).unwrap();
         second.run(&inputs_after(&case.lines, n), ticks).unwrap();
-        let expected: Vec<String> = whole
-            .engine()
-            .events()
-            .iter()
-            .filter(|e| e.tick > n)
-            .map(|e| serde_json::to_string(e).unwrap())
-            .collect();
-        let actual: Vec<String> = second.engine().events()[skip..]
-            .iter()
-            .map(|e| serde_json::to_string(e).unwrap())
-            .collect();
+        let expected = common::events_after(&whole, n);
+        let actual = common::events_from(&second, skip);
         assert_eq!(
             actual, expected,
             "case {id}: saved at {n}\nscene {}",

@@ -48,28 +48,6 @@ fn the_seed_example_saved_after_tick_5_reloads_its_9_chunks_and_emits_nothing() 
     assert_eq!(fresh.state(), g.state());
 }
 
-/// A small deterministic generator (SplitMix64) so the scenarios are the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    fn coord(&mut self, span: i64) -> i64 {
-        self.below(2 * span as u64 + 1) as i64 - span
-    }
-}
-
 /// A scene with JSON mods refusing at random and setting overrides, and random inputs.
 fn scenario(seed: u64, ticks: u64, dir: &Path) -> (Value, Vec<Value>) {
     let mut r = Rng(seed);
@@ -211,17 +189,8 @@ fn a_run_saved_at_tick_n_and_loaded_into_a_fresh_engine_continues_exactly() {
         let skip = second.engine().events().len();
         second.load(&save).unwrap();
         second.run(&inputs_after(&lines, n), n + m).unwrap();
-        let expected: Vec<String> = whole
-            .engine()
-            .events()
-            .iter()
-            .filter(|e| e.tick > n)
-            .map(|e| serde_json::to_string(e).unwrap())
-            .collect();
-        let actual: Vec<String> = second.engine().events()[skip..]
-            .iter()
-            .map(|e| serde_json::to_string(e).unwrap())
-            .collect();
+        let expected = common::events_after(&whole, n);
+        let actual = common::events_from(&second, skip);
         assert_eq!(actual, expected, "case {case}: n={n} m={m}\nscene {scene}");
         assert_eq!(second.state(), whole.state(), "case {case}");
         assert_eq!(

@@ -265,17 +265,8 @@ fn a_save_mid_generation_continues_exactly() {
             .cloned()
             .collect();
         run(&mut second, &rest, 60);
-        let expected: Vec<String> = whole
-            .engine()
-            .events()
-            .iter()
-            .filter(|e| e.tick > n)
-            .map(|e| serde_json::to_string(e).unwrap())
-            .collect();
-        let actual: Vec<String> = second.engine().events()[skip..]
-            .iter()
-            .map(|e| serde_json::to_string(e).unwrap())
-            .collect();
+        let expected = common::events_after(&whole, n);
+        let actual = common::events_from(&second, skip);
         assert_eq!(actual, expected, "saved at {n}");
     }
     assert!(

@@ -85,3 +85,44 @@ pub fn proptest_cases() -> u32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000)
 }
+
+/// A small deterministic generator (SplitMix64) so the scenarios are the same on every run.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    pub fn coord(&mut self, span: i64) -> i64 {
+        self.below(2 * span as u64 + 1) as i64 - span
+    }
+}
+
+/// The events of `game` from index `skip` on, as JSON lines (what a loaded game emitted).
+pub fn events_from(game: &Game, skip: usize) -> Vec<String> {
+    game.engine().events()[skip..]
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect()
+}
+
+/// The events of `game` stamped after tick `n`, as JSON lines (what an uninterrupted run
+/// emitted after a save at `n`).
+pub fn events_after(game: &Game, n: u64) -> Vec<String> {
+    game.engine()
+        .events()
+        .iter()
+        .filter(|e| e.tick > n)
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect()
+}
