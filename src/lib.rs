@@ -17,10 +17,12 @@
 //! - [`mods`]: JSON mods and the Lua sandbox;
 //! - [`files`]: the public file formats (scene, inputs, state, saves) and their schemas;
 //! - [`game`]: a scene file made running: inputs applied, ticks run, state and saves written;
-//! - [`replay`]: recorded runs and their verification.
+//! - [`replay`]: recorded runs and their verification;
+//! - [`capi`]: the C ABI for engines (Godot, Unity, Unreal), the crate's reviewed `unsafe`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod capi;
 pub mod files;
 pub mod game;
 pub mod grid;
