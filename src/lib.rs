@@ -18,6 +18,7 @@
 //! - [`files`]: the public file formats (scene, inputs, state, saves) and their schemas;
 //! - [`game`]: a scene file made running: inputs applied, ticks run, state and saves written;
 //! - [`replay`]: recorded runs and their verification;
+//! - [`view`]: the replay viewer, one self-contained HTML page per recorded run;
 //! - [`capi`]: the C ABI for engines (Godot, Unity, Unreal), the crate's reviewed `unsafe`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -31,6 +32,7 @@ pub mod json;
 pub mod kits;
 pub mod mods;
 pub mod replay;
+pub mod view;
 
 /// The names most programs need.
 pub mod prelude {

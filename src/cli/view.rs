@@ -1,0 +1,34 @@
+//! `world-streaming view`: a recorded run as one self-contained HTML page.
+
+use std::path::Path;
+
+use anyhow::Context;
+use world_streaming::files::display_name;
+use world_streaming::replay::Recording;
+use world_streaming::view;
+
+pub fn run(replay: &Path, out: &Path) -> anyhow::Result<()> {
+    let recording = Recording::read(replay)?;
+    let title = replay.file_name().map_or_else(
+        || display_name(replay),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let data = view::capture(&recording, &title, None)?;
+    let page = view::render(&data);
+    if out.as_os_str() == "-" {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(page.as_bytes())?;
+        stdout.flush()?;
+    } else {
+        world_streaming::files::write_atomic(out, page.as_bytes())
+            .with_context(|| format!("{}: cannot write the page", out.display()))?;
+        eprintln!(
+            "wrote {} ({} ticks, {} bytes)",
+            out.display(),
+            data.ticks,
+            page.len()
+        );
+    }
+    Ok(())
+}

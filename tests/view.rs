@@ -1,0 +1,581 @@
+//! The replay viewer: `world-streaming view REPLAY --out view.html`. The page's data is checked
+//! against the engine at every tick of several runs (a reconstruction in Rust of what the page
+//! does), and the page itself is opened in a real headless Chromium: Step is pressed and the
+//! tick counter, the loaded cells drawn (counted and read back as pixels) and the events listed
+//! are compared with the replay's state at that tick; reduced motion is emulated; a screenshot
+//! goes to `target/view-drive.png`. Without Chromium the browser tests say so loudly and skip,
+//! except under `WS_REQUIRE_CHROMIUM=1` (CI), where they fail.
+
+#[path = "common/chromium.rs"]
+mod chromium;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::{json, Value};
+use world_streaming::files::inputs::Inputs;
+use world_streaming::game::Game;
+use world_streaming::grid::ChunkPos;
+use world_streaming::replay::Recording;
+use world_streaming::view::{capture, render, ViewData};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin() -> Command {
+    Command::cargo_bin("world-streaming").unwrap()
+}
+
+/// `target/`, where the screenshots go.
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target/tmp is in target/")
+        .to_path_buf()
+}
+
+fn record_example(name: &str, ticks: Option<u64>) -> Recording {
+    let scene = repo().join(format!("examples/scenes/{name}.json"));
+    let inputs_file = repo().join(format!("examples/scenes/{name}.inputs.jsonl"));
+    let inputs = if inputs_file.exists() {
+        Inputs::parse(&std::fs::read_to_string(&inputs_file).unwrap(), "inputs").unwrap()
+    } else {
+        Inputs::default()
+    };
+    let target = ticks.unwrap_or(inputs.last_tick().max(1));
+    Recording::record(&scene, &inputs, target).unwrap()
+}
+
+/// The game of `recording` run to `tick`, for the state the page must show there.
+fn game_at(recording: &Recording, tick: u64) -> (tempfile::TempDir, Game) {
+    let (dir, mut game, inputs) = recording.game().unwrap();
+    game.run(&inputs, tick).unwrap();
+    (dir, game)
+}
+
+/// What the page rebuilds from the frames, done again in Rust.
+#[derive(Default, Debug, PartialEq)]
+struct Rebuilt {
+    loaded: BTreeSet<ChunkPos>,
+    pending: BTreeSet<ChunkPos>,
+    refusals: Vec<Value>,
+    foci: Vec<f64>,
+    dormant: Vec<Value>,
+    variables: BTreeMap<String, Value>,
+    scene: Value,
+}
+
+fn chunks(flat: &Value) -> Vec<ChunkPos> {
+    let v: Vec<i64> = flat
+        .as_array()
+        .map(|a| a.iter().map(|n| n.as_i64().unwrap()).collect())
+        .unwrap_or_default();
+    v.chunks(2).map(|c| ChunkPos::new(c[0], c[1])).collect()
+}
+
+impl Rebuilt {
+    fn apply(&mut self, frame: &Value, names: &[Value]) {
+        for e in frame["e"].as_array().into_iter().flatten() {
+            let e = e.as_array().unwrap();
+            if e.len() != 3 {
+                continue;
+            }
+            let c = ChunkPos::new(e[1].as_i64().unwrap(), e[2].as_i64().unwrap());
+            match names[e[0].as_u64().unwrap() as usize].as_str().unwrap() {
+                "world.chunk.loaded" => {
+                    self.loaded.insert(c);
+                    self.pending.remove(&c);
+                }
+                "world.chunk.unloaded" => {
+                    self.loaded.remove(&c);
+                }
+                _ => {}
+            }
+        }
+        self.loaded.extend(chunks(&frame["la"]));
+        for c in chunks(&frame["lr"]) {
+            self.loaded.remove(&c);
+        }
+        self.pending.extend(chunks(&frame["pa"]));
+        for c in chunks(&frame["pr"]) {
+            self.pending.remove(&c);
+        }
+        if let Some(r) = frame.get("r") {
+            self.refusals = r.as_array().unwrap().clone();
+        }
+        if let Some(f) = frame.get("f") {
+            self.foci = f
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_f64().unwrap())
+                .collect();
+        }
+        if let Some(d) = frame.get("d") {
+            self.dormant = d.as_array().unwrap().clone();
+        }
+        for (k, v) in frame["v"].as_object().into_iter().flatten() {
+            self.variables.insert(k.clone(), v.clone());
+        }
+        if let Some(s) = frame.get("s") {
+            self.scene = s.clone();
+        }
+    }
+}
+
+/// Every tick's state rebuilt from the frames equals the engine's at that tick.
+fn check_frames_against_the_engine(recording: &Recording) -> ViewData {
+    let data = capture(recording, "test", None).unwrap();
+    let json = serde_json::to_value(&data).unwrap();
+    let names = json["names"].as_array().unwrap().clone();
+    let frames = json["frames"].as_array().unwrap();
+    assert_eq!(frames.len(), recording.steps.len() + 1);
+    // The engine's state after every tick (one run: `Game::run` starts its inputs afresh).
+    let (_dir, mut game, inputs) = recording.game().unwrap();
+    let mut states = vec![serde_json::to_value(game.state()).unwrap()];
+    game.run_observing(&inputs, recording.ticks, |g, _| {
+        states.push(serde_json::to_value(g.state()).unwrap())
+    })
+    .unwrap();
+    let mut rebuilt = Rebuilt::default();
+    for (tick, (frame, state)) in frames.iter().zip(&states).enumerate() {
+        rebuilt.apply(frame, &names);
+        let set = |key: &str| -> BTreeSet<ChunkPos> {
+            serde_json::from_value::<Vec<ChunkPos>>(state[key].clone())
+                .unwrap()
+                .into_iter()
+                .collect()
+        };
+        assert_eq!(rebuilt.loaded, set("loaded"), "loaded at tick {tick}");
+        assert_eq!(rebuilt.pending, set("pending"), "pending at tick {tick}");
+        assert_eq!(
+            rebuilt.refusals.len(),
+            state["refusals"].as_array().unwrap().len(),
+            "refusals at tick {tick}"
+        );
+        let focus: Vec<f64> = match &state["focus"] {
+            Value::Null => vec![],
+            f => vec![f["x"].as_f64().unwrap(), f["z"].as_f64().unwrap()],
+        };
+        assert_eq!(rebuilt.foci, focus, "focus at tick {tick}");
+        let dormant: Vec<&str> = rebuilt
+            .dormant
+            .iter()
+            .map(|d| d[0].as_str().unwrap())
+            .collect();
+        let expected: Vec<&str> = state["dormant"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap())
+            .collect();
+        assert_eq!(dormant, expected, "dormant at tick {tick}");
+        let variables: BTreeMap<String, Value> = state["variables"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(rebuilt.variables, variables, "variables at tick {tick}");
+        assert_eq!(rebuilt.scene, state["scene"], "scene at tick {tick}");
+        // The frame lists exactly the step's events of the recording.
+        if tick > 0 {
+            let step = &recording.steps[tick - 1];
+            assert_eq!(
+                frame["e"].as_array().map_or(0, Vec::len),
+                step.events.len(),
+                "events at tick {tick}"
+            );
+        }
+    }
+    data
+}
+
+#[test]
+fn the_frames_rebuild_every_ticks_state_of_the_example_runs() {
+    for name in ["seed", "drive", "two_scenes", "demo"] {
+        let recording = record_example(name, None);
+        let data = check_frames_against_the_engine(&recording);
+        assert_eq!(data.ticks, recording.ticks, "{name}");
+    }
+}
+
+#[test]
+fn a_load_that_restores_chunks_without_events_is_carried_as_a_correction() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("scene.json");
+    std::fs::copy(repo().join("examples/scenes/seed.json"), &scene).unwrap();
+    let save = dir.path().join("save.json");
+    let save = save.to_str().unwrap();
+    let lines = [
+        json!({"tick": 6, "do": "save", "path": save}),
+        json!({"tick": 7, "do": "move", "entity": "hero", "to": {"x": 300, "z": 8}}),
+        json!({"tick": 12, "do": "load", "path": save}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let inputs = Inputs::parse(&text, "inputs").unwrap();
+    let recording = Recording::record(&scene, &inputs, 16).unwrap();
+    let data = check_frames_against_the_engine(&recording);
+    let json = serde_json::to_value(&data).unwrap();
+    let corrections = json["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f.get("la").is_some() || f.get("lr").is_some())
+        .count();
+    assert!(
+        corrections > 0,
+        "the load's restored chunks need a correction"
+    );
+}
+
+#[test]
+fn the_page_is_one_self_contained_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let replay = dir.path().join("drive.replay.json");
+    record_example("drive", None).write(&replay).unwrap();
+    let page = dir.path().join("drive.html");
+    let out = bin()
+        .args(["view"])
+        .arg(&replay)
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("130 ticks"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for forbidden in ["http://", "https://", "<link", "src=", "@import", "url("] {
+        assert!(!html.contains(forbidden), "the page holds {forbidden:?}");
+    }
+    assert!(
+        html.contains("default-src 'none'"),
+        "a CSP forbids any fetch"
+    );
+    for id in [
+        "start", "pause", "reset", "step", "slider", "tick", "grid", "events",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "no #{id}");
+    }
+    // The data is there, whole.
+    let data = html
+        .split("<script type=\"application/json\" id=\"data\">")
+        .nth(1)
+        .and_then(|s| s.split("</script>").next())
+        .unwrap();
+    let data: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(data["format"], "world-streaming-view");
+    assert_eq!(data["frames"].as_array().unwrap().len(), 131);
+    // `-` writes it to stdout.
+    let out = bin()
+        .args(["view"])
+        .arg(&replay)
+        .args(["--out", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), html);
+}
+
+#[test]
+fn text_from_the_run_cannot_close_the_data_script() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("mods")).unwrap();
+    let hostile = "</script><script>document.title='owned'</script>&amp;";
+    std::fs::write(
+        dir.path().join("mods/refuse.json"),
+        json!({"id": "refuse", "hook": "world.chunk.load", "match": {"x": 1}, "cancel": true, "reason": hostile})
+            .to_string(),
+    )
+    .unwrap();
+    let mut scene: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("examples/scenes/seed.json")).unwrap(),
+    )
+    .unwrap();
+    scene["mods"] = json!(["mods/refuse.json"]);
+    let scene_path = dir.path().join("scene.json");
+    std::fs::write(&scene_path, scene.to_string()).unwrap();
+    let recording = Recording::record(&scene_path, &Inputs::default(), 5).unwrap();
+    let data = check_frames_against_the_engine(&recording);
+    assert!(data
+        .frames
+        .iter()
+        .any(|f| f.refusals.as_ref().is_some_and(|r| !r.is_empty())));
+    let html = render(&data);
+    assert!(!html.contains(hostile));
+    assert_eq!(
+        html.matches("</script>").count(),
+        2,
+        "only the page's own two scripts close"
+    );
+}
+
+#[test]
+fn a_replay_that_does_not_reproduce_is_refused_with_the_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut recording = record_example("seed", Some(5));
+    recording.steps[2].digest = "0000000000000000".into();
+    let replay = dir.path().join("bad.replay.json");
+    recording.write(&replay).unwrap();
+    let out = bin()
+        .arg("view")
+        .arg(&replay)
+        .arg("--out")
+        .arg(dir.path().join("bad.html"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("does not reproduce") && stderr.contains("tick 3"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("bad.html").exists());
+}
+
+#[test]
+fn heights_from_a_probe_are_sent_once_for_each_chunk() {
+    let recording = record_example("drive", None);
+    let probe = |_: &Game, c: ChunkPos| Some((c.x * 10 + c.z) as f64);
+    let data = capture(&recording, "heights", Some(&probe)).unwrap();
+    let mut seen = BTreeMap::new();
+    for f in &data.frames {
+        for h in f.heights.chunks(3) {
+            let c = (h[0] as i64, h[1] as i64);
+            assert!(seen.insert(c, h[2]).is_none(), "{c:?} sent twice");
+            assert_eq!(h[2], (c.0 * 10 + c.1) as f64);
+        }
+    }
+    let (_dir, game) = game_at(&recording, recording.ticks);
+    for c in game.streaming().unwrap().loaded() {
+        assert!(
+            seen.contains_key(&(c.x, c.z)),
+            "no height for the loaded {c}"
+        );
+    }
+}
+
+// ---- In the browser ----
+
+const LOADED_RGB: [u64; 3] = [0x3f, 0xa3, 0x4d];
+const UNLOAD_REFUSED_RGB: [u64; 3] = [0xef, 0x8a, 0x2b];
+
+/// Reads the canvas pixel at the centre of each chunk (with the page's own geometry).
+fn pixels_at(page: &mut chromium::Page<'_>, cells: &[ChunkPos]) -> Vec<[u64; 3]> {
+    let list: Vec<[i64; 2]> = cells.iter().map(|c| [c.x, c.z]).collect();
+    let v = page.eval(&format!(
+        "(() => {{ const c = document.getElementById('grid'); const d = c.dataset; \
+         const ctx = c.getContext('2d'); const cell = Number(d.cell); \
+         return {list:?}.map(([x, z]) => {{ \
+           const px = Number(d.ox) + (x - Number(d.originX) + 0.5) * cell; \
+           const pz = Number(d.oz) + (z - Number(d.originZ) + 0.5) * cell; \
+           return Array.from(ctx.getImageData(Math.floor(px), Math.floor(pz), 1, 1).data.slice(0, 3)); }}); }})()"
+    ));
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let p = p.as_array().unwrap();
+            [
+                p[0].as_u64().unwrap(),
+                p[1].as_u64().unwrap(),
+                p[2].as_u64().unwrap(),
+            ]
+        })
+        .collect()
+}
+
+/// The page shows tick `tick` exactly as the engine has it.
+fn check_page_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64) {
+    assert_eq!(
+        page.eval("document.getElementById('tick').textContent"),
+        json!(tick.to_string())
+    );
+    let (_dir, game) = game_at(recording, tick);
+    let streaming = game.streaming().unwrap();
+    let loaded = streaming.loaded();
+    assert_eq!(
+        page.eval("Number(document.getElementById('grid').dataset.loadedDrawn)"),
+        json!(loaded.len()),
+        "loaded cells drawn at tick {tick}"
+    );
+    // Every loaded chunk is painted loaded (or unload-refused) where no marker covers it...
+    let state = game.state();
+    let held: BTreeSet<ChunkPos> = state
+        .refusals
+        .iter()
+        .filter(|r| r.hook == "world.chunk.unload")
+        .map(|r| ChunkPos::new(r.x, r.z))
+        .collect();
+    let mut marked = BTreeSet::new();
+    if let Some(f) = streaming.focus() {
+        marked.insert(streaming.chunk_of(f));
+    }
+    for e in game.engine().world().iter() {
+        if e.has_tag("dormant") {
+            marked.insert(streaming.chunk_of(e.position));
+        }
+    }
+    let visible: Vec<ChunkPos> = loaded
+        .iter()
+        .filter(|c| !marked.contains(c))
+        .copied()
+        .collect();
+    for (c, rgb) in visible.iter().zip(pixels_at(page, &visible)) {
+        let want = if held.contains(c) {
+            UNLOAD_REFUSED_RGB
+        } else {
+            LOADED_RGB
+        };
+        assert_eq!(rgb, want, "the pixel of loaded {c} at tick {tick}");
+    }
+    // ... and no pending chunk is.
+    let pending: Vec<ChunkPos> = state
+        .pending
+        .iter()
+        .filter(|c| !marked.contains(c))
+        .copied()
+        .collect();
+    for (c, rgb) in pending.iter().zip(pixels_at(page, &pending)) {
+        assert_ne!(
+            rgb, LOADED_RGB,
+            "pending {c} drawn as loaded at tick {tick}"
+        );
+    }
+    // The side list holds the tick's events.
+    let events = if tick == 0 {
+        0
+    } else {
+        recording.steps[tick as usize - 1].events.len()
+    };
+    assert_eq!(
+        page.eval("document.querySelectorAll('#events li').length"),
+        json!(events.min(400) + usize::from(events > 400)),
+        "events listed at tick {tick}"
+    );
+}
+
+fn write_page(recording: &Recording, name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let replay = dir.path().join(format!("{name}.replay.json"));
+    recording.write(&replay).unwrap();
+    let page = dir.path().join(format!("{name}.html"));
+    bin()
+        .arg("view")
+        .arg(&replay)
+        .arg("--out")
+        .arg(&page)
+        .assert()
+        .success();
+    (dir, page)
+}
+
+const READY: &str = "document.body && document.body.dataset.ready === '1'";
+
+#[test]
+fn stepping_in_chromium_shows_the_replays_state_at_each_tick() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let recording = record_example("drive", None);
+    let (_dir, file) = write_page(&recording, "drive");
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    check_page_at(&mut page, &recording, 0);
+    for _ in 0..12 {
+        page.click("step");
+    }
+    check_page_at(&mut page, &recording, 12);
+    // Keys: three steps on, one back.
+    for _ in 0..3 {
+        page.press("ArrowRight");
+    }
+    page.press("ArrowLeft");
+    check_page_at(&mut page, &recording, 14);
+    // The slider, then End and Reset.
+    page.eval("(() => { const s = document.getElementById('slider'); s.value = '57'; s.dispatchEvent(new Event('input')); })()");
+    check_page_at(&mut page, &recording, 57);
+    page.press("End");
+    check_page_at(&mut page, &recording, recording.ticks);
+    page.click("reset");
+    check_page_at(&mut page, &recording, 0);
+    // Stepping back over a kept state (every 256 ticks) and forward again agrees too.
+    page.eval("(() => { const s = document.getElementById('slider'); s.value = '40'; s.dispatchEvent(new Event('input')); })()");
+    page.press("ArrowLeft");
+    check_page_at(&mut page, &recording, 39);
+    let png = page.screenshot();
+    assert_eq!(&png[1..4], b"PNG");
+    let shot = target_dir().join("view-drive.png");
+    std::fs::write(&shot, png).unwrap();
+    eprintln!("screenshot of the page at tick 39: {}", shot.display());
+}
+
+#[test]
+fn with_reduced_motion_the_page_never_plays_by_itself() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let recording = record_example("drive", None);
+    let (_dir, file) = write_page(&recording, "drive");
+    {
+        let mut page = browser.page(1280, 1000);
+        page.reduce_motion(true);
+        page.open(&file, READY);
+        assert_eq!(
+            page.eval("matchMedia('(prefers-reduced-motion: reduce)').matches"),
+            json!(true)
+        );
+        assert_eq!(
+            page.eval("document.getElementById('start').disabled"),
+            json!(true)
+        );
+        assert_eq!(
+            page.eval("document.getElementById('motion').hidden"),
+            json!(false)
+        );
+        page.click("start");
+        page.press(" ");
+        std::thread::sleep(Duration::from_millis(800));
+        assert_eq!(
+            page.eval("document.getElementById('tick').textContent"),
+            json!("0")
+        );
+        page.click("step");
+        check_page_at(&mut page, &recording, 1);
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(
+            page.eval("document.getElementById('tick').textContent"),
+            json!("1")
+        );
+    }
+    // Without the preference, Start plays on by itself and Pause stops it.
+    let mut page = browser.page(1280, 1000);
+    page.reduce_motion(false);
+    page.open(&file, READY);
+    assert_eq!(
+        page.eval("document.getElementById('motion').hidden"),
+        json!(true)
+    );
+    page.eval("document.getElementById('speed').value = '60'");
+    page.click("start");
+    page.wait_for(
+        "Number(document.getElementById('tick').textContent) >= 5",
+        Duration::from_secs(20),
+    );
+    page.click("pause");
+    let paused = page.eval("document.getElementById('tick').textContent");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        page.eval("document.getElementById('tick').textContent"),
+        paused
+    );
+    let tick: u64 = paused.as_str().unwrap().parse().unwrap();
+    check_page_at(&mut page, &recording, tick);
+}
