@@ -414,13 +414,29 @@ fn check_page_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64
         .filter(|r| r.hook == "world.chunk.unload")
         .map(|r| ChunkPos::new(r.x, r.z))
         .collect();
-    let mut marked = BTreeSet::new();
+    // Markers (the focus, dormant entities) are at least 3 px wide plus their outline, so on
+    // small cells they cover neighbours: skip the cells they can reach.
+    let cell = page
+        .eval("Number(document.getElementById('grid').dataset.cell)")
+        .as_f64()
+        .unwrap();
+    let reach = ((cell * 0.3).clamp(3.0, 10.0) + 2.0) / cell;
+    let reach = reach.ceil() as i64;
+    let mut centres = Vec::new();
     if let Some(f) = streaming.focus() {
-        marked.insert(streaming.chunk_of(f));
+        centres.push(streaming.chunk_of(f));
     }
     for e in game.engine().world().iter() {
         if e.has_tag("dormant") {
-            marked.insert(streaming.chunk_of(e.position));
+            centres.push(streaming.chunk_of(e.position));
+        }
+    }
+    let mut marked = BTreeSet::new();
+    for c in centres {
+        for dz in -reach..=reach {
+            for dx in -reach..=reach {
+                marked.insert(ChunkPos::new(c.x + dx, c.z + dz));
+            }
         }
     }
     let visible: Vec<ChunkPos> = loaded
@@ -578,4 +594,209 @@ fn with_reduced_motion_the_page_never_plays_by_itself() {
     );
     let tick: u64 = paused.as_str().unwrap().parse().unwrap();
     check_page_at(&mut page, &recording, tick);
+}
+
+/// A 10 000-tick run at radius 32 (4 225 chunks live): a drive around a 5 km square at 2 m a
+/// tick, 64 loads a tick, three crates, a mod holding the home chunk.
+fn large_recording(dir: &Path) -> Recording {
+    std::fs::create_dir_all(dir.join("mods")).unwrap();
+    std::fs::write(
+        dir.join("mods/keep_home.json"),
+        json!({"id": "keep_home", "hook": "world.chunk.unload", "match": {"x": 0, "z": 0}, "cancel": true, "reason": "home"})
+            .to_string(),
+    )
+    .unwrap();
+    let scene = json!({
+        "kits": [
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 32, "budgetMs": 64}}
+        ],
+        "mods": ["mods/keep_home.json"],
+        "entities": [
+            {"id": "hero", "tags": ["player"], "position": {"x": 16, "z": 16}},
+            {"id": "crate-1", "tags": ["streamable"], "position": {"x": 2500, "z": 40}},
+            {"id": "crate-2", "tags": ["streamable"], "position": {"x": 5000, "z": 2500}},
+            {"id": "crate-3", "tags": ["streamable"], "position": {"x": 40, "z": 4000}}
+        ]
+    });
+    let path = dir.join("large.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let mut text = String::new();
+    let (mut x, mut z) = (16.0, 16.0);
+    for tick in 1..=10_000u64 {
+        match (tick - 1) / 2_500 {
+            0 => x += 2.0,
+            1 => z += 2.0,
+            2 => x -= 2.0,
+            _ => z -= 2.0,
+        }
+        text.push_str(
+            &json!({"tick": tick, "do": "move", "entity": "hero", "to": {"x": x, "z": z}})
+                .to_string(),
+        );
+        text.push('\n');
+    }
+    let inputs = Inputs::parse(&text, "large.inputs.jsonl").unwrap();
+    Recording::record(&path, &inputs, 10_000).unwrap()
+}
+
+/// The page of a 10 000-tick radius-32 run opens, jumps to its end and steps back, and shows the
+/// engine's state there. Prints the page's size and Chromium's first paint (the README quotes
+/// them); no timing is asserted.
+#[test]
+fn a_10000_tick_radius_32_replay_opens_and_jumps_to_its_end() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let recording = large_recording(dir.path());
+    let recorded = started.elapsed();
+    let replay = dir.path().join("large.replay.json");
+    recording.write(&replay).unwrap();
+    let file = dir.path().join("large.html");
+    let started = std::time::Instant::now();
+    bin()
+        .arg("view")
+        .arg(&replay)
+        .arg("--out")
+        .arg(&file)
+        .assert()
+        .success();
+    let viewed = started.elapsed();
+    let size = std::fs::metadata(&file).unwrap().len();
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    page.wait_for(
+        "performance.getEntriesByName('first-contentful-paint').length > 0",
+        Duration::from_secs(20),
+    );
+    let paint = page.eval(
+        "(() => { const p = performance.getEntriesByName('first-contentful-paint')[0]; \
+         const g = performance.getEntriesByName('ws-first-grid')[0]; \
+         return [p ? p.startTime : null, g ? g.startTime : null]; })()",
+    );
+    check_page_at(&mut page, &recording, 0);
+    let jump = page.eval(
+        "(() => { const t0 = performance.now(); const s = document.getElementById('slider'); \
+         s.value = s.max; s.dispatchEvent(new Event('input')); return performance.now() - t0; })()",
+    );
+    check_page_at(&mut page, &recording, 10_000);
+    let drawn = page.eval("Number(document.getElementById('grid').dataset.loadedDrawn)");
+    assert!(
+        drawn.as_u64().unwrap() >= 65 * 65,
+        "at least the 65 × 65 square is drawn, got {drawn}"
+    );
+    let back = page.eval(
+        "(() => { const t0 = performance.now(); document.getElementById('step').click(); \
+         const s = document.getElementById('slider'); s.value = '7777'; \
+         s.dispatchEvent(new Event('input')); return performance.now() - t0; })()",
+    );
+    check_page_at(&mut page, &recording, 7_777);
+    let png = page.screenshot();
+    std::fs::write(target_dir().join("view-large.png"), png).unwrap();
+    let ms = |v: &Value| v.as_f64().map_or("?".to_owned(), |v| format!("{v:.0}"));
+    eprintln!(
+        "large replay: recorded in {recorded:.1?}, page written in {viewed:.1?}: {size} bytes \
+         ({:.2} MiB); first contentful paint {} ms, grid drawn at {} ms; jump to the end {} ms, \
+         back to tick 7777 {} ms",
+        size as f64 / 1048576.0,
+        ms(&paint[0]),
+        ms(&paint[1]),
+        ms(&jump),
+        ms(&back)
+    );
+}
+
+/// What §11 and §12 add shows once the data has it: the run's frames get a second focus and a
+/// ticket from tick 3 on (as a §11 state would give them) and terrain heights from a probe.
+#[test]
+fn foci_tickets_and_terrain_heights_are_drawn_when_the_run_has_them() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let recording = record_example("drive", None);
+    let probe = |_: &Game, c: ChunkPos| Some((c.x * 3 + c.z) as f64);
+    let mut data = capture(&recording, "drive (section 11 and 12 data)", Some(&probe)).unwrap();
+    let mut foci = Vec::new();
+    for (i, frame) in data.frames.iter_mut().enumerate() {
+        if let Some(f) = &frame.foci {
+            foci = f.clone();
+        }
+        if i >= 3 && (i == 3 || frame.foci.is_some()) {
+            frame.foci = Some([foci.clone(), vec![400.0, 100.0]].concat());
+        }
+    }
+    data.frames[3].tickets = Some(vec![json!(["cutscene", 400, 100, 1, 20])]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("more.html");
+    std::fs::write(&file, render(&data)).unwrap();
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    for _ in 0..5 {
+        page.click("step");
+    }
+    let caption = page.eval("document.getElementById('counts').textContent");
+    assert!(
+        caption.as_str().unwrap().contains("foci 2 · tickets 1"),
+        "{caption}"
+    );
+    assert_eq!(
+        page.eval("document.getElementById('legend-heights').hidden"),
+        json!(false)
+    );
+    // Both foci are drawn (white discs) where the data puts them.
+    let at_metres = |page: &mut chromium::Page<'_>, x: f64, z: f64| -> Value {
+        page.eval(&format!(
+            "(() => {{ const c = document.getElementById('grid'); const d = c.dataset; \
+             const px = Number(d.ox) + ({x} / 32 - Number(d.originX)) * Number(d.cell); \
+             const pz = Number(d.oz) + ({z} / 32 - Number(d.originZ)) * Number(d.cell); \
+             return Array.from(c.getContext('2d').getImageData(Math.floor(px), Math.floor(pz), 1, 1).data.slice(0, 3)); }})()"
+        ))
+    };
+    let (_dir, game) = game_at(&recording, 5);
+    let first = game.streaming().unwrap().focus().unwrap();
+    assert_eq!(
+        at_metres(&mut page, first.x, first.z),
+        json!([255, 255, 255])
+    );
+    assert_eq!(at_metres(&mut page, 400.0, 100.0), json!([255, 255, 255]));
+    // The ticket's square (chunk (12, 3), radius 1: chunks 11..=13 × 2..=4) is outlined.
+    let outline = page.eval(
+        "(() => { const c = document.getElementById('grid'); const d = c.dataset; \
+         const x0 = Number(d.ox) + (11 - Number(d.originX)) * Number(d.cell); \
+         const z0 = Number(d.oz) + (2 - Number(d.originZ)) * Number(d.cell); \
+         return Array.from(c.getContext('2d').getImageData(Math.floor(x0) + 2, Math.floor(z0) + 1, 1, 1).data.slice(0, 3)); })()",
+    );
+    assert_eq!(outline, json!([0x4a, 0xa3, 0xff]));
+    // Loaded chunks are shaded by height: greener and lighter where higher, never the plain
+    // loaded colour.
+    let loaded = game.streaming().unwrap().loaded();
+    let focus = game
+        .streaming()
+        .unwrap()
+        .chunk_of(game.streaming().unwrap().focus().unwrap());
+    let cells: Vec<ChunkPos> = loaded
+        .iter()
+        .filter(|c| (c.x - focus.x).abs() > 1 || (c.z - focus.z).abs() > 1)
+        .copied()
+        .collect();
+    assert!(cells.len() >= 2, "{loaded:?}");
+    let pixels = pixels_at(&mut page, &cells);
+    for (c, p) in cells.iter().zip(&pixels) {
+        assert_ne!(*p, LOADED_RGB, "{c} is not shaded");
+        assert!(p[1] > p[0] && p[1] > p[2], "{c}: {p:?} is not green");
+    }
+    let lightness = |p: &[u64; 3]| p.iter().sum::<u64>();
+    for (i, a) in cells.iter().enumerate() {
+        for (j, b) in cells.iter().enumerate() {
+            let (ha, hb) = (a.x * 3 + a.z, b.x * 3 + b.z);
+            if ha < hb {
+                assert!(
+                    lightness(&pixels[i]) < lightness(&pixels[j]),
+                    "{a} (height {ha}) is not darker than {b} (height {hb})"
+                );
+            }
+        }
+    }
 }

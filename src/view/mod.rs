@@ -267,43 +267,10 @@ impl Seen {
         self.loaded = now_loaded;
         self.pending = now_pending;
 
-        let refusals: Vec<Value> = state["refusals"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| {
-                let kind = if r["hook"] == "world.chunk.load" {
-                    "load"
-                } else {
-                    "unload"
-                };
-                json!([r["x"], r["z"], kind, r["mod"], r["reason"]])
-            })
-            .collect();
-        frame.refusals = changed(&mut self.refusals, refusals);
-        // §11 states list every focus in `foci`; earlier ones have the one `focus`.
-        let foci: Vec<&Value> = match state.get("foci").and_then(Value::as_array) {
-            Some(list) => list.iter().collect(),
-            None => state
-                .get("focus")
-                .into_iter()
-                .filter(|f| !f.is_null())
-                .collect(),
-        };
-        let foci: Vec<f64> = foci
-            .into_iter()
-            .filter_map(|f| Some([f["x"].as_f64()?, f["z"].as_f64()?]))
-            .flatten()
-            .collect();
-        frame.foci = changed(&mut self.foci, foci);
-        let tickets: Vec<Value> = state
-            .get("tickets")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|t| json!([t["id"], t["x"], t["z"], t["radius"], t["ticksLeft"]]))
-            .collect();
-        frame.tickets = changed(&mut self.tickets, tickets);
+        let lists = Lists::of(&state);
+        frame.refusals = changed(&mut self.refusals, lists.refusals);
+        frame.foci = changed(&mut self.foci, lists.foci);
+        frame.tickets = changed(&mut self.tickets, lists.tickets);
         let mut dormant: Vec<Value> = game
             .engine()
             .world()
@@ -323,6 +290,62 @@ impl Seen {
         }
         frame.scene = changed(&mut self.scene, state["scene"].clone());
         frame
+    }
+}
+
+/// The small lists of a state document, as the page gets them.
+#[derive(Debug, PartialEq)]
+struct Lists {
+    /// `[x, z, "load" | "unload", mod, reason]`.
+    refusals: Vec<Value>,
+    /// `[x0, z0, x1, z1, …]`.
+    foci: Vec<f64>,
+    /// `[id, x, z, radius, ticksLeft]`.
+    tickets: Vec<Value>,
+}
+
+impl Lists {
+    /// Reads them from a state document: §11's `foci` and `tickets` when it has them, else the
+    /// one `focus` (none when `null`) and no tickets.
+    fn of(state: &Value) -> Lists {
+        let list = |key: &str| {
+            state
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        };
+        let refusals = list("refusals")
+            .map(|r| {
+                let kind = if r["hook"] == "world.chunk.load" {
+                    "load"
+                } else {
+                    "unload"
+                };
+                json!([r["x"], r["z"], kind, r["mod"], r["reason"]])
+            })
+            .collect();
+        let foci: Vec<&Value> = match state.get("foci").and_then(Value::as_array) {
+            Some(foci) => foci.iter().collect(),
+            None => state
+                .get("focus")
+                .into_iter()
+                .filter(|f| !f.is_null())
+                .collect(),
+        };
+        let foci = foci
+            .into_iter()
+            .filter_map(|f| Some([f["x"].as_f64()?, f["z"].as_f64()?]))
+            .flatten()
+            .collect();
+        let tickets = list("tickets")
+            .map(|t| json!([t["id"], t["x"], t["z"], t["radius"], t["ticksLeft"]]))
+            .collect();
+        Lists {
+            refusals,
+            foci,
+            tickets,
+        }
     }
 }
 
@@ -421,4 +444,53 @@ fn fill(template: &str, parts: &[(&str, &str)]) -> String {
     }
     out.push_str(rest);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_with_one_focus_gives_one_focus_and_no_tickets() {
+        let state = json!({"focus": {"x": 8, "z": -8}, "refusals": [
+            {"x": 0, "z": 0, "hook": "world.chunk.unload", "mod": "keep_home", "reason": "home"}]});
+        let lists = Lists::of(&state);
+        assert_eq!(lists.foci, [8.0, -8.0]);
+        assert_eq!(lists.tickets, Vec::<Value>::new());
+        assert_eq!(
+            lists.refusals,
+            [json!([0, 0, "unload", "keep_home", "home"])]
+        );
+        assert_eq!(Lists::of(&json!({"focus": null})).foci, Vec::<f64>::new());
+    }
+
+    #[test]
+    fn a_section_11_state_gives_every_focus_and_ticket() {
+        let state = json!({
+            "focus": {"x": 1, "z": 2},
+            "foci": [{"x": 1, "z": 2}, {"x": 300, "z": -40}, {"x": 64, "z": 64}],
+            "tickets": [{"id": "cutscene", "x": 64, "z": 64, "radius": 2, "ticksLeft": 9}],
+            "refusals": [{"x": 3, "z": 4, "hook": "world.chunk.load", "mod": "m", "reason": ""}]
+        });
+        let lists = Lists::of(&state);
+        assert_eq!(lists.foci, [1.0, 2.0, 300.0, -40.0, 64.0, 64.0]);
+        assert_eq!(lists.tickets, [json!(["cutscene", 64, 64, 2, 9])]);
+        assert_eq!(lists.refusals, [json!([3, 4, "load", "m", ""])]);
+    }
+
+    #[test]
+    fn markers_are_filled_in_order_and_text_is_never_searched() {
+        let page = fill("a{{A}}b{{B}}c", &[("{{A}}", "{{B}}"), ("{{B}}", "x")]);
+        assert_eq!(page, "a{{B}}bxc");
+    }
+
+    #[test]
+    fn the_set_difference_of_sorted_chunks() {
+        let c = |x, z| ChunkPos::new(x, z);
+        let a = [c(0, -1), c(1, -1), c(0, 0), c(5, 3)];
+        let b = [c(1, -1), c(0, 0), c(9, 9)];
+        assert_eq!(minus(&a, &b), [c(0, -1), c(5, 3)]);
+        assert_eq!(minus(&b, &a), [c(9, 9)]);
+        assert_eq!(minus(&[], &a), []);
+    }
 }
