@@ -652,9 +652,10 @@ fn a_10000_tick_radius_32_replay_opens_and_jumps_to_its_end() {
     let started = std::time::Instant::now();
     let recording = large_recording(dir.path());
     let recorded = started.elapsed();
-    let replay = dir.path().join("large.replay.json");
+    // Kept in target/ for a look, and for timing the release binary on it.
+    let replay = target_dir().join("view-large.replay.json");
     recording.write(&replay).unwrap();
-    let file = dir.path().join("large.html");
+    let file = target_dir().join("view-large.html");
     let started = std::time::Instant::now();
     bin()
         .arg("view")
