@@ -32,7 +32,14 @@ pub struct RunArgs {
     /// After the run, print per-tick cost percentiles and the time spent in each mod's handlers.
     #[arg(long)]
     profile: bool,
+    /// Tick (applying the inputs) until ENTITY's focus is ready, then stop: a loading gate.
+    /// `--ticks` bounds it (default 10000); exit 1 when it is not ready by then.
+    #[arg(long, value_name = "ENTITY")]
+    until_ready: Option<String>,
 }
+
+/// The default bound of `--until-ready`.
+const UNTIL_READY_TICKS: u64 = 10_000;
 
 /// Reads and checks the inputs file (every bad line reported).
 pub fn read_inputs(path: Option<&Path>) -> anyhow::Result<Inputs> {
@@ -52,15 +59,35 @@ pub fn read_inputs(path: Option<&Path>) -> anyhow::Result<Inputs> {
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let inputs = read_inputs(args.inputs.as_deref())?;
-    let target = args.ticks.unwrap_or(inputs.last_tick().max(1));
+    let mut target = args.ticks.unwrap_or(if args.until_ready.is_some() {
+        UNTIL_READY_TICKS
+    } else {
+        inputs.last_tick().max(1)
+    });
     if target > MAX_TICK {
         bail!("--ticks: expected at most {MAX_TICK}, got {target}");
+    }
+    let mut game = Game::from_scene_file(&args.scene)?;
+    if let Some(entity) = &args.until_ready {
+        if game
+            .engine()
+            .world()
+            .get(&world_streaming::host::EntityId::new(entity))
+            .is_none()
+        {
+            bail!(
+                "--until-ready: no entity {entity:?} in {}",
+                display_name(&args.scene)
+            );
+        }
+        let ticks = game.run_until_ready_with(entity, target, &inputs)?;
+        eprintln!("{entity} ready after {ticks} ticks");
+        target = game.engine().tick_count();
     }
     if let Some(path) = &args.record {
         let recording = Recording::record(&args.scene, &inputs, target)?;
         recording.write(path)?;
     }
-    let mut game = Game::from_scene_file(&args.scene)?;
     let profile = args
         .profile
         .then(|| crate::cli::profile::Profile::attach(&mut game));
