@@ -154,6 +154,21 @@ enum WsStatus ws_game_is_loaded(WsGame game,
                                 bool *out_loaded,
                                 char **out_error);
 
+// Whether `entity` is an anchor whose focus is ready (SPEC §11: every chunk of its square
+// inside the ground loaded or held by a load refusal): the loading gate before play. An entity
+// that is not an anchor (not tagged `player`, not controlled) or does not exist is not ready.
+//
+// # Safety
+// `entity` is null or a NUL-terminated string; `out_ready` and `out_error` null or writable.
+enum WsStatus ws_game_ready(WsGame game, const char *entity, bool *out_ready, char **out_error);
+
+// Whether the ticket `id` (an input `{"do": "request", …}`, SPEC §11) is ready; an unknown id
+// is not.
+//
+// # Safety
+// `id` is null or a NUL-terminated string; `out_ready` and `out_error` null or writable.
+enum WsStatus ws_game_ticket_ready(WsGame game, const char *id, bool *out_ready, char **out_error);
+
 // The loaded chunks in row order (`loaded()`). `*out_count` always receives how many there are;
 // they are written to `out` when `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing
 // written). `out` may be null with `capacity` 0 to ask only the count.

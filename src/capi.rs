@@ -656,6 +656,54 @@ pub unsafe extern "C" fn ws_game_is_loaded(
     }
 }
 
+/// Whether `entity` is an anchor whose focus is ready (SPEC §11: every chunk of its square
+/// inside the ground loaded or held by a load refusal): the loading gate before play. An entity
+/// that is not an anchor (not tagged `player`, not controlled) or does not exist is not ready.
+///
+/// # Safety
+/// `entity` is null or a NUL-terminated string; `out_ready` and `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_ready(
+    game: WsGame,
+    entity: *const c_char,
+    out_ready: *mut bool,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let entity = text(entity, "entity")?;
+            let ready = with_game(game, |g| {
+                streaming(g)?;
+                Ok(g.ready(entity))
+            })?;
+            put(out_ready, "out_ready", ready)
+        })
+    }
+}
+
+/// Whether the ticket `id` (an input `{"do": "request", …}`, SPEC §11) is ready; an unknown id
+/// is not.
+///
+/// # Safety
+/// `id` is null or a NUL-terminated string; `out_ready` and `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_ticket_ready(
+    game: WsGame,
+    id: *const c_char,
+    out_ready: *mut bool,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let id = text(id, "id")?;
+            let ready = with_game(game, |g| Ok(streaming(g)?.ticket_ready(id)))?;
+            put(out_ready, "out_ready", ready)
+        })
+    }
+}
+
 /// The loaded chunks in row order (`loaded()`). `*out_count` always receives how many there are;
 /// they are written to `out` when `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing
 /// written). `out` may be null with `capacity` 0 to ask only the count.

@@ -63,6 +63,7 @@ struct Rebuilt {
     pending: BTreeSet<ChunkPos>,
     refusals: Vec<Value>,
     foci: Vec<f64>,
+    tickets: Vec<Value>,
     dormant: Vec<Value>,
     variables: BTreeMap<String, Value>,
     scene: Value,
@@ -114,6 +115,9 @@ impl Rebuilt {
                 .map(|n| n.as_f64().unwrap())
                 .collect();
         }
+        if let Some(k) = frame.get("k") {
+            self.tickets = k.as_array().unwrap().clone();
+        }
         if let Some(d) = frame.get("d") {
             self.dormant = d.as_array().unwrap().clone();
         }
@@ -156,11 +160,20 @@ fn check_frames_against_the_engine(recording: &Recording) -> ViewData {
             state["refusals"].as_array().unwrap().len(),
             "refusals at tick {tick}"
         );
-        let focus: Vec<f64> = match &state["focus"] {
-            Value::Null => vec![],
-            f => vec![f["x"].as_f64().unwrap(), f["z"].as_f64().unwrap()],
-        };
-        assert_eq!(rebuilt.foci, focus, "focus at tick {tick}");
+        let foci: Vec<f64> = state["foci"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|f| [f["x"].as_f64().unwrap(), f["z"].as_f64().unwrap()])
+            .collect();
+        assert_eq!(rebuilt.foci, foci, "foci at tick {tick}");
+        let tickets: Vec<Value> = state["tickets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| json!([t["id"], t["x"], t["z"], t["radius"], t["ticksLeft"]]))
+            .collect();
+        assert_eq!(rebuilt.tickets, tickets, "tickets at tick {tick}");
         let dormant: Vec<&str> = rebuilt
             .dormant
             .iter()
@@ -201,6 +214,47 @@ fn the_frames_rebuild_every_ticks_state_of_the_example_runs() {
         let data = check_frames_against_the_engine(&recording);
         assert_eq!(data.ticks, recording.ticks, "{name}");
     }
+}
+
+/// A run of SPEC §11: two players far apart (`focus: "players"`) and a preload ticket.
+fn many_foci_recording(dir: &Path) -> Recording {
+    let scene = json!({
+        "kits": [
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"focus": "players", "radius": 1, "budgetMs": 4}}
+        ],
+        "entities": [
+            {"id": "hero", "tags": ["player"], "position": {"x": 8, "z": 8}},
+            {"id": "friend", "tags": ["player"], "position": {"x": 200, "z": 8}}
+        ]
+    });
+    let path = dir.join("many.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let lines = [
+        json!({"tick": 3, "do": "request", "id": "gate", "at": {"x": 40, "z": 200}, "radius": 1, "ticks": 30}),
+        json!({"tick": 8, "do": "move", "entity": "friend", "to": {"x": 260, "z": 40}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let inputs = Inputs::parse(&text, "many.inputs.jsonl").unwrap();
+    Recording::record(&path, &inputs, 20).unwrap()
+}
+
+#[test]
+fn the_frames_of_a_run_with_many_foci_and_a_ticket_carry_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = many_foci_recording(dir.path());
+    let data = check_frames_against_the_engine(&recording);
+    let foci = data
+        .frames
+        .iter()
+        .filter_map(|f| f.foci.as_ref())
+        .next_back()
+        .unwrap();
+    assert_eq!(foci.len(), 6, "two players and the ticket: {foci:?}");
+    assert!(data
+        .frames
+        .iter()
+        .any(|f| f.tickets.as_ref().is_some_and(|t| t.len() == 1)));
 }
 
 #[test]
@@ -709,44 +763,37 @@ fn a_10000_tick_radius_32_replay_opens_and_jumps_to_its_end() {
     );
 }
 
-/// What §11 and §12 add shows once the data has it: the run's frames get a second focus and a
-/// ticket from tick 3 on (as a §11 state would give them) and terrain heights from a probe.
+/// What §11 and §12 add is drawn: the foci of two players and a ticket (the engine's own §11
+/// state) and terrain heights (from a probe, until a terrain kit is built in).
 #[test]
 fn foci_tickets_and_terrain_heights_are_drawn_when_the_run_has_them() {
     let Some(mut browser) = chromium::chromium() else {
         return;
     };
-    let recording = record_example("drive", None);
+    let scratch = tempfile::tempdir().unwrap();
+    let recording = many_foci_recording(scratch.path());
     let probe = |_: &Game, c: ChunkPos| Some((c.x * 3 + c.z) as f64);
-    let mut data = capture(&recording, "drive (section 11 and 12 data)", Some(&probe)).unwrap();
-    let mut foci = Vec::new();
-    for (i, frame) in data.frames.iter_mut().enumerate() {
-        if let Some(f) = &frame.foci {
-            foci = f.clone();
-        }
-        if i >= 3 && (i == 3 || frame.foci.is_some()) {
-            frame.foci = Some([foci.clone(), vec![400.0, 100.0]].concat());
-        }
-    }
-    data.frames[3].tickets = Some(vec![json!(["cutscene", 400, 100, 1, 20])]);
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("more.html");
+    let data = capture(&recording, "many foci", Some(&probe)).unwrap();
+    let file = scratch.path().join("many.html");
     std::fs::write(&file, render(&data)).unwrap();
     let mut page = browser.page(1280, 1000);
     page.open(&file, READY);
     for _ in 0..5 {
         page.click("step");
     }
+    assert_eq!(
+        page.eval("document.getElementById('tick').textContent"),
+        json!("5")
+    );
     let caption = page.eval("document.getElementById('counts').textContent");
     assert!(
-        caption.as_str().unwrap().contains("foci 2 · tickets 1"),
+        caption.as_str().unwrap().contains("foci 3 · tickets 1"),
         "{caption}"
     );
     assert_eq!(
         page.eval("document.getElementById('legend-heights').hidden"),
         json!(false)
     );
-    // Both foci are drawn (white discs) where the data puts them.
     let at_metres = |page: &mut chromium::Page<'_>, x: f64, z: f64| -> Value {
         page.eval(&format!(
             "(() => {{ const c = document.getElementById('grid'); const d = c.dataset; \
@@ -755,49 +802,55 @@ fn foci_tickets_and_terrain_heights_are_drawn_when_the_run_has_them() {
              return Array.from(c.getContext('2d').getImageData(Math.floor(px), Math.floor(pz), 1, 1).data.slice(0, 3)); }})()"
         ))
     };
+    // Every focus is drawn (a white disc) where the engine has it.
     let (_dir, game) = game_at(&recording, 5);
-    let first = game.streaming().unwrap().focus().unwrap();
-    assert_eq!(
-        at_metres(&mut page, first.x, first.z),
-        json!([255, 255, 255])
-    );
-    assert_eq!(at_metres(&mut page, 400.0, 100.0), json!([255, 255, 255]));
-    // The ticket's square (chunk (12, 3), radius 1: chunks 11..=13 × 2..=4) is outlined.
+    let streaming = game.streaming().unwrap();
+    let foci = streaming.foci();
+    assert_eq!(foci.len(), 3);
+    for f in &foci {
+        assert_eq!(
+            at_metres(&mut page, f.x, f.z),
+            json!([255, 255, 255]),
+            "focus {f:?}"
+        );
+    }
+    // The ticket's square (chunk (1, 6), radius 1: chunks 0..=2 × 5..=7) is outlined.
     let outline = page.eval(
         "(() => { const c = document.getElementById('grid'); const d = c.dataset; \
-         const x0 = Number(d.ox) + (11 - Number(d.originX)) * Number(d.cell); \
-         const z0 = Number(d.oz) + (2 - Number(d.originZ)) * Number(d.cell); \
+         const x0 = Number(d.ox) + (0 - Number(d.originX)) * Number(d.cell); \
+         const z0 = Number(d.oz) + (5 - Number(d.originZ)) * Number(d.cell); \
          return Array.from(c.getContext('2d').getImageData(Math.floor(x0) + 2, Math.floor(z0) + 1, 1, 1).data.slice(0, 3)); })()",
     );
     assert_eq!(outline, json!([0x4a, 0xa3, 0xff]));
-    // Loaded chunks are shaded by height: greener and lighter where higher, never the plain
-    // loaded colour.
-    let loaded = game.streaming().unwrap().loaded();
-    let focus = game
-        .streaming()
-        .unwrap()
-        .chunk_of(game.streaming().unwrap().focus().unwrap());
-    let cells: Vec<ChunkPos> = loaded
-        .iter()
-        .filter(|c| (c.x - focus.x).abs() > 1 || (c.z - focus.z).abs() > 1)
-        .copied()
+    // Loaded chunks are shaded by height: green, darker where lower, never the plain loaded
+    // colour. The cells are large here, so only a focus's own chunk has a marker at its centre.
+    let cell = page.eval("Number(document.getElementById('grid').dataset.cell)");
+    assert!(cell.as_f64().unwrap() >= 30.0, "cells of {cell} px");
+    assert_eq!(
+        page.eval("Number(document.getElementById('grid').dataset.loadedDrawn)"),
+        json!(streaming.loaded().len())
+    );
+    let focus_chunks: Vec<ChunkPos> = foci.iter().map(|f| streaming.chunk_of(*f)).collect();
+    let cells: Vec<ChunkPos> = streaming
+        .loaded()
+        .into_iter()
+        .filter(|c| !focus_chunks.contains(c))
         .collect();
-    assert!(cells.len() >= 2, "{loaded:?}");
     let pixels = pixels_at(&mut page, &cells);
-    for (c, p) in cells.iter().zip(&pixels) {
-        assert_ne!(*p, LOADED_RGB, "{c} is not shaded");
-        assert!(p[1] > p[0] && p[1] > p[2], "{c}: {p:?} is not green");
-    }
-    let lightness = |p: &[u64; 3]| p.iter().sum::<u64>();
-    for (i, a) in cells.iter().enumerate() {
-        for (j, b) in cells.iter().enumerate() {
-            let (ha, hb) = (a.x * 3 + a.z, b.x * 3 + b.z);
-            if ha < hb {
+    let light = |p: &[u64; 3]| p.iter().sum::<u64>();
+    let mut compared = 0;
+    for (a, pa) in cells.iter().zip(&pixels) {
+        assert_ne!(*pa, LOADED_RGB, "{a} is not shaded");
+        assert!(pa[1] > pa[0] && pa[1] > pa[2], "{a}: {pa:?} is not green");
+        for (b, pb) in cells.iter().zip(&pixels) {
+            if a.x * 3 + a.z < b.x * 3 + b.z {
+                compared += 1;
                 assert!(
-                    lightness(&pixels[i]) < lightness(&pixels[j]),
-                    "{a} (height {ha}) is not darker than {b} (height {hb})"
+                    light(pa) < light(pb),
+                    "{a} is higher than {b} but not lighter"
                 );
             }
         }
     }
+    assert!(compared >= 10, "only {compared} pairs compared");
 }

@@ -145,6 +145,12 @@ int main(int argc, char **argv) {
         EXPECT(WS_STATUS_NULL_ARGUMENT, "out_value is null",
                ws_game_variable(game, "world.chunks.loaded", NULL, &error));
         EXPECT(WS_STATUS_NULL_ARGUMENT, "out_loaded is null", ws_game_is_loaded(game, 0, 0, NULL, &error));
+        bool ready = true;
+        EXPECT(WS_STATUS_NULL_ARGUMENT, "entity is null", ws_game_ready(game, NULL, &ready, &error));
+        EXPECT(WS_STATUS_NULL_ARGUMENT, "out_ready is null", ws_game_ready(game, "hero", NULL, &error));
+        EXPECT(WS_STATUS_INVALID_UTF8, "id is not valid UTF-8", ws_game_ticket_ready(game, "\xff", &ready, &error));
+        EXPECT(WS_STATUS_OK, "", ws_game_ticket_ready(game, "unknown", &ready, &error));
+        CHECK(!ready);
         EXPECT(WS_STATUS_NULL_ARGUMENT, "out_json is null", ws_game_state(game, NULL, &error));
         EXPECT(WS_STATUS_NULL_ARGUMENT, "out_json is null", ws_game_drain_events(game, NULL, &error));
         char *log = NULL;
@@ -195,6 +201,7 @@ int main(int argc, char **argv) {
         bool loaded = true;
         EXPECT(WS_STATUS_OK, "", ws_game_new("{\"kits\": [{\"id\": \"game.engine\"}]}", ".", &bare, &error));
         EXPECT(WS_STATUS_NO_STREAMING, "world.streaming", ws_game_is_loaded(bare, 0, 0, &loaded, &error));
+        EXPECT(WS_STATUS_NO_STREAMING, "world.streaming", ws_game_ready(bare, "hero", &loaded, &error));
         EXPECT(WS_STATUS_OK, "", ws_game_free(bare, &error));
     }
 
@@ -210,6 +217,8 @@ int main(int argc, char **argv) {
         EXPECT(WS_STATUS_INVALID_HANDLE, "handle", ws_game_tick(game, 1, &error));
         EXPECT(WS_STATUS_INVALID_HANDLE, "handle", ws_game_apply(game, "{\"tick\": 2, \"do\": \"leave\"}", &error));
         EXPECT(WS_STATUS_INVALID_HANDLE, "handle", ws_game_is_loaded(game, 0, 0, &loaded, &error));
+        EXPECT(WS_STATUS_INVALID_HANDLE, "handle", ws_game_ready(game, "hero", &loaded, &error));
+        EXPECT(WS_STATUS_INVALID_HANDLE, "handle", ws_game_ticket_ready(game, "t", &loaded, &error));
         EXPECT(WS_STATUS_INVALID_HANDLE, "handle", ws_game_loaded(game, NULL, 0, &count, &error));
         EXPECT(WS_STATUS_INVALID_HANDLE, "handle", ws_game_pending(game, NULL, 0, &count, &error));
         EXPECT(WS_STATUS_INVALID_HANDLE, "handle", ws_game_variable(game, "world.chunks.loaded", &value, &error));
