@@ -65,7 +65,8 @@ typedef struct WsChunk {
 extern "C" {
 #endif // __cplusplus
 
-// The library's version (the kit's, e.g. `1.5.0`): a static string, never freed.
+// The version of the `world.streaming` kit this library runs (its `kit.json`, e.g. `1.6.0`): a
+// static string, never freed.
 const char *ws_version(void);
 
 // The name of a status (`WS_STATUS_BAD_INPUT`), or `WS_STATUS_UNKNOWN`: a static string, never

@@ -26,7 +26,7 @@ use std::ffi::{c_char, CStr, CString};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
@@ -357,10 +357,23 @@ unsafe fn put_chunks(
     Ok(())
 }
 
-/// The library's version (the kit's, e.g. `1.5.0`): a static string, never freed.
+/// The version of the `world.streaming` kit this library runs (its `kit.json`, e.g. `1.6.0`): a
+/// static string, never freed.
 #[no_mangle]
 pub extern "C" fn ws_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    static VERSION: OnceLock<CString> = OnceLock::new();
+    // A panic cannot happen here (the manifest is compiled in and checked by the kit's tests),
+    // but none may cross the boundary either: answer an empty string then.
+    let version = panic::catch_unwind(|| {
+        VERSION.get_or_init(|| {
+            CString::new(crate::kits::streaming::manifest().version.to_string())
+                .expect("a version has no NUL")
+        })
+    });
+    match version {
+        Ok(v) => v.as_ptr(),
+        Err(_) => c"".as_ptr(),
+    }
 }
 
 /// The name of a status (`WS_STATUS_BAD_INPUT`), or `WS_STATUS_UNKNOWN`: a static string, never
@@ -836,6 +849,14 @@ mod tests {
         // SAFETY: as above.
         let unknown = unsafe { CStr::from_ptr(ws_status_name(99)) };
         assert_eq!(unknown.to_str().unwrap(), "WS_STATUS_UNKNOWN");
+    }
+
+    #[test]
+    fn the_version_is_the_kits() {
+        // SAFETY: ws_version returns a static NUL-terminated string.
+        let v = unsafe { CStr::from_ptr(ws_version()) }.to_str().unwrap();
+        assert_eq!(v, crate::kits::streaming::manifest().version.to_string());
+        assert!(v.starts_with("1."), "{v}");
     }
 
     #[test]

@@ -111,6 +111,42 @@ fn the_seed_example_runs_through_the_c_abi_with_its_exact_numbers() {
     assert!(scratch.path().join("seed.save.json").is_file());
 }
 
+/// The `staticlib` works too: the seed example linked statically (with the system libraries
+/// Rust's standard library needs), run without valgrind (the dynamic run above has it).
+#[test]
+fn the_seed_example_links_against_the_static_library_too() {
+    let lib = library_dir().join("libworld_streaming.a");
+    assert!(lib.is_file(), "{} was not built", lib.display());
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("seed_static");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
+    let status = Command::new(&cc)
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .arg("-I")
+        .arg(repo().join("include"))
+        .arg(repo().join("tests/c/seed_example.c"))
+        .arg(&lib)
+        .arg("-o")
+        .arg(&program)
+        .args(["-pthread", "-ldl", "-lm"])
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}`: {e}"));
+    assert!(status.success(), "{cc} failed to link the static library");
+    let scratch = tempfile::tempdir().unwrap();
+    let out = Command::new(&program).arg(scratch.path()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("seed_example: every check passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Nothing of the dynamic library is needed at run time.
+    let ldd = Command::new("ldd").arg(&program).output();
+    if let Ok(ldd) = ldd {
+        assert!(!String::from_utf8_lossy(&ldd.stdout).contains("world_streaming"));
+    }
+}
+
 #[test]
 fn bad_input_null_pointers_and_freed_handles_are_errors_not_crashes() {
     let scratch = tempfile::tempdir().unwrap();
