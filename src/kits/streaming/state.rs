@@ -45,6 +45,9 @@ pub(crate) struct State {
     pub(crate) over_capacity: bool,
     /// Names of the kits readiness waits for, by builder index.
     pub(crate) builders: Vec<String>,
+    /// Something other than the anchors changed the foci (tickets, `player.moved`, a scene, a
+    /// load): the next tick lists them in full.
+    pub(crate) foci_dirty: bool,
     subscribers: Subscribers,
 }
 
@@ -65,6 +68,7 @@ impl State {
             now: 0,
             over_capacity: false,
             builders: Vec::new(),
+            foci_dirty: true,
             subscribers: Subscribers::default(),
         }
     }
@@ -97,6 +101,7 @@ impl State {
         from: u64,
     ) -> Result<(), TicketError> {
         let ticket = Ticket::new(id, at, radius, ticks, from)?;
+        self.foci_dirty = true;
         self.tickets.request(id, ticket, self.now)
     }
 
@@ -379,6 +384,7 @@ impl State {
         self.anchor_foci = p.anchors;
         self.anchor_ids = vec![None; p.anchors];
         self.over_capacity = p.over_capacity;
+        self.foci_dirty = true;
         if p.version_1 {
             let radius = self.settings().radius;
             p.foci.iter_mut().for_each(|f| f.radius = radius);
@@ -599,7 +605,9 @@ impl StreamingService for Handle {
     }
 
     fn drop_ticket(&self, id: &str) -> bool {
-        self.0.borrow_mut().tickets.drop_ticket(id)
+        let mut st = self.0.borrow_mut();
+        st.foci_dirty = true;
+        st.tickets.drop_ticket(id)
     }
 
     fn tickets(&self) -> Vec<TicketInfo> {
