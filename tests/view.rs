@@ -209,7 +209,7 @@ fn check_frames_against_the_engine(recording: &Recording) -> ViewData {
 
 #[test]
 fn the_frames_rebuild_every_ticks_state_of_the_example_runs() {
-    for name in ["seed", "drive", "two_scenes", "demo"] {
+    for name in ["seed", "drive", "two_scenes", "demo", "party"] {
         let recording = record_example(name, None);
         let data = check_frames_against_the_engine(&recording);
         assert_eq!(data.ticks, recording.ticks, "{name}");
@@ -477,7 +477,7 @@ fn check_page_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64
     let reach = ((cell * 0.3).clamp(3.0, 10.0) + 2.0) / cell;
     let reach = reach.ceil() as i64;
     let mut centres = Vec::new();
-    if let Some(f) = streaming.focus() {
+    for f in streaming.foci() {
         centres.push(streaming.chunk_of(f));
     }
     for e in game.engine().world().iter() {
@@ -585,6 +585,22 @@ fn stepping_in_chromium_shows_the_replays_state_at_each_tick() {
     let shot = target_dir().join("view-drive.png");
     std::fs::write(&shot, png).unwrap();
     eprintln!("screenshot of the page at tick 39: {}", shot.display());
+
+    // The party example (SPEC §11: three players in two vehicles, a resident cap, a ticket far
+    // away from tick 85): the same checks on its way and while the ticket is held.
+    let party = record_example("party", None);
+    let (_dir, file) = write_page(&party, "party");
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    for _ in 0..20 {
+        page.press(".");
+    }
+    check_page_at(&mut page, &party, 20);
+    page.eval("(() => { const s = document.getElementById('slider'); s.value = '90'; s.dispatchEvent(new Event('input')); })()");
+    check_page_at(&mut page, &party, 90);
+    let caption = page.eval("document.getElementById('counts').textContent");
+    assert!(caption.as_str().unwrap().contains("tickets 1"), "{caption}");
+    std::fs::write(target_dir().join("view-party.png"), page.screenshot()).unwrap();
 }
 
 #[test]
