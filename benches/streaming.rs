@@ -323,8 +323,10 @@ fn anchors(c: &mut Criterion) {
             |b| b.iter(|| game.tick()),
         );
     }
+    // An unlimited budget, so that filling 100 squares is one tick for the baseline too; a
+    // chunk border every 64 ticks then loads its 17 new chunks in that tick.
     for (imp, n) in [(Impl::Kit, 1), (Impl::Kit, 100), (Impl::Baseline, 100)] {
-        let mut game = build_anchors(imp, n, 8, 4.0, None);
+        let mut game = build_anchors(imp, n, 8, 1e9, None);
         fill(&mut game);
         let mut x = 16.0;
         g.bench_function(
@@ -332,11 +334,14 @@ fn anchors(c: &mut Criterion) {
             |b| b.iter(|| walk(&mut game, &p0, &mut x)),
         );
     }
-    // Radius 49 wants 99² = 9 801 chunks; with the ring of hysteresis a drive would hold
-    // 10 201: under a cap of 10 000 every load past the first ones evicts the least recently
-    // wanted chunk of the band.
+    // Radius 49 wants 99² = 9 801 chunks and a far ticket of radius 5 another 121: 9 922. A
+    // drive east keeps the column it leaves (ring 50) until the next border: 10 021 without a
+    // cap; under 10 000, the last 21 loads of every border evict from that column (least
+    // recently wanted first), 21 evictions per 64 ticks.
     for cap in [None, Some(10_000)] {
         let mut game = build_anchors(Impl::Kit, 1, 49, 4.0, cap);
+        game.request_around("far", Position::new(1e5, 1e5), 5, 1 << 30)
+            .unwrap();
         fill(&mut game);
         let mut x = 16.0;
         for _ in 0..256 {

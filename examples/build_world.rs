@@ -1,5 +1,5 @@
-//! Two example kits building on world.streaming: terrain generated on `world.chunk.loaded` and
-//! colliders kept through `onChunk`. Run with `cargo run --example build_world`.
+//! A kit building on world.streaming and world.terrain: colliders made once terrain is built
+//! (`onBuilt`) and dropped on release (`onChunk`). Run with `cargo run --example build_world`.
 
 #[path = "kits/mod.rs"]
 mod kits;
@@ -33,10 +33,10 @@ fn main() {
         .unwrap_or_else(|e| panic!("{e}"));
     let v = game.engine().variables();
     println!(
-        "after tick 60: {} chunks live, {} terrain fields ({} generated in all), {} colliders",
+        "after tick 60: {} chunks live, {} colliders (highest cell {}), {} terrain waits",
         v.count("world.chunks.loaded"),
-        v.count("world.terrain.chunks"),
-        v.count("world.terrain.generated"),
         v.count("physics.colliders.live"),
+        v.count("physics.colliders.top"),
+        v.count("world.terrain.waits"),
     );
 }

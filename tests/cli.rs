@@ -182,8 +182,28 @@ fn the_demo_runs_without_arguments_and_shows_maps() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("map at tick 1"), "{text}");
+    assert!(text.contains("[ticket \"tp\" ready]"), "{text}");
+    let map_rows: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.chars().all(|c| "0123456789#+.xHABCT".contains(c)))
+        .collect();
     assert!(
-        text.contains("keep_home refused world.chunk.unload of (0,0): \"home\""),
+        map_rows.iter().any(|l| l.contains('T')),
+        "the ticket on a map: {text}"
+    );
+    assert!(
+        map_rows.iter().any(|l| l.contains('C')),
+        "a third focus on a map: {text}"
+    );
+    assert!(
+        map_rows
+            .iter()
+            .any(|l| l.chars().any(|c| c.is_ascii_digit())),
+        "terrain heights shaded on a map: {text}"
+    );
+    assert!(
+        text.contains("held refusal: (0, 0) world.chunk.unload by keep_home (\"home\")"),
         "{text}"
     );
 }

@@ -1,5 +1,5 @@
-//! The example kits of `examples/kits`: terrain regenerates byte-identical height fields, and the
-//! collider kit's onChunk subscription tracks exactly the live chunks.
+//! The example kit of `examples/kits`: colliders made on `world.terrain`'s `onBuilt` and dropped
+//! on `world.streaming`'s `onChunk`, always one per built, live chunk.
 
 #[path = "../examples/kits/mod.rs"]
 mod kits;
@@ -8,41 +8,29 @@ use serde_json::json;
 use world_streaming::files::inputs::Inputs;
 use world_streaming::game::Game;
 use world_streaming::grid::ChunkPos;
+use world_streaming::kits::terrain::{TerrainService, TERRAIN};
 
 fn game() -> Game {
-    let catalog = kits::catalog();
     let scene = json!({
         "kits": [
             { "id": "world.ground" },
-            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 1, "budgetMs": 3 } },
-            { "id": "world.terrain", "config": { "seed": 42 } },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 1, "budgetMs": 2 } },
+            { "id": "world.terrain", "config": { "seed": 42, "commitLatency": 2 } },
             { "id": "physics.colliders" }
         ],
         "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 8, "z": 8 } } ]
     });
-    Game::from_scene_text(&scene.to_string(), "scene.json", ".".as_ref(), &catalog).unwrap()
+    Game::from_scene_text(
+        &scene.to_string(),
+        "scene.json",
+        ".".as_ref(),
+        &kits::catalog(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
-fn regenerating_a_chunk_gives_byte_identical_heights() {
-    let a = kits::terrain::generate(42, ChunkPos::new(3, -7));
-    let b = kits::terrain::generate(42, ChunkPos::new(3, -7));
-    assert_eq!(a, b);
-    assert_eq!(a.len(), kits::terrain::SAMPLES * kits::terrain::SAMPLES * 2);
-    assert_ne!(
-        a,
-        kits::terrain::generate(43, ChunkPos::new(3, -7)),
-        "the seed matters"
-    );
-    assert_ne!(
-        a,
-        kits::terrain::generate(42, ChunkPos::new(4, -7)),
-        "the chunk matters"
-    );
-}
-
-#[test]
-fn terrain_and_colliders_follow_the_live_chunks_through_a_drive() {
+fn colliders_follow_the_built_live_chunks_through_a_drive() {
     let mut g = game();
     let lines: String = (2..40)
         .map(|t| {
@@ -53,19 +41,19 @@ fn terrain_and_colliders_follow_the_live_chunks_through_a_drive() {
         })
         .collect();
     let inputs = Inputs::parse(&lines, "route").unwrap();
+    let terrain = g.engine().service::<dyn TerrainService>(TERRAIN).unwrap();
+    let streaming = g.streaming().unwrap();
     let mut checked = 0;
     g.run_with(&inputs, 45, |engine, _| {
+        let built_live = streaming
+            .loaded()
+            .iter()
+            .filter(|c| terrain.is_built(**c))
+            .count() as u64;
         let v = engine.variables();
-        let live = v.count("world.chunks.loaded");
-        assert_eq!(
-            v.count("world.terrain.chunks"),
-            live,
-            "tick {}",
-            engine.tick_count()
-        );
         assert_eq!(
             v.count("physics.colliders.live"),
-            live,
+            built_live,
             "tick {}",
             engine.tick_count()
         );
@@ -73,27 +61,34 @@ fn terrain_and_colliders_follow_the_live_chunks_through_a_drive() {
     })
     .unwrap();
     assert_eq!(checked, 45);
-    let v = g.engine().variables();
+    let built = g
+        .engine()
+        .events()
+        .iter()
+        .filter(|e| e.event == "world.terrain.built")
+        .count();
     assert!(
-        v.count("world.terrain.generated") > v.count("world.terrain.chunks"),
+        built > g.streaming().unwrap().loaded().len(),
         "chunks were released and rebuilt"
     );
+    assert!(g.engine().variables().count("physics.colliders.top") > 0);
+    assert!(!terrain.is_built(ChunkPos::new(-1, 0)), "released long ago");
 }
 
 #[test]
 fn a_kit_whose_requirement_is_missing_is_refused_with_who_needs_what() {
-    let mut catalog = world_streaming::kits::builtin_catalog();
-    catalog.add(
-        kits::terrain::manifest(),
-        Box::new(kits::terrain::TerrainKit::from_spec),
-    );
-    let scene = json!({ "kits": [ { "id": "world.terrain" } ] });
-    let err = Game::from_scene_text(&scene.to_string(), "scene.json", ".".as_ref(), &catalog)
-        .err()
-        .unwrap()
-        .to_string();
+    let scene = json!({ "kits": [ { "id": "world.streaming" }, { "id": "world.ground" }, { "id": "physics.colliders" } ] });
+    let err = Game::from_scene_text(
+        &scene.to_string(),
+        "scene.json",
+        ".".as_ref(),
+        &kits::catalog(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(
-        err.contains("kit world.terrain requires world.streaming@^1, no enabled kit provides it"),
+        err.contains("kit physics.colliders requires world.terrain@^1, no enabled kit provides it"),
         "{err}"
     );
 }

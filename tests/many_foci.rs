@@ -599,3 +599,64 @@ fn the_1025th_ticket_from_an_input_stops_the_run_naming_the_line() {
         "inputs.jsonl: line 1025: too many tickets: at most 1024 are held at once"
     );
 }
+
+#[test]
+fn lua_mods_reach_the_round_2_api() {
+    let dir = mods_dir(
+        "lua-api",
+        &[(
+            "party.lua",
+            r#"
+streaming.setFocus("players")
+streaming.setMaxLoaded(nil)
+streaming.setMaxRefusalsPerMod(3)
+local ok, err = pcall(streaming.setFocus, "everyone")
+log("setFocus", ok, err)
+local ok2, err2 = pcall(streaming.setMaxLoaded, 0)
+log("setMaxLoaded", ok2, err2)
+streaming.request("tp", {x = 1000, z = 16}, 0, 5)
+on("world.chunk.load", function(c)
+  if c.x == 31 then
+    local t = streaming.tickets()[1]
+    log("ticket", t.id, t.x, t.z, t.radius, t.ticksLeft, #streaming.foci(), streaming.ready("b"))
+  end
+end)
+"#,
+        )],
+    );
+    let mut s = scene(
+        json!({ "radius": 0, "maxLoaded": 1 }),
+        json!([player("a", 16.0, 16.0), player("b", 80.0, 16.0)]),
+    );
+    s["mods"] = json!(["party.lua"]);
+    let mut g = game_in(&s, &dir);
+    run(&mut g, &[], 1);
+    let settings = g.streaming().unwrap().settings();
+    assert_eq!(
+        (
+            settings.focus,
+            settings.max_loaded,
+            settings.max_refusals_per_mod
+        ),
+        (
+            world_streaming::kits::streaming::FocusMode::Players,
+            None,
+            3
+        )
+    );
+    // b's chunk (2,0) loads before (31,0) (equal keys, row order): b is ready by then.
+    assert_eq!(
+        loaded(&g),
+        [(0, 0), (2, 0), (31, 0)],
+        "two anchors and the ticket, no cap"
+    );
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    assert_eq!(
+        log,
+        [
+            "setFocus\tfalse\tstreaming.setFocus: expected \"player\" or \"players\", got \"everyone\"",
+            "setMaxLoaded\tfalse\tstreaming.setMaxLoaded: expected null or an integer 1..=1000000, got 0",
+            "ticket\ttp\t1000\t16\t0\t4\t3\ttrue",
+        ]
+    );
+}

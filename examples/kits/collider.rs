@@ -1,18 +1,22 @@
-//! `physics.colliders`, an example kit that subscribes through the streaming service's `onChunk`
-//! (reached by name and interface, never as the concrete kit) and keeps one ground collider per
-//! live chunk, publishing the count as the variable `physics.colliders.live`.
+//! `physics.colliders`, an example kit that builds on other kits' services (reached by name and
+//! interface, never as concrete kits): it makes a ground collider for each chunk once
+//! `world.terrain` built it (`onBuilt`, with the chunk's terrain to shape it) and drops it when
+//! `world.streaming` releases the chunk (`onChunk`). It publishes the count as
+//! `physics.colliders.live` and the highest cell of the live colliders as
+//! `physics.colliders.top`.
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use world_streaming::grid::ChunkPos;
 use world_streaming::host::{Ctx, Kit, KitError, KitManifest, KitSpec, Problem, Services};
 use world_streaming::kits::streaming::{ChunkSubscription, StreamingService, STREAMING};
+use world_streaming::kits::terrain::{TerrainService, TERRAIN};
 
-/// The kit.
+/// The kit: one collider (here: the chunk's highest cell) per built, live chunk.
 pub struct ColliderKit {
-    live: Rc<RefCell<BTreeSet<ChunkPos>>>,
+    live: Rc<RefCell<BTreeMap<ChunkPos, u16>>>,
     /// Kept so the kit could unsubscribe (e.g. when physics is switched off).
     _subscription: Option<ChunkSubscription>,
 }
@@ -20,8 +24,8 @@ pub struct ColliderKit {
 /// The kit's manifest.
 pub fn manifest() -> KitManifest {
     let mut m = KitManifest::simple("physics.colliders", "1.0.0");
-    m.requires
-        .insert("world.streaming".into(), "^1".parse().unwrap());
+    m.requires.insert(STREAMING.into(), "^1.1".parse().unwrap());
+    m.requires.insert(TERRAIN.into(), "^1".parse().unwrap());
     m
 }
 
@@ -33,10 +37,12 @@ impl ColliderKit {
             _subscription: None,
         }))
     }
+}
 
-    /// How many colliders are live.
-    pub fn live(&self) -> usize {
-        self.live.borrow().len()
+fn missing(service: &str) -> KitError {
+    KitError::MissingService {
+        kit: "physics.colliders".into(),
+        service: service.into(),
     }
 }
 
@@ -48,24 +54,37 @@ impl Kit for ColliderKit {
     fn start(&mut self, services: &Services) -> Result<(), KitError> {
         let streaming = services
             .get::<dyn StreamingService>(STREAMING)
-            .ok_or_else(|| KitError::MissingService {
-                kit: "physics.colliders".into(),
-                service: STREAMING.into(),
-            })?;
-        let live = self.live.clone();
+            .ok_or_else(|| missing(STREAMING))?;
+        let terrain = services
+            .get::<dyn TerrainService>(TERRAIN)
+            .ok_or_else(|| missing(TERRAIN))?;
+        let (live, built) = (self.live.clone(), self.live.clone());
+        let reader = terrain.clone();
+        terrain.on_built(Box::new(move |chunk, _hash| {
+            let Some(data) = reader.chunk(chunk) else {
+                return;
+            };
+            let n = data.cells;
+            let top = (0..n)
+                .flat_map(|j| (0..n).map(move |i| (i, j)))
+                .map(|(i, j)| data.height(i, j))
+                .max()
+                .unwrap_or(0);
+            built.borrow_mut().insert(chunk, top);
+        }));
         self._subscription = Some(streaming.on_chunk(Box::new(move |chunk, loaded| {
-            let mut live = live.borrow_mut();
-            if loaded {
-                live.insert(chunk);
-            } else {
-                live.remove(&chunk);
+            if !loaded {
+                live.borrow_mut().remove(&chunk);
             }
         })));
         Ok(())
     }
 
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        let live = self.live.borrow();
         ctx.variables
-            .set("physics.colliders.live", self.live() as u64);
+            .set("physics.colliders.live", live.len() as u64);
+        let top = live.values().copied().max().unwrap_or(0);
+        ctx.variables.set("physics.colliders.top", u64::from(top));
     }
 }

@@ -11,6 +11,7 @@ use world_streaming::game::Game;
 use world_streaming::grid::ChunkPos;
 use world_streaming::host::{Engine, CHUNK_LOADED, CHUNK_UNLOADED, MOD_ERROR};
 use world_streaming::kits::streaming::{StreamingService, CAPACITY, TICKET_READY};
+use world_streaming::kits::terrain::{TerrainService, TERRAIN};
 
 const SCENE: &str = include_str!("../../examples/scenes/party.json");
 const INPUTS: &str = include_str!("../../examples/scenes/party.inputs.jsonl");
@@ -50,7 +51,8 @@ pub fn run() -> anyhow::Result<()> {
         "maxLoaded 60). They split up east and north, meet again, then ticket \"tp\" preloads"
     );
     println!(
-        "(-800, -800) and ann jumps there. The mod keep_home refuses to unload chunk (0,0).\n"
+        "(-800, -800) and ann jumps there. The mod keep_home refuses to unload chunk (0,0).\n\
+         world.terrain (seed 2026) builds each loaded chunk on worker threads, 2 ticks later.\n"
     );
     let maps_at = [1, 41, 81, 99, 100, target];
     let mut seen = 0;
@@ -104,8 +106,9 @@ pub fn run() -> anyhow::Result<()> {
 }
 
 /// An ASCII map of the grid around the foci: `A`, `B`, … the non-ticket foci in anchor order,
-/// `T` a ticket, `#` loaded, `+` pending, `x` load refused, `H` kept by an unload refusal, `.`
-/// nothing. It spans every focus (at most 41 chunks a side).
+/// `T` a ticket, `0`–`9` a loaded chunk whose terrain is built (its mean height, low to high),
+/// `#` loaded (terrain not built yet, or no terrain kit), `+` pending, `x` load refused, `H` kept
+/// by an unload refusal, `.` nothing. It spans every focus (at most 41 chunks a side).
 pub fn map(engine: &Engine, s: &dyn StreamingService) -> String {
     let foci = s.foci();
     let Some(first) = foci.first() else {
@@ -134,6 +137,17 @@ pub fn map(engine: &Engine, s: &dyn StreamingService) -> String {
     let (x0, x1) = clamp(x0 - reach, x1 + reach);
     let (z0, z1) = clamp(z0 - reach, z1 + reach);
     let (loaded, pending, refusals) = (s.loaded(), s.pending(), s.refusals());
+    let terrain = engine.service::<dyn TerrainService>(TERRAIN);
+    let shade = |c: ChunkPos| -> Option<char> {
+        let data = terrain.as_ref()?.chunk(c)?;
+        let n = data.cells;
+        let sum: u64 = (0..n)
+            .flat_map(|j| (0..n).map(move |i| (i, j)))
+            .map(|(i, j)| u64::from(data.height(i, j)))
+            .sum();
+        let mean = sum / u64::from(n * n);
+        char::from_digit((mean * 10 / 65536) as u32, 10)
+    };
     let mut out = format!("  map at tick {}:\n", engine.tick_count());
     for z in (z0..=z1).rev() {
         out.push_str("    ");
@@ -150,7 +164,7 @@ pub fn map(engine: &Engine, s: &dyn StreamingService) -> String {
                 _ if tickets.contains(&c) => 'T',
                 _ if refused.is_some_and(|r| r.hook.ends_with("unload")) => 'H',
                 _ if refused.is_some() => 'x',
-                _ if loaded.contains(&c) => '#',
+                _ if loaded.contains(&c) => shade(c).unwrap_or('#'),
                 _ if pending.contains(&c) => '+',
                 _ => '.',
             };
@@ -159,7 +173,7 @@ pub fn map(engine: &Engine, s: &dyn StreamingService) -> String {
         out.push('\n');
     }
     out.push_str(
-        "    A B C… foci  T ticket  # loaded  + pending  H kept by a refusal  x load refused\n",
+        "    A B C… foci  T ticket  0-9 built terrain (mean height)  # loaded  + pending\n    H kept by a refusal  x load refused\n",
     );
     out
 }

@@ -283,6 +283,11 @@ impl Engine {
         self.events.set_tick(self.tick);
         for i in 0..self.kits.len() {
             let mut ctx = ctx!(self);
+            self.kits[i].begin_tick(&mut ctx);
+            self.settle();
+        }
+        for i in 0..self.kits.len() {
+            let mut ctx = ctx!(self);
             self.kits[i].tick(&mut ctx);
             self.settle();
         }

@@ -149,6 +149,14 @@ pub enum KitError {
     /// The kit's save section is wrong.
     #[error("{0}")]
     BadSave(Problem),
+    /// The kit could not start (e.g. its threads).
+    #[error("kit {kit}: {message}")]
+    Start {
+        /// The kit.
+        kit: String,
+        /// Why.
+        message: String,
+    },
 }
 
 /// A prepared, validated save section, applied later by [`Kit::commit_load`].
@@ -178,6 +186,9 @@ pub trait Kit {
 
     /// These entities were spawned, despawned, moved, tagged, untagged or relinked.
     fn on_entities_changed(&mut self, _changed: &[EntityId], _ctx: &mut Ctx<'_>) {}
+
+    /// At the start of a tick, before any kit ticks (e.g. committing work done off the tick).
+    fn begin_tick(&mut self, _ctx: &mut Ctx<'_>) {}
 
     /// One fixed tick.
     fn tick(&mut self, _ctx: &mut Ctx<'_>) {}

@@ -1,12 +1,15 @@
-//! The kits this crate ships: `world.ground` (the extent of the ground) and `world.streaming`
-//! (which chunks are live), plus the catalog that lets a host enable them.
+//! The kits this crate ships: `world.ground` (the extent of the ground), `world.streaming`
+//! (which chunks are live) and `world.terrain` (a world generated off the tick), plus the catalog
+//! that lets a host enable them.
 
 pub mod ground;
 pub mod streaming;
+pub mod terrain;
 
 use crate::host::{KitCatalog, KitManifest, ENGINE_KIT};
 
-/// A catalog with `game.engine` (the host itself), `world.ground` and `world.streaming`.
+/// A catalog with `game.engine` (the host itself), `world.ground`, `world.streaming` and
+/// `world.terrain`.
 /// Add your own kits to it with [`KitCatalog::add`].
 pub fn builtin_catalog() -> KitCatalog {
     let mut catalog = KitCatalog::default();
@@ -18,6 +21,10 @@ pub fn builtin_catalog() -> KitCatalog {
     catalog.add(
         streaming::manifest(),
         Box::new(streaming::StreamingKit::from_spec),
+    );
+    catalog.add(
+        terrain::manifest(),
+        Box::new(terrain::TerrainKit::from_spec),
     );
     catalog
 }

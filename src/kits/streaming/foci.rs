@@ -404,4 +404,68 @@ mod tests {
         let ids: Vec<&str> = t.iter().map(|(id, _)| id).collect();
         assert_eq!(ids, ["B", "a", "z", "é"]);
     }
+
+    fn entity(id: &str, tags: &[&str], x: f64) -> crate::host::Entity {
+        crate::host::Entity {
+            id: EntityId::new(id),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            position: at(x, 0.0),
+            rides: None,
+        }
+    }
+
+    fn xs(cache: &AnchorCache) -> Vec<f64> {
+        cache.positions().iter().map(|p| p.x).collect()
+    }
+
+    #[test]
+    fn the_anchor_cache_moves_only_what_changed_and_relists_on_a_new_anchor() {
+        let mut w = World::new();
+        for (id, tags, x) in [
+            ("a", &["player"][..], 1.0),
+            ("car", &[][..], 50.0),
+            ("b", &["player"][..], 2.0),
+        ] {
+            w.spawn(entity(id, tags, x)).unwrap();
+        }
+        w.ride(&EntityId::new("b"), &EntityId::new("car")).unwrap();
+        w.take_changed();
+        let mut cache = AnchorCache::default();
+        assert_eq!(cache.refresh(&w), Refresh::Rebuilt);
+        assert_eq!(xs(&cache), [1.0, 50.0], "b's focus is its car");
+        assert_eq!(
+            cache.refresh(&w),
+            Refresh::Same,
+            "nothing changed: nothing to do"
+        );
+        // The car moves: b (index 1) moves, a does not.
+        w.move_to(&EntityId::new("car"), at(60.0, 0.0)).unwrap();
+        let changed = w.take_changed();
+        cache.entities_changed(&changed, &w);
+        assert_eq!(cache.refresh(&w), Refresh::Moved);
+        assert_eq!(cache.moved(), [1]);
+        assert_eq!(xs(&cache), [1.0, 60.0]);
+        cache.clear_moved();
+        // A crate that is not an anchor changes nothing.
+        w.spawn(entity("crate", &["streamable"], 9.0)).unwrap();
+        let changed = w.take_changed();
+        cache.entities_changed(&changed, &w);
+        assert_eq!(cache.refresh(&w), Refresh::Same);
+        // A new player, a lost tag, a new rides link, a control change: listed again.
+        for change in 0..4 {
+            match change {
+                0 => w.spawn(entity("c", &["player"], 3.0)).unwrap(),
+                1 => w.untag(&EntityId::new("a"), PLAYER_TAG).unwrap(),
+                2 => w.ride(&EntityId::new("c"), &EntityId::new("car")).unwrap(),
+                _ => w.set_control(Some(EntityId::new("crate"))).unwrap(),
+            }
+            let changed = w.take_changed();
+            cache.entities_changed(&changed, &w);
+            assert_eq!(cache.refresh(&w), Refresh::Rebuilt, "change {change}");
+        }
+        // b, c (both in the car), then the controlled crate.
+        assert_eq!(xs(&cache), [60.0, 60.0, 9.0]);
+        let ids: Vec<&str> = cache.ids().map(EntityId::as_str).collect();
+        assert_eq!(ids, ["b", "c", "crate"]);
+    }
 }

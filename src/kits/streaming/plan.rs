@@ -1075,4 +1075,95 @@ mod tests {
             assert_eq!(a, expected, "case {case}: the k first of pending()");
         }
     }
+
+    fn two(r: &mut Residency, a: Position, b: Position, radius: u32, tick: u64) -> Vec<ChunkPos> {
+        let mut out = Vec::new();
+        r.set_foci(&[FocusView { pos: a, radius }, FocusView { pos: b, radius }]);
+        r.resolve(tick, &mut out);
+        out
+    }
+
+    #[test]
+    fn refusal_rules_apply_over_the_union_of_the_foci() {
+        let mut r = res();
+        let (a, b) = (Position::new(8.0, 8.0), Position::new(40.0, 8.0));
+        // a at (0,0), b at (1,0), radius 1: (1,1) is wanted by both.
+        two(&mut r, a, b, 1, 1);
+        assert_eq!(r.wanted_len(), 12);
+        r.hold(ChunkPos::new(1, 1), refusal(RefusalKind::Load));
+        assert_eq!(r.wanted_unrefused(), 11);
+        // a leaves: b still wants (1,1), so the load refusal stays.
+        two(&mut r, Position::new(-300.0, 8.0), b, 1, 2);
+        assert_eq!(r.refusals().count(), 1);
+        // b leaves too: nobody wants it, the refusal drops.
+        two(
+            &mut r,
+            Position::new(-300.0, 8.0),
+            Position::new(-300.0, 300.0),
+            1,
+            3,
+        );
+        assert_eq!(r.refusals().count(), 0);
+        // An unload refusal drops as soon as one focus keeps the chunk again (ring <= r + 1).
+        let mut r = res();
+        fill(&mut r, a, 0);
+        let due = two(
+            &mut r,
+            Position::new(300.0, 8.0),
+            Position::new(-300.0, 8.0),
+            0,
+            2,
+        );
+        assert_eq!(due, [ChunkPos::new(0, 0)]);
+        r.hold(ChunkPos::new(0, 0), refusal(RefusalKind::Unload));
+        two(
+            &mut r,
+            Position::new(300.0, 8.0),
+            Position::new(-300.0, 8.0),
+            0,
+            3,
+        );
+        assert_eq!(r.refusals().count(), 1, "kept by no focus: held");
+        two(
+            &mut r,
+            Position::new(300.0, 8.0),
+            Position::new(40.0, 40.0),
+            0,
+            4,
+        );
+        assert_eq!(
+            r.refusals().count(),
+            0,
+            "ring 1 of the second focus: dropped"
+        );
+    }
+
+    #[test]
+    fn eviction_candidates_are_ordered_by_last_wanted_then_row_order() {
+        let mut r = res();
+        // Focus at chunk (1,0) on tick 1, (0,0) on tick 2, (0,1) on tick 3, radius 0.
+        for (tick, x, z) in [(1, 48.0, 16.0), (2, 16.0, 16.0), (3, 16.0, 48.0)] {
+            let mut out = Vec::new();
+            r.set_foci(&[FocusView {
+                pos: Position::new(x, z),
+                radius: 0,
+            }]);
+            r.resolve(tick, &mut out);
+            let mut batch = Vec::new();
+            r.take_nearest(1, &mut batch);
+            batch.into_iter().for_each(|c| r.mark_loaded(c));
+        }
+        assert_eq!(r.last_wanted(ChunkPos::new(1, 0)), 1);
+        assert_eq!(r.last_wanted(ChunkPos::new(0, 0)), 2);
+        assert_eq!(r.last_wanted(ChunkPos::new(0, 1)), 3, "wanted now");
+        assert_eq!(r.eviction_candidate(), Some(ChunkPos::new(1, 0)));
+        r.hold(ChunkPos::new(1, 0), refusal(RefusalKind::Unload));
+        assert_eq!(
+            r.eviction_candidate(),
+            Some(ChunkPos::new(0, 0)),
+            "refused: the next"
+        );
+        r.mark_released(ChunkPos::new(0, 0));
+        assert_eq!(r.eviction_candidate(), None);
+    }
 }

@@ -49,6 +49,13 @@
 //!   scene layer > kit config); `streaming.onChunk(fn)` calls `fn({x = …, z = …}, loaded)` on every
 //!   load and release and returns a handle whose `handle:unsubscribe()` stops it (an error in the
 //!   callback is reported as a `mod.error` event with hook `onChunk`). Whole numbers are Lua integers.
+//!   SPEC §11: `streaming.request(id, {x = …, z = …}, radius, ticks)` requests (or replaces) a
+//!   preload ticket counting from the next tick, `streaming.drop(id)` → whether it was held,
+//!   `streaming.tickets()` → array of `{id, x, z, radius, ticksLeft}` in id order,
+//!   `streaming.foci()` → array of `{x, z}`, `streaming.ready(entity)`,
+//!   `streaming.ticketReady(id)` → booleans, `streaming.progress()` → ready / wanted (a float),
+//!   `streaming.setFocus("player" | "players")`, `streaming.setMaxLoaded(n or nil)` and
+//!   `streaming.setMaxRefusalsPerMod(n)` like `setRadius`.
 //! - `log(...)` and `print(...)` write one line to the game's mod log: the arguments converted
 //!   like `tostring`, joined by tabs, with the mod id as the source.
 //! - `mod.id` is the mod's id.
