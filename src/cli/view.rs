@@ -13,7 +13,14 @@ pub fn run(replay: &Path, out: &Path) -> anyhow::Result<()> {
         || display_name(replay),
         |n| n.to_string_lossy().into_owned(),
     );
-    let data = view::capture(&recording, &title, None)?;
+    // Terrain heights when the run builds terrain (asking every loaded chunk each tick of a
+    // run without it would only cost time).
+    let probe: Option<&view::HeightProbe> = if view::has_terrain(&recording) {
+        Some(&view::terrain_height)
+    } else {
+        None
+    };
+    let data = view::capture(&recording, &title, probe)?;
     let page = view::render(&data);
     if out.as_os_str() == "-" {
         use std::io::Write;

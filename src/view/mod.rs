@@ -18,7 +18,7 @@
 //!
 //! The state fields of SPEC §11 (`foci`, `tickets`) are read from the state document when it
 //! has them, so a run with many foci shows them without a change here; terrain heights come
-//! from a [`HeightProbe`] the caller passes.
+//! from a [`HeightProbe`] the caller passes ([`terrain_height`] for `world.terrain`).
 //!
 //! The page itself lives in `page.html`, `view.css` and `view.js` beside this file.
 
@@ -33,6 +33,7 @@ use crate::game::{Game, GameError};
 use crate::grid::ChunkPos;
 use crate::host::{Event, EventData, CHUNK_LOADED, CHUNK_UNLOADED};
 use crate::kits::streaming::dormancy::DORMANT;
+use crate::kits::terrain::{TerrainService, TERRAIN, VAR_WAITS};
 use crate::replay::{compare, Divergence, Recording, Step, Verdict};
 
 /// The `format` of the data embedded in a page.
@@ -57,8 +58,29 @@ pub enum ViewError {
 }
 
 /// The height of a chunk (e.g. its terrain's mean height), asked once per chunk when it loads;
-/// `None` when the chunk has none.
+/// `None` while it has none (e.g. its terrain is not built yet). [`terrain_height`] is the one of
+/// `world.terrain`.
 pub type HeightProbe<'a> = dyn Fn(&Game, ChunkPos) -> Option<f64> + 'a;
+
+/// The probe of `world.terrain`: a built chunk's mean cell height (0..=65535, rounded down), as
+/// the demo's map shades it; `None` while the chunk is not built or without the kit.
+pub fn terrain_height(game: &Game, chunk: ChunkPos) -> Option<f64> {
+    let terrain = game.engine().service::<dyn TerrainService>(TERRAIN)?;
+    let data = terrain.chunk(chunk)?;
+    let n = data.cells;
+    let sum: u64 = (0..n)
+        .flat_map(|j| (0..n).map(move |i| (i, j)))
+        .map(|(i, j)| u64::from(data.height(i, j)))
+        .sum();
+    Some((sum / u64::from(n * n).max(1)) as f64)
+}
+
+/// Whether a recording's scene enables `world.terrain` (then [`terrain_height`] is worth asking).
+pub fn has_terrain(recording: &Recording) -> bool {
+    recording.scene["kits"]
+        .as_array()
+        .is_some_and(|kits| kits.iter().any(|k| k["id"] == TERRAIN))
+}
 
 /// Everything the page shows, as embedded in it.
 #[derive(Debug, Clone, Serialize)]
@@ -115,7 +137,8 @@ pub struct Frame {
     /// The dormant entities, when they changed: `[id, x, z]` (their position in metres).
     #[serde(rename = "d", skip_serializing_if = "Option::is_none")]
     pub dormant: Option<Vec<Value>>,
-    /// Heights of chunks loaded for the first time in the run: `[x, z, height, …]`.
+    /// Heights of loaded chunks that got one this tick (their terrain was built): `[x, z,
+    /// height, …]`. A chunk's height is forgotten when it is released.
     #[serde(rename = "h", skip_serializing_if = "Vec::is_empty")]
     pub heights: Vec<f64>,
     /// Variables whose value changed.
@@ -139,8 +162,8 @@ struct Seen {
     variables: Map<String, Value>,
     scene: Option<Value>,
     names: BTreeMap<String, usize>,
-    /// Chunks whose height the page has (a height is the chunk's, sent once).
-    heights_sent: BTreeSet<ChunkPos>,
+    /// The loaded chunks whose height the page has.
+    heights: BTreeSet<ChunkPos>,
 }
 
 /// The chunks in `a` and not in `b`, both sorted.
@@ -248,19 +271,31 @@ impl Seen {
             };
         }
         frame.loaded_add = flat(loaded_add);
-        frame.loaded_remove = flat(loaded_remove);
+        frame.loaded_remove = flat(loaded_remove.iter().copied());
         // Pending: the page drops every chunk an event loaded, then applies this delta.
         let loaded_by_events: Vec<ChunkPos> = loaded_by_events.into_iter().collect();
         let pending = minus(&self.pending, &loaded_by_events);
         frame.pending_add = flat(minus(&now_pending, &pending));
         frame.pending_remove = flat(minus(&pending, &now_pending));
         if let Some(probe) = heights {
-            for c in &added {
-                if !self.heights_sent.insert(*c) {
-                    continue;
-                }
-                if let Some(h) = probe(game, *c).filter(|h| h.is_finite()) {
+            // The page forgets a height when its chunk leaves the loaded set, by an event or a
+            // correction (so also when a chunk is released and loaded again within the tick).
+            let released: Vec<ChunkPos> = last_event
+                .keys()
+                .chain(&loaded_remove)
+                .copied()
+                .chain(removed.iter().copied())
+                .collect();
+            for c in released {
+                self.heights.remove(&c);
+            }
+            for c in minus(
+                &now_loaded,
+                &self.heights.iter().copied().collect::<Vec<_>>(),
+            ) {
+                if let Some(h) = probe(game, c).filter(|h| h.is_finite()) {
                     frame.heights.extend([c.x as f64, c.z as f64, h]);
+                    self.heights.insert(c);
                 }
             }
         }
@@ -281,7 +316,10 @@ impl Seen {
         dormant.sort_by(|a, b| a[0].as_str().cmp(&b[0].as_str()));
         frame.dormant = changed(&mut self.dormant, dormant);
         if let Some(vars) = state["variables"].as_object() {
-            for (k, v) in vars {
+            // `world.terrain.waits` counts the commits that waited for a worker thread, which
+            // depends on thread timing (SPEC §12): the page leaves it out so that the same
+            // replay always gives the same page.
+            for (k, v) in vars.iter().filter(|(k, _)| *k != VAR_WAITS) {
                 if self.variables.get(k) != Some(v) {
                     frame.variables.insert(k.clone(), v.clone());
                     self.variables.insert(k.clone(), v.clone());

@@ -21,30 +21,29 @@
   const LOADED = data.names.indexOf("world.chunk.loaded");
   const UNLOADED = data.names.indexOf("world.chunk.unloaded");
 
-  // Terrain heights are a property of the chunk: one map for the whole run.
-  const heights = new Map();
+  // Terrain heights: a loaded chunk has one once its terrain is built, until it is released.
+  // The shading's scale is the whole run's.
   let hMin = Infinity;
   let hMax = -Infinity;
   for (const f of frames) {
     if (!f.h) continue;
-    for (let i = 0; i < f.h.length; i += 3) {
-      const h = f.h[i + 2];
-      heights.set(key(f.h[i], f.h[i + 1]), h);
-      hMin = Math.min(hMin, h);
-      hMax = Math.max(hMax, h);
+    for (let i = 2; i < f.h.length; i += 3) {
+      hMin = Math.min(hMin, f.h[i]);
+      hMax = Math.max(hMax, f.h[i]);
     }
   }
 
   function emptyState() {
     return {
-      tick: -1, loaded: new Map(), pending: new Map(), refusals: [], foci: [], tickets: [],
-      dormant: [], variables: {}, scene: null,
+      tick: -1, loaded: new Map(), pending: new Map(), heights: new Map(), refusals: [], foci: [],
+      tickets: [], dormant: [], variables: {}, scene: null,
     };
   }
 
   function copy(s) {
     return {
-      tick: s.tick, loaded: new Map(s.loaded), pending: new Map(s.pending), refusals: s.refusals,
+      tick: s.tick, loaded: new Map(s.loaded), pending: new Map(s.pending),
+      heights: new Map(s.heights), refusals: s.refusals,
       foci: s.foci, tickets: s.tickets, dormant: s.dormant,
       variables: Object.assign({}, s.variables), scene: s.scene,
     };
@@ -69,11 +68,16 @@
           s.pending.delete(k);
         } else if (ev[0] === UNLOADED) {
           s.loaded.delete(k);
+          s.heights.delete(k);
         }
       }
     }
     if (f.la) addFlat(s.loaded, f.la);
-    if (f.lr) removeFlat(s.loaded, f.lr);
+    if (f.lr) {
+      removeFlat(s.loaded, f.lr);
+      removeFlat(s.heights, f.lr);
+    }
+    if (f.h) for (let i = 0; i < f.h.length; i += 3) s.heights.set(key(f.h[i], f.h[i + 1]), f.h[i + 2]);
     if (f.pa) addFlat(s.pending, f.pa);
     if (f.pr) removeFlat(s.pending, f.pr);
     if (f.r) s.refusals = f.r;
@@ -166,7 +170,7 @@
     for (const [k, [x, z]] of s.loaded) {
       let c = C.loaded;
       if (held.has(k)) c = C.unloadRefused;
-      else if (heights.has(k)) c = heightColor(heights.get(k));
+      else if (s.heights.has(k)) c = heightColor(s.heights.get(k));
       fill(x, z, c);
       loadedDrawn++;
     }
@@ -343,7 +347,7 @@
 
   slider.max = String(last);
   $("last").textContent = String(tickOf[last]);
-  if (heights.size > 0) {
+  if (hMax >= hMin) {
     $("legend-heights").hidden = false;
     $("height-range").textContent = "(" + hMin + " – " + hMax + ")";
   }
