@@ -356,6 +356,17 @@ impl Game {
         target: u64,
         mut after_tick: impl FnMut(&Engine, std::time::Duration),
     ) -> Result<(), GameError> {
+        self.run_observing(inputs, target, |game, cost| after_tick(game.engine(), cost))
+    }
+
+    /// [`Game::run_with`], handing `after_tick` the whole game (its state, its service), as the
+    /// replay viewer needs.
+    pub fn run_observing(
+        &mut self,
+        inputs: &Inputs,
+        target: u64,
+        mut after_tick: impl FnMut(&Game, std::time::Duration),
+    ) -> Result<(), GameError> {
         let mut next = 0;
         while self.engine.tick_count() < target {
             next = self.apply_due(inputs, next)?;
@@ -365,7 +376,7 @@ impl Game {
             let start = std::time::Instant::now();
             self.engine.tick();
             let cost = start.elapsed();
-            after_tick(&self.engine, cost);
+            after_tick(self, cost);
         }
         Ok(())
     }

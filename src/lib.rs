@@ -17,10 +17,13 @@
 //! - [`mods`]: JSON mods and the Lua sandbox;
 //! - [`files`]: the public file formats (scene, inputs, state, saves) and their schemas;
 //! - [`game`]: a scene file made running: inputs applied, ticks run, state and saves written;
-//! - [`replay`]: recorded runs and their verification.
+//! - [`replay`]: recorded runs and their verification;
+//! - [`view`]: the replay viewer, one self-contained HTML page per recorded run;
+//! - [`capi`]: the C ABI for engines (Godot, Unity, Unreal), the crate's reviewed `unsafe`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod capi;
 pub mod files;
 pub mod game;
 pub mod grid;
@@ -29,6 +32,7 @@ pub mod json;
 pub mod kits;
 pub mod mods;
 pub mod replay;
+pub mod view;
 
 /// The names most programs need.
 pub mod prelude {

@@ -56,7 +56,8 @@ pub struct Step {
 }
 
 impl Step {
-    fn new(tick: u64, events: &[Event]) -> Step {
+    /// The step of `tick` with its `events`.
+    pub fn new(tick: u64, events: &[Event]) -> Step {
         let events: Vec<String> = events.iter().map(canonical).collect();
         Step {
             tick,
@@ -239,6 +240,14 @@ impl Recording {
     /// Re-runs the recording (its mods written to a temporary directory) and compares every
     /// tick's digest.
     pub fn verify(&self) -> Result<Verdict, GameError> {
+        let (_dir, mut game, inputs) = self.game()?;
+        let actual = run_steps(&mut game, &inputs, self.ticks)?;
+        Ok(compare(&self.steps, &actual))
+    }
+
+    /// The recorded game, built afresh and not yet run, with its inputs: its mods are written to
+    /// the returned temporary directory (keep it while the game runs).
+    pub fn game(&self) -> Result<(tempfile::TempDir, Game, Inputs), GameError> {
         let dir = tempfile::tempdir().map_err(|e| FileError::Io {
             file: "replay".into(),
             message: e.to_string(),
@@ -263,7 +272,7 @@ impl Recording {
         if let Some(obj) = scene.as_object_mut() {
             obj.insert("mods".into(), Value::Array(paths));
         }
-        let mut game = Game::from_scene_text(
+        let game = Game::from_scene_text(
             &scene.to_string(),
             "replay scene",
             dir.path(),
@@ -281,8 +290,7 @@ impl Recording {
                 })
                 .collect(),
         };
-        let actual = run_steps(&mut game, &inputs, self.ticks)?;
-        Ok(compare(&self.steps, &actual))
+        Ok((dir, game, inputs))
     }
 }
 

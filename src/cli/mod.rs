@@ -5,6 +5,7 @@ mod demo;
 mod profile;
 mod run;
 mod schema;
+mod view;
 
 use std::path::PathBuf;
 
@@ -22,7 +23,8 @@ use clap::{Parser, Subcommand};
         world-streaming                                   # the demo\n  \
         world-streaming run examples/scenes/seed.json --inputs examples/scenes/seed.inputs.jsonl --state -\n  \
         world-streaming check examples/scenes/*.json mods/*\n  \
-        world-streaming schema --check\n\n\
+        world-streaming schema --check\n  \
+        world-streaming view run.replay.json --out view.html\n\n\
         Exit status: 0 ok, 1 bad input (the message names the file and JSON path or line), 2 usage."
 )]
 struct Cli {
@@ -65,6 +67,19 @@ enum Command {
         /// The replay file written by `run --record`.
         file: PathBuf,
     },
+    /// Write a recorded run as one self-contained HTML page: the grid tick by tick, its events,
+    /// Start / Pause / Reset / Step and a tick slider (no network; open it from disk).
+    #[command(
+        after_help = "Examples:\n  world-streaming run scene.json --inputs inputs.jsonl --record run.replay.json\n  \
+                      world-streaming view run.replay.json --out view.html"
+    )]
+    View {
+        /// The replay file written by `run --record`.
+        replay: PathBuf,
+        /// Where to write the page (`-` = stdout).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
 }
 
 /// Runs the command line; returns the exit status.
@@ -82,6 +97,7 @@ pub fn main() -> i32 {
         Some(Command::Check { files }) => check::run(&files),
         Some(Command::Schema { out, check }) => schema::run(out, check),
         Some(Command::Replay { file }) => run::replay(&file),
+        Some(Command::View { replay, out }) => view::run(&replay, &out),
     };
     match result {
         Ok(()) => 0,

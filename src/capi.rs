@@ -1,0 +1,920 @@
+//! The C ABI (SPEC §14): how Godot, Unity, Unreal or any C program drive a game through the
+//! `cdylib`/`staticlib` builds of this crate. `include/world_streaming.h` is generated from this
+//! file by cbindgen (`WS_BLESS=1 cargo test --test capi_header` rewrites it; the test fails when
+//! it drifts).
+//!
+//! The rules every function keeps:
+//! - A game is a [`WsGame`] handle: a number, never a pointer. Handles live in a registry of the
+//!   thread that created them and are never reused, so a freed, forged or foreign-thread handle is
+//!   found missing and answered with [`WsStatus::InvalidHandle`], never dereferenced.
+//! - Every function returns a [`WsStatus`]; on an error, when `out_error` is not null, it receives
+//!   a message the caller frees with [`ws_string_free`] (on success it is set to null).
+//! - Every text argument is a NUL-terminated UTF-8 string; null or invalid UTF-8 is an error.
+//! - No panic crosses the boundary: every entry runs under `catch_unwind`. A game whose call
+//!   panicked is marked poisoned and refuses every call but [`ws_game_free`].
+//! - Strings handed out (JSON, messages) are freed with [`ws_string_free`]; it refuses (with
+//!   [`WsStatus::UnknownString`]) a pointer it did not hand out or already freed.
+//!
+//! This is the only module of the crate besides the Lua VM's budget that holds `unsafe` code: the
+//! reads of the caller's strings and the writes through its out-pointers.
+#![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use serde_json::{json, Value};
+
+use crate::files::inputs::{parse_line, MAX_TICK};
+use crate::files::{FileError, MAX_FILE_BYTES};
+use crate::game::{Game, GameError};
+use crate::grid::ChunkPos;
+use crate::kits::builtin_catalog;
+use crate::kits::streaming::StreamingService;
+
+/// A game handle. 0 is never a game; every other value names at most one game, ever.
+pub type WsGame = u64;
+
+/// What a call did. `WS_STATUS_OK` is 0; every other value is an error whose message the call
+/// hands out through `out_error`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WsStatus {
+    /// Done.
+    Ok = 0,
+    /// A required pointer argument is null.
+    NullArgument = 1,
+    /// A text argument is not valid UTF-8.
+    InvalidUtf8 = 2,
+    /// The handle names no live game of this thread (freed, never created, or another
+    /// thread's).
+    InvalidHandle = 3,
+    /// A call on this game panicked earlier; only `ws_game_free` is accepted.
+    Poisoned = 4,
+    /// The scene (or one of its mods) is wrong; the message lists every problem.
+    BadScene = 5,
+    /// An input line is malformed, or stamped later than the next tick to run.
+    BadInput = 6,
+    /// A well-formed input could not be applied (e.g. it names an entity that does not exist).
+    InputFailed = 7,
+    /// The scene does not enable the `world.streaming` kit.
+    NoStreaming = 8,
+    /// The game could not be saved.
+    SaveFailed = 9,
+    /// The save could not be loaded; the game is unchanged.
+    LoadFailed = 10,
+    /// A count is out of range (too many ticks).
+    OutOfRange = 11,
+    /// The output buffer is too small; `out_count` holds the size needed.
+    BufferTooSmall = 12,
+    /// No engine variable has that name, or its value is not a number.
+    NoSuchVariable = 13,
+    /// `ws_string_free` got a pointer this library did not hand out, or one already freed.
+    UnknownString = 14,
+    /// A call panicked inside the library (a bug: please report the message).
+    Panic = 15,
+}
+
+/// One chunk: the `{x, z}` of SPEC §1.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WsChunk {
+    /// Column (east-west).
+    pub x: i64,
+    /// Row (north-south).
+    pub z: i64,
+}
+
+/// Why a C call failed: each variant is one [`WsStatus`] with its message.
+#[derive(Debug, thiserror::Error)]
+enum CapiError {
+    /// A required pointer is null.
+    #[error("{0} is null")]
+    Null(&'static str),
+    /// A text argument is not UTF-8.
+    #[error("{what} is not valid UTF-8 (the first bad byte is at offset {offset})")]
+    Utf8 {
+        /// The argument.
+        what: &'static str,
+        /// Where the valid prefix ends.
+        offset: usize,
+    },
+    /// Too long a text.
+    #[error("{what} is {len} bytes; the limit is {MAX_FILE_BYTES}")]
+    TooLong {
+        /// The argument.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+    },
+    /// No such game.
+    #[error(
+        "no live game has handle {0} on this thread (it was freed, never created, or belongs to \
+         another thread: a game is used on the thread that created it)"
+    )]
+    Handle(u64),
+    /// A call on this game is already running (only possible through re-entry).
+    #[error("game {0} is busy: a call on it is still running")]
+    Busy(u64),
+    /// A call panicked earlier.
+    #[error("game {0} is poisoned: an earlier call on it panicked; free it")]
+    Poisoned(u64),
+    /// The scene is wrong.
+    #[error("{0}")]
+    Scene(GameError),
+    /// The input line is malformed.
+    #[error("input: {0}")]
+    BadInput(String),
+    /// The input could not be applied.
+    #[error("input: {0}")]
+    Input(String),
+    /// No streaming kit.
+    #[error("the scene does not enable the world.streaming kit")]
+    NoStreaming,
+    /// Saving failed.
+    #[error("save: {0}")]
+    Save(FileError),
+    /// Loading failed.
+    #[error("load: {0}")]
+    Load(FileError),
+    /// Too many ticks.
+    #[error("ticks: {n} more ticks from tick {at} would pass tick {MAX_TICK}, the limit")]
+    Ticks {
+        /// Ticks asked for.
+        n: u64,
+        /// The current tick.
+        at: u64,
+    },
+    /// The buffer is too small.
+    #[error("the buffer holds {capacity} chunks; {count} are needed")]
+    Buffer {
+        /// Its capacity.
+        capacity: usize,
+        /// What is needed.
+        count: usize,
+    },
+    /// A variable is missing or not a number.
+    #[error("no numeric engine variable named `{0}`")]
+    Variable(String),
+    /// Not a string of ours.
+    #[error(
+        "ws_string_free: {0:#x} is not a string this library handed out (or it was already freed)"
+    )]
+    UnknownString(usize),
+    /// A panic, caught.
+    #[error("internal error (a panic, caught at the C boundary): {0}")]
+    Panic(String),
+}
+
+impl CapiError {
+    fn status(&self) -> WsStatus {
+        match self {
+            CapiError::Null(_) => WsStatus::NullArgument,
+            CapiError::Utf8 { .. } => WsStatus::InvalidUtf8,
+            CapiError::TooLong { .. } | CapiError::Ticks { .. } => WsStatus::OutOfRange,
+            CapiError::Handle(_) | CapiError::Busy(_) => WsStatus::InvalidHandle,
+            CapiError::Poisoned(_) => WsStatus::Poisoned,
+            CapiError::Scene(_) => WsStatus::BadScene,
+            CapiError::BadInput(_) => WsStatus::BadInput,
+            CapiError::Input(_) => WsStatus::InputFailed,
+            CapiError::NoStreaming => WsStatus::NoStreaming,
+            CapiError::Save(_) => WsStatus::SaveFailed,
+            CapiError::Load(_) => WsStatus::LoadFailed,
+            CapiError::Buffer { .. } => WsStatus::BufferTooSmall,
+            CapiError::Variable(_) => WsStatus::NoSuchVariable,
+            CapiError::UnknownString(_) => WsStatus::UnknownString,
+            CapiError::Panic(_) => WsStatus::Panic,
+        }
+    }
+}
+
+/// A game in the registry; `poisoned` is set for the length of every call and cleared when the
+/// call returns, so a panic leaves it set.
+struct Slot {
+    game: Game,
+    poisoned: bool,
+}
+
+/// Handles are never reused: a freed handle stays invalid for the life of the process.
+static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The games of this thread (a game holds `Rc`s: it never leaves its thread).
+    static GAMES: RefCell<BTreeMap<WsGame, Slot>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// The strings handed out and not yet freed (any thread may free one), each kept as the bitwise
+/// NOT of its address: a leak checker (valgrind in CI) sees no pointer to a string the caller
+/// forgot to free, so a leak is reported as one instead of hiding in this set.
+static STRINGS: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+fn live_strings<R>(f: impl FnOnce(&mut HashSet<usize>) -> R) -> R {
+    // A poisoned lock only means a panic while it was held; the set itself is always whole.
+    let mut guard = STRINGS.lock().unwrap_or_else(|p| p.into_inner());
+    f(guard.get_or_insert_with(HashSet::new))
+}
+
+/// Hands `text` out as a C string the caller frees with [`ws_string_free`]. NUL bytes (which C
+/// strings cannot hold) are written as `\0`.
+fn hand_out(text: String) -> *mut c_char {
+    let text = if text.contains('\0') {
+        text.replace('\0', "\\0")
+    } else {
+        text
+    };
+    let raw = CString::new(text).expect("NULs replaced").into_raw();
+    live_strings(|s| s.insert(!(raw as usize)));
+    raw
+}
+
+/// Runs one entry: clears `*out_error`, catches panics, and turns an error into its status and
+/// message.
+///
+/// # Safety
+/// `out_error` is null or valid for one pointer write.
+unsafe fn entry(
+    out_error: *mut *mut c_char,
+    f: impl FnOnce() -> Result<(), CapiError>,
+) -> WsStatus {
+    if !out_error.is_null() {
+        // SAFETY: the caller passes a null or writable `char **` (the contract of every entry).
+        unsafe { out_error.write(std::ptr::null_mut()) };
+    }
+    let result = panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        Err(CapiError::Panic(message))
+    });
+    match result {
+        Ok(()) => WsStatus::Ok,
+        Err(e) => {
+            if !out_error.is_null() {
+                let message = hand_out(e.to_string());
+                // SAFETY: as above.
+                unsafe { out_error.write(message) };
+            }
+            e.status()
+        }
+    }
+}
+
+/// Reads a NUL-terminated UTF-8 argument.
+///
+/// # Safety
+/// `ptr` is null or points to a NUL-terminated string that stays valid for `'a`.
+unsafe fn text<'a>(ptr: *const c_char, what: &'static str) -> Result<&'a str, CapiError> {
+    if ptr.is_null() {
+        return Err(CapiError::Null(what));
+    }
+    // SAFETY: not null, and the caller promises a NUL-terminated string.
+    let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(CapiError::TooLong {
+            what,
+            len: bytes.len(),
+        });
+    }
+    std::str::from_utf8(bytes).map_err(|e| CapiError::Utf8 {
+        what,
+        offset: e.valid_up_to(),
+    })
+}
+
+/// Writes `value` through an out-pointer.
+///
+/// # Safety
+/// `out` is null or valid for one write of a `T`.
+unsafe fn put<T>(out: *mut T, what: &'static str, value: T) -> Result<(), CapiError> {
+    if out.is_null() {
+        return Err(CapiError::Null(what));
+    }
+    // SAFETY: not null, and the caller promises it is writable.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// Runs `f` on the game `handle` names, poisoning it if `f` panics.
+fn with_game<R>(
+    handle: WsGame,
+    f: impl FnOnce(&mut Game) -> Result<R, CapiError>,
+) -> Result<R, CapiError> {
+    GAMES.with(|games| {
+        let mut games = games
+            .try_borrow_mut()
+            .map_err(|_| CapiError::Busy(handle))?;
+        let slot = games.get_mut(&handle).ok_or(CapiError::Handle(handle))?;
+        if slot.poisoned {
+            return Err(CapiError::Poisoned(handle));
+        }
+        slot.poisoned = true;
+        let result = f(&mut slot.game);
+        slot.poisoned = false;
+        result
+    })
+}
+
+fn streaming(game: &Game) -> Result<std::rc::Rc<dyn StreamingService>, CapiError> {
+    game.streaming().ok_or(CapiError::NoStreaming)
+}
+
+/// Copies `chunks` to the caller's buffer (see [`ws_game_loaded`] for the contract).
+///
+/// # Safety
+/// `out` is null or valid for `capacity` writes of a [`WsChunk`]; `out_count` null or writable.
+unsafe fn put_chunks(
+    chunks: &[ChunkPos],
+    out: *mut WsChunk,
+    capacity: usize,
+    out_count: *mut usize,
+) -> Result<(), CapiError> {
+    // SAFETY: forwarded contract.
+    unsafe { put(out_count, "out_count", chunks.len())? };
+    if out.is_null() {
+        return if capacity == 0 {
+            Ok(())
+        } else {
+            Err(CapiError::Null("out (with a capacity above 0)"))
+        };
+    }
+    if capacity < chunks.len() {
+        return Err(CapiError::Buffer {
+            capacity,
+            count: chunks.len(),
+        });
+    }
+    for (i, c) in chunks.iter().enumerate() {
+        // SAFETY: i < chunks.len() <= capacity, and `out` holds `capacity` chunks.
+        unsafe { out.add(i).write(WsChunk { x: c.x, z: c.z }) };
+    }
+    Ok(())
+}
+
+/// The version of the `world.streaming` kit this library runs (its `kit.json`, e.g. `1.6.0`): a
+/// static string, never freed.
+#[no_mangle]
+pub extern "C" fn ws_version() -> *const c_char {
+    static VERSION: OnceLock<CString> = OnceLock::new();
+    // A panic cannot happen here (the manifest is compiled in and checked by the kit's tests),
+    // but none may cross the boundary either: answer an empty string then.
+    let version = panic::catch_unwind(|| {
+        VERSION.get_or_init(|| {
+            CString::new(crate::kits::streaming::manifest().version.to_string())
+                .expect("a version has no NUL")
+        })
+    });
+    match version {
+        Ok(v) => v.as_ptr(),
+        Err(_) => c"".as_ptr(),
+    }
+}
+
+/// The name of a status (`WS_STATUS_BAD_INPUT`), or `WS_STATUS_UNKNOWN`: a static string, never
+/// freed.
+#[no_mangle]
+pub extern "C" fn ws_status_name(status: i32) -> *const c_char {
+    let name: &'static str = match status {
+        0 => "WS_STATUS_OK\0",
+        1 => "WS_STATUS_NULL_ARGUMENT\0",
+        2 => "WS_STATUS_INVALID_UTF8\0",
+        3 => "WS_STATUS_INVALID_HANDLE\0",
+        4 => "WS_STATUS_POISONED\0",
+        5 => "WS_STATUS_BAD_SCENE\0",
+        6 => "WS_STATUS_BAD_INPUT\0",
+        7 => "WS_STATUS_INPUT_FAILED\0",
+        8 => "WS_STATUS_NO_STREAMING\0",
+        9 => "WS_STATUS_SAVE_FAILED\0",
+        10 => "WS_STATUS_LOAD_FAILED\0",
+        11 => "WS_STATUS_OUT_OF_RANGE\0",
+        12 => "WS_STATUS_BUFFER_TOO_SMALL\0",
+        13 => "WS_STATUS_NO_SUCH_VARIABLE\0",
+        14 => "WS_STATUS_UNKNOWN_STRING\0",
+        15 => "WS_STATUS_PANIC\0",
+        _ => "WS_STATUS_UNKNOWN\0",
+    };
+    name.as_ptr().cast()
+}
+
+/// Frees a string this library handed out (a message, a JSON document). Null does nothing. A
+/// pointer it did not hand out, or one already freed, is refused with `WS_STATUS_UNKNOWN_STRING`
+/// and left alone.
+///
+/// # Safety
+/// None beyond C's: the pointer is only compared with the strings handed out until it is known
+/// to be one of them.
+#[no_mangle]
+pub unsafe extern "C" fn ws_string_free(s: *mut c_char) -> WsStatus {
+    let result = panic::catch_unwind(|| {
+        if s.is_null() {
+            return Ok(());
+        }
+        if !live_strings(|set| set.remove(&!(s as usize))) {
+            return Err(CapiError::UnknownString(s as usize));
+        }
+        // SAFETY: `s` came from `CString::into_raw` in `hand_out` and was still live (it was
+        // in the set, which it has just left, so it is freed once).
+        drop(unsafe { CString::from_raw(s) });
+        Ok(())
+    });
+    match result {
+        Ok(Ok(())) => WsStatus::Ok,
+        Ok(Err(e)) => e.status(),
+        Err(_) => WsStatus::Panic,
+    }
+}
+
+/// Builds a game from scene JSON text (SPEC §9's scene file) with the built-in kits; mod paths
+/// in the scene are relative to `base_dir` (`"."` for the current directory). The first scene is
+/// entered; no tick has run.
+///
+/// # Safety
+/// `scene_json` and `base_dir` are null or NUL-terminated strings; `out_game` and `out_error`
+/// are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_new(
+    scene_json: *const c_char,
+    base_dir: *const c_char,
+    out_game: *mut WsGame,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: `out_error` per this function's contract; the closure's reads likewise.
+    unsafe {
+        entry(out_error, || {
+            if out_game.is_null() {
+                return Err(CapiError::Null("out_game"));
+            }
+            let scene = text(scene_json, "scene_json")?;
+            let base = text(base_dir, "base_dir")?;
+            let game = Game::from_scene_text(scene, "scene", Path::new(base), &builtin_catalog())
+                .map_err(CapiError::Scene)?;
+            let handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+            GAMES.with(|games| {
+                games.borrow_mut().insert(
+                    handle,
+                    Slot {
+                        game,
+                        poisoned: false,
+                    },
+                )
+            });
+            put(out_game, "out_game", handle)
+        })
+    }
+}
+
+/// Frees a game. A handle already freed (or never created) is `WS_STATUS_INVALID_HANDLE`.
+///
+/// # Safety
+/// `out_error` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_free(game: WsGame, out_error: *mut *mut c_char) -> WsStatus {
+    // SAFETY: `out_error` per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let slot = GAMES.with(|games| {
+                let mut games = games.try_borrow_mut().map_err(|_| CapiError::Busy(game))?;
+                games.remove(&game).ok_or(CapiError::Handle(game))
+            })?;
+            drop(slot);
+            Ok(())
+        })
+    }
+}
+
+/// Applies one input line, in the inputs file's format (SPEC §9):
+/// `{"tick": 1, "do": "move", "entity": "hero", "to": {"x": 40, "z": 8}}`. An input stamped `t`
+/// belongs before tick `t`, so a line stamped later than the next tick to run is refused
+/// (`WS_STATUS_BAD_INPUT`); apply it after ticking up to `t - 1`. `save`/`load` paths are
+/// relative to the process's current directory.
+///
+/// # Safety
+/// `line` is null or a NUL-terminated string; `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_apply(
+    game: WsGame,
+    line: *const c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: `out_error` and `line` per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let line = text(line, "line")?;
+            let input = parse_line(line).map_err(CapiError::BadInput)?;
+            with_game(game, |g| {
+                let next = g.engine().tick_count() + 1;
+                if input.tick > next {
+                    return Err(CapiError::BadInput(format!(
+                        "tick: the line is stamped {} but the next tick to run is {next}; \
+                         apply it after ticking to {}",
+                        input.tick,
+                        input.tick - 1
+                    )));
+                }
+                g.apply(&input).map_err(CapiError::Input)
+            })
+        })
+    }
+}
+
+/// Runs `n` ticks.
+///
+/// # Safety
+/// `out_error` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_tick(
+    game: WsGame,
+    n: u64,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: `out_error` per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            with_game(game, |g| {
+                let at = g.engine().tick_count();
+                if n > MAX_TICK.saturating_sub(at) {
+                    return Err(CapiError::Ticks { n, at });
+                }
+                for _ in 0..n {
+                    g.tick();
+                }
+                Ok(())
+            })
+        })
+    }
+}
+
+/// The tick counter: the last tick that ran (0 before the first).
+///
+/// # Safety
+/// `out_tick` and `out_error` are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_tick_count(
+    game: WsGame,
+    out_tick: *mut u64,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let tick = with_game(game, |g| Ok(g.engine().tick_count()))?;
+            put(out_tick, "out_tick", tick)
+        })
+    }
+}
+
+/// Takes the events emitted since the last drain, as a JSON array of the event log's objects
+/// (`[{"tick": 1, "event": "world.chunk.loaded", "data": {"x": 0, "z": 0}}, …]`, emission
+/// order). The game keeps every event until it is drained: drain after every tick or few.
+///
+/// # Safety
+/// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_drain_events(
+    game: WsGame,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            if out_json.is_null() {
+                return Err(CapiError::Null("out_json"));
+            }
+            let events = with_game(game, |g| Ok(g.engine_mut().take_events()))?;
+            let json = serde_json::to_string(&events).expect("events are JSON");
+            put(out_json, "out_json", hand_out(json))
+        })
+    }
+}
+
+/// Takes what the game's Lua mods logged since the last drain, as a JSON array of
+/// `{"mod": id, "message": text}` (the game keeps every line until drained).
+///
+/// # Safety
+/// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_drain_log(
+    game: WsGame,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            if out_json.is_null() {
+                return Err(CapiError::Null("out_json"));
+            }
+            let lines = with_game(game, |g| Ok(g.take_mod_log()))?;
+            let lines: Vec<Value> = lines
+                .into_iter()
+                .map(|l| json!({ "mod": l.source, "message": l.message }))
+                .collect();
+            put(
+                out_json,
+                "out_json",
+                hand_out(Value::Array(lines).to_string()),
+            )
+        })
+    }
+}
+
+/// The state document of SPEC §9 as compact JSON (`{"tick": 5, "scene": …, "loaded": […], …}`).
+///
+/// # Safety
+/// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_state(
+    game: WsGame,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            if out_json.is_null() {
+                return Err(CapiError::Null("out_json"));
+            }
+            let state = with_game(game, |g| Ok(g.state()))?;
+            let json = serde_json::to_string(&state).expect("the state is JSON");
+            put(out_json, "out_json", hand_out(json))
+        })
+    }
+}
+
+/// Whether chunk `(x, z)` is loaded (`isLoaded(x, z)`).
+///
+/// # Safety
+/// `out_loaded` and `out_error` are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_is_loaded(
+    game: WsGame,
+    x: i64,
+    z: i64,
+    out_loaded: *mut bool,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let loaded = with_game(game, |g| Ok(streaming(g)?.is_loaded(ChunkPos::new(x, z))))?;
+            put(out_loaded, "out_loaded", loaded)
+        })
+    }
+}
+
+/// Whether `entity` is an anchor whose focus is ready (SPEC §11: every chunk of its square
+/// inside the ground loaded or held by a load refusal): the loading gate before play. An entity
+/// that is not an anchor (not tagged `player`, not controlled) or does not exist is not ready.
+///
+/// # Safety
+/// `entity` is null or a NUL-terminated string; `out_ready` and `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_ready(
+    game: WsGame,
+    entity: *const c_char,
+    out_ready: *mut bool,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let entity = text(entity, "entity")?;
+            let ready = with_game(game, |g| {
+                streaming(g)?;
+                Ok(g.ready(entity))
+            })?;
+            put(out_ready, "out_ready", ready)
+        })
+    }
+}
+
+/// Whether the ticket `id` (an input `{"do": "request", …}`, SPEC §11) is ready; an unknown id
+/// is not.
+///
+/// # Safety
+/// `id` is null or a NUL-terminated string; `out_ready` and `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_ticket_ready(
+    game: WsGame,
+    id: *const c_char,
+    out_ready: *mut bool,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let id = text(id, "id")?;
+            let ready = with_game(game, |g| Ok(streaming(g)?.ticket_ready(id)))?;
+            put(out_ready, "out_ready", ready)
+        })
+    }
+}
+
+/// The loaded chunks in row order (`loaded()`). `*out_count` always receives how many there are;
+/// they are written to `out` when `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing
+/// written). `out` may be null with `capacity` 0 to ask only the count.
+///
+/// # Safety
+/// `out` is null or valid for `capacity` writes; `out_count` and `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_loaded(
+    game: WsGame,
+    out: *mut WsChunk,
+    capacity: usize,
+    out_count: *mut usize,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let chunks = with_game(game, |g| Ok(streaming(g)?.loaded()))?;
+            put_chunks(&chunks, out, capacity, out_count)
+        })
+    }
+}
+
+/// The pending chunks, nearest-first (`pending()`); the buffer contract of [`ws_game_loaded`].
+///
+/// # Safety
+/// `out` is null or valid for `capacity` writes; `out_count` and `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_pending(
+    game: WsGame,
+    out: *mut WsChunk,
+    capacity: usize,
+    out_count: *mut usize,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let chunks = with_game(game, |g| Ok(streaming(g)?.pending()))?;
+            put_chunks(&chunks, out, capacity, out_count)
+        })
+    }
+}
+
+/// A numeric engine variable, e.g. `world.chunks.pending` (0 before tick 1).
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string; `out_value` and `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_variable(
+    game: WsGame,
+    name: *const c_char,
+    out_value: *mut f64,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let name = text(name, "name")?;
+            let value = with_game(game, |g| {
+                g.engine()
+                    .variables()
+                    .get(name)
+                    .and_then(Value::as_f64)
+                    .ok_or_else(|| CapiError::Variable(name.to_owned()))
+            })?;
+            put(out_value, "out_value", value)
+        })
+    }
+}
+
+/// Saves the game atomically to `path` (relative to the current directory).
+///
+/// # Safety
+/// `path` is null or a NUL-terminated string; `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_save(
+    game: WsGame,
+    path: *const c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let path = text(path, "path")?;
+            with_game(game, |g| g.save(Path::new(path)).map_err(CapiError::Save))
+        })
+    }
+}
+
+/// Loads a save from `path` into the game (the tick counter included); on any problem the game
+/// is unchanged.
+///
+/// # Safety
+/// `path` is null or a NUL-terminated string; `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_load(
+    game: WsGame,
+    path: *const c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let path = text(path, "path")?;
+            with_game(game, |g| g.load(Path::new(path)).map_err(CapiError::Load))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status_of(s: WsStatus) -> i32 {
+        s as i32
+    }
+
+    #[test]
+    fn every_status_has_its_header_name() {
+        for (status, name) in [
+            (WsStatus::Ok, "WS_STATUS_OK"),
+            (WsStatus::BadInput, "WS_STATUS_BAD_INPUT"),
+            (WsStatus::Panic, "WS_STATUS_PANIC"),
+        ] {
+            // SAFETY: ws_status_name returns a static NUL-terminated string.
+            let got = unsafe { CStr::from_ptr(ws_status_name(status_of(status))) };
+            assert_eq!(got.to_str().unwrap(), name);
+        }
+        // SAFETY: as above.
+        let unknown = unsafe { CStr::from_ptr(ws_status_name(99)) };
+        assert_eq!(unknown.to_str().unwrap(), "WS_STATUS_UNKNOWN");
+    }
+
+    #[test]
+    fn the_version_is_the_kits() {
+        // SAFETY: ws_version returns a static NUL-terminated string.
+        let v = unsafe { CStr::from_ptr(ws_version()) }.to_str().unwrap();
+        assert_eq!(v, crate::kits::streaming::manifest().version.to_string());
+        assert!(v.starts_with("1."), "{v}");
+    }
+
+    #[test]
+    fn a_panic_is_caught_and_reported_with_its_message() {
+        let mut message: *mut c_char = std::ptr::null_mut();
+        // SAFETY: `message` is a writable `char *`.
+        let status = unsafe { entry(&mut message, || panic!("boom {}", 7)) };
+        assert_eq!(status, WsStatus::Panic);
+        // SAFETY: set by `entry` to a string handed out.
+        let text = unsafe { CStr::from_ptr(message) }
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(text.contains("boom 7"), "{text}");
+        // SAFETY: handed out by `entry`.
+        assert_eq!(unsafe { ws_string_free(message) }, WsStatus::Ok);
+    }
+
+    #[test]
+    fn a_game_whose_call_panicked_is_poisoned_until_freed() {
+        let scene = CString::new(
+            r#"{"kits":[{"id":"world.ground"},{"id":"world.streaming"}],"entities":[]}"#,
+        )
+        .unwrap();
+        let dot = CString::new(".").unwrap();
+        let mut game: WsGame = 0;
+        // SAFETY: valid strings and out-pointers.
+        let status = unsafe {
+            ws_game_new(
+                scene.as_ptr(),
+                dot.as_ptr(),
+                &mut game,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, WsStatus::Ok);
+        // SAFETY: null out_error is allowed.
+        let status = unsafe {
+            entry(std::ptr::null_mut(), || {
+                with_game(game, |_| -> Result<(), CapiError> {
+                    panic!("inside a call")
+                })
+            })
+        };
+        assert_eq!(status, WsStatus::Panic);
+        let mut tick = 0u64;
+        // SAFETY: valid out-pointer.
+        let status = unsafe { ws_game_tick_count(game, &mut tick, std::ptr::null_mut()) };
+        assert_eq!(status, WsStatus::Poisoned);
+        // SAFETY: no pointers.
+        assert_eq!(
+            unsafe { ws_game_free(game, std::ptr::null_mut()) },
+            WsStatus::Ok
+        );
+        // SAFETY: no pointers.
+        assert_eq!(
+            unsafe { ws_game_free(game, std::ptr::null_mut()) },
+            WsStatus::InvalidHandle
+        );
+    }
+}

@@ -1,0 +1,358 @@
+"use strict";
+// The replay viewer: rebuilds each tick's state from the embedded frames (each the difference
+// from the tick before) and draws it. States are kept every K frames as the page moves forward,
+// so a jump anywhere (the slider, Reset, a step back) replays at most K - 1 frames. Positions
+// (`s.tick`, the slider) count frames; the tick shown is the engine's, which a `load` input in
+// the run may set back or forward (the frame then carries it in `t`).
+(() => {
+  const data = JSON.parse(document.getElementById("data").textContent);
+  const frames = data.frames;
+  const last = data.ticks;
+  const size = data.chunkSize;
+  const K = 256;
+  const $ = (id) => document.getElementById(id);
+  const key = (x, z) => x + "," + z;
+  const tickOf = [];
+  for (let i = 0, t = 0; i < frames.length; i++) {
+    t = frames[i].t !== undefined ? frames[i].t : i === 0 ? 0 : t + 1;
+    tickOf.push(t);
+  }
+  const jumps = frames.some((f) => f.t !== undefined);
+  const LOADED = data.names.indexOf("world.chunk.loaded");
+  const UNLOADED = data.names.indexOf("world.chunk.unloaded");
+
+  // Terrain heights: a loaded chunk has one once its terrain is built, until it is released.
+  // The shading's scale is the whole run's.
+  let hMin = Infinity;
+  let hMax = -Infinity;
+  for (const f of frames) {
+    if (!f.h) continue;
+    for (let i = 2; i < f.h.length; i += 3) {
+      hMin = Math.min(hMin, f.h[i]);
+      hMax = Math.max(hMax, f.h[i]);
+    }
+  }
+
+  function emptyState() {
+    return {
+      tick: -1, loaded: new Map(), pending: new Map(), heights: new Map(), refusals: [], foci: [],
+      tickets: [], dormant: [], variables: {}, scene: null,
+    };
+  }
+
+  function copy(s) {
+    return {
+      tick: s.tick, loaded: new Map(s.loaded), pending: new Map(s.pending),
+      heights: new Map(s.heights), refusals: s.refusals,
+      foci: s.foci, tickets: s.tickets, dormant: s.dormant,
+      variables: Object.assign({}, s.variables), scene: s.scene,
+    };
+  }
+
+  function addFlat(map, list) {
+    for (let i = 0; i < list.length; i += 2) map.set(key(list[i], list[i + 1]), [list[i], list[i + 1]]);
+  }
+
+  function removeFlat(map, list) {
+    for (let i = 0; i < list.length; i += 2) map.delete(key(list[i], list[i + 1]));
+  }
+
+  // Frame `t` takes the state of tick t - 1 to tick t: the chunk events first, then the rest.
+  function apply(s, f, t) {
+    if (f.e) {
+      for (const ev of f.e) {
+        if (ev.length !== 3) continue;
+        const k = key(ev[1], ev[2]);
+        if (ev[0] === LOADED) {
+          s.loaded.set(k, [ev[1], ev[2]]);
+          s.pending.delete(k);
+        } else if (ev[0] === UNLOADED) {
+          s.loaded.delete(k);
+          s.heights.delete(k);
+        }
+      }
+    }
+    if (f.la) addFlat(s.loaded, f.la);
+    if (f.lr) {
+      removeFlat(s.loaded, f.lr);
+      removeFlat(s.heights, f.lr);
+    }
+    if (f.h) for (let i = 0; i < f.h.length; i += 3) s.heights.set(key(f.h[i], f.h[i + 1]), f.h[i + 2]);
+    if (f.pa) addFlat(s.pending, f.pa);
+    if (f.pr) removeFlat(s.pending, f.pr);
+    if (f.r) s.refusals = f.r;
+    if (f.f) s.foci = f.f;
+    if (f.k) s.tickets = f.k;
+    if (f.d) s.dormant = f.d;
+    if (f.v) Object.assign(s.variables, f.v);
+    if ("s" in f) s.scene = f.s;
+    s.tick = t;
+  }
+
+  let cur = emptyState();
+  apply(cur, frames[0], 0);
+  const snaps = [copy(cur)];
+
+  function goTo(t) {
+    t = Math.max(0, Math.min(last, t | 0));
+    if (t === cur.tick) return;
+    const j = Math.min(Math.floor(t / K), snaps.length - 1);
+    if (t < cur.tick || j * K > cur.tick) cur = copy(snaps[j]);
+    while (cur.tick < t) {
+      const n = cur.tick + 1;
+      apply(cur, frames[n], n);
+      if (n % K === 0 && snaps.length === n / K) snaps.push(copy(cur));
+    }
+  }
+
+  // Drawing.
+  const canvas = $("grid");
+  const ctx = canvas.getContext("2d");
+  const style = getComputedStyle(document.documentElement);
+  const color = (name) => style.getPropertyValue(name).trim();
+  const C = {
+    loaded: color("--loaded"), pending: color("--pending"), loadRefused: color("--load-refused"),
+    unloadRefused: color("--unload-refused"), focus: color("--focus"), ticket: color("--ticket"),
+    dormant: color("--dormant"), empty: color("--empty"),
+  };
+  const W = canvas.width;
+  const H = canvas.height;
+
+  function heightColor(h) {
+    const t = hMax > hMin ? (h - hMin) / (hMax - hMin) : 0.5;
+    return "hsl(128, 45%, " + (20 + 45 * t).toFixed(1) + "%)";
+  }
+
+  function draw() {
+    const s = cur;
+    let minX = Infinity, maxX = -Infinity, minZ = Infinity, maxZ = -Infinity;
+    const extend = (x, z) => {
+      if (x < minX) minX = x;
+      if (x > maxX) maxX = x;
+      if (z < minZ) minZ = z;
+      if (z > maxZ) maxZ = z;
+    };
+    for (const [x, z] of s.loaded.values()) extend(x, z);
+    for (const [x, z] of s.pending.values()) extend(x, z);
+    for (const r of s.refusals) extend(r[0], r[1]);
+    for (let i = 0; i < s.foci.length; i += 2) {
+      extend(Math.floor(s.foci[i] / size), Math.floor(s.foci[i + 1] / size));
+    }
+    for (const t of s.tickets) {
+      const cx = Math.floor(t[1] / size), cz = Math.floor(t[2] / size), r = t[3];
+      extend(cx - r, cz - r);
+      extend(cx + r, cz + r);
+    }
+    for (const d of s.dormant) extend(Math.floor(d[1] / size), Math.floor(d[2] / size));
+    if (minX === Infinity) minX = maxX = minZ = maxZ = 0;
+    minX -= 1; minZ -= 1; maxX += 1; maxZ += 1;
+    const w = maxX - minX + 1, h = maxZ - minZ + 1;
+    let cell = Math.min(W / w, H / h);
+    if (cell >= 2) cell = Math.floor(cell);
+    const ox = Math.floor((W - w * cell) / 2), oz = Math.floor((H - h * cell) / 2);
+    const px = (x) => ox + (x - minX) * cell;
+    const pz = (z) => oz + (z - minZ) * cell;
+    const gap = cell >= 6 ? 1 : 0;
+    const fill = (x, z, c) => {
+      ctx.fillStyle = c;
+      ctx.fillRect(px(x) + gap, pz(z) + gap, cell - gap, cell - gap);
+    };
+
+    ctx.fillStyle = C.empty;
+    ctx.fillRect(0, 0, W, H);
+    for (const [x, z] of s.pending.values()) fill(x, z, C.pending);
+    const held = new Set();
+    for (const r of s.refusals) {
+      if (r[2] === "load") fill(r[0], r[1], C.loadRefused);
+      else held.add(key(r[0], r[1]));
+    }
+    let loadedDrawn = 0;
+    for (const [k, [x, z]] of s.loaded) {
+      let c = C.loaded;
+      if (held.has(k)) c = C.unloadRefused;
+      else if (s.heights.has(k)) c = heightColor(s.heights.get(k));
+      fill(x, z, c);
+      loadedDrawn++;
+    }
+    ctx.setLineDash([Math.max(2, cell / 4), Math.max(2, cell / 4)]);
+    ctx.strokeStyle = C.ticket;
+    ctx.lineWidth = 2;
+    ctx.font = "12px sans-serif";
+    ctx.fillStyle = C.ticket;
+    for (const t of s.tickets) {
+      const cx = Math.floor(t[1] / size), cz = Math.floor(t[2] / size), r = t[3];
+      ctx.strokeRect(px(cx - r) + 1, pz(cz - r) + 1, (2 * r + 1) * cell - 2, (2 * r + 1) * cell - 2);
+      ctx.fillText(String(t[0]), px(cx - r) + 4, pz(cz - r) + 14);
+    }
+    ctx.setLineDash([]);
+    const mark = Math.max(3, Math.min(cell * 0.3, 10));
+    ctx.fillStyle = C.dormant;
+    for (const d of s.dormant) {
+      const x = ox + (d[1] / size - minX) * cell, z = oz + (d[2] / size - minZ) * cell;
+      ctx.beginPath();
+      ctx.moveTo(x, z - mark);
+      ctx.lineTo(x + mark, z);
+      ctx.lineTo(x, z + mark);
+      ctx.lineTo(x - mark, z);
+      ctx.closePath();
+      ctx.fill();
+    }
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = "#000";
+    ctx.fillStyle = C.focus;
+    for (let i = 0; i < s.foci.length; i += 2) {
+      const x = ox + (s.foci[i] / size - minX) * cell, z = oz + (s.foci[i + 1] / size - minZ) * cell;
+      ctx.beginPath();
+      ctx.arc(x, z, mark, 0, 2 * Math.PI);
+      ctx.fill();
+      ctx.stroke();
+    }
+    Object.assign(canvas.dataset, {
+      tick: tickOf[s.tick], frame: s.tick, loadedDrawn: loadedDrawn, originX: minX, originZ: minZ, cell: cell, ox: ox, oz: oz,
+    });
+    let loadRefused = 0;
+    for (const r of s.refusals) if (r[2] === "load") loadRefused++;
+    $("counts").textContent =
+      "loaded " + s.loaded.size + " · pending " + s.pending.size + " · load refused " + loadRefused +
+      " · unload refused " + (s.refusals.length - loadRefused) + " · foci " + s.foci.length / 2 +
+      " · tickets " + s.tickets.length + " · dormant " + s.dormant.length;
+  }
+
+  const MAX_EVENTS_SHOWN = 400;
+
+  function showEvents() {
+    const list = $("events");
+    const events = frames[cur.tick].e || [];
+    const items = [];
+    for (const ev of events.slice(0, MAX_EVENTS_SHOWN)) {
+      const li = document.createElement("li");
+      const name = data.names[ev[0]];
+      li.textContent = ev.length === 3
+        ? name + ' {"x":' + ev[1] + ',"z":' + ev[2] + "}"
+        : name + " " + JSON.stringify(ev[1]);
+      items.push(li);
+    }
+    if (events.length > MAX_EVENTS_SHOWN) {
+      const li = document.createElement("li");
+      li.className = "more";
+      li.textContent = "… and " + (events.length - MAX_EVENTS_SHOWN) + " more";
+      items.push(li);
+    }
+    list.replaceChildren(...items);
+    $("event-count").textContent = "(" + events.length + ")";
+    const vars = [];
+    for (const [k, v] of Object.entries(cur.variables)) {
+      const dt = document.createElement("dt");
+      dt.textContent = k;
+      const dd = document.createElement("dd");
+      dd.textContent = typeof v === "number" ? String(v) : JSON.stringify(v);
+      vars.push(dt, dd);
+    }
+    $("variables").replaceChildren(...vars);
+  }
+
+  const slider = $("slider");
+  function show(t) {
+    goTo(t);
+    draw();
+    showEvents();
+    $("tick").textContent = String(tickOf[cur.tick]);
+    if (jumps) $("frame").textContent = "(frame " + cur.tick + " of " + last + ")";
+    $("scene").textContent = cur.scene === null ? "(no scene)" : "scene " + cur.scene;
+    slider.value = String(cur.tick);
+  }
+
+  // Playback. With prefers-reduced-motion: reduce the page never moves by itself.
+  const reduce = window.matchMedia("(prefers-reduced-motion: reduce)");
+  let playing = false;
+  let raf = 0;
+  let then = 0;
+  let owed = 0;
+
+  function buttons() {
+    $("start").disabled = playing || reduce.matches;
+    $("pause").disabled = !playing;
+    $("motion").hidden = !reduce.matches;
+  }
+
+  function loop(now) {
+    if (!playing) return;
+    owed += ((now - then) * Number($("speed").value)) / 1000;
+    then = now;
+    const n = Math.floor(owed);
+    if (n > 0) {
+      owed -= n;
+      show(cur.tick + n);
+    }
+    if (cur.tick >= last) {
+      pause();
+      return;
+    }
+    raf = requestAnimationFrame(loop);
+  }
+
+  function start() {
+    if (playing || reduce.matches) return;
+    if (cur.tick >= last) show(0);
+    playing = true;
+    then = performance.now();
+    owed = 0;
+    raf = requestAnimationFrame(loop);
+    buttons();
+  }
+
+  function pause() {
+    playing = false;
+    cancelAnimationFrame(raf);
+    buttons();
+  }
+
+  function step(d) {
+    pause();
+    show(cur.tick + d);
+  }
+
+  $("start").addEventListener("click", start);
+  $("pause").addEventListener("click", pause);
+  $("reset").addEventListener("click", () => step(-cur.tick));
+  $("step").addEventListener("click", () => step(1));
+  slider.addEventListener("input", () => {
+    pause();
+    show(Number(slider.value));
+  });
+  reduce.addEventListener("change", () => {
+    if (reduce.matches) pause();
+    buttons();
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.target === slider || e.target.tagName === "SELECT" || e.altKey || e.ctrlKey || e.metaKey) {
+      return;
+    }
+    const keys = {
+      " ": () => (playing ? pause() : start()),
+      ArrowRight: () => step(1),
+      ".": () => step(1),
+      ArrowLeft: () => step(-1),
+      ",": () => step(-1),
+      Home: () => step(-cur.tick),
+      r: () => step(-cur.tick),
+      End: () => step(last - cur.tick),
+    };
+    const action = keys[e.key];
+    if (action) {
+      e.preventDefault();
+      action();
+    }
+  });
+
+  slider.max = String(last);
+  $("last").textContent = String(tickOf[last]);
+  if (hMax >= hMin) {
+    $("legend-heights").hidden = false;
+    $("height-range").textContent = "(" + hMin + " – " + hMax + ")";
+  }
+  buttons();
+  show(0);
+  performance.mark("ws-first-grid");
+  document.body.dataset.ready = "1";
+})();

@@ -1,0 +1,941 @@
+//! The replay viewer: `world-streaming view REPLAY --out view.html`. The page's data is checked
+//! against the engine at every tick of several runs (a reconstruction in Rust of what the page
+//! does), and the page itself is opened in a real headless Chromium: Step is pressed and the
+//! tick counter, the loaded cells drawn (counted and read back as pixels) and the events listed
+//! are compared with the replay's state at that tick; reduced motion is emulated; a screenshot
+//! goes to `target/view-drive.png`. Without Chromium the browser tests say so loudly and skip,
+//! except under `WS_REQUIRE_CHROMIUM=1` (CI), where they fail.
+
+#[path = "common/chromium.rs"]
+mod chromium;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::{json, Value};
+use world_streaming::files::inputs::Inputs;
+use world_streaming::game::Game;
+use world_streaming::grid::ChunkPos;
+use world_streaming::replay::Recording;
+use world_streaming::view::{capture, render, terrain_height, ViewData};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin() -> Command {
+    Command::cargo_bin("world-streaming").unwrap()
+}
+
+/// `target/`, where the screenshots go.
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target/tmp is in target/")
+        .to_path_buf()
+}
+
+fn record_example(name: &str, ticks: Option<u64>) -> Recording {
+    let scene = repo().join(format!("examples/scenes/{name}.json"));
+    let inputs_file = repo().join(format!("examples/scenes/{name}.inputs.jsonl"));
+    let inputs = if inputs_file.exists() {
+        Inputs::parse(&std::fs::read_to_string(&inputs_file).unwrap(), "inputs").unwrap()
+    } else {
+        Inputs::default()
+    };
+    let target = ticks.unwrap_or(inputs.last_tick().max(1));
+    Recording::record(&scene, &inputs, target).unwrap()
+}
+
+/// The game of `recording` run to `tick`, for the state the page must show there.
+fn game_at(recording: &Recording, tick: u64) -> (tempfile::TempDir, Game) {
+    let (dir, mut game, inputs) = recording.game().unwrap();
+    game.run(&inputs, tick).unwrap();
+    (dir, game)
+}
+
+/// What the page rebuilds from the frames, done again in Rust.
+#[derive(Default, Debug, PartialEq)]
+struct Rebuilt {
+    loaded: BTreeSet<ChunkPos>,
+    pending: BTreeSet<ChunkPos>,
+    refusals: Vec<Value>,
+    foci: Vec<f64>,
+    tickets: Vec<Value>,
+    heights: BTreeMap<ChunkPos, f64>,
+    dormant: Vec<Value>,
+    variables: BTreeMap<String, Value>,
+    scene: Value,
+}
+
+fn chunks(flat: &Value) -> Vec<ChunkPos> {
+    let v: Vec<i64> = flat
+        .as_array()
+        .map(|a| a.iter().map(|n| n.as_i64().unwrap()).collect())
+        .unwrap_or_default();
+    v.chunks(2).map(|c| ChunkPos::new(c[0], c[1])).collect()
+}
+
+impl Rebuilt {
+    fn apply(&mut self, frame: &Value, names: &[Value]) {
+        for e in frame["e"].as_array().into_iter().flatten() {
+            let e = e.as_array().unwrap();
+            if e.len() != 3 {
+                continue;
+            }
+            let c = ChunkPos::new(e[1].as_i64().unwrap(), e[2].as_i64().unwrap());
+            match names[e[0].as_u64().unwrap() as usize].as_str().unwrap() {
+                "world.chunk.loaded" => {
+                    self.loaded.insert(c);
+                    self.pending.remove(&c);
+                }
+                "world.chunk.unloaded" => {
+                    self.loaded.remove(&c);
+                    self.heights.remove(&c);
+                }
+                _ => {}
+            }
+        }
+        self.loaded.extend(chunks(&frame["la"]));
+        for c in chunks(&frame["lr"]) {
+            self.loaded.remove(&c);
+            self.heights.remove(&c);
+        }
+        let h: Vec<f64> = frame["h"]
+            .as_array()
+            .map(|a| a.iter().map(|n| n.as_f64().unwrap()).collect())
+            .unwrap_or_default();
+        for h in h.chunks(3) {
+            self.heights
+                .insert(ChunkPos::new(h[0] as i64, h[1] as i64), h[2]);
+        }
+        self.pending.extend(chunks(&frame["pa"]));
+        for c in chunks(&frame["pr"]) {
+            self.pending.remove(&c);
+        }
+        if let Some(r) = frame.get("r") {
+            self.refusals = r.as_array().unwrap().clone();
+        }
+        if let Some(f) = frame.get("f") {
+            self.foci = f
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_f64().unwrap())
+                .collect();
+        }
+        if let Some(k) = frame.get("k") {
+            self.tickets = k.as_array().unwrap().clone();
+        }
+        if let Some(d) = frame.get("d") {
+            self.dormant = d.as_array().unwrap().clone();
+        }
+        for (k, v) in frame["v"].as_object().into_iter().flatten() {
+            self.variables.insert(k.clone(), v.clone());
+        }
+        if let Some(s) = frame.get("s") {
+            self.scene = s.clone();
+        }
+    }
+}
+
+/// Every tick's state rebuilt from the frames equals the engine's at that tick.
+fn check_frames_against_the_engine(recording: &Recording) -> ViewData {
+    let data = capture(recording, "test", Some(&terrain_height)).unwrap();
+    let json = serde_json::to_value(&data).unwrap();
+    let names = json["names"].as_array().unwrap().clone();
+    let frames = json["frames"].as_array().unwrap();
+    assert_eq!(frames.len(), recording.steps.len() + 1);
+    // The engine's state after every tick (one run: `Game::run` starts its inputs afresh).
+    let (_dir, mut game, inputs) = recording.game().unwrap();
+    // With each, the height of every loaded chunk whose terrain is built.
+    let heights = |g: &Game| -> BTreeMap<ChunkPos, f64> {
+        let loaded = g.streaming().map(|s| s.loaded()).unwrap_or_default();
+        loaded
+            .into_iter()
+            .filter_map(|c| Some((c, terrain_height(g, c)?)))
+            .collect()
+    };
+    let mut states = vec![(serde_json::to_value(game.state()).unwrap(), heights(&game))];
+    game.run_observing(&inputs, recording.ticks, |g, _| {
+        states.push((serde_json::to_value(g.state()).unwrap(), heights(g)))
+    })
+    .unwrap();
+    let mut rebuilt = Rebuilt::default();
+    for (tick, (frame, (state, heights))) in frames.iter().zip(&states).enumerate() {
+        rebuilt.apply(frame, &names);
+        assert_eq!(&rebuilt.heights, heights, "terrain heights at tick {tick}");
+        let set = |key: &str| -> BTreeSet<ChunkPos> {
+            serde_json::from_value::<Vec<ChunkPos>>(state[key].clone())
+                .unwrap()
+                .into_iter()
+                .collect()
+        };
+        assert_eq!(rebuilt.loaded, set("loaded"), "loaded at tick {tick}");
+        assert_eq!(rebuilt.pending, set("pending"), "pending at tick {tick}");
+        assert_eq!(
+            rebuilt.refusals.len(),
+            state["refusals"].as_array().unwrap().len(),
+            "refusals at tick {tick}"
+        );
+        let foci: Vec<f64> = state["foci"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|f| [f["x"].as_f64().unwrap(), f["z"].as_f64().unwrap()])
+            .collect();
+        assert_eq!(rebuilt.foci, foci, "foci at tick {tick}");
+        let tickets: Vec<Value> = state["tickets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| json!([t["id"], t["x"], t["z"], t["radius"], t["ticksLeft"]]))
+            .collect();
+        assert_eq!(rebuilt.tickets, tickets, "tickets at tick {tick}");
+        let dormant: Vec<&str> = rebuilt
+            .dormant
+            .iter()
+            .map(|d| d[0].as_str().unwrap())
+            .collect();
+        let expected: Vec<&str> = state["dormant"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap())
+            .collect();
+        assert_eq!(dormant, expected, "dormant at tick {tick}");
+        // `world.terrain.waits` counts the commits that waited for a worker thread: it depends
+        // on thread timing (SPEC §12), so two runs need not agree on it.
+        let timing = |k: &String| k != "world.terrain.waits";
+        let variables: BTreeMap<String, Value> = state["variables"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| timing(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut rebuilt_variables = rebuilt.variables.clone();
+        rebuilt_variables.retain(|k, _| timing(k));
+        assert_eq!(rebuilt_variables, variables, "variables at tick {tick}");
+        assert_eq!(rebuilt.scene, state["scene"], "scene at tick {tick}");
+        // The frame lists exactly the step's events of the recording.
+        if tick > 0 {
+            let step = &recording.steps[tick - 1];
+            assert_eq!(
+                frame["e"].as_array().map_or(0, Vec::len),
+                step.events.len(),
+                "events at tick {tick}"
+            );
+        }
+    }
+    data
+}
+
+#[test]
+fn the_frames_rebuild_every_ticks_state_of_the_example_runs() {
+    for name in ["seed", "drive", "two_scenes", "demo", "party"] {
+        let recording = record_example(name, None);
+        let data = check_frames_against_the_engine(&recording);
+        assert_eq!(data.ticks, recording.ticks, "{name}");
+    }
+}
+
+/// A run of SPEC §11: two players far apart (`focus: "players"`) and a preload ticket.
+fn many_foci_recording(dir: &Path) -> Recording {
+    let scene = json!({
+        "kits": [
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"focus": "players", "radius": 1, "budgetMs": 4}}
+        ],
+        "entities": [
+            {"id": "hero", "tags": ["player"], "position": {"x": 8, "z": 8}},
+            {"id": "friend", "tags": ["player"], "position": {"x": 200, "z": 8}}
+        ]
+    });
+    let path = dir.join("many.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let lines = [
+        json!({"tick": 3, "do": "request", "id": "gate", "at": {"x": 40, "z": 200}, "radius": 1, "ticks": 30}),
+        json!({"tick": 8, "do": "move", "entity": "friend", "to": {"x": 260, "z": 40}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let inputs = Inputs::parse(&text, "many.inputs.jsonl").unwrap();
+    Recording::record(&path, &inputs, 20).unwrap()
+}
+
+#[test]
+fn the_frames_of_a_run_with_many_foci_and_a_ticket_carry_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = many_foci_recording(dir.path());
+    let data = check_frames_against_the_engine(&recording);
+    let foci = data
+        .frames
+        .iter()
+        .filter_map(|f| f.foci.as_ref())
+        .next_back()
+        .unwrap();
+    assert_eq!(foci.len(), 6, "two players and the ticket: {foci:?}");
+    assert!(data
+        .frames
+        .iter()
+        .any(|f| f.tickets.as_ref().is_some_and(|t| t.len() == 1)));
+}
+
+#[test]
+fn a_load_that_restores_chunks_without_events_is_carried_as_a_correction() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("scene.json");
+    std::fs::copy(repo().join("examples/scenes/seed.json"), &scene).unwrap();
+    let save = dir.path().join("save.json");
+    let save = save.to_str().unwrap();
+    let lines = [
+        json!({"tick": 6, "do": "save", "path": save}),
+        json!({"tick": 7, "do": "move", "entity": "hero", "to": {"x": 300, "z": 8}}),
+        json!({"tick": 12, "do": "load", "path": save}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let inputs = Inputs::parse(&text, "inputs").unwrap();
+    let recording = Recording::record(&scene, &inputs, 16).unwrap();
+    let data = check_frames_against_the_engine(&recording);
+    let json = serde_json::to_value(&data).unwrap();
+    let corrections = json["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f.get("la").is_some() || f.get("lr").is_some())
+        .count();
+    assert!(
+        corrections > 0,
+        "the load's restored chunks need a correction"
+    );
+}
+
+#[test]
+fn the_page_is_one_self_contained_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let replay = dir.path().join("drive.replay.json");
+    record_example("drive", None).write(&replay).unwrap();
+    let page = dir.path().join("drive.html");
+    let out = bin()
+        .args(["view"])
+        .arg(&replay)
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("130 ticks"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for forbidden in ["http://", "https://", "<link", "src=", "@import", "url("] {
+        assert!(!html.contains(forbidden), "the page holds {forbidden:?}");
+    }
+    assert!(
+        html.contains("default-src 'none'"),
+        "a CSP forbids any fetch"
+    );
+    for id in [
+        "start", "pause", "reset", "step", "slider", "tick", "grid", "events",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "no #{id}");
+    }
+    // The data is there, whole.
+    let data = html
+        .split("<script type=\"application/json\" id=\"data\">")
+        .nth(1)
+        .and_then(|s| s.split("</script>").next())
+        .unwrap();
+    let data: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(data["format"], "world-streaming-view");
+    assert_eq!(data["frames"].as_array().unwrap().len(), 131);
+    // `-` writes it to stdout.
+    let out = bin()
+        .args(["view"])
+        .arg(&replay)
+        .args(["--out", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), html);
+}
+
+#[test]
+fn text_from_the_run_cannot_close_the_data_script() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("mods")).unwrap();
+    let hostile = "</script><script>document.title='owned'</script>&amp;";
+    std::fs::write(
+        dir.path().join("mods/refuse.json"),
+        json!({"id": "refuse", "hook": "world.chunk.load", "match": {"x": 1}, "cancel": true, "reason": hostile})
+            .to_string(),
+    )
+    .unwrap();
+    let mut scene: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("examples/scenes/seed.json")).unwrap(),
+    )
+    .unwrap();
+    scene["mods"] = json!(["mods/refuse.json"]);
+    let scene_path = dir.path().join("scene.json");
+    std::fs::write(&scene_path, scene.to_string()).unwrap();
+    let recording = Recording::record(&scene_path, &Inputs::default(), 5).unwrap();
+    let data = check_frames_against_the_engine(&recording);
+    assert!(data
+        .frames
+        .iter()
+        .any(|f| f.refusals.as_ref().is_some_and(|r| !r.is_empty())));
+    let html = render(&data);
+    assert!(!html.contains(hostile));
+    assert_eq!(
+        html.matches("</script>").count(),
+        2,
+        "only the page's own two scripts close"
+    );
+}
+
+#[test]
+fn a_replay_that_does_not_reproduce_is_refused_with_the_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut recording = record_example("seed", Some(5));
+    recording.steps[2].digest = "0000000000000000".into();
+    let replay = dir.path().join("bad.replay.json");
+    recording.write(&replay).unwrap();
+    let out = bin()
+        .arg("view")
+        .arg(&replay)
+        .arg("--out")
+        .arg(dir.path().join("bad.html"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("does not reproduce") && stderr.contains("tick 3"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("bad.html").exists());
+}
+
+/// The party example builds terrain (`world.terrain`, committed 2 ticks after a load): the
+/// frames give a chunk its height from the tick it is built until it is released (the frame
+/// check compares them with the terrain service at every tick), and the CLI's page has them.
+#[test]
+fn terrain_heights_follow_the_chunks_built() {
+    let recording = record_example("party", None);
+    let data = check_frames_against_the_engine(&recording);
+    let mut first_loaded = BTreeMap::new();
+    let mut first_height = BTreeMap::new();
+    for (tick, f) in data.frames.iter().enumerate() {
+        for e in &f.events {
+            if e.as_array().unwrap().len() == 3
+                && data.names[e[0].as_u64().unwrap() as usize] == "world.chunk.loaded"
+            {
+                first_loaded
+                    .entry((e[1].as_i64().unwrap(), e[2].as_i64().unwrap()))
+                    .or_insert(tick);
+            }
+        }
+        for h in f.heights.chunks(3) {
+            first_height
+                .entry((h[0] as i64, h[1] as i64))
+                .or_insert(tick);
+        }
+    }
+    assert!(
+        first_height.len() > 20,
+        "{} chunks built",
+        first_height.len()
+    );
+    for (c, built) in &first_height {
+        let loaded = first_loaded[c];
+        assert!(
+            *built >= loaded + 2,
+            "{c:?} loaded at {loaded}, shaded at {built}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let replay = dir.path().join("party.replay.json");
+    recording.write(&replay).unwrap();
+    // The page has them, and is the same bytes every time (terrain is built on worker threads).
+    let page = || {
+        let out = bin()
+            .arg("view")
+            .arg(&replay)
+            .args(["--out", "-"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let html = page();
+    assert!(html.contains(",\"h\":["), "no heights in the page");
+    assert!(!html.contains("world.terrain.waits"));
+    assert_eq!(html, page());
+}
+
+// ---- In the browser ----
+
+const LOADED_RGB: [u64; 3] = [0x3f, 0xa3, 0x4d];
+const UNLOAD_REFUSED_RGB: [u64; 3] = [0xef, 0x8a, 0x2b];
+
+/// Reads the canvas pixel at the centre of each chunk (with the page's own geometry).
+fn pixels_at(page: &mut chromium::Page<'_>, cells: &[ChunkPos]) -> Vec<[u64; 3]> {
+    let list: Vec<[i64; 2]> = cells.iter().map(|c| [c.x, c.z]).collect();
+    let v = page.eval(&format!(
+        "(() => {{ const c = document.getElementById('grid'); const d = c.dataset; \
+         const ctx = c.getContext('2d'); const cell = Number(d.cell); \
+         return {list:?}.map(([x, z]) => {{ \
+           const px = Number(d.ox) + (x - Number(d.originX) + 0.5) * cell; \
+           const pz = Number(d.oz) + (z - Number(d.originZ) + 0.5) * cell; \
+           return Array.from(ctx.getImageData(Math.floor(px), Math.floor(pz), 1, 1).data.slice(0, 3)); }}); }})()"
+    ));
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let p = p.as_array().unwrap();
+            [
+                p[0].as_u64().unwrap(),
+                p[1].as_u64().unwrap(),
+                p[2].as_u64().unwrap(),
+            ]
+        })
+        .collect()
+}
+
+/// The page shows tick `tick` exactly as the engine has it.
+fn check_page_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64) {
+    assert_eq!(
+        page.eval("document.getElementById('tick').textContent"),
+        json!(tick.to_string())
+    );
+    let (_dir, game) = game_at(recording, tick);
+    let streaming = game.streaming().unwrap();
+    let loaded = streaming.loaded();
+    assert_eq!(
+        page.eval("Number(document.getElementById('grid').dataset.loadedDrawn)"),
+        json!(loaded.len()),
+        "loaded cells drawn at tick {tick}"
+    );
+    // Every loaded chunk is painted loaded (or unload-refused) where no marker covers it...
+    let state = game.state();
+    let held: BTreeSet<ChunkPos> = state
+        .refusals
+        .iter()
+        .filter(|r| r.hook == "world.chunk.unload")
+        .map(|r| ChunkPos::new(r.x, r.z))
+        .collect();
+    // Markers (the focus, dormant entities) are at least 3 px wide plus their outline, so on
+    // small cells they cover neighbours: skip the cells they can reach.
+    let cell = page
+        .eval("Number(document.getElementById('grid').dataset.cell)")
+        .as_f64()
+        .unwrap();
+    let reach = ((cell * 0.3).clamp(3.0, 10.0) + 2.0) / cell;
+    let reach = reach.ceil() as i64;
+    let mut centres = Vec::new();
+    for f in streaming.foci() {
+        centres.push(streaming.chunk_of(f));
+    }
+    for e in game.engine().world().iter() {
+        if e.has_tag("dormant") {
+            centres.push(streaming.chunk_of(e.position));
+        }
+    }
+    let mut marked = BTreeSet::new();
+    for c in centres {
+        for dz in -reach..=reach {
+            for dx in -reach..=reach {
+                marked.insert(ChunkPos::new(c.x + dx, c.z + dz));
+            }
+        }
+    }
+    let visible: Vec<ChunkPos> = loaded
+        .iter()
+        .filter(|c| !marked.contains(c))
+        .copied()
+        .collect();
+    for (c, rgb) in visible.iter().zip(pixels_at(page, &visible)) {
+        if held.contains(c) {
+            assert_eq!(
+                rgb, UNLOAD_REFUSED_RGB,
+                "the pixel of held {c} at tick {tick}"
+            );
+        } else if terrain_height(&game, *c).is_some() {
+            // Built terrain: the loaded green, shaded by height.
+            assert!(
+                rgb != LOADED_RGB && rgb[1] > rgb[0] && rgb[1] > rgb[2],
+                "the pixel of built {c} at tick {tick}: {rgb:?}"
+            );
+        } else {
+            assert_eq!(rgb, LOADED_RGB, "the pixel of loaded {c} at tick {tick}");
+        }
+    }
+    // ... and no pending chunk is.
+    let pending: Vec<ChunkPos> = state
+        .pending
+        .iter()
+        .filter(|c| !marked.contains(c))
+        .copied()
+        .collect();
+    for (c, rgb) in pending.iter().zip(pixels_at(page, &pending)) {
+        assert_ne!(
+            rgb, LOADED_RGB,
+            "pending {c} drawn as loaded at tick {tick}"
+        );
+    }
+    // The side list holds the tick's events.
+    let events = if tick == 0 {
+        0
+    } else {
+        recording.steps[tick as usize - 1].events.len()
+    };
+    assert_eq!(
+        page.eval("document.querySelectorAll('#events li').length"),
+        json!(events.min(400) + usize::from(events > 400)),
+        "events listed at tick {tick}"
+    );
+}
+
+fn write_page(recording: &Recording, name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let replay = dir.path().join(format!("{name}.replay.json"));
+    recording.write(&replay).unwrap();
+    let page = dir.path().join(format!("{name}.html"));
+    bin()
+        .arg("view")
+        .arg(&replay)
+        .arg("--out")
+        .arg(&page)
+        .assert()
+        .success();
+    (dir, page)
+}
+
+const READY: &str = "document.body && document.body.dataset.ready === '1'";
+
+#[test]
+fn stepping_in_chromium_shows_the_replays_state_at_each_tick() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let recording = record_example("drive", None);
+    let (_dir, file) = write_page(&recording, "drive");
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    check_page_at(&mut page, &recording, 0);
+    for _ in 0..12 {
+        page.click("step");
+    }
+    check_page_at(&mut page, &recording, 12);
+    // Keys: three steps on, one back.
+    for _ in 0..3 {
+        page.press("ArrowRight");
+    }
+    page.press("ArrowLeft");
+    check_page_at(&mut page, &recording, 14);
+    // The slider, then End and Reset.
+    page.eval("(() => { const s = document.getElementById('slider'); s.value = '57'; s.dispatchEvent(new Event('input')); })()");
+    check_page_at(&mut page, &recording, 57);
+    page.press("End");
+    check_page_at(&mut page, &recording, recording.ticks);
+    page.click("reset");
+    check_page_at(&mut page, &recording, 0);
+    // Stepping back over a kept state (every 256 ticks) and forward again agrees too.
+    page.eval("(() => { const s = document.getElementById('slider'); s.value = '40'; s.dispatchEvent(new Event('input')); })()");
+    page.press("ArrowLeft");
+    check_page_at(&mut page, &recording, 39);
+    let png = page.screenshot();
+    assert_eq!(&png[1..4], b"PNG");
+    let shot = target_dir().join("view-drive.png");
+    std::fs::write(&shot, png).unwrap();
+    eprintln!("screenshot of the page at tick 39: {}", shot.display());
+
+    // The party example (SPEC §11: three players in two vehicles, a resident cap, a ticket far
+    // away from tick 85): the same checks on its way and while the ticket is held.
+    let party = record_example("party", None);
+    let (_dir, file) = write_page(&party, "party");
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    for _ in 0..20 {
+        page.press(".");
+    }
+    check_page_at(&mut page, &party, 20);
+    page.eval("(() => { const s = document.getElementById('slider'); s.value = '90'; s.dispatchEvent(new Event('input')); })()");
+    check_page_at(&mut page, &party, 90);
+    let caption = page.eval("document.getElementById('counts').textContent");
+    assert!(caption.as_str().unwrap().contains("tickets 1"), "{caption}");
+    std::fs::write(target_dir().join("view-party.png"), page.screenshot()).unwrap();
+}
+
+#[test]
+fn with_reduced_motion_the_page_never_plays_by_itself() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let recording = record_example("drive", None);
+    let (_dir, file) = write_page(&recording, "drive");
+    {
+        let mut page = browser.page(1280, 1000);
+        page.reduce_motion(true);
+        page.open(&file, READY);
+        assert_eq!(
+            page.eval("matchMedia('(prefers-reduced-motion: reduce)').matches"),
+            json!(true)
+        );
+        assert_eq!(
+            page.eval("document.getElementById('start').disabled"),
+            json!(true)
+        );
+        assert_eq!(
+            page.eval("document.getElementById('motion').hidden"),
+            json!(false)
+        );
+        page.click("start");
+        page.press(" ");
+        std::thread::sleep(Duration::from_millis(800));
+        assert_eq!(
+            page.eval("document.getElementById('tick').textContent"),
+            json!("0")
+        );
+        page.click("step");
+        check_page_at(&mut page, &recording, 1);
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(
+            page.eval("document.getElementById('tick').textContent"),
+            json!("1")
+        );
+    }
+    // Without the preference, Start plays on by itself and Pause stops it.
+    let mut page = browser.page(1280, 1000);
+    page.reduce_motion(false);
+    page.open(&file, READY);
+    assert_eq!(
+        page.eval("document.getElementById('motion').hidden"),
+        json!(true)
+    );
+    page.eval("document.getElementById('speed').value = '60'");
+    page.click("start");
+    page.wait_for(
+        "Number(document.getElementById('tick').textContent) >= 5",
+        Duration::from_secs(20),
+    );
+    page.click("pause");
+    let paused = page.eval("document.getElementById('tick').textContent");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        page.eval("document.getElementById('tick').textContent"),
+        paused
+    );
+    let tick: u64 = paused.as_str().unwrap().parse().unwrap();
+    check_page_at(&mut page, &recording, tick);
+}
+
+/// A 10 000-tick run at radius 32 (4 225 chunks live): a drive around a 5 km square at 2 m a
+/// tick, 64 loads a tick, three crates, a mod holding the home chunk.
+fn large_recording(dir: &Path) -> Recording {
+    std::fs::create_dir_all(dir.join("mods")).unwrap();
+    std::fs::write(
+        dir.join("mods/keep_home.json"),
+        json!({"id": "keep_home", "hook": "world.chunk.unload", "match": {"x": 0, "z": 0}, "cancel": true, "reason": "home"})
+            .to_string(),
+    )
+    .unwrap();
+    let scene = json!({
+        "kits": [
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 32, "budgetMs": 64}}
+        ],
+        "mods": ["mods/keep_home.json"],
+        "entities": [
+            {"id": "hero", "tags": ["player"], "position": {"x": 16, "z": 16}},
+            {"id": "crate-1", "tags": ["streamable"], "position": {"x": 2500, "z": 40}},
+            {"id": "crate-2", "tags": ["streamable"], "position": {"x": 5000, "z": 2500}},
+            {"id": "crate-3", "tags": ["streamable"], "position": {"x": 40, "z": 4000}}
+        ]
+    });
+    let path = dir.join("large.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let mut text = String::new();
+    let (mut x, mut z) = (16.0, 16.0);
+    for tick in 1..=10_000u64 {
+        match (tick - 1) / 2_500 {
+            0 => x += 2.0,
+            1 => z += 2.0,
+            2 => x -= 2.0,
+            _ => z -= 2.0,
+        }
+        text.push_str(
+            &json!({"tick": tick, "do": "move", "entity": "hero", "to": {"x": x, "z": z}})
+                .to_string(),
+        );
+        text.push('\n');
+    }
+    let inputs = Inputs::parse(&text, "large.inputs.jsonl").unwrap();
+    Recording::record(&path, &inputs, 10_000).unwrap()
+}
+
+/// The page of a 10 000-tick radius-32 run opens, jumps to its end and steps back, and shows the
+/// engine's state there. Prints the page's size and Chromium's first paint (the README quotes
+/// them); no timing is asserted.
+#[test]
+fn a_10000_tick_radius_32_replay_opens_and_jumps_to_its_end() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let recording = large_recording(dir.path());
+    let recorded = started.elapsed();
+    // Kept in target/ for a look, and for timing the release binary on it.
+    let replay = target_dir().join("view-large.replay.json");
+    recording.write(&replay).unwrap();
+    let file = target_dir().join("view-large.html");
+    let started = std::time::Instant::now();
+    bin()
+        .arg("view")
+        .arg(&replay)
+        .arg("--out")
+        .arg(&file)
+        .assert()
+        .success();
+    let viewed = started.elapsed();
+    let size = std::fs::metadata(&file).unwrap().len();
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    page.wait_for(
+        "performance.getEntriesByName('first-contentful-paint').length > 0",
+        Duration::from_secs(20),
+    );
+    let paint = page.eval(
+        "(() => { const p = performance.getEntriesByName('first-contentful-paint')[0]; \
+         const g = performance.getEntriesByName('ws-first-grid')[0]; \
+         return [p ? p.startTime : null, g ? g.startTime : null]; })()",
+    );
+    check_page_at(&mut page, &recording, 0);
+    let jump = page.eval(
+        "(() => { const t0 = performance.now(); const s = document.getElementById('slider'); \
+         s.value = s.max; s.dispatchEvent(new Event('input')); return performance.now() - t0; })()",
+    );
+    check_page_at(&mut page, &recording, 10_000);
+    let drawn = page.eval("Number(document.getElementById('grid').dataset.loadedDrawn)");
+    assert!(
+        drawn.as_u64().unwrap() >= 65 * 65,
+        "at least the 65 × 65 square is drawn, got {drawn}"
+    );
+    let back = page.eval(
+        "(() => { const t0 = performance.now(); document.getElementById('step').click(); \
+         const s = document.getElementById('slider'); s.value = '7777'; \
+         s.dispatchEvent(new Event('input')); return performance.now() - t0; })()",
+    );
+    check_page_at(&mut page, &recording, 7_777);
+    let png = page.screenshot();
+    std::fs::write(target_dir().join("view-large.png"), png).unwrap();
+    let ms = |v: &Value| v.as_f64().map_or("?".to_owned(), |v| format!("{v:.0}"));
+    eprintln!(
+        "large replay: recorded in {recorded:.1?}, page written in {viewed:.1?}: {size} bytes \
+         ({:.2} MiB); first contentful paint {} ms, grid drawn at {} ms; jump to the end {} ms, \
+         back to tick 7777 {} ms",
+        size as f64 / 1048576.0,
+        ms(&paint[0]),
+        ms(&paint[1]),
+        ms(&jump),
+        ms(&back)
+    );
+}
+
+/// What §11 and §12 add is drawn: the foci of two players and a ticket (the engine's own §11
+/// state) and terrain heights (from a probe, until a terrain kit is built in).
+#[test]
+fn foci_tickets_and_terrain_heights_are_drawn_when_the_run_has_them() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let recording = many_foci_recording(scratch.path());
+    let probe = |_: &Game, c: ChunkPos| Some((c.x * 3 + c.z) as f64);
+    let data = capture(&recording, "many foci", Some(&probe)).unwrap();
+    let file = scratch.path().join("many.html");
+    std::fs::write(&file, render(&data)).unwrap();
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    for _ in 0..5 {
+        page.click("step");
+    }
+    assert_eq!(
+        page.eval("document.getElementById('tick').textContent"),
+        json!("5")
+    );
+    let caption = page.eval("document.getElementById('counts').textContent");
+    assert!(
+        caption.as_str().unwrap().contains("foci 3 · tickets 1"),
+        "{caption}"
+    );
+    assert_eq!(
+        page.eval("document.getElementById('legend-heights').hidden"),
+        json!(false)
+    );
+    let at_metres = |page: &mut chromium::Page<'_>, x: f64, z: f64| -> Value {
+        page.eval(&format!(
+            "(() => {{ const c = document.getElementById('grid'); const d = c.dataset; \
+             const px = Number(d.ox) + ({x} / 32 - Number(d.originX)) * Number(d.cell); \
+             const pz = Number(d.oz) + ({z} / 32 - Number(d.originZ)) * Number(d.cell); \
+             return Array.from(c.getContext('2d').getImageData(Math.floor(px), Math.floor(pz), 1, 1).data.slice(0, 3)); }})()"
+        ))
+    };
+    // Every focus is drawn (a white disc) where the engine has it.
+    let (_dir, game) = game_at(&recording, 5);
+    let streaming = game.streaming().unwrap();
+    let foci = streaming.foci();
+    assert_eq!(foci.len(), 3);
+    for f in &foci {
+        assert_eq!(
+            at_metres(&mut page, f.x, f.z),
+            json!([255, 255, 255]),
+            "focus {f:?}"
+        );
+    }
+    // The ticket's square (chunk (1, 6), radius 1: chunks 0..=2 × 5..=7) is outlined.
+    let outline = page.eval(
+        "(() => { const c = document.getElementById('grid'); const d = c.dataset; \
+         const x0 = Number(d.ox) + (0 - Number(d.originX)) * Number(d.cell); \
+         const z0 = Number(d.oz) + (5 - Number(d.originZ)) * Number(d.cell); \
+         return Array.from(c.getContext('2d').getImageData(Math.floor(x0) + 2, Math.floor(z0) + 1, 1, 1).data.slice(0, 3)); })()",
+    );
+    assert_eq!(outline, json!([0x4a, 0xa3, 0xff]));
+    // Loaded chunks are shaded by height: green, darker where lower, never the plain loaded
+    // colour. The cells are large here, so only a focus's own chunk has a marker at its centre.
+    let cell = page.eval("Number(document.getElementById('grid').dataset.cell)");
+    assert!(cell.as_f64().unwrap() >= 30.0, "cells of {cell} px");
+    assert_eq!(
+        page.eval("Number(document.getElementById('grid').dataset.loadedDrawn)"),
+        json!(streaming.loaded().len())
+    );
+    let focus_chunks: Vec<ChunkPos> = foci.iter().map(|f| streaming.chunk_of(*f)).collect();
+    let cells: Vec<ChunkPos> = streaming
+        .loaded()
+        .into_iter()
+        .filter(|c| !focus_chunks.contains(c))
+        .collect();
+    let pixels = pixels_at(&mut page, &cells);
+    let light = |p: &[u64; 3]| p.iter().sum::<u64>();
+    let mut compared = 0;
+    for (a, pa) in cells.iter().zip(&pixels) {
+        assert_ne!(*pa, LOADED_RGB, "{a} is not shaded");
+        assert!(pa[1] > pa[0] && pa[1] > pa[2], "{a}: {pa:?} is not green");
+        for (b, pb) in cells.iter().zip(&pixels) {
+            if a.x * 3 + a.z < b.x * 3 + b.z {
+                compared += 1;
+                assert!(
+                    light(pa) < light(pb),
+                    "{a} is higher than {b} but not lighter"
+                );
+            }
+        }
+    }
+    assert!(compared >= 10, "only {compared} pairs compared");
+}
