@@ -161,6 +161,12 @@ impl World {
             .chain(control)
     }
 
+    /// The spawn sequence number of an existing entity (a despawned and respawned id gets a new
+    /// one).
+    pub fn spawn_seq(&self, id: &EntityId) -> Option<u64> {
+        self.seq.get(id).copied()
+    }
+
     /// The vehicle `entity` rides, when the link names an existing entity.
     pub fn vehicle_of(&self, entity: &Entity) -> Option<&Entity> {
         entity.rides.as_ref().and_then(|v| self.entities.get(v))

@@ -195,6 +195,8 @@ struct Anchor {
     rides: Option<EntityId>,
     /// Listed as the controlled character not tagged `player` (so: last).
     by_control: bool,
+    /// Its spawn sequence number (a despawn and a spawn of the same id move it in the order).
+    seq: Option<u64>,
 }
 
 /// The anchors of `focus: "players"`, kept between ticks: a tick in which no anchor (nor its
@@ -240,6 +242,7 @@ impl AnchorCache {
                 if a.id == *id {
                     let same = world.get(id).is_some_and(|e| {
                         e.rides == a.rides
+                            && world.spawn_seq(id) == a.seq
                             && if a.by_control {
                                 !e.has_tag(PLAYER_TAG) && world.control() == Some(id)
                             } else {
@@ -294,6 +297,7 @@ impl AnchorCache {
                 id: e.id.clone(),
                 rides: e.rides.clone(),
                 by_control: !e.has_tag(PLAYER_TAG),
+                seq: world.spawn_seq(&e.id),
             });
             self.positions
                 .push(world.vehicle_of(e).unwrap_or(e).position);
@@ -465,7 +469,13 @@ mod tests {
         }
         // b, c (both in the car), then the controlled crate.
         assert_eq!(xs(&cache), [60.0, 60.0, 9.0]);
+        // b despawned and spawned again in one batch: now after c in spawn order.
+        w.despawn(&EntityId::new("b")).unwrap();
+        w.spawn(entity("b", &["player"], 70.0)).unwrap();
+        let changed = w.take_changed();
+        cache.entities_changed(&changed, &w);
+        assert_eq!(cache.refresh(&w), Refresh::Rebuilt);
         let ids: Vec<&str> = cache.ids().map(EntityId::as_str).collect();
-        assert_eq!(ids, ["b", "c", "crate"]);
+        assert_eq!(ids, ["c", "b", "crate"]);
     }
 }

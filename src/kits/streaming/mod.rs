@@ -17,6 +17,7 @@ pub mod service;
 mod state;
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use indexmap::IndexMap;
@@ -93,6 +94,8 @@ pub struct StreamingKit {
     cache: AnchorCache,
     /// The settings of the last tick (a change lists the foci again).
     last_settings: Option<Settings>,
+    /// Eviction candidates asked this tick.
+    asked: BTreeSet<ChunkPos>,
 }
 
 /// What the variables say.
@@ -116,6 +119,7 @@ impl StreamingKit {
             foci: Vec::new(),
             cache: AnchorCache::default(),
             last_settings: None,
+            asked: BTreeSet::new(),
         }
     }
 
@@ -168,8 +172,14 @@ impl StreamingKit {
         } else {
             Refresh::Rebuilt
         };
-        let quick =
-            players && !st.foci_dirty && same_settings && !self.cache.positions().is_empty();
+        // A ticket that starts counting this tick (one stamped ahead, or from a save) changes the
+        // foci in force even when nothing else did.
+        let ticket_starts = st.tickets.iter().any(|(_, t)| t.from == ctx.tick);
+        let quick = players
+            && !st.foci_dirty
+            && !ticket_starts
+            && same_settings
+            && !self.cache.positions().is_empty();
         let done = quick
             && match refresh {
                 Refresh::Same => true,
@@ -284,8 +294,10 @@ impl StreamingKit {
     }
 
     /// Makes room for one load under the cap: evicts least recently wanted chunks outside the
-    /// union until the load fits. `false` when no candidate is left.
-    fn make_room(&self, ctx: &mut Ctx<'_>, settings: Settings) -> bool {
+    /// union until the load fits. `false` when no candidate is left. Each chunk is asked at most
+    /// once a tick (`asked`), so a mod that releases refusals from its unload handler cannot make
+    /// two candidates trade places forever.
+    fn make_room(&mut self, ctx: &mut Ctx<'_>, settings: Settings) -> bool {
         let Some(cap) = settings.max_loaded else {
             return true;
         };
@@ -295,10 +307,13 @@ impl StreamingKit {
                 if st.residency.loaded().len() < cap {
                     return true;
                 }
-                st.residency.eviction_candidate()
+                st.residency.eviction_candidate(&self.asked)
             };
             match candidate {
-                Some(chunk) => self.unload(ctx, chunk, settings),
+                Some(chunk) => {
+                    self.asked.insert(chunk);
+                    self.unload(ctx, chunk, settings);
+                }
                 None => return false,
             }
         }
@@ -384,7 +399,7 @@ impl Kit for StreamingKit {
         host.services.provide(STREAMING, handle);
         host.variables.set(VAR_LOADED, 0u64);
         host.variables.set(VAR_PENDING, 0u64);
-        host.variables.set(VAR_PROGRESS, 0u64);
+        host.variables.set(VAR_PROGRESS, 0.0);
         host.variables.set(VAR_OVER_CAPACITY, 0u64);
     }
 
@@ -439,7 +454,8 @@ impl Kit for StreamingKit {
         st.tickets.clear();
         st.anchor_foci = 0;
         st.anchor_ids.clear();
-        st.over_capacity = false;
+        // over_capacity keeps its value: the next tick (outside a scene, or in the one entered)
+        // decides it, so leaving and entering between two ticks over the cap is no new start.
     }
 
     fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
@@ -472,6 +488,12 @@ impl Kit for StreamingKit {
         }
     }
 
+    fn begin_tick(&mut self, ctx: &mut Ctx<'_>) {
+        // Kits that run before this kit's tick (a builder committing at the start of the tick)
+        // may call the service: a ticket a mod requests then counts from the next tick.
+        self.state.borrow_mut().now = ctx.tick;
+    }
+
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
         let settings = self.resolve_foci(ctx);
         // 2. Release, in row order, no budget.
@@ -486,6 +508,7 @@ impl Kit for StreamingKit {
         if !self.within_capacity(ctx, settings) {
             return;
         }
+        self.asked.clear();
         let mut batch = std::mem::take(&mut self.batch);
         self.state
             .borrow_mut()

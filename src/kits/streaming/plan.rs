@@ -650,10 +650,13 @@ impl Residency {
         dropped
     }
 
-    /// The next eviction candidate: a loaded chunk outside the union holding no refusal, least
-    /// recently wanted first (ties in row order).
-    pub fn eviction_candidate(&self) -> Option<ChunkPos> {
-        self.evictable.first().map(|(_, c)| *c)
+    /// The next eviction candidate not in `asked`: a loaded chunk outside the union holding no
+    /// refusal, least recently wanted first (ties in row order). O(log n + |asked|).
+    pub fn eviction_candidate(&self, asked: &BTreeSet<ChunkPos>) -> Option<ChunkPos> {
+        self.evictable
+            .iter()
+            .map(|(_, c)| *c)
+            .find(|c| !asked.contains(c))
     }
 
     /// Registers a builder readiness waits for; returns its index (at most 64 builders).
@@ -1156,14 +1159,21 @@ mod tests {
         assert_eq!(r.last_wanted(ChunkPos::new(1, 0)), 1);
         assert_eq!(r.last_wanted(ChunkPos::new(0, 0)), 2);
         assert_eq!(r.last_wanted(ChunkPos::new(0, 1)), 3, "wanted now");
-        assert_eq!(r.eviction_candidate(), Some(ChunkPos::new(1, 0)));
+        let none = BTreeSet::new();
+        assert_eq!(r.eviction_candidate(&none), Some(ChunkPos::new(1, 0)));
+        let asked = BTreeSet::from([ChunkPos::new(1, 0)]);
+        assert_eq!(
+            r.eviction_candidate(&asked),
+            Some(ChunkPos::new(0, 0)),
+            "asked: the next"
+        );
         r.hold(ChunkPos::new(1, 0), refusal(RefusalKind::Unload));
         assert_eq!(
-            r.eviction_candidate(),
+            r.eviction_candidate(&none),
             Some(ChunkPos::new(0, 0)),
             "refused: the next"
         );
         r.mark_released(ChunkPos::new(0, 0));
-        assert_eq!(r.eviction_candidate(), None);
+        assert_eq!(r.eviction_candidate(&none), None);
     }
 }

@@ -272,6 +272,15 @@ impl State {
                 "expected nothing here: the save has no active scene (\"scene\": null)",
             ));
         }
+        // At most one focus per entity (and the fallback), plus one per ticket: a hostile save
+        // cannot ask for millions of squares.
+        let most = crate::files::scene::MAX_ENTITIES + 1 + MAX_TICKETS;
+        if list.len() > most {
+            return Err(Problem::new(
+                "foci",
+                format!("expected at most {most} foci, got {}", list.len()),
+            ));
+        }
         for (i, f) in list.iter().enumerate() {
             let path = format!("foci[{i}]");
             f.at.check().map_err(|p| p.under(&path))?;
@@ -294,6 +303,15 @@ impl State {
                 pos: f.at,
                 radius: f.radius,
             });
+        }
+        if foci.len() - anchors > MAX_TICKETS {
+            return Err(Problem::new(
+                "foci",
+                format!(
+                    "expected at most {MAX_TICKETS} ticket foci, got {}",
+                    foci.len() - anchors
+                ),
+            ));
         }
         if s.focus != foci.first().map(|f| f.pos) {
             return Err(Problem::new("focus", "expected the first of `foci`"));

@@ -170,12 +170,13 @@ struct State {
     in_flight: BTreeMap<ChunkPos, Flight>,
     /// Commits due, in order: (tick, dispatch order) → chunk and version.
     commits: BTreeMap<(u64, u64), (ChunkPos, u64)>,
-    /// Results that came back before their commit, by chunk (the version tells a stale one).
-    arrived: FxHashMap<ChunkPos, (u64, ChunkData)>,
+    /// Results that came back before their commit, by chunk (the version tells a stale one;
+    /// `None`: the worker failed and the commit generates the chunk itself).
+    arrived: FxHashMap<ChunkPos, (u64, Option<ChunkData>)>,
     built: BTreeMap<ChunkPos, Arc<ChunkData>>,
     waits: u64,
     builder: Option<(Rc<dyn StreamingService>, BuilderId)>,
-    subscribers: Rc<RefCell<Vec<BuiltCallback>>>,
+    subscribers: Rc<RefCell<Vec<Rc<RefCell<BuiltCallback>>>>>,
 }
 
 impl State {
@@ -215,6 +216,7 @@ impl State {
             if let Some((v, _)) = self.arrived.get(&chunk) {
                 if *v == version {
                     let (_, data) = self.arrived.remove(&chunk).expect("just found");
+                    let data = data.unwrap_or_else(|| self.generator.generate(chunk));
                     return (data, waited);
                 }
             }
@@ -256,7 +258,7 @@ impl TerrainService for Handle {
 
     fn on_built(&self, callback: BuiltCallback) {
         let list = self.0.borrow().subscribers.clone();
-        list.borrow_mut().push(callback);
+        list.borrow_mut().push(Rc::new(RefCell::new(callback)));
     }
 
     fn cells_per_chunk(&self) -> u32 {
@@ -394,9 +396,12 @@ impl TerrainKit {
             if let Some((streaming, id)) = builder {
                 streaming.set_built(id, chunk, true);
             }
-            let mut list = subscribers.borrow_mut();
-            for cb in list.iter_mut() {
-                cb(chunk, hash);
+            // On a snapshot, with no borrow held: a callback may subscribe another one.
+            let snapshot: Vec<Rc<RefCell<BuiltCallback>>> = subscribers.borrow().clone();
+            for cb in snapshot {
+                if let Ok(mut cb) = cb.try_borrow_mut() {
+                    cb(chunk, hash);
+                }
             }
         }
     }

@@ -28,8 +28,8 @@ pub struct Job {
 pub struct Done {
     /// The job it answers.
     pub job: Job,
-    /// The chunk's terrain.
-    pub data: ChunkData,
+    /// The chunk's terrain; `None` if the worker panicked (the caller generates it itself).
+    pub data: Option<ChunkData>,
 }
 
 /// The pool.
@@ -70,7 +70,11 @@ impl Pool {
                             if stop.load(Ordering::Acquire) {
                                 break;
                             }
-                            let data = generator.generate(job.chunk);
+                            let data =
+                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                    generator.generate(job.chunk)
+                                }))
+                                .ok();
                             if results.send(Done { job, data }).is_err() {
                                 break;
                             }
