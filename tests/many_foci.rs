@@ -351,7 +351,7 @@ fn progress_is_ready_over_wanted_and_run_until_ready_gates_on_the_anchor() {
     ));
     assert_eq!(
         var(&g, "world.chunks.progress"),
-        json!(0),
+        json!(0.0),
         "0 before tick 1"
     );
     run(&mut g, &[], 1);
