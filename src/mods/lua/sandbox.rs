@@ -453,9 +453,12 @@ impl Drop for Entry {
 /// state's own functions).
 pub(super) type EntrySlot = Rc<OnceCell<Weak<Entry>>>;
 
-/// Creates a mod's state with the safe libraries.
+/// Creates a mod's state with the safe libraries and portable math (`^` and `math` from the
+/// `libm` crate: the same bits on every machine).
 pub(super) fn new_state() -> mlua::Result<Lua> {
-    Lua::new_with(safe_libs(), LuaOptions::default())
+    let lua = Lua::new_with(safe_libs(), LuaOptions::default())?;
+    vm::set_portable_math(&lua)?;
+    Ok(lua)
 }
 
 #[cfg(test)]
