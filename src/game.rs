@@ -48,6 +48,8 @@ pub struct Game {
     engine: Engine,
     streaming: Option<Rc<dyn StreamingService>>,
     log: Log,
+    /// What a save holds of each Lua mod, in mod order.
+    lua_mods: Vec<mods::lua::LuaModState>,
 }
 
 impl Game {
@@ -124,7 +126,8 @@ impl Game {
         }
         let mut engine = engine.take().expect("no errors");
         let log = Log::default();
-        mods::install(mod_files, &mut engine, scene.seed, &log).map_err(GameError::Files)?;
+        let lua_mods =
+            mods::install(mod_files, &mut engine, scene.seed, &log).map_err(GameError::Files)?;
         let entities = scene.entities.clone();
         let control = scene.control.clone();
         let world = crate::host::World::restore(entities, control)
@@ -139,6 +142,7 @@ impl Game {
             engine,
             streaming,
             log,
+            lua_mods,
         })
     }
 
@@ -295,22 +299,63 @@ impl Game {
         }
     }
 
-    /// Saves the game atomically to `path`.
+    /// Saves the game atomically to `path`: the engine, every kit's section and each Lua mod's
+    /// `storage` and `math.random` state. A mod whose `storage` cannot be saved (not plain data,
+    /// too large) is an error naming the mod and where, and nothing is written.
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
-        let doc = self.engine.save_document();
+        let mut doc = self.engine.save_document();
+        for m in &self.lua_mods {
+            doc.mods.push(m.save().map_err(|message| FileError::Io {
+                file: display_name(path),
+                message: format!("cannot save Lua mod {}: {message}", m.id()),
+            })?);
+        }
         let mut bytes = serde_json::to_vec_pretty(&doc).expect("plain data");
         bytes.push(b'\n');
         write_atomic(path, &bytes)
     }
 
-    /// Loads a save from `path`; on any problem the game is unchanged.
+    /// Loads a save from `path`; on any problem the game is unchanged. A save holding Lua mod
+    /// states must hold one per Lua mod of this game, with the same ids in the same order; their
+    /// `storage` and `math.random` state replace the mods' own. A save without (`mods` absent)
+    /// leaves the mods' state as it is.
     pub fn load(&mut self, path: &Path) -> Result<(), FileError> {
         let file = display_name(path);
         let text = read_text(path)?;
         let value = parse_json(&text, &file)?;
-        self.engine
-            .load_document(&value)
-            .map_err(|p| FileError::invalid(&file, p))
+        let invalid = |p: Problem| FileError::invalid(&file, p);
+        crate::files::save::check_header(&value).map_err(invalid)?;
+        let prepared = self.prepare_mods(&value).map_err(invalid)?;
+        self.engine.load_document(&value).map_err(invalid)?;
+        for (m, p) in self.lua_mods.iter().zip(prepared) {
+            m.commit(p);
+        }
+        Ok(())
+    }
+
+    /// Checks the `mods` of a save against this game's Lua mods and builds their storage.
+    fn prepare_mods(&self, value: &Value) -> Result<Vec<mods::lua::PreparedModState>, Problem> {
+        let Some(list) = value.get("mods") else {
+            return Ok(Vec::new());
+        };
+        let saved: Vec<crate::files::save::ModSave> = crate::json::from_value(list, "mods")?;
+        let ids = |it: &mut dyn Iterator<Item = &str>| it.collect::<Vec<_>>().join(", ");
+        let mine = ids(&mut self.lua_mods.iter().map(|m| m.id().as_str()));
+        let theirs = ids(&mut saved.iter().map(|m| m.id.as_str()));
+        if mine != theirs || saved.len() != self.lua_mods.len() {
+            return Err(Problem::new(
+                "mods",
+                format!(
+                    "the save holds the state of the Lua mods [{theirs}]; this game runs [{mine}]"
+                ),
+            ));
+        }
+        self.lua_mods
+            .iter()
+            .zip(&saved)
+            .enumerate()
+            .map(|(i, (m, s))| m.prepare(s, &format!("mods[{i}]")))
+            .collect()
     }
 }
 

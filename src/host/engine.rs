@@ -384,6 +384,7 @@ impl Engine {
                 .iter()
                 .filter_map(|k| Some((k.id().to_owned(), k.save()?)))
                 .collect(),
+            mods: Vec::new(),
         }
     }
 

@@ -118,17 +118,19 @@ enum Slot {
 /// Installs `mods` into `engine` in mod order: `set`s applied (the last wins), hook handlers
 /// registered, Lua mods run in their sandboxes. A Lua mod failing at load is reported as a
 /// `mod.error` event (hook `mod.load`) and keeps the handlers it registered before failing.
+/// Returns what a save holds of each Lua mod, in mod order.
 pub fn install(
     mods: Vec<ModFile>,
     engine: &mut Engine,
     seed: u64,
     log: &Log,
-) -> Result<(), Vec<FileError>> {
+) -> Result<Vec<lua::LuaModState>, Vec<FileError>> {
     let streaming: Option<Rc<dyn StreamingService>> = engine.service(STREAMING);
     let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
     let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
     let mut errors = check_hooks(&mods, &declared);
     let mut failures = Vec::new();
+    let mut states = Vec::new();
     for (index, m) in mods.into_iter().enumerate() {
         match m.source {
             ModSource::Json(j) => {
@@ -192,6 +194,7 @@ pub fn install(
                         if let Some(message) = loaded.error {
                             failures.push((m.id.clone(), message));
                         }
+                        states.push(loaded.state);
                     }
                     Err(e) => errors.push(e),
                 }
@@ -221,5 +224,5 @@ pub fn install(
                 .expect("declared hooks only");
         }
     }
-    Ok(())
+    Ok(states)
 }

@@ -52,6 +52,9 @@
 //! - `log(...)` and `print(...)` write one line to the game's mod log: the arguments converted
 //!   like `tostring`, joined by tabs, with the mod id as the source.
 //! - `mod.id` is the mod's id.
+//! - `storage` is a table saved with the game and restored on load, with the state of
+//!   `math.random`: numbers, strings, booleans and tables of them (see the README and
+//!   `storage.rs` for the limits). The mod's other variables are not saved.
 //! - The Lua library, from an allow-list: `assert`, `error`, `getmetatable`, `ipairs`, `pairs`,
 //!   `pcall`, `rawequal`, `rawget`, `rawlen`, `rawset`, `select`, `setmetatable`, `tonumber`,
 //!   `tostring`, `type`, `xpcall`, and the tables `string` (no `dump`), `table`, `math`, `utf8`:
@@ -68,7 +71,9 @@
 //! - `pairs` visits keys in a fixed order: numbers ascending, then strings bytewise, then `false`,
 //!   `true`. Keys of other types raise `pairs: cannot order keys of type table deterministically`.
 //! - `math.random` is seeded from the scene's `seed` (plus the mod's position in `mods`);
-//!   `math.randomseed()` needs an explicit seed.
+//!   `math.randomseed()` needs an explicit seed; its state is saved with the game.
+//! - `^` and the `math` functions (`sin`, `cos`, `tan`, `asin`, `acos`, `atan`, `exp`, `log`,
+//!   `sqrt`, `pow`, `sinh`, `cosh`, `tanh`, `log10`) come from the pure-Rust `libm` crate.
 //!
 //! # Limits
 //!
@@ -94,7 +99,10 @@
 
 mod api;
 mod sandbox;
+mod storage;
 mod vm;
+
+pub use storage::{check as check_storage, MAX_BYTES as MAX_STORAGE_BYTES};
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -102,8 +110,10 @@ use std::rc::Rc;
 
 use mlua::{ChunkMode, Function, Lua};
 
+use crate::files::save::ModSave;
 use crate::files::FileError;
 use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, Log, ModErrors, ModFailure, ModId};
+use crate::json::Problem;
 use crate::kits::streaming::StreamingService;
 
 use self::sandbox::{clean_error, Entry, Meter};
@@ -156,6 +166,69 @@ pub struct LoadedLua {
     pub handlers: Vec<(String, Box<dyn HookHandler>)>,
     /// A runtime error raised while running the mod's top level.
     pub error: Option<String>,
+    /// What a save holds of the mod.
+    pub state: LuaModState,
+}
+
+/// What a save holds of a running Lua mod: its `storage` table and the state of its
+/// `math.random` generator.
+pub struct LuaModState {
+    // Lua values first: they are dropped before the entry that owns the state.
+    env: mlua::Table,
+    random: Function,
+    entry: Rc<Entry>,
+}
+
+/// A mod's saved state, checked and built in its Lua state, ready to commit.
+pub struct PreparedModState {
+    storage: mlua::Table,
+    random: [u64; 4],
+}
+
+impl LuaModState {
+    /// The mod's id.
+    pub fn id(&self) -> &ModId {
+        &self.entry.id
+    }
+
+    /// The mod's state as a save holds it; an error (naming where in `storage`) when `storage`
+    /// holds something that is not plain data or is too large.
+    pub fn save(&self) -> Result<ModSave, String> {
+        let value: mlua::Value = self.env.raw_get("storage").map_err(|e| e.to_string())?;
+        let storage = storage::encode(&value)?;
+        let words = vm::random_state(self.entry.lua(), &self.random, None)
+            .map_err(|e| e.to_string())?
+            .ok_or("math.random is not the library's generator")?;
+        Ok(ModSave {
+            id: self.id().as_str().to_owned(),
+            storage,
+            random: words.map(|w| format!("{w:016x}")),
+        })
+    }
+
+    /// Checks a saved state (as [`ModSave::check`] does) and builds its `storage` in the mod's
+    /// Lua state, changing nothing the mod sees. `path` locates `saved` in the save file.
+    pub fn prepare(&self, saved: &ModSave, path: &str) -> Result<PreparedModState, Problem> {
+        let random = saved.check(path)?;
+        let storage = storage::decode(self.entry.lua(), &saved.storage).map_err(|e| {
+            Problem::new(
+                format!("{path}.storage"),
+                format!(
+                    "cannot be restored in the mod's Lua state: {}",
+                    sandbox::clean_error(&e, &self.entry.meter)
+                ),
+            )
+        })?;
+        Ok(PreparedModState { storage, random })
+    }
+
+    /// Applies a prepared state: the mod's `storage` and `math.random` are the saved ones.
+    pub fn commit(&self, prepared: PreparedModState) {
+        // Raw stores into tables the host holds: they only fail when Lua cannot allocate, which a
+        // set of an existing key does not.
+        let _ = self.env.raw_set("storage", prepared.storage);
+        let _ = vm::random_state(self.entry.lua(), &self.random, Some(prepared.random));
+    }
 }
 
 /// The first byte of a precompiled Lua chunk.
@@ -323,6 +396,12 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
         sandbox::run_prelude(&lua, r)
     })()
     .map_err(io)?;
+    let random: Function = lua
+        .globals()
+        .raw_get::<mlua::Table>("math")
+        .and_then(|m| m.raw_get("random"))
+        .map_err(io)?;
+    let env = prepared.env.clone();
     lua.set_memory_limit(setup.limits.memory_bytes)
         .map_err(io)?;
     let main = compile(&lua, source, file, Some(prepared.env), &meter)?;
@@ -354,6 +433,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
     Ok(LoadedLua {
         handlers,
         error: result.err(),
+        state: LuaModState { env, random, entry },
     })
 }
 

@@ -210,7 +210,7 @@ pub(super) fn core_functions(
 
 /// A `pairs` key. Strings stay Lua strings: nothing is copied, and the iteration hands the
 /// table's own key objects back.
-enum Key {
+pub(super) enum Key {
     Int(i64),
     Float(f64),
     Str(mlua::String),
@@ -253,7 +253,7 @@ fn cmp_int_float(i: i64, f: f64) -> Ordering {
 }
 
 /// Numbers ascending, then strings bytewise, then `false`, `true`.
-fn cmp_keys(a: &Key, b: &Key) -> Ordering {
+pub(super) fn cmp_keys(a: &Key, b: &Key) -> Ordering {
     match (a, b) {
         (Key::Int(x), Key::Int(y)) => x.cmp(y),
         (Key::Float(x), Key::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
@@ -393,6 +393,11 @@ impl Entry {
             Ok((_, e)) => Err(describe_error_value(&e, &self.meter)),
             Err(e) => Err(clean_error(&e, &self.meter)),
         }
+    }
+
+    /// The mod's Lua state.
+    pub(super) fn lua(&self) -> &Lua {
+        &self.lua
     }
 
     /// Asks a hook handler: `Some(reason)` to cancel.
