@@ -156,6 +156,11 @@ impl Game {
         &mut self.engine
     }
 
+    /// The enabled kit of type `T` (see [`Engine::kit`]).
+    pub fn kit<T: crate::host::Kit>(&self) -> Option<&T> {
+        self.engine.kit()
+    }
+
     /// The `world.streaming` service, if the scene enables the kit.
     pub fn streaming(&self) -> Option<Rc<dyn StreamingService>> {
         self.streaming.clone()
@@ -315,7 +320,9 @@ impl Game {
         write_atomic(path, &bytes)
     }
 
-    /// Loads a save from `path`; on any problem the game is unchanged. A save holding Lua mod
+    /// Loads a save from `path`; on any problem the game is unchanged. Restoring emits no event
+    /// and asks no hook; `onChunk` subscribers are told the difference (see
+    /// [`StreamingService::on_chunk`]). A save holding Lua mod
     /// states must hold one per Lua mod of this game, with the same ids in the same order; their
     /// `storage` and `math.random` state replace the mods' own. A save without (`mods` absent)
     /// leaves the mods' state as it is.
@@ -326,11 +333,16 @@ impl Game {
         let invalid = |p: Problem| FileError::invalid(&file, p);
         crate::files::save::check_header(&value).map_err(invalid)?;
         let prepared = self.prepare_mods(&value).map_err(invalid)?;
-        self.engine.load_document(&value).map_err(invalid)?;
-        for (m, p) in self.lua_mods.iter().zip(prepared) {
-            m.commit(p);
-        }
-        Ok(())
+        let lua_mods = &self.lua_mods;
+        // The mods get their state back before the kits tell subscribers (Lua `onChunk`
+        // callbacks included) what the load changed.
+        self.engine
+            .load_document_then(&value, || {
+                for (m, p) in lua_mods.iter().zip(prepared) {
+                    m.commit(p);
+                }
+            })
+            .map_err(invalid)
     }
 
     /// Checks the `mods` of a save against this game's Lua mods and builds their storage.

@@ -27,19 +27,32 @@ fn the_seed_example_saved_after_tick_5_reloads_its_9_chunks_and_emits_nothing() 
     g.save(&path).unwrap();
     let mut fresh = game(&seed_scene());
     let before = fresh.engine().events().len();
-    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let calls = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let seen = calls.clone();
     let _sub = fresh
         .streaming()
         .unwrap()
-        .on_chunk(Box::new(move |_, _| seen.set(seen.get() + 1)));
+        .on_chunk(Box::new(move |c, loaded| {
+            seen.borrow_mut().push((c, loaded))
+        }));
     fresh.load(&path).unwrap();
     assert_eq!(
         fresh.engine().events().len(),
         before,
         "a load emits nothing"
     );
-    assert_eq!(calls.get(), 0, "a load calls no onChunk callback");
+    let restored: Vec<_> = g
+        .streaming()
+        .unwrap()
+        .loaded()
+        .into_iter()
+        .map(|c| (c, true))
+        .collect();
+    assert_eq!(
+        *calls.borrow(),
+        restored,
+        "onChunk hears of the 9 restored chunks, in row order"
+    );
     let s = fresh.streaming().unwrap();
     assert_eq!(s.loaded().len(), 9);
     assert!(s.is_loaded(c(1, 1)) && !s.is_loaded(c(2, 0)));
@@ -889,7 +902,11 @@ fn a_lua_mod_that_counts_remembers_chunks_and_rolls_dice_continues_exactly_after
     let mut whole = stateful_game(dir.path());
     run(&mut whole, &drive, 60);
     let all = event_lines(&whole);
-    let all_log: Vec<String> = whole.take_mod_log().into_iter().map(|l| l.message).collect();
+    let all_log: Vec<String> = whole
+        .take_mod_log()
+        .into_iter()
+        .map(|l| l.message)
+        .collect();
     let field = |line: &str, i: usize| line.split('\t').nth(i).unwrap().parse::<i64>().unwrap();
     assert!(
         all_log.iter().any(|l| field(l, 3) == 1) && all_log.iter().any(|l| field(l, 2) % 5 == 4),
@@ -912,8 +929,16 @@ fn a_lua_mod_that_counts_remembers_chunks_and_rolls_dice_continues_exactly_after
             all[before..],
             "events after a save at tick {n} and a load into a fresh game"
         );
-        let log: Vec<String> = fresh.take_mod_log().into_iter().map(|l| l.message).collect();
-        assert_eq!(log, all_log[logged_before..], "the mod's log after tick {n}");
+        let log: Vec<String> = fresh
+            .take_mod_log()
+            .into_iter()
+            .map(|l| l.message)
+            .collect();
+        assert_eq!(
+            log,
+            all_log[logged_before..],
+            "the mod's log after tick {n}"
+        );
     }
 }
 
@@ -922,10 +947,22 @@ fn storage_that_is_not_plain_data_is_a_save_error_naming_the_mod_and_where() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         ("storage.f = print", "storage.f: a function cannot be saved"),
-        ("storage.t = {} storage.t.me = storage.t", "storage.t.me: a table that contains itself"),
-        ("storage.x = 0/0", "storage.x: the number NaN cannot be saved"),
-        ("storage[{}] = 1", "storage: a key of type table cannot be saved"),
-        ("storage.s = string.rep('x', 2 * 1024 * 1024)", "storage.s: storage is larger than 1048576 bytes"),
+        (
+            "storage.t = {} storage.t.me = storage.t",
+            "storage.t.me: a table that contains itself",
+        ),
+        (
+            "storage.x = 0/0",
+            "storage.x: the number NaN cannot be saved",
+        ),
+        (
+            "storage[{}] = 1",
+            "storage: a key of type table cannot be saved",
+        ),
+        (
+            "storage.s = string.rep('x', 2 * 1024 * 1024)",
+            "storage.s: storage is larger than 1048576 bytes",
+        ),
         ("storage = 3", "storage: expected a table, got a number"),
     ];
     for (body, expected) in cases {
@@ -938,7 +975,10 @@ fn storage_that_is_not_plain_data_is_a_save_error_naming_the_mod_and_where() {
         let g = game_in(&scene, dir.path());
         let path = dir.path().join("bad.save.json");
         let e = g.save(&path).unwrap_err().to_string();
-        assert!(e.contains("cannot save Lua mod bad: ") && e.contains(expected), "{body}: {e}");
+        assert!(
+            e.contains("cannot save Lua mod bad: ") && e.contains(expected),
+            "{body}: {e}"
+        );
         assert!(!path.exists(), "{body}: nothing written");
     }
 }
@@ -954,9 +994,15 @@ fn a_save_whose_mod_states_do_not_fit_the_game_is_refused_and_changes_nothing() 
     assert_eq!(saved["mods"][0]["mod"], "stateful");
     let mutations: [(&str, fn(&mut Value)); 4] = [
         ("mods", |v| v["mods"][0]["mod"] = json!("other")),
-        ("mods[0].random[1]", |v| v["mods"][0]["random"][1] = json!("xyz")),
-        ("mods[0].storage[1][0]", |v| v["mods"][0]["storage"] = json!([["z", 1], ["a", 2]])),
-        ("mods[0].storage[0][1]", |v| v["mods"][0]["storage"] = json!([["a", null]])),
+        ("mods[0].random[1]", |v| {
+            v["mods"][0]["random"][1] = json!("xyz")
+        }),
+        ("mods[0].storage[1][0]", |v| {
+            v["mods"][0]["storage"] = json!([["z", 1], ["a", 2]])
+        }),
+        ("mods[0].storage[0][1]", |v| {
+            v["mods"][0]["storage"] = json!([["a", null]])
+        }),
     ];
     for (where_, mutate) in mutations {
         let mut bad = saved.clone();
@@ -967,7 +1013,45 @@ fn a_save_whose_mod_states_do_not_fit_the_game_is_refused_and_changes_nothing() 
         run(&mut target, &[], 2);
         let state = target.state();
         let e = target.load(&bad_path).unwrap_err().to_string();
-        assert!(e.contains(&format!("{where_}: ")) || e.contains(&format!("{where_}[")), "{where_}: {e}");
+        assert!(
+            e.contains(&format!("{where_}: ")) || e.contains(&format!("{where_}[")),
+            "{where_}: {e}"
+        );
         assert_eq!(target.state(), state, "{where_}: the game is unchanged");
     }
+}
+
+#[test]
+fn a_lua_on_chunk_callback_hears_what_a_load_changed_with_restored_true() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("watch.lua"),
+        "streaming.onChunk(function(c, loaded, restored) log(c.x, c.z, loaded, restored) end)",
+    )
+    .unwrap();
+    let scene = json!({
+        "kits": kits(json!({ "chunkSize": 32, "radius": 0, "budgetMs": 2 })),
+        "mods": ["watch.lua"],
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 8, "z": 8 } } ]
+    });
+    let path = dir.path().join("w.save.json");
+    let mut g = game_in(&scene, dir.path());
+    run(&mut g, &[], 1);
+    g.save(&path).unwrap();
+    run(
+        &mut g,
+        &[json!({"tick": 2, "do": "move", "entity": "hero", "to": {"x": 200, "z": 8}})],
+        2,
+    );
+    g.take_mod_log();
+    g.load(&path).unwrap();
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    assert_eq!(log, ["6\t0\tfalse\ttrue", "0\t0\ttrue\ttrue"]);
+    run(
+        &mut g,
+        &[json!({"tick": 2, "do": "move", "entity": "hero", "to": {"x": 40, "z": 8}})],
+        2,
+    );
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    assert_eq!(log, ["1\t0\ttrue\tfalse"], "a tick's load is not a restore");
 }

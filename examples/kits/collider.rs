@@ -1,6 +1,8 @@
 //! `physics.colliders`, an example kit that subscribes through the streaming service's `onChunk`
 //! (reached by name and interface, never as the concrete kit) and keeps one ground collider per
-//! live chunk, publishing the count as the variable `physics.colliders.live`.
+//! live chunk, publishing the count as the variable `physics.colliders.live`. After a save is
+//! loaded, the streaming kit calls the subscription for what the load changed, so the colliders
+//! stay in step with no code here for saves.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -37,6 +39,12 @@ impl ColliderKit {
     /// How many colliders are live.
     pub fn live(&self) -> usize {
         self.live.borrow().len()
+    }
+
+    /// The chunks that have a collider, in row order (reach the kit with
+    /// `engine.kit::<ColliderKit>()`).
+    pub fn live_chunks(&self) -> Vec<ChunkPos> {
+        self.live.borrow().iter().copied().collect()
     }
 }
 

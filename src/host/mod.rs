@@ -22,8 +22,8 @@ pub use hooks::{
     ModFailure, ModId, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD,
 };
 pub use kit::{
-    join_path, unmet_requirements, Install, Kit, KitCatalog, KitError, KitFactory, KitManifest,
-    KitSpec, PreparedSection, Problem,
+    join_path, unmet_requirements, AsAny, Install, Kit, KitCatalog, KitError, KitFactory,
+    KitManifest, KitSpec, PreparedSection, Problem,
 };
 pub use scene::SceneDef;
 pub use services::Services;

@@ -69,6 +69,8 @@ pub struct StreamingKit {
     due: Vec<ChunkPos>,
     /// Scratch for this tick's loads.
     batch: Vec<ChunkPos>,
+    /// What a load changed, for the subscribers (see [`Kit::after_load`] below).
+    restored: Vec<(ChunkPos, bool)>,
 }
 
 impl StreamingKit {
@@ -79,6 +81,7 @@ impl StreamingKit {
             published: None,
             due: Vec::new(),
             batch: Vec::new(),
+            restored: Vec::new(),
         }
     }
 
@@ -321,11 +324,37 @@ impl Kit for StreamingKit {
             .expect("prepared by prepare_load");
         self.published = None;
         let mut st = self.state.borrow_mut();
+        let before: Vec<ChunkPos> = st.residency.loaded().collect();
         st.restore(*prepared, ctx.scene.map(|s| s.id.as_str()));
+        // The subscribers' difference: releases first, then loads, each in row order.
+        self.restored = before
+            .iter()
+            .filter(|c| !st.residency.is_loaded(**c))
+            .map(|c| (*c, false))
+            .collect();
+        let residency = &st.residency;
+        let gained = residency
+            .loaded()
+            .filter(|c| before.binary_search(c).is_err())
+            .map(|c| (c, true));
+        self.restored.extend(gained);
         let st = &mut *st;
         let grid = *st.residency.grid();
         let residency = &st.residency;
         st.dormancy
             .rebuild(ctx.world, &grid, |c| residency.is_loaded(c));
+    }
+
+    /// Brings the `onChunk` subscribers in step with the restored set: each is called for the
+    /// difference between the loaded set before and after the load, releases first, then loads,
+    /// each in row order, with [`StreamingService::restoring`] true (Lua: a third argument
+    /// `restored`). No event is emitted and no hook is asked.
+    fn after_load(&mut self, _ctx: &mut Ctx<'_>) {
+        let changes = std::mem::take(&mut self.restored);
+        self.state.borrow().restoring.set(true);
+        for (chunk, loaded) in changes {
+            state::notify(&self.state, chunk, loaded);
+        }
+        self.state.borrow().restoring.set(false);
     }
 }

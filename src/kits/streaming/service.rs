@@ -71,7 +71,10 @@ pub trait StreamingService {
     fn chunk_of(&self, pos: Position) -> ChunkPos;
     /// The wanted square around `pos` (current radius, ground bounds), nearest-first.
     fn around(&self, pos: Position) -> Vec<ChunkPos>;
-    /// Calls `callback(chunk, loaded)` on every load and release, in subscription order.
+    /// Calls `callback(chunk, loaded)` on every load and release, in subscription order; and
+    /// after a save is loaded, for the difference between the loaded set before and after
+    /// (releases first, then loads, each in row order) while [`StreamingService::restoring`] is
+    /// true. So a subscriber's view always equals [`StreamingService::loaded`].
     fn on_chunk(&self, callback: ChunkCallback) -> ChunkSubscription;
     /// The side of a chunk in metres.
     fn chunk_size(&self) -> f64;
@@ -91,4 +94,8 @@ pub trait StreamingService {
     fn set_radius(&self, by: &ModId, radius: Radius);
     /// A mod sets the load budget (from the next tick on; saved with the game).
     fn set_budget_ms(&self, by: &ModId, budget: BudgetMs);
+    /// Whether the `onChunk` callbacks running now tell what a load of a save changed (no
+    /// hook was asked and no event is emitted for these), rather than a load or release of a
+    /// tick or a scene change.
+    fn restoring(&self) -> bool;
 }

@@ -32,6 +32,8 @@ pub(crate) struct State {
     pub(crate) active: bool,
     pub(crate) last_moved: Option<Position>,
     subscribers: Subscribers,
+    /// Whether the subscribers are being told what a load changed.
+    pub(crate) restoring: Cell<bool>,
 }
 
 impl State {
@@ -46,6 +48,7 @@ impl State {
             active: false,
             last_moved: None,
             subscribers: Subscribers::default(),
+            restoring: Cell::new(false),
         }
     }
 
@@ -318,5 +321,9 @@ impl StreamingService for Handle {
 
     fn set_budget_ms(&self, _by: &ModId, budget: BudgetMs) {
         self.0.borrow_mut().overrides.budget_ms = Some(budget);
+    }
+
+    fn restoring(&self) -> bool {
+        self.0.borrow().restoring.get()
     }
 }

@@ -468,6 +468,7 @@ fn streaming_functions(
             Ok(ok(lua, ()))
         }),
     )?;
+    let service_for_callback = service.clone();
     add(
         "onChunk",
         Box::new(move |lua, s, args| {
@@ -482,8 +483,10 @@ fn streaming_functions(
                     "too many subscriptions (at most {MAX_SUBSCRIPTIONS} a mod)"
                 ));
             }
+            let service = service_for_callback.clone();
             let subscription = s.on_chunk(Box::new(move |chunk, loaded| {
-                entry.chunk_callback(&f, chunk, loaded)
+                let restored = service.upgrade().is_some_and(|s| s.restoring());
+                entry.chunk_callback(&f, chunk, loaded, restored)
             }));
             live.set(live.get() + 1);
             let handle = Subscription {

@@ -46,8 +46,9 @@
 //!   whether a refusal was held there; `streaming.focus()` → `nil` or `{x = …, z = …}`;
 //!   `streaming.radius()` → integer; `streaming.setRadius(n)` (an integer 0..=64) and
 //!   `streaming.setBudgetMs(n)` (a finite number >= 0) take effect from the next tick (mod >
-//!   scene layer > kit config); `streaming.onChunk(fn)` calls `fn({x = …, z = …}, loaded)` on every
-//!   load and release and returns a handle whose `handle:unsubscribe()` stops it (an error in the
+//!   scene layer > kit config); `streaming.onChunk(fn)` calls `fn({x = …, z = …}, loaded,
+//!   restored)` on every load and release (`restored` true when a load of a save tells what it
+//!   changed) and returns a handle whose `handle:unsubscribe()` stops it (an error in the
 //!   callback is reported as a `mod.error` event with hook `onChunk`). Whole numbers are Lua integers.
 //! - `log(...)` and `print(...)` write one line to the game's mod log: the arguments converted
 //!   like `tostring`, joined by tabs, with the mod id as the source.

@@ -429,10 +429,16 @@ impl Entry {
     }
 
     /// Runs an `onChunk` callback; a failure is reported as `mod.error` with hook `onChunk`.
-    pub(super) fn chunk_callback(&self, f: &Function, chunk: ChunkPos, loaded: bool) {
+    pub(super) fn chunk_callback(
+        &self,
+        f: &Function,
+        chunk: ChunkPos,
+        loaded: bool,
+        restored: bool,
+    ) {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let t = api::chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
-            self.call((f, t, loaded)).map(drop)
+            self.call((f, t, loaded, restored)).map(drop)
         }));
         let message = match outcome {
             Ok(Ok(())) => return,

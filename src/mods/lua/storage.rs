@@ -37,11 +37,9 @@ fn key_path(key: &Key) -> String {
         Key::Bool(b) => format!("[{b}]"),
         Key::Str(s) => {
             let text = s.to_string_lossy();
-            let ident = text
-                .bytes()
-                .enumerate()
-                .all(|(i, b)| b == b'_' || b.is_ascii_alphabetic() || (i > 0 && b.is_ascii_digit()))
-                && !text.is_empty();
+            let ident = text.bytes().enumerate().all(|(i, b)| {
+                b == b'_' || b.is_ascii_alphabetic() || (i > 0 && b.is_ascii_digit())
+            }) && !text.is_empty();
             if ident {
                 format!(".{text}")
             } else {
@@ -208,7 +206,9 @@ fn check_table(value: &Value, path: &str, depth: usize) -> Result<(), Problem> {
             Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0) && !n.is_i64() => {
                 return Err(Problem::new(
                     format!("{here}[0]"),
-                    format!("expected an integer key within ±2^63 or a non-integral float, got {n}"),
+                    format!(
+                        "expected an integer key within ±2^63 or a non-integral float, got {n}"
+                    ),
                 ))
             }
             Value::Number(_) | Value::String(_) | Value::Bool(_) => {}

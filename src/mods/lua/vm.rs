@@ -101,8 +101,7 @@ pub(super) fn random_state(
     // four words it reads or writes.
     unsafe {
         lua.exec_raw::<()>(random, |state| {
-            found =
-                lua_wsrandstate(state, 1, words.as_mut_ptr(), i32::from(set.is_some())) != 0;
+            found = lua_wsrandstate(state, 1, words.as_mut_ptr(), i32::from(set.is_some())) != 0;
             ffi::lua_settop(state, 0);
         })?;
     }
