@@ -182,14 +182,25 @@ impl Game {
         self.engine.tick();
     }
 
-    /// Applies one input, stamped with its tick. Errors say what went wrong (the caller adds the
-    /// file and line).
+    /// Applies one input, stamped with its tick; `save`/`load` paths are relative to the
+    /// current directory. Errors say what went wrong (the caller adds the file and line).
     pub fn apply(&mut self, input: &InputLine) -> Result<(), String> {
+        self.apply_in(input, &Inputs::default())
+    }
+
+    /// Applies one input of `inputs`: its `save`/`load` paths resolved with
+    /// [`Inputs::resolve`] (relative to the inputs file's directory when it was read from a
+    /// file).
+    pub fn apply_in(&mut self, input: &InputLine, inputs: &Inputs) -> Result<(), String> {
         let stamp = input.tick;
         let streaming = self.streaming.clone();
         match &input.action {
-            Action::Save { path } => return self.save(Path::new(path)).map_err(|e| e.to_string()),
-            Action::Load { path } => return self.load(Path::new(path)).map_err(|e| e.to_string()),
+            Action::Save { path } => {
+                return self.save(&inputs.resolve(path)).map_err(|e| e.to_string())
+            }
+            Action::Load { path } => {
+                return self.load(&inputs.resolve(path)).map_err(|e| e.to_string())
+            }
             _ => {}
         }
         self.engine.input(stamp, |e| -> Result<(), String> {
@@ -254,7 +265,7 @@ impl Game {
                     break;
                 }
                 next += 1;
-                self.apply(&line.input)
+                self.apply_in(&line.input, inputs)
                     .map_err(|message| GameError::Input {
                         file: inputs.file.clone(),
                         line: line.line,

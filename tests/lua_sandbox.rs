@@ -776,19 +776,26 @@ streaming.setRadius({})
 }
 
 #[test]
-fn on_for_an_unknown_hook_is_an_error_naming_the_known_ones() {
+fn on_with_a_name_that_is_not_a_hook_is_a_bad_file_naming_the_line_and_the_hooks() {
     let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        "typo.lua",
-        "on(\"world.chunk.explode\", function() end)\n",
-    );
-    let out = play(dir.path(), &["typo.lua"], "", 1);
-    let errors = out.mod_errors();
-    assert_eq!(errors.len(), 1, "{errors:?}");
-    let (by, hook, message) = &errors[0];
-    assert_eq!((by.as_str(), hook.as_str()), ("typo", "mod.load"));
-    assert!(message.ends_with("typo.lua:1: on: unknown hook \"world.chunk.explode\"; expected one of: world.chunk.load, world.chunk.unload"), "{message}");
+    for (source, line) in [
+        ("on(\"world.chunk.loaded\", function() end)\n", 1),
+        // Caught by the mod: still a bad file (the event name was a mistake all the same).
+        (
+            "local x = 1\nlocal ok = pcall(on, \"world.chunk.loaded\", function() end)\n",
+            2,
+        ),
+    ] {
+        write(dir.path(), "typo.lua", source);
+        let err = match build(dir.path(), &["typo.lua"], 0) {
+            Err(GameError::Files(list)) => list,
+            Err(other) => panic!("{other}"),
+            Ok(_) => panic!("{source}: the game started"),
+        };
+        assert_eq!(err.len(), 1, "{err:?}");
+        let message = err[0].to_string();
+        assert!(message.ends_with(&format!("typo.lua: line {line}: on: \"world.chunk.loaded\" is not a hook; the hooks are: world.chunk.load, world.chunk.unload")), "{message}");
+    }
 }
 
 #[test]

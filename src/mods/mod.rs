@@ -87,26 +87,31 @@ pub fn parse_mod(text: String, path: &Path) -> Result<ModFile, Vec<FileError>> {
     }
 }
 
-/// The JSON mods among `mods` whose `hook` is not one of `declared`, each as an error naming the
-/// file and the hooks there are.
+/// The rules of the JSON mods among `mods` whose `hook` is not one of `declared`, each as an
+/// error naming the file, the JSON path and the hooks there are.
 pub fn check_hooks(mods: &[ModFile], declared: &[String]) -> Vec<FileError> {
-    mods.iter()
-        .filter_map(|m| match &m.source {
-            ModSource::Json(JsonMod {
-                hook: Some(hook), ..
-            }) if !declared.contains(hook) => Some(FileError::invalid(
-                &m.file,
-                Problem::new(
-                    "hook",
-                    format!(
-                        "unknown hook {hook:?}; expected one of: {}",
-                        declared.join(", ")
+    let mut out = Vec::new();
+    for m in mods {
+        let ModSource::Json(j) = &m.source else {
+            continue;
+        };
+        for (path, rule) in j.rule_specs() {
+            if !declared.contains(&rule.hook) {
+                out.push(FileError::invalid(
+                    &m.file,
+                    Problem::new(
+                        path,
+                        format!(
+                            "unknown hook {:?}; expected one of: {}",
+                            rule.hook,
+                            declared.join(", ")
+                        ),
                     ),
-                ),
-            )),
-            _ => None,
-        })
-        .collect()
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// One handler slot of a hook, in mod order.
@@ -155,19 +160,22 @@ pub fn install(
                         )),
                     }
                 }
-                let Some(hook) = j.hook else { continue };
-                if !declared.contains(&hook) {
-                    continue; // reported by check_hooks above
-                }
-                if !j.cancel {
-                    continue; // a rule that never cancels changes nothing
-                }
-                let list = slots.entry(hook).or_default();
-                if !matches!(list.last(), Some(Slot::Json(_))) {
-                    list.push(Slot::Json(JsonRules::default()));
-                }
-                if let Some(Slot::Json(rules)) = list.last_mut() {
-                    rules.push(m.id.clone(), j.matches.unwrap_or_default(), j.reason);
+                for (_, rule) in j.rule_specs() {
+                    if !declared.contains(&rule.hook) {
+                        continue; // reported by check_hooks above
+                    }
+                    if !rule.cancel {
+                        continue; // a rule that never cancels changes nothing
+                    }
+                    let list = slots.entry(rule.hook).or_default();
+                    if !matches!(list.last(), Some(Slot::Json(_))) {
+                        list.push(Slot::Json(JsonRules::default()));
+                    }
+                    if let Some(Slot::Json(rules)) = list.last_mut() {
+                        let any = [json::Match::default()];
+                        let patterns = rule.matches.as_ref().map_or(&any[..], |m| m.patterns());
+                        rules.push(m.id.clone(), patterns, rule.reason);
+                    }
                 }
             }
             ModSource::Lua(source) => {
@@ -196,6 +204,13 @@ pub fn install(
                         }
                         states.push(loaded.state);
                     }
+                    // The chunk is named by the file's name alone; the error names the file as
+                    // the scene does.
+                    Err(FileError::Line { line, message, .. }) => errors.push(FileError::Line {
+                        file: m.file.clone(),
+                        line,
+                        message,
+                    }),
                     Err(e) => errors.push(e),
                 }
             }

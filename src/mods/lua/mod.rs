@@ -31,8 +31,9 @@
 //!
 //! - `on(hook, fn)` registers `fn` for a declared hook (`world.chunk.load`, `world.chunk.unload`);
 //!   allowed only while the mod's top level runs. Handlers of all mods run in mod order; the first
-//!   cancel wins and later handlers are not asked. An unknown hook name is an error that lists the
-//!   declared ones.
+//!   cancel wins and later handlers are not asked. A name that is not a hook (e.g. the event
+//!   `world.chunk.loaded`) makes the mod a bad file (the game does not start; `check` reports
+//!   it), naming the line and listing the hooks, even if the mod catches the error.
 //! - A handler is called with a fresh table of the hook's fields, e.g. `{x = 0, z = 0}` (integers);
 //!   changing it changes nothing. It returns nothing (or `nil`) to let the change happen, or
 //!   `cancel(reason)` to cancel it. `reason` is a string or nothing (`""`). Returning anything else
@@ -377,6 +378,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
     };
     let lua = sandbox::new_state().map_err(io)?;
     let registered = Rc::new(RefCell::new(Vec::new()));
+    let bad_hook = Rc::new(RefCell::new(None));
     let top_level = Rc::new(Cell::new(false));
     let slot: sandbox::EntrySlot = Rc::new(OnceCell::new());
     let prepared = (|| {
@@ -392,6 +394,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
             id: setup.id.clone(),
             entry: slot.clone(),
             meter: meter.clone(),
+            bad_hook: bad_hook.clone(),
         };
         api::install(&lua, &r, ctx)?;
         sandbox::run_prelude(&lua, r)
@@ -420,6 +423,13 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
     let result = catch_unwind(AssertUnwindSafe(|| entry.call((&main,))))
         .unwrap_or_else(|_| Err("internal error in the Lua sandbox".to_owned()));
     top_level.set(false);
+    if let Some((line, message)) = bad_hook.take() {
+        return Err(FileError::Line {
+            file: file.to_owned(),
+            line,
+            message,
+        });
+    }
     let handlers = registered
         .take()
         .into_iter()
