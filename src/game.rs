@@ -16,7 +16,7 @@ use crate::host::{Engine, EngineError, Log, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, 
 use crate::json::{number, Problem};
 use crate::kits::builtin_catalog;
 use crate::kits::streaming::dormancy::DORMANT;
-use crate::kits::streaming::{StreamingService, STREAMING};
+use crate::kits::streaming::{StreamingService, TicketInfo, STREAMING};
 use crate::mods;
 
 /// Why a game could not be built or run.
@@ -34,6 +34,17 @@ pub enum GameError {
         line: usize,
         /// What went wrong.
         message: String,
+    },
+    /// A streaming request was refused (e.g. a ticket out of range), or the kit is missing.
+    #[error("{0}")]
+    Streaming(String),
+    /// `run_until_ready` ran out of ticks.
+    #[error("{entity} was not ready after {ticks} ticks")]
+    NotReady {
+        /// The entity waited for.
+        entity: String,
+        /// The ticks run.
+        ticks: u64,
     },
 }
 
@@ -239,9 +250,116 @@ impl Game {
                     s.release(crate::grid::ChunkPos::new(*x, *z));
                     Ok(())
                 }
+                Action::Request {
+                    id,
+                    at,
+                    radius,
+                    ticks,
+                } => {
+                    let s = streaming
+                        .as_ref()
+                        .ok_or(format!("request needs the {STREAMING} kit"))?;
+                    s.request(id, *at, i64::from(radius.0), ticks.0 as i64, Some(stamp))
+                        .map_err(|e| e.to_string())
+                }
+                Action::Drop { ticket } => {
+                    let s = streaming
+                        .as_ref()
+                        .ok_or(format!("drop needs the {STREAMING} kit"))?;
+                    s.drop_ticket(ticket);
+                    Ok(())
+                }
                 Action::Save { .. } | Action::Load { .. } => unreachable!("handled above"),
             }
         })
+    }
+
+    /// Requests (or replaces) preload ticket `id` from the next tick: a focus at `at` with its
+    /// own `radius` for `ticks` tick plans (SPEC §11).
+    pub fn request_around(
+        &mut self,
+        id: &str,
+        at: crate::grid::Position,
+        radius: u32,
+        ticks: u64,
+    ) -> Result<(), GameError> {
+        let s = self.require_streaming()?;
+        let ticks = i64::try_from(ticks).unwrap_or(i64::MAX);
+        s.request_around(id, at, i64::from(radius), ticks)
+            .map_err(|e| GameError::Streaming(e.to_string()))
+    }
+
+    /// Removes ticket `id` at once; returns whether it was held.
+    pub fn drop_ticket(&mut self, id: &str) -> bool {
+        self.streaming.as_ref().is_some_and(|s| s.drop_ticket(id))
+    }
+
+    /// The held tickets, in id order.
+    pub fn tickets(&self) -> Vec<TicketInfo> {
+        self.streaming
+            .as_ref()
+            .map(|s| s.tickets())
+            .unwrap_or_default()
+    }
+
+    /// Whether `entity` is an anchor whose focus is ready (SPEC §11).
+    pub fn ready(&self, entity: &str) -> bool {
+        self.streaming
+            .as_ref()
+            .is_some_and(|s| s.ready(&crate::host::EntityId::new(entity)))
+    }
+
+    /// Ticks (applying no inputs) until `entity`'s focus is ready, at most `max_ticks` ticks:
+    /// the loading gate before play. Returns the ticks run, or an error when it never got ready.
+    pub fn run_until_ready(&mut self, entity: &str, max_ticks: u64) -> Result<u64, GameError> {
+        self.require_streaming()?;
+        self.run_until_ready_with(entity, max_ticks, &Inputs::default())
+    }
+
+    /// [`Game::run_until_ready`] applying `inputs` with the run loop of SPEC §10 on the way.
+    pub fn run_until_ready_with(
+        &mut self,
+        entity: &str,
+        max_ticks: u64,
+        inputs: &Inputs,
+    ) -> Result<u64, GameError> {
+        let start = self.engine.tick_count();
+        let target = start.saturating_add(max_ticks);
+        let mut next = 0;
+        while !self.ready(entity) {
+            if self.engine.tick_count() >= target {
+                return Err(GameError::NotReady {
+                    entity: entity.to_owned(),
+                    ticks: max_ticks,
+                });
+            }
+            next = self.apply_due(inputs, next)?;
+            self.engine.tick();
+        }
+        Ok(self.engine.tick_count() - start)
+    }
+
+    fn require_streaming(&self) -> Result<Rc<dyn StreamingService>, GameError> {
+        self.streaming
+            .clone()
+            .ok_or_else(|| GameError::Streaming(format!("the scene does not enable {STREAMING}")))
+    }
+
+    /// Applies the inputs from `next` stamped at most `counter + 1`; returns the next index.
+    fn apply_due(&mut self, inputs: &Inputs, mut next: usize) -> Result<usize, GameError> {
+        while let Some(line) = inputs.lines.get(next) {
+            if line.input.tick > self.engine.tick_count() + 1 {
+                break;
+            }
+            next += 1;
+            self.apply_in(&line.input, inputs)
+                .map_err(|message| GameError::Input {
+                    file: inputs.file.clone(),
+                    line: line.line,
+                    message,
+                })?;
+        }
+        Ok(next)
     }
 
     /// The run loop of SPEC §10: while the tick counter is below `target`, apply every input
@@ -260,18 +378,7 @@ impl Game {
     ) -> Result<(), GameError> {
         let mut next = 0;
         while self.engine.tick_count() < target {
-            while let Some(line) = inputs.lines.get(next) {
-                if line.input.tick > self.engine.tick_count() + 1 {
-                    break;
-                }
-                next += 1;
-                self.apply_in(&line.input, inputs)
-                    .map_err(|message| GameError::Input {
-                        file: inputs.file.clone(),
-                        line: line.line,
-                        message,
-                    })?;
-            }
+            next = self.apply_due(inputs, next)?;
             if self.engine.tick_count() >= target {
                 break;
             }
@@ -302,6 +409,16 @@ impl Game {
                 .and_then(|s| s.focus())
                 .filter(|_| active)
                 .map(|f| FocusXZ { x: f.x, z: f.z }),
+            foci: s
+                .filter(|_| active)
+                .map(|s| {
+                    s.foci()
+                        .into_iter()
+                        .map(|f| FocusXZ { x: f.x, z: f.z })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            tickets: s.map(|s| s.tickets()).unwrap_or_default(),
             loaded: s.map(|s| s.loaded()).unwrap_or_default(),
             pending: s.map(|s| s.pending()).unwrap_or_default(),
             refusals: s.map(|s| s.refusals()).unwrap_or_default(),

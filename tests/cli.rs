@@ -54,8 +54,9 @@ fn the_seed_example_through_the_binary_gives_the_exact_state_of_spec_8() {
         json!({
             "tick": 5, "scene": "main", "focus": {"x": 8, "z": 8},
             "loaded": loaded, "pending": [], "refusals": [],
-            "variables": {"world.chunks.loaded": 9, "world.chunks.pending": 0},
-            "dormant": []
+            "variables": {"world.chunks.loaded": 9, "world.chunks.pending": 0,
+                          "world.chunks.progress": 1.0, "world.chunks.overCapacity": 0},
+            "dormant": [], "foci": [{"x": 8, "z": 8}], "tickets": []
         })
     );
     let keys: Vec<&str> = state
@@ -74,7 +75,9 @@ fn the_seed_example_through_the_binary_gives_the_exact_state_of_spec_8() {
             "pending",
             "refusals",
             "variables",
-            "dormant"
+            "dormant",
+            "foci",
+            "tickets"
         ]
     );
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::Args;
+use world_streaming::files::display_name;
 use world_streaming::files::inputs::{Inputs, MAX_TICK};
 use world_streaming::game::Game;
 use world_streaming::host::{Event, MOD_ERROR};
@@ -37,7 +38,14 @@ pub struct RunArgs {
     /// warnings.
     #[arg(long, short)]
     quiet: bool,
+    /// Tick (applying the inputs) until ENTITY's focus is ready, then stop: a loading gate.
+    /// `--ticks` bounds it (default 10000); exit 1 when it is not ready by then.
+    #[arg(long, value_name = "ENTITY")]
+    until_ready: Option<String>,
 }
+
+/// The default bound of `--until-ready`.
+const UNTIL_READY_TICKS: u64 = 10_000;
 
 /// Reads and checks the inputs file (every bad line reported); its `save`/`load` paths are
 /// relative to its own directory.
@@ -102,7 +110,11 @@ impl ModErrorReport {
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let inputs = read_inputs(args.inputs.as_deref())?;
-    let target = args.ticks.unwrap_or(inputs.last_tick().max(1));
+    let mut target = args.ticks.unwrap_or(if args.until_ready.is_some() {
+        UNTIL_READY_TICKS
+    } else {
+        inputs.last_tick().max(1)
+    });
     if target > MAX_TICK {
         bail!("--ticks: expected at most {MAX_TICK}, got {target}");
     }
@@ -111,7 +123,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         .iter()
         .filter(|l| l.input.tick > target)
         .collect();
-    if let (Some(first), false) = (cut.first(), args.quiet) {
+    if let (Some(first), false, None) = (cut.first(), args.quiet, &args.until_ready) {
         eprintln!(
             "warning: --ticks {target} stops before {} input{} of {} (the first at line {}, tick {}); {} never run{}",
             cut.len(),
@@ -123,11 +135,27 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             if cut.len() == 1 { "s" } else { "" },
         );
     }
+    let mut game = Game::from_scene_file(&args.scene)?;
+    if let Some(entity) = &args.until_ready {
+        if game
+            .engine()
+            .world()
+            .get(&world_streaming::host::EntityId::new(entity))
+            .is_none()
+        {
+            bail!(
+                "--until-ready: no entity {entity:?} in {}",
+                display_name(&args.scene)
+            );
+        }
+        let ticks = game.run_until_ready_with(entity, target, &inputs)?;
+        eprintln!("{entity} ready after {ticks} ticks");
+        target = game.engine().tick_count();
+    }
     if let Some(path) = &args.record {
         let recording = Recording::record(&args.scene, &inputs, target)?;
         recording.write(path)?;
     }
-    let mut game = Game::from_scene_file(&args.scene)?;
     let profile = args
         .profile
         .then(|| crate::cli::profile::Profile::attach(&mut game));

@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::grid::Position;
 use crate::host::{Entity, EntityId};
 use crate::json::{as_integer, describe, from_value, Problem};
+use crate::kits::streaming::Radius;
 
 use super::FileError;
 
@@ -136,7 +137,36 @@ pub enum Action {
         /// From where.
         path: String,
     },
+    /// Requests (or replaces) a preload ticket: a focus at `at` with its own radius, counting in
+    /// ticks `tick ..= tick + ticks - 1` (SPEC §11).
+    #[serde(rename = "request")]
+    Request {
+        /// The ticket id, 1..=64 characters.
+        id: String,
+        /// Where (`y` is ignored).
+        at: Position,
+        /// Rings wanted around `at`'s chunk.
+        radius: Radius,
+        /// How many tick plans it counts in.
+        ticks: TicketTicks,
+    },
+    /// Removes a preload ticket at once (an unknown id does nothing).
+    #[serde(rename = "drop")]
+    Drop {
+        /// The ticket id.
+        ticket: String,
+    },
 }
+
+crate::checked_number!(
+    /// How many tick plans a ticket counts in: an integer 1..=2147483647.
+    TicketTicks(u64),
+    "an integer 1..=2147483647",
+    |v| as_integer(v)
+        .filter(|n| (1..=crate::kits::streaming::foci::MAX_TICKET_TICKS as i64).contains(n))
+        .map(|n| n as u64),
+    { "type": "integer", "minimum": 1, "maximum": 2147483647, "description": "tick plans the ticket counts in" }
+);
 
 /// One line of an inputs file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -344,6 +374,15 @@ enum Tagged {
     Save { path: String },
     #[serde(rename = "load")]
     Load { path: String },
+    #[serde(rename = "request")]
+    Request {
+        id: String,
+        at: Position,
+        radius: Radius,
+        ticks: TicketTicks,
+    },
+    #[serde(rename = "drop")]
+    Drop { ticket: String },
 }
 
 impl From<Tagged> for Action {
@@ -363,6 +402,18 @@ impl From<Tagged> for Action {
             Tagged::Release { x, z } => Action::Release { x, z },
             Tagged::Save { path } => Action::Save { path },
             Tagged::Load { path } => Action::Load { path },
+            Tagged::Request {
+                id,
+                at,
+                radius,
+                ticks,
+            } => Action::Request {
+                id,
+                at,
+                radius,
+                ticks,
+            },
+            Tagged::Drop { ticket } => Action::Drop { ticket },
         }
     }
 }
@@ -412,6 +463,13 @@ fn check_action(action: &Action) -> Result<(), Problem> {
             .position
             .check()
             .map_err(|p| p.under("entity.position")),
+        Action::Request { id, at, .. } => {
+            crate::kits::streaming::foci::check_id(id)
+                .map_err(|e| Problem::new("id", e.to_string()))?;
+            at.check().map_err(|p| p.under("at"))
+        }
+        Action::Drop { ticket } => crate::kits::streaming::foci::check_id(ticket)
+            .map_err(|e| Problem::new("ticket", e.to_string())),
         _ => Ok(()),
     }
 }

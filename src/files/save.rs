@@ -16,8 +16,11 @@ use super::scene::MAX_ENTITIES;
 
 /// The `format` value every save carries.
 pub const SAVE_FORMAT: &str = "world-streaming-save";
-/// The save version this build writes and reads.
-pub const SAVE_VERSION: u32 = 1;
+/// The save version this build writes. Version 2 (SPEC §11) adds the streaming kit's foci,
+/// tickets, last-wanted ticks and capacity state; version 1 saves still load.
+pub const SAVE_VERSION: u32 = 2;
+/// The oldest save version this build reads.
+pub const OLDEST_SAVE_VERSION: u32 = 1;
 
 /// A save.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -28,7 +31,7 @@ pub struct SaveDoc {
     pub schema: Option<String>,
     /// Always `world-streaming-save`.
     pub format: String,
-    /// The save version (1).
+    /// The save version (2; 1 is read too).
     pub version: u32,
     /// The tick counter when saved.
     pub tick: u64,
@@ -103,7 +106,9 @@ pub fn check_header(value: &Value) -> Result<(), Problem> {
         ));
     }
     match value.get("version").and_then(Value::as_u64) {
-        Some(v) if v == u64::from(SAVE_VERSION) => Ok(()),
+        Some(v) if (u64::from(OLDEST_SAVE_VERSION)..=u64::from(SAVE_VERSION)).contains(&v) => {
+            Ok(())
+        }
         Some(v) if v > u64::from(SAVE_VERSION) => Err(Problem::new(
             "version",
             format!("save version {v} is newer than this build reads (up to {SAVE_VERSION})"),
@@ -111,7 +116,7 @@ pub fn check_header(value: &Value) -> Result<(), Problem> {
         _ => Err(Problem::new(
             "version",
             format!(
-                "expected {SAVE_VERSION}, got {}",
+                "expected {OLDEST_SAVE_VERSION}..={SAVE_VERSION}, got {}",
                 value
                     .get("version")
                     .map_or("nothing".into(), crate::json::describe)

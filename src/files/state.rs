@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::grid::ChunkPos;
-use crate::kits::streaming::Refusal;
+use crate::kits::streaming::{Refusal, TicketInfo};
 
 /// The focus as the state shows it: `{x, z}`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -29,8 +29,9 @@ pub struct StateDoc {
     pub tick: u64,
     /// The active scene, `null` outside a scene.
     pub scene: Option<String>,
-    /// The last focus, `null` when there is none.
+    /// The first focus in force, `null` when there is none.
     pub focus: Option<FocusXZ>,
+
     /// Loaded chunks, row order.
     pub loaded: Vec<ChunkPos>,
     /// Pending chunks, nearest-first.
@@ -41,4 +42,9 @@ pub struct StateDoc {
     pub variables: IndexMap<String, Value>,
     /// Ids of entities tagged `dormant`, sorted.
     pub dormant: Vec<String>,
+    /// The foci in force (SPEC §11): anchors (or the one focus) in order, then tickets in id
+    /// order. After §9's keys, so that a round-1 reader sees its keys in their order.
+    pub foci: Vec<FocusXZ>,
+    /// Held tickets, in id order.
+    pub tickets: Vec<TicketInfo>,
 }

@@ -286,6 +286,11 @@ impl Engine {
             self.kits[i].tick(&mut ctx);
             self.settle();
         }
+        for i in 0..self.kits.len() {
+            let mut ctx = ctx!(self);
+            self.kits[i].end_tick(&mut ctx);
+            self.settle();
+        }
     }
 
     /// Runs `f` as an input stamped with tick `stamp`: its events carry that tick, and kits hear

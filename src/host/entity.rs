@@ -147,6 +147,20 @@ impl World {
             })
     }
 
+    /// The anchors of `focus: "players"` (SPEC §11): every entity tagged `player` in spawn order,
+    /// then the controlled character if it exists and is not tagged `player`.
+    pub fn anchors(&self) -> impl Iterator<Item = &Entity> {
+        let control = self
+            .control
+            .as_ref()
+            .and_then(|id| self.entities.get(id))
+            .filter(|e| !e.has_tag(PLAYER_TAG));
+        self.players
+            .values()
+            .filter_map(|id| self.entities.get(id))
+            .chain(control)
+    }
+
     /// The vehicle `entity` rides, when the link names an existing entity.
     pub fn vehicle_of(&self, entity: &Entity) -> Option<&Entity> {
         entity.rides.as_ref().and_then(|v| self.entities.get(v))

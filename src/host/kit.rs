@@ -207,6 +207,10 @@ pub trait Kit: AsAny {
     /// One fixed tick.
     fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
 
+    /// After every kit ticked (and the tick's events were delivered): checks that need the
+    /// whole tick's work, such as readiness, whose events come after all the tick's others.
+    fn end_tick(&mut self, _ctx: &mut Ctx<'_>) {}
+
     /// This kit's section of a save, if it keeps state.
     fn save(&self) -> Option<Value> {
         None

@@ -141,14 +141,7 @@ pub fn install(
             ModSource::Json(j) => {
                 if let Some(set) = j.set {
                     match &streaming {
-                        Some(s) => {
-                            if let Some(r) = set.radius {
-                                s.set_radius(&m.id, r);
-                            }
-                            if let Some(b) = set.budget_ms {
-                                s.set_budget_ms(&m.id, b);
-                            }
-                        }
+                        Some(s) => s.set(&m.id, set),
                         None => errors.push(FileError::invalid(
                             &m.file,
                             Problem::new(

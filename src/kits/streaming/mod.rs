@@ -3,13 +3,15 @@
 //! keeps `dormant` tags, asks the cancellable hooks and tells the kits that build.
 //!
 //! - [`config`]: settings and their precedence;
-//! - [`plan`]: the pure planner (what is due, what is pending);
+//! - [`foci`]: anchors and preload tickets;
+//! - [`plan`]: the pure planner over any number of foci (what is due, pending, evictable, ready);
 //! - [`dormancy`]: streamable entities indexed by chunk;
 //! - [`service`]: the service other kits reach it through;
 //! - this file: the kit, which resolves the focus and applies the plan.
 
 pub mod config;
 pub mod dormancy;
+pub mod foci;
 pub mod plan;
 pub mod service;
 mod state;
@@ -21,16 +23,22 @@ use indexmap::IndexMap;
 
 use crate::grid::{ChunkPos, Grid, Position};
 use crate::host::{
-    chunk_data, Ctx, EntityId, Event, HookArgs, HookValue, Install, Kit, KitError, KitManifest,
-    KitSpec, PreparedSection, Problem, SceneDef, World, CHUNK_LOADED, CHUNK_UNLOADED,
-    HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, PLAYER_MOVED,
+    chunk_data, Cancel, Ctx, EntityId, Event, HookArgs, HookValue, Install, Kit, KitError,
+    KitManifest, KitSpec, PreparedSection, Problem, SceneDef, CHUNK_LOADED, CHUNK_UNLOADED,
+    HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, MOD_ERROR, PLAYER_MOVED,
 };
 use crate::json::from_value;
 use crate::kits::ground::{GroundService, GROUND};
 
-pub use config::{BudgetMs, ChunkSize, Overrides, Radius, Settings, StreamingConfig};
-pub use plan::{Held, RefusalKind, Residency};
-pub use service::{ChunkCallback, ChunkSubscription, Refusal, StreamingService};
+pub use config::{
+    BudgetMs, ChunkSize, FocusMode, MaxLoaded, MaxRefusals, Overrides, Radius, Settings,
+    StreamingConfig,
+};
+pub use foci::{Ticket, TicketError};
+pub use plan::{FocusView, Held, RefusalKind, Residency};
+pub use service::{
+    BuilderId, ChunkCallback, ChunkSubscription, Refusal, StreamingService, TicketInfo,
+};
 pub use state::SaveSection;
 use state::{Handle, State};
 
@@ -40,6 +48,14 @@ pub const STREAMING: &str = "world.streaming";
 pub const VAR_LOADED: &str = "world.chunks.loaded";
 /// Variable: how many chunks are pending.
 pub const VAR_PENDING: &str = "world.chunks.pending";
+/// Variable: ready chunks / wanted chunks over the union (a float; 1 when nothing is wanted).
+pub const VAR_PROGRESS: &str = "world.chunks.progress";
+/// Variable: 1 while the wanted chunks outnumber `maxLoaded`, else 0.
+pub const VAR_OVER_CAPACITY: &str = "world.chunks.overCapacity";
+/// Event: a ticket's square is ready `{id}` (once per ticket, after the tick's other events).
+pub const TICKET_READY: &str = "world.ticket.ready";
+/// Event: the wanted chunks outnumber the cap `{wanted, cap}` (when that state starts).
+pub const CAPACITY: &str = "world.streaming.capacity";
 
 /// The kit's manifest, read from `kit.json`.
 pub fn manifest() -> KitManifest {
@@ -62,15 +78,27 @@ pub fn check_save_section(
 /// The `world.streaming` kit.
 pub struct StreamingKit {
     state: Rc<RefCell<State>>,
-    /// The counts last written to the variables (`None` after a load): unchanged counts are not
+    /// The values last written to the variables (`None` after a load): unchanged values are not
     /// written again, which keeps a steady tick to a few comparisons.
-    published: Option<(usize, usize)>,
+    published: Option<Published>,
     /// Scratch for the chunks due for release, reused every tick (no allocation when steady).
     due: Vec<ChunkPos>,
     /// Scratch for this tick's loads.
     batch: Vec<ChunkPos>,
+    /// Scratch for this tick's non-ticket foci and the foci in force.
+    anchors: Vec<Position>,
+    foci: Vec<FocusView>,
     /// What a load changed, for the subscribers (see [`Kit::after_load`] below).
     restored: Vec<(ChunkPos, bool)>,
+}
+
+/// What the variables say.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Published {
+    loaded: usize,
+    pending: usize,
+    progress: (usize, usize),
+    over: bool,
 }
 
 impl StreamingKit {
@@ -81,6 +109,8 @@ impl StreamingKit {
             published: None,
             due: Vec::new(),
             batch: Vec::new(),
+            anchors: Vec::new(),
+            foci: Vec::new(),
             restored: Vec::new(),
         }
     }
@@ -113,18 +143,129 @@ impl StreamingKit {
         }
     }
 
-    /// Step 1 of the tick: the focus, in the exact order of SPEC §3.
-    fn resolve_focus(world: &World, state: &State) -> Option<Position> {
-        if !state.active {
-            return None;
+    /// Step 1 of the tick: the foci in force, in the order of SPEC §3 and §11, set on the
+    /// planner (which only recounts the squares that moved) and resolved.
+    fn resolve_foci(&mut self, ctx: &mut Ctx<'_>) -> Settings {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let settings = st.settings();
+        st.now = ctx.tick;
+        self.anchors.clear();
+        self.foci.clear();
+        if st.active {
+            crate::kits::streaming::foci::anchor_foci(ctx.world, settings.focus, &mut self.anchors);
+            let from_entities = !self.anchors.is_empty();
+            if from_entities {
+                st.anchor_ids.clear();
+                match settings.focus {
+                    FocusMode::Player => st
+                        .anchor_ids
+                        .extend(ctx.world.player().map(|e| Some(e.id.clone()))),
+                    FocusMode::Players => st
+                        .anchor_ids
+                        .extend(ctx.world.anchors().map(|e| Some(e.id.clone()))),
+                }
+            } else {
+                match st.last_moved {
+                    Some(p) => self.anchors.push(p),
+                    None => self.anchors.extend(st.previous_foci()),
+                }
+                st.anchor_ids.clear();
+                st.anchor_ids.resize(self.anchors.len(), None);
+            }
+            let radius = settings.radius;
+            self.foci
+                .extend(self.anchors.iter().map(|&pos| FocusView { pos, radius }));
+            st.ticket_foci(ctx.tick, &mut self.foci);
+        } else {
+            st.anchor_ids.clear();
         }
-        if let Some(player) = world.player() {
-            return Some(world.vehicle_of(player).unwrap_or(player).position);
+        st.anchor_foci = self.anchors.len();
+        if !st.residency.foci().eq(self.foci.iter().copied()) {
+            st.residency.set_foci(&self.foci);
         }
-        state.last_moved.or(state.residency.focus())
+        st.residency.resolve(ctx.tick, &mut self.due);
+        settings
     }
 
-    fn ask(ctx: &mut Ctx<'_>, hook: &'static str, chunk: ChunkPos) -> Option<crate::host::Cancel> {
+    /// An unload was cancelled: held, unless the mod already holds its share of refusals (then
+    /// `mod.error` says so and the chunk is released).
+    fn refuse_unload(&self, ctx: &mut Ctx<'_>, chunk: ChunkPos, cancel: Cancel, cap: usize) {
+        let held = self
+            .state
+            .borrow()
+            .residency
+            .unload_refusals_of(cancel.by.as_str());
+        if held >= cap {
+            ctx.events.emit(
+                MOD_ERROR,
+                serde_json::json!({
+                    "mod": cancel.by.as_str(),
+                    "hook": HOOK_CHUNK_UNLOAD,
+                    "message": format!(
+                        "refusal cap reached: the mod holds {held} unload refusals \
+                         (maxRefusalsPerMod {cap}); chunk ({}, {}) is released",
+                        chunk.x, chunk.z
+                    ),
+                }),
+            );
+            self.announce(ctx, chunk, false);
+        } else {
+            self.hold(chunk, RefusalKind::Unload, cancel);
+        }
+    }
+
+    /// Asks `world.chunk.unload` for `chunk` and applies the answer.
+    fn unload(&self, ctx: &mut Ctx<'_>, chunk: ChunkPos, settings: Settings) {
+        match Self::ask(ctx, HOOK_CHUNK_UNLOAD, chunk) {
+            None => self.announce(ctx, chunk, false),
+            Some(cancel) => self.refuse_unload(ctx, chunk, cancel, settings.max_refusals_per_mod),
+        }
+    }
+
+    /// The capacity check (SPEC §11): whether this tick may load, and the event when the
+    /// wanted chunks start to outnumber the cap.
+    fn within_capacity(&self, ctx: &mut Ctx<'_>, settings: Settings) -> bool {
+        let mut st = self.state.borrow_mut();
+        let over = match settings.max_loaded {
+            Some(cap) if st.active && st.residency.foci().len() > 0 => {
+                let wanted = st.residency.wanted_unrefused();
+                (wanted > cap).then_some((wanted, cap))
+            }
+            _ => None,
+        };
+        if let (Some((wanted, cap)), false) = (over, st.over_capacity) {
+            ctx.events.emit(
+                CAPACITY,
+                serde_json::json!({ "wanted": wanted, "cap": cap }),
+            );
+        }
+        st.over_capacity = over.is_some();
+        over.is_none()
+    }
+
+    /// Makes room for one load under the cap: evicts least recently wanted chunks outside the
+    /// union until the load fits. `false` when no candidate is left.
+    fn make_room(&self, ctx: &mut Ctx<'_>, settings: Settings) -> bool {
+        let Some(cap) = settings.max_loaded else {
+            return true;
+        };
+        loop {
+            let candidate = {
+                let st = self.state.borrow();
+                if st.residency.loaded().len() < cap {
+                    return true;
+                }
+                st.residency.eviction_candidate()
+            };
+            match candidate {
+                Some(chunk) => self.unload(ctx, chunk, settings),
+                None => return false,
+            }
+        }
+    }
+
+    fn ask(ctx: &mut Ctx<'_>, hook: &'static str, chunk: ChunkPos) -> Option<Cancel> {
         if !ctx.hooks.has_handlers(hook) {
             return None;
         }
@@ -159,7 +300,7 @@ impl StreamingKit {
         );
     }
 
-    fn hold(&self, chunk: ChunkPos, kind: RefusalKind, cancel: crate::host::Cancel) {
+    fn hold(&self, chunk: ChunkPos, kind: RefusalKind, cancel: Cancel) {
         let held = Held {
             kind,
             by: cancel.by.as_str().to_owned(),
@@ -170,11 +311,24 @@ impl StreamingKit {
 
     fn publish(&mut self, ctx: &mut Ctx<'_>) {
         let st = self.state.borrow();
-        let counts = (st.residency.loaded().len(), st.residency.pending_len());
-        if self.published != Some(counts) {
-            ctx.variables.set(VAR_LOADED, counts.0 as u64);
-            ctx.variables.set(VAR_PENDING, counts.1 as u64);
-            self.published = Some(counts);
+        let now = Published {
+            loaded: st.residency.loaded().len(),
+            pending: st.residency.pending_len(),
+            progress: st.residency.progress(),
+            over: st.over_capacity,
+        };
+        if self.published != Some(now) {
+            ctx.variables.set(VAR_LOADED, now.loaded as u64);
+            ctx.variables.set(VAR_PENDING, now.pending as u64);
+            let (ready, wanted) = now.progress;
+            let progress = if wanted == 0 {
+                1.0
+            } else {
+                ready as f64 / wanted as f64
+            };
+            ctx.variables.set(VAR_PROGRESS, progress);
+            ctx.variables.set(VAR_OVER_CAPACITY, u64::from(now.over));
+            self.published = Some(now);
         }
     }
 }
@@ -191,6 +345,8 @@ impl Kit for StreamingKit {
         host.services.provide(STREAMING, handle);
         host.variables.set(VAR_LOADED, 0u64);
         host.variables.set(VAR_PENDING, 0u64);
+        host.variables.set(VAR_PROGRESS, 0u64);
+        host.variables.set(VAR_OVER_CAPACITY, 0u64);
     }
 
     fn start(&mut self, services: &crate::host::Services) -> Result<(), KitError> {
@@ -213,12 +369,16 @@ impl Kit for StreamingKit {
         st.layer = st.layers.get(&scene.id).copied().unwrap_or_default();
         let radius = st.settings().radius;
         // Nothing is loaded when a scene is entered (leaving released everything, and a save
-        // without an active scene holds no chunks), so this only sets the focus and the pending
-        // set: loads begin on the next tick.
-        let mut due = std::mem::take(&mut self.due);
-        st.residency.update_view(scene.entry, radius, &mut due);
-        due.clear();
-        self.due = due;
+        // without an active scene holds no chunks), so this only sets the foci (the entry, and
+        // tickets requested outside the scene) and the pending set: loads begin on the next tick.
+        self.foci.clear();
+        self.foci
+            .extend(scene.entry.map(|pos| FocusView { pos, radius }));
+        st.anchor_foci = self.foci.len();
+        st.anchor_ids = vec![None; self.foci.len()];
+        let next = st.now + 1;
+        st.ticket_foci(next, &mut self.foci);
+        st.residency.set_foci(&self.foci);
     }
 
     fn on_leave(&mut self, ctx: &mut Ctx<'_>) {
@@ -233,6 +393,10 @@ impl Kit for StreamingKit {
         st.last_moved = None;
         st.layer = Overrides::default();
         st.residency.clear();
+        st.tickets.clear();
+        st.anchor_foci = 0;
+        st.anchor_ids.clear();
+        st.over_capacity = false;
     }
 
     fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
@@ -264,37 +428,75 @@ impl Kit for StreamingKit {
     }
 
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
-        let mut due = std::mem::take(&mut self.due);
-        let settings = {
-            let mut st = self.state.borrow_mut();
-            let focus = Self::resolve_focus(ctx.world, &st);
-            let settings = st.settings();
-            st.residency.update_view(focus, settings.radius, &mut due);
-            settings
-        };
+        let settings = self.resolve_foci(ctx);
         // 2. Release, in row order, no budget.
+        let mut due = std::mem::take(&mut self.due);
         for chunk in due.drain(..) {
-            match Self::ask(ctx, HOOK_CHUNK_UNLOAD, chunk) {
-                None => self.announce(ctx, chunk, false),
-                Some(cancel) => self.hold(chunk, RefusalKind::Unload, cancel),
-            }
+            self.unload(ctx, chunk, settings);
         }
         self.due = due;
-        // 3. Load, nearest-first, within budget; a refused load spends its slot. The batch is
-        //    chosen before any hook is asked: a refusal released meanwhile waits for next tick.
+        // 3. Load, nearest-first, within budget and under the cap; a refused load spends its
+        //    slot. The batch is chosen before any hook is asked: a refusal released meanwhile
+        //    waits for next tick.
+        if !self.within_capacity(ctx, settings) {
+            return;
+        }
         let mut batch = std::mem::take(&mut self.batch);
         self.state
             .borrow_mut()
             .residency
             .take_nearest(settings.loads_per_tick, &mut batch);
-        for chunk in batch.drain(..) {
+        let mut chunks = batch.drain(..);
+        for chunk in chunks.by_ref() {
+            if !self.make_room(ctx, settings) {
+                let mut st = self.state.borrow_mut();
+                st.residency.untake(chunk);
+                break;
+            }
             match Self::ask(ctx, HOOK_CHUNK_LOAD, chunk) {
                 None => self.announce(ctx, chunk, true),
                 Some(cancel) => self.hold(chunk, RefusalKind::Load, cancel),
             }
         }
+        {
+            let mut st = self.state.borrow_mut();
+            for chunk in chunks {
+                st.residency.untake(chunk);
+            }
+        }
         self.batch = batch;
-        // 4. Dormancy was kept up to date chunk by chunk; publish the variables.
+        // 4. Dormancy was kept up to date chunk by chunk; readiness and the variables come at
+        //    the end of the tick, after every kit (builders included) ticked.
+    }
+
+    fn end_tick(&mut self, ctx: &mut Ctx<'_>) {
+        let mut ready = Vec::new();
+        {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            if st.active {
+                for (id, t) in st.tickets.iter_mut() {
+                    if !t.announced
+                        && t.counts_in(ctx.tick)
+                        && st.residency.square_ready(State::ticket_view(t))
+                    {
+                        t.announced = true;
+                        ready.push(id.to_owned());
+                    }
+                }
+            }
+            // Tickets leave at the end of their last tick, before the variables.
+            if st.tickets.expire(ctx.tick) {
+                self.foci.clear();
+                self.foci.extend(st.residency.foci().take(st.anchor_foci));
+                st.ticket_foci(ctx.tick, &mut self.foci);
+                st.residency.set_foci(&self.foci);
+            }
+        }
+        for id in ready {
+            ctx.events
+                .emit(TICKET_READY, serde_json::json!({ "id": id }));
+        }
         self.publish(ctx);
     }
 
@@ -325,7 +527,7 @@ impl Kit for StreamingKit {
         self.published = None;
         let mut st = self.state.borrow_mut();
         let before: Vec<ChunkPos> = st.residency.loaded().collect();
-        st.restore(*prepared, ctx.scene.map(|s| s.id.as_str()));
+        st.restore(*prepared, ctx.scene.map(|s| s.id.as_str()), ctx.tick);
         // The subscribers' difference: releases first, then loads, each in row order.
         self.restored = before
             .iter()

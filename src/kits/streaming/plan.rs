@@ -1,15 +1,23 @@
 //! The pure planner: which chunks are loaded, which are pending, which refusals are held, and what
-//! each tick must release and load. Plain data over [`Grid`] math, no host types, so it can be
-//! unit-tested and benchmarked alone; the kit asks the hooks and applies the answers.
+//! each tick must release, load and evict, around any number of foci (SPEC §3, §11). Plain data
+//! over [`Grid`] math, no host types, so it can be unit-tested and benchmarked alone; the kit
+//! resolves the foci, asks the hooks and applies the answers.
 //!
-//! Work is proportional to what changed: the wanted square, the release scan and the refusal drop
-//! rules are recomputed only when the focus *chunk*, the radius or the refusals changed. A tick in
-//! which the focus stays in its chunk and nothing is pending does a handful of comparisons.
+//! Work is proportional to what changed. Each chunk near a focus carries two counts: how many
+//! foci want it (ring `<= r`) and how many keep it (ring `<= r + 1`). When a focus moves to
+//! another chunk only the strips between its old and new squares are counted, so a walker crossing
+//! a chunk edge touches O(r) chunks whatever the number of other foci, and a focus that stays in
+//! its chunk touches none. A chunk whose counts cross zero is put on a *recheck* list; the refusal
+//! drop rules and the releases of the next tick look at that list only. Eviction candidates
+//! (loaded, unwanted, unrefused) are kept ordered by (last wanted, row order), so the cap picks
+//! one in O(log n) without scanning the loaded set.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::grid::{Bounds, ChunkPos, Grid, Position};
+use indexmap::IndexSet;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
+use crate::grid::{Bounds, ChunkPos, Grid, Position};
 /// Which hook a refusal answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RefusalKind {
@@ -30,26 +38,120 @@ pub struct Held {
     pub reason: String,
 }
 
-/// The view the pending set was computed for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct View {
-    centre: ChunkPos,
-    radius: u32,
+/// A focus as the planner sees it: a position and the rings it wants.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FocusView {
+    /// Where the focus is (its chunk is the centre of its square).
+    pub pos: Position,
+    /// Rings wanted around the focus chunk.
+    pub radius: u32,
 }
 
-/// Loaded chunks, pending chunks and held refusals around a focus.
+/// An inclusive rectangle of chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rect {
+    x0: i64,
+    x1: i64,
+    z0: i64,
+    z1: i64,
+}
+
+impl Rect {
+    fn around(c: ChunkPos, r: u32) -> Rect {
+        let r = i64::from(r);
+        Rect {
+            x0: c.x - r,
+            x1: c.x + r,
+            z0: c.z - r,
+            z1: c.z + r,
+        }
+    }
+
+    /// Calls `f` on every chunk of `self` outside `other`, in row order: the strips a moved
+    /// square gained or lost, not the whole square.
+    fn for_each_outside(self, other: Option<Rect>, mut f: impl FnMut(ChunkPos)) {
+        let inner = other.and_then(|o| {
+            let i = Rect {
+                x0: self.x0.max(o.x0),
+                x1: self.x1.min(o.x1),
+                z0: self.z0.max(o.z0),
+                z1: self.z1.min(o.z1),
+            };
+            (i.x0 <= i.x1 && i.z0 <= i.z1).then_some(i)
+        });
+        for z in self.z0..=self.z1 {
+            match inner {
+                Some(i) if (i.z0..=i.z1).contains(&z) => {
+                    (self.x0..i.x0).for_each(|x| f(ChunkPos::new(x, z)));
+                    (i.x1 + 1..=self.x1).for_each(|x| f(ChunkPos::new(x, z)));
+                }
+                _ => (self.x0..=self.x1).for_each(|x| f(ChunkPos::new(x, z))),
+            }
+        }
+    }
+}
+
+/// A focus in force: its view and its chunk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Slot {
+    view: FocusView,
+    centre: ChunkPos,
+}
+
+impl Slot {
+    fn want(&self) -> Rect {
+        Rect::around(self.centre, self.view.radius)
+    }
+    fn keep(&self) -> Rect {
+        Rect::around(self.centre, self.view.radius + 1)
+    }
+    fn wants(&self, c: ChunkPos) -> bool {
+        c.ring_distance(self.centre) <= u64::from(self.view.radius)
+    }
+}
+
+/// How many foci want a chunk (ring `<= r`) and keep it (ring `<= r + 1`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Cover {
+    want: u32,
+    keep: u32,
+}
+
+/// Loaded chunks, pending chunks, held refusals and eviction candidates around the foci.
 #[derive(Debug, Clone)]
 pub struct Residency {
     grid: Grid,
     bounds: Option<Bounds>,
     loaded: BTreeSet<ChunkPos>,
     refusals: BTreeMap<ChunkPos, Held>,
-    /// Wanted, not loaded, not refused, in no particular order (see [`Residency::take_nearest`]).
-    pending: Vec<ChunkPos>,
-    focus: Option<Position>,
-    view: Option<View>,
-    /// Set when something other than the view changed what is due (a refusal was released).
-    stale: bool,
+    /// Held load refusals of chunks in the union.
+    load_refusals_wanted: usize,
+    /// Held unload refusals per mod id.
+    unload_refusals_by: BTreeMap<String, usize>,
+    /// The foci in force, in order (anchors, then tickets).
+    foci: Vec<Slot>,
+    /// Counts of the chunks within `r + 1` of some focus and inside the ground. Only looked up,
+    /// never iterated, so its hash order cannot leak.
+    cover: FxHashMap<ChunkPos, Cover>,
+    /// Chunks wanted by at least one focus.
+    union_len: usize,
+    /// Wanted, not loaded, not refused; in an order that depends only on what happened (never on
+    /// hashes), and taken from by the nearest-first key, which is a total order.
+    pending: IndexSet<ChunkPos, FxBuildHasher>,
+    /// The last tick each loaded chunk outside the union was wanted (absent: 0).
+    last_wanted: FxHashMap<ChunkPos, u64>,
+    /// Loaded chunks outside the union holding no refusal, by (last wanted, row order).
+    evictable: BTreeSet<(u64, ChunkPos)>,
+    /// Chunks whose refusal may drop or which may be due for release at the next resolution.
+    recheck: BTreeSet<ChunkPos>,
+    /// The tick of the last resolution.
+    resolved_at: u64,
+    /// Wanted chunks that are ready (loaded and built by every builder, or load-refused).
+    ready: usize,
+    /// How many builders readiness waits for (at most 64).
+    builders: u32,
+    /// Which builders built each loaded chunk (bit `i`: builder `i`).
+    built: FxHashMap<ChunkPos, u64>,
 }
 
 impl Residency {
@@ -60,10 +162,19 @@ impl Residency {
             bounds,
             loaded: BTreeSet::new(),
             refusals: BTreeMap::new(),
-            pending: Vec::new(),
-            focus: None,
-            view: None,
-            stale: false,
+            load_refusals_wanted: 0,
+            unload_refusals_by: BTreeMap::new(),
+            foci: Vec::new(),
+            cover: FxHashMap::default(),
+            union_len: 0,
+            pending: IndexSet::default(),
+            last_wanted: FxHashMap::default(),
+            evictable: BTreeSet::new(),
+            recheck: BTreeSet::new(),
+            resolved_at: 0,
+            ready: 0,
+            builders: 0,
+            built: FxHashMap::default(),
         }
     }
 
@@ -77,9 +188,14 @@ impl Residency {
         self.bounds.as_ref()
     }
 
-    /// The last focus.
+    /// The first focus in force.
     pub fn focus(&self) -> Option<Position> {
-        self.focus
+        self.foci.first().map(|s| s.view.pos)
+    }
+
+    /// The foci in force, in order.
+    pub fn foci(&self) -> impl ExactSizeIterator<Item = FocusView> + '_ {
+        self.foci.iter().map(|s| s.view)
     }
 
     /// Whether `chunk` is loaded.
@@ -102,186 +218,546 @@ impl Residency {
         self.pending.len()
     }
 
-    /// Pending chunks, nearest-first from the last focus.
-    pub fn pending(&self) -> Vec<ChunkPos> {
-        let mut v = self.pending.clone();
-        if let Some(f) = self.focus {
-            v.sort_unstable_by(|a, b| self.grid.nearest_first(f, *a, *b));
+    /// How many chunks the foci want (the union, inside the ground).
+    pub fn wanted_len(&self) -> usize {
+        self.union_len
+    }
+
+    /// Wanted chunks not held by a load refusal: what the resident cap is compared with.
+    pub fn wanted_unrefused(&self) -> usize {
+        self.union_len - self.load_refusals_wanted
+    }
+
+    /// Wanted chunks that are ready, and wanted chunks.
+    pub fn progress(&self) -> (usize, usize) {
+        (self.ready, self.union_len)
+    }
+
+    /// Unload refusals `by` holds.
+    pub fn unload_refusals_of(&self, by: &str) -> usize {
+        self.unload_refusals_by.get(by).copied().unwrap_or(0)
+    }
+
+    /// Whether some focus wants `chunk`.
+    pub fn is_wanted(&self, chunk: ChunkPos) -> bool {
+        self.cover_of(chunk).want > 0
+    }
+
+    /// The last tick `chunk` was wanted, for a loaded chunk (the last resolution's tick while it
+    /// is wanted; 0 when never recorded).
+    pub fn last_wanted(&self, chunk: ChunkPos) -> u64 {
+        if self.is_wanted(chunk) {
+            self.resolved_at
+        } else {
+            self.last_wanted.get(&chunk).copied().unwrap_or(0)
         }
+    }
+
+    fn cover_of(&self, c: ChunkPos) -> Cover {
+        self.cover.get(&c).copied().unwrap_or_default()
+    }
+
+    /// The nearest-first key of a wanted chunk: the least squared distance from a focus that
+    /// wants it to its centre (SPEC §11); `+inf` for a chunk no focus wants.
+    fn key(&self, c: ChunkPos) -> f64 {
+        if let [only] = self.foci.as_slice() {
+            return self.grid.distance_sq(only.view.pos, c);
+        }
+        self.foci
+            .iter()
+            .filter(|s| s.wants(c))
+            .map(|s| self.grid.distance_sq(s.view.pos, c))
+            .min_by(f64::total_cmp)
+            .unwrap_or(f64::INFINITY)
+    }
+
+    /// Pending chunks, nearest-first.
+    pub fn pending(&self) -> Vec<ChunkPos> {
+        let mut v: Vec<ChunkPos> = self.pending.iter().copied().collect();
+        v.sort_by_cached_key(|c| (self.key(*c).to_bits(), *c));
         v
     }
 
-    /// Step 1 of a tick, after the focus is resolved: applies the refusal drop rules with this
-    /// focus and radius, recomputes the pending set, and appends to `releases` (in row order) the
-    /// loaded chunks beyond `radius + 1` that hold no unload refusal. Does nothing when the focus
-    /// chunk and radius are unchanged and no refusal was released.
-    pub fn update_view(
-        &mut self,
-        focus: Option<Position>,
-        radius: u32,
-        releases: &mut Vec<ChunkPos>,
-    ) {
-        self.focus = focus;
-        let view = focus.map(|f| View {
-            centre: self.grid.chunk_of(f),
-            radius,
-        });
-        if view == self.view && !self.stale {
-            return;
-        }
-        self.view = view;
-        self.stale = false;
-        self.pending.clear();
-        let Some(v) = view else {
-            // No focus: nothing is wanted and nothing is released; load refusals lapse.
-            self.refusals.retain(|_, h| h.kind == RefusalKind::Unload);
-            return;
-        };
-        let (wanted, kept) = (u64::from(v.radius), u64::from(v.radius) + 1);
-        let (grid, bounds) = (self.grid, self.bounds);
-        self.refusals.retain(|c, h| match h.kind {
-            RefusalKind::Load => {
-                c.ring_distance(v.centre) <= wanted && grid.overlaps(*c, bounds.as_ref())
+    /// Replaces the foci in force. Only the squares that changed are counted again (index by
+    /// index: a focus that stays in its chunk with the same radius costs a comparison). Chunks
+    /// that leave the union get the last resolution's tick as their last-wanted tick.
+    pub fn set_foci(&mut self, foci: &[FocusView]) {
+        let new: Vec<Slot> = foci
+            .iter()
+            .map(|v| Slot {
+                view: *v,
+                centre: self.grid.chunk_of(v.pos),
+            })
+            .collect();
+        let square = |s: &Slot| (s.centre, s.view.radius);
+        let changed: Vec<(Option<Slot>, Option<Slot>)> = (0..self.foci.len().max(new.len()))
+            .map(|i| (self.foci.get(i).copied(), new.get(i).copied()))
+            .filter(|(o, n)| o.as_ref().map(square) != n.as_ref().map(square))
+            .collect();
+        self.foci = new;
+        // Every gain before any loss, so a chunk crosses zero at most once per call.
+        for (old, new) in &changed {
+            if let Some(n) = new {
+                n.want()
+                    .for_each_outside(old.map(|o| o.want()), |c| self.count(c, 1, 0));
+                n.keep()
+                    .for_each_outside(old.map(|o| o.keep()), |c| self.count(c, 0, 1));
             }
-            RefusalKind::Unload => c.ring_distance(v.centre) > kept,
-        });
-        releases.extend(
-            self.loaded
-                .iter()
-                .filter(|c| c.ring_distance(v.centre) > kept && !self.refusals.contains_key(c)),
-        );
-        self.fill_pending(v);
+        }
+        for (old, new) in &changed {
+            if let Some(o) = old {
+                o.want()
+                    .for_each_outside(new.map(|n| n.want()), |c| self.uncount(c, 1, 0));
+                o.keep()
+                    .for_each_outside(new.map(|n| n.keep()), |c| self.uncount(c, 0, 1));
+            }
+        }
     }
 
-    /// The pending set of view `v`: its wanted square, minus loaded and refused chunks.
-    fn fill_pending(&mut self, v: View) {
-        let (loaded, refusals) = (&self.loaded, &self.refusals);
-        self.pending.extend(
-            self.grid
-                .square(v.centre, v.radius, self.bounds.as_ref())
-                .filter(|c| !loaded.contains(c) && !refusals.contains_key(c)),
-        );
+    fn count(&mut self, c: ChunkPos, want: u32, keep: u32) {
+        if !self.grid.overlaps(c, self.bounds.as_ref()) {
+            return;
+        }
+        let cover = self.cover.entry(c).or_default();
+        let (entered, kept) = (cover.want == 0 && want > 0, cover.keep == 0 && keep > 0);
+        cover.want += want;
+        cover.keep += keep;
+        if entered {
+            self.enter(c);
+        }
+        if kept && matches!(self.refusal_kind(c), Some(RefusalKind::Unload)) {
+            self.recheck.insert(c);
+        }
+    }
+
+    fn uncount(&mut self, c: ChunkPos, want: u32, keep: u32) {
+        let Some(cover) = self.cover.get_mut(&c) else {
+            return; // outside the ground: never counted
+        };
+        cover.want -= want;
+        cover.keep -= keep;
+        let (left, unkept) = (want > 0 && cover.want == 0, keep > 0 && cover.keep == 0);
+        if cover.want == 0 && cover.keep == 0 {
+            self.cover.remove(&c);
+        }
+        if left {
+            self.leave(c);
+        }
+        if unkept && self.loaded.contains(&c) {
+            self.recheck.insert(c);
+        }
+    }
+
+    fn refusal_kind(&self, c: ChunkPos) -> Option<RefusalKind> {
+        self.refusals.get(&c).map(|h| h.kind)
+    }
+
+    /// Whether a wanted chunk counts as ready.
+    fn chunk_ready(&self, c: ChunkPos) -> bool {
+        match self.refusal_kind(c) {
+            Some(RefusalKind::Load) => true,
+            _ => self.loaded.contains(&c) && self.built_by_all(c),
+        }
+    }
+
+    fn built_by_all(&self, c: ChunkPos) -> bool {
+        let all = if self.builders >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.builders) - 1
+        };
+        self.built.get(&c).copied().unwrap_or(0) & all == all
+    }
+
+    /// `c` joined the union.
+    fn enter(&mut self, c: ChunkPos) {
+        self.union_len += 1;
+        if self.chunk_ready(c) {
+            self.ready += 1;
+        }
+        match self.refusal_kind(c) {
+            Some(RefusalKind::Load) => self.load_refusals_wanted += 1,
+            Some(RefusalKind::Unload) => {}
+            None if self.loaded.contains(&c) => {
+                let lw = self.last_wanted.remove(&c).unwrap_or(0);
+                self.evictable.remove(&(lw, c));
+            }
+            None => {
+                self.pending.insert(c);
+            }
+        }
+        if self.loaded.contains(&c) {
+            self.last_wanted.remove(&c);
+        }
+    }
+
+    /// `c` left the union.
+    fn leave(&mut self, c: ChunkPos) {
+        self.union_len -= 1;
+        if self.chunk_ready(c) {
+            self.ready -= 1;
+        }
+        self.pending.swap_remove(&c);
+        match self.refusal_kind(c) {
+            Some(RefusalKind::Load) => {
+                self.load_refusals_wanted -= 1;
+                self.recheck.insert(c);
+            }
+            Some(RefusalKind::Unload) => {
+                self.last_wanted.insert(c, self.resolved_at);
+            }
+            None if self.loaded.contains(&c) => {
+                self.last_wanted.insert(c, self.resolved_at);
+                self.evictable.insert((self.resolved_at, c));
+            }
+            None => {}
+        }
+    }
+
+    /// Step 1 of a tick, after the foci are set: records the tick, applies the refusal drop
+    /// rules to the chunks whose counts crossed zero, and appends to `releases` (in row order)
+    /// the loaded chunks no focus keeps that hold no refusal. With no focus nothing is released
+    /// (those chunks wait for a focus) and load refusals lapse.
+    pub fn resolve(&mut self, tick: u64, releases: &mut Vec<ChunkPos>) {
+        self.resolved_at = tick;
+        if self.recheck.is_empty() {
+            return;
+        }
+        let mut waiting = Vec::new();
+        while let Some(c) = self.recheck.pop_first() {
+            let cover = self.cover_of(c);
+            match self.refusal_kind(c) {
+                Some(RefusalKind::Load) if cover.want == 0 => {
+                    self.drop_refusal(c);
+                }
+                Some(RefusalKind::Unload) if cover.keep > 0 => {
+                    self.drop_refusal(c);
+                }
+                _ => {}
+            }
+            if self.loaded.contains(&c) && cover.keep == 0 && !self.refusals.contains_key(&c) {
+                if self.foci.is_empty() {
+                    waiting.push(c);
+                } else {
+                    releases.push(c);
+                }
+            }
+        }
+        self.recheck.extend(waiting);
     }
 
     /// Takes the `k` nearest pending chunks out of the pending set and appends them to `out`,
     /// nearest-first (their hooks are asked next, in that order). For a budget small against the
-    /// pending set, `k` linear scans (O(k·pending), no sorting, whatever the focus did since the
-    /// last tick); otherwise one sort. Both give the same chunks in the same order (a unit test
-    /// holds them to it), so where the threshold lies is a matter of speed only. No allocation
-    /// either way.
+    /// pending set, `k` linear scans (O(k·pending), no sorting); otherwise one sort. Both give the
+    /// same chunks in the same order (a unit test holds them to it), so where the threshold lies
+    /// is a matter of speed only.
     pub fn take_nearest(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
-        let Some(focus) = self.focus else { return };
         let k = k.min(self.pending.len());
         if k.saturating_mul(16) < self.pending.len() {
-            self.take_by_scan(focus, k, out);
+            self.take_by_scan(k, out);
         } else {
-            self.take_by_sort(focus, k, out);
+            self.take_by_sort(k, out);
         }
     }
 
     /// `k` linear scans, each taking the nearest remaining pending chunk.
-    fn take_by_scan(&mut self, focus: Position, k: usize, out: &mut Vec<ChunkPos>) {
+    fn take_by_scan(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
         for _ in 0..k {
             let mut best = 0;
-            let mut best_d = self.grid.distance_sq(focus, self.pending[0]);
+            let mut best_key = self.key(self.pending[0]);
             for (i, c) in self.pending.iter().enumerate().skip(1) {
-                let d = self.grid.distance_sq(focus, *c);
-                if d.total_cmp(&best_d)
+                let d = self.key(*c);
+                if d.total_cmp(&best_key)
                     .then(c.cmp(&self.pending[best]))
                     .is_lt()
                 {
-                    (best, best_d) = (i, d);
+                    (best, best_key) = (i, d);
                 }
             }
-            out.push(self.pending.swap_remove(best));
+            out.extend(self.pending.swap_remove_index(best));
         }
     }
 
     /// One sort of the pending set, then its first `k`.
-    fn take_by_sort(&mut self, focus: Position, k: usize, out: &mut Vec<ChunkPos>) {
-        let grid = self.grid;
-        self.pending
-            .sort_unstable_by(|a, b| grid.nearest_first(focus, *a, *b));
-        out.extend(self.pending.drain(..k));
+    fn take_by_sort(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
+        let mut all: Vec<ChunkPos> = self.pending.drain(..).collect();
+        all.sort_by_cached_key(|c| (self.key(*c).to_bits(), *c));
+        out.extend(all.drain(..k));
+        self.pending.extend(all);
+    }
+
+    /// Puts a chunk taken by [`Residency::take_nearest`] back (its load was not asked).
+    pub fn untake(&mut self, chunk: ChunkPos) {
+        if self.is_wanted(chunk)
+            && !self.loaded.contains(&chunk)
+            && !self.refusals.contains_key(&chunk)
+        {
+            self.pending.insert(chunk);
+        }
     }
 
     /// Records that `chunk` loaded.
     pub fn mark_loaded(&mut self, chunk: ChunkPos) {
-        self.loaded.insert(chunk);
+        if !self.loaded.insert(chunk) {
+            return;
+        }
+        self.pending.swap_remove(&chunk);
+        if self.is_wanted(chunk) {
+            if self.chunk_ready(chunk) {
+                self.ready += 1;
+            }
+        } else {
+            self.last_wanted.insert(chunk, self.resolved_at);
+            self.evictable.insert((self.resolved_at, chunk));
+        }
     }
 
-    /// Records that `chunk` was released.
+    /// Records that `chunk` was released: it forgets its last-wanted tick and what was built.
     pub fn mark_released(&mut self, chunk: ChunkPos) {
+        if !self.loaded.contains(&chunk) {
+            return;
+        }
+        let was_ready = self.is_wanted(chunk) && self.chunk_ready(chunk);
         self.loaded.remove(&chunk);
+        self.built.remove(&chunk);
+        if was_ready {
+            self.ready -= 1;
+        }
+        if let Some(lw) = self.last_wanted.remove(&chunk) {
+            self.evictable.remove(&(lw, chunk));
+        } else {
+            self.evictable.remove(&(0, chunk));
+        }
+        if self.is_wanted(chunk) && !self.refusals.contains_key(&chunk) {
+            self.pending.insert(chunk);
+        }
     }
 
-    /// Holds a refusal of `chunk`.
+    /// Holds a refusal of `chunk` (a load refusal of a chunk taken for loading, or an unload
+    /// refusal of a loaded one).
     pub fn hold(&mut self, chunk: ChunkPos, held: Held) {
+        if self.refusals.contains_key(&chunk) {
+            self.drop_refusal(chunk);
+        }
+        let wanted = self.is_wanted(chunk);
+        let was_ready = wanted && self.chunk_ready(chunk);
+        match held.kind {
+            RefusalKind::Load => {
+                self.pending.swap_remove(&chunk);
+                if wanted {
+                    self.load_refusals_wanted += 1;
+                }
+            }
+            RefusalKind::Unload => {
+                *self.unload_refusals_by.entry(held.by.clone()).or_default() += 1;
+                if self.loaded.contains(&chunk) && !wanted {
+                    self.evictable.remove(&(self.last_wanted(chunk), chunk));
+                }
+                if self.cover_of(chunk).keep > 0 {
+                    // A refused eviction in the hysteresis band: the drop rule applies next tick.
+                    self.recheck.insert(chunk);
+                }
+            }
+        }
         self.refusals.insert(chunk, held);
+        if wanted && self.chunk_ready(chunk) != was_ready {
+            if was_ready {
+                self.ready -= 1;
+            } else {
+                self.ready += 1;
+            }
+        }
+    }
+
+    fn drop_refusal(&mut self, chunk: ChunkPos) -> Option<Held> {
+        let wanted = self.is_wanted(chunk);
+        let was_ready = wanted && self.chunk_ready(chunk);
+        let held = self.refusals.remove(&chunk)?;
+        match held.kind {
+            RefusalKind::Load => {
+                if wanted {
+                    self.load_refusals_wanted -= 1;
+                    if !self.loaded.contains(&chunk) {
+                        self.pending.insert(chunk);
+                    }
+                }
+            }
+            RefusalKind::Unload => {
+                if let Some(n) = self.unload_refusals_by.get_mut(&held.by) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.unload_refusals_by.remove(&held.by);
+                    }
+                }
+                if self.loaded.contains(&chunk) && !wanted {
+                    self.evictable.insert((self.last_wanted(chunk), chunk));
+                }
+            }
+        }
+        if was_ready && !(wanted && self.chunk_ready(chunk)) {
+            self.ready -= 1;
+        } else if !was_ready && wanted && self.chunk_ready(chunk) {
+            self.ready += 1;
+        }
+        Some(held)
     }
 
     /// Drops whatever refusal is held at `chunk`: a load refusal makes the chunk pending again
     /// (if wanted), an unload refusal makes it due for release again on the next tick.
     /// Returns whether a refusal was held.
     pub fn release_refusal(&mut self, chunk: ChunkPos) -> bool {
-        let Some(held) = self.refusals.remove(&chunk) else {
-            return false;
-        };
-        match held.kind {
-            RefusalKind::Load => {
-                if let Some(v) = self.view {
-                    if chunk.ring_distance(v.centre) <= u64::from(v.radius)
-                        && self.grid.overlaps(chunk, self.bounds.as_ref())
-                    {
-                        self.pending.push(chunk);
-                    }
-                }
-            }
-            RefusalKind::Unload => self.stale = true,
+        let dropped = self.drop_refusal(chunk).is_some();
+        if dropped && self.loaded.contains(&chunk) {
+            self.recheck.insert(chunk);
         }
-        true
+        dropped
+    }
+
+    /// The next eviction candidate: a loaded chunk outside the union holding no refusal, least
+    /// recently wanted first (ties in row order).
+    pub fn eviction_candidate(&self) -> Option<ChunkPos> {
+        self.evictable.first().map(|(_, c)| *c)
+    }
+
+    /// Registers a builder readiness waits for; returns its index (at most 64 builders).
+    pub fn add_builder(&mut self) -> Option<u32> {
+        if self.builders >= 64 {
+            return None;
+        }
+        // Chunks loaded before the builder existed are not built by it.
+        self.ready = 0;
+        self.builders += 1;
+        self.ready = self.recount_ready();
+        Some(self.builders - 1)
+    }
+
+    fn recount_ready(&self) -> usize {
+        self.loaded
+            .iter()
+            .filter(|c| self.is_wanted(**c) && self.built_by_all(**c))
+            .count()
+            + self.load_refusals_wanted
+    }
+
+    /// Builder `builder` built (or unbuilt) a loaded chunk; ignored for a chunk not loaded.
+    pub fn set_built(&mut self, builder: u32, chunk: ChunkPos, built: bool) {
+        if builder >= self.builders || !self.loaded.contains(&chunk) {
+            return;
+        }
+        let counted = self.is_wanted(chunk);
+        let was_ready = counted && self.chunk_ready(chunk);
+        let bits = self.built.entry(chunk).or_default();
+        if built {
+            *bits |= 1 << builder;
+        } else {
+            *bits &= !(1 << builder);
+        }
+        let now_ready = counted && self.chunk_ready(chunk);
+        match (was_ready, now_ready) {
+            (false, true) => self.ready += 1,
+            (true, false) => self.ready -= 1,
+            _ => {}
+        }
+    }
+
+    /// Whether builder `builder` built `chunk`.
+    pub fn is_built_by(&self, builder: u32, chunk: ChunkPos) -> bool {
+        self.built
+            .get(&chunk)
+            .is_some_and(|b| b & (1 << builder) != 0)
+    }
+
+    /// Whether every chunk of `view`'s square inside the ground is loaded (and built by every
+    /// builder) or held by a load refusal.
+    pub fn square_ready(&self, view: FocusView) -> bool {
+        let centre = self.grid.chunk_of(view.pos);
+        self.grid
+            .square(centre, view.radius, self.bounds.as_ref())
+            .all(|c| self.chunk_ready(c))
     }
 
     /// Forgets everything (leaving a scene): returns the chunks that were loaded, in row order.
+    /// Builders stay registered.
     pub fn clear(&mut self) -> Vec<ChunkPos> {
         let released = std::mem::take(&mut self.loaded).into_iter().collect();
-        self.refusals.clear();
-        self.pending.clear();
-        self.focus = None;
-        self.view = None;
-        self.stale = false;
+        let (grid, bounds, builders) = (self.grid, self.bounds, self.builders);
+        *self = Residency::new(grid, bounds);
+        self.builders = builders;
         released
     }
 
-    /// Replaces the whole state (loading a save). The pending set is recomputed from `focus`.
+    /// Replaces the whole state (loading a save): the loaded chunks, refusals, foci in force,
+    /// last-wanted ticks and the tick of the last resolution. Every loaded or refused chunk is
+    /// rechecked at the next resolution.
     pub fn restore(
         &mut self,
         loaded: BTreeSet<ChunkPos>,
         refusals: BTreeMap<ChunkPos, Held>,
-        focus: Option<Position>,
-        radius: u32,
+        foci: &[FocusView],
+        last_wanted: BTreeMap<ChunkPos, u64>,
+        tick: u64,
     ) {
         self.clear();
+        self.resolved_at = tick;
+        for h in refusals.values() {
+            if h.kind == RefusalKind::Unload {
+                *self.unload_refusals_by.entry(h.by.clone()).or_default() += 1;
+            }
+        }
+        self.recheck.extend(loaded.iter().copied());
+        self.recheck.extend(refusals.keys().copied());
+        for c in &loaded {
+            if !refusals.contains_key(c) {
+                let lw = last_wanted.get(c).copied().unwrap_or(0);
+                self.last_wanted.insert(*c, lw);
+                self.evictable.insert((lw, *c));
+            } else if let Some(lw) = last_wanted.get(c) {
+                self.last_wanted.insert(*c, *lw);
+            }
+        }
         self.loaded = loaded;
         self.refusals = refusals;
-        // The pending set is recomputed now for `pending()`; the next tick re-checks releases
-        // and drop rules (`stale`), which finds nothing new unless a refusal was released just
-        // before the save.
-        self.focus = focus;
-        self.stale = true;
-        self.view = focus.map(|f| View {
-            centre: self.grid.chunk_of(f),
-            radius,
-        });
-        if let Some(v) = self.view {
-            self.fill_pending(v);
-        }
+        // Every loaded chunk starts outside the union (an eviction candidate at its saved
+        // last-wanted tick); counting the foci moves the wanted ones in.
+        self.set_foci(foci);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Round 1's one-focus step: set the focus (or none) and resolve.
+    trait OneFocus {
+        fn update_view(&mut self, focus: Option<Position>, radius: u32, out: &mut Vec<ChunkPos>);
+        fn restore_around(
+            &mut self,
+            refusals: BTreeMap<ChunkPos, Held>,
+            focus: Position,
+            radius: u32,
+        );
+    }
+
+    impl OneFocus for Residency {
+        fn update_view(&mut self, focus: Option<Position>, radius: u32, out: &mut Vec<ChunkPos>) {
+            let foci: Vec<FocusView> = focus
+                .map(|pos| FocusView { pos, radius })
+                .into_iter()
+                .collect();
+            self.set_foci(&foci);
+            let tick = self.resolved_at + 1;
+            self.resolve(tick, out);
+        }
+        fn restore_around(
+            &mut self,
+            refusals: BTreeMap<ChunkPos, Held>,
+            focus: Position,
+            radius: u32,
+        ) {
+            let foci = [FocusView { pos: focus, radius }];
+            self.restore(BTreeSet::new(), refusals, &foci, BTreeMap::new(), 0);
+        }
+    }
 
     fn res() -> Residency {
         Residency::new(Grid::new(32.0), None)
@@ -485,7 +961,7 @@ mod tests {
             (ChunkPos::new(5, 5), refusal(RefusalKind::Load)),
             (ChunkPos::new(1, 0), refusal(RefusalKind::Load)),
         ]);
-        r.restore(BTreeSet::new(), refusals, Some(Position::new(8.0, 8.0)), 1);
+        r.restore_around(refusals, Position::new(8.0, 8.0), 1);
         assert_eq!(r.pending_len(), 8);
         assert!(r.release_refusal(ChunkPos::new(5, 5)));
         assert_eq!(r.pending_len(), 8, "(5,5) is not wanted");
@@ -507,7 +983,7 @@ mod tests {
         };
         let mut r = Residency::new(Grid::new(32.0), Some(b));
         let refusals = BTreeMap::from([(ChunkPos::new(-1, 0), refusal(RefusalKind::Load))]);
-        r.restore(BTreeSet::new(), refusals, Some(Position::new(8.0, 8.0)), 1);
+        r.restore_around(refusals, Position::new(8.0, 8.0), 1);
         assert_eq!(r.pending_len(), 4);
         assert!(r.release_refusal(ChunkPos::new(-1, 0)));
         assert_eq!(r.pending_len(), 4, "(-1,0) lies outside the ground");
@@ -553,8 +1029,8 @@ mod tests {
             let (mut scan, mut sort) = (r.clone(), r.clone());
             let (mut a, mut b) = (Vec::new(), Vec::new());
             let f = r.focus().unwrap();
-            scan.take_by_scan(f, k.min(len), &mut a);
-            sort.take_by_sort(f, k.min(len), &mut b);
+            scan.take_by_scan(k.min(len), &mut a);
+            sort.take_by_sort(k.min(len), &mut b);
             assert_eq!(a, b, "case {case}: focus {f:?}, radius {radius}, k {k}");
             assert_eq!(scan.pending(), sort.pending(), "case {case}: what is left");
             let mut expected = r.pending();

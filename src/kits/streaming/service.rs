@@ -8,9 +8,32 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::grid::{ChunkPos, Position};
-use crate::host::ModId;
+use crate::host::{EntityId, ModId};
 
-use super::config::{BudgetMs, Radius};
+use super::config::{BudgetMs, Overrides, Radius, Settings};
+use super::foci::TicketError;
+
+/// A preload ticket as the service and the state file show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TicketInfo {
+    /// Its id.
+    pub id: String,
+    /// Where (east-west, metres).
+    #[serde(serialize_with = "crate::json::serialize_number")]
+    pub x: f64,
+    /// Where (north-south, metres).
+    #[serde(serialize_with = "crate::json::serialize_number")]
+    pub z: f64,
+    /// Its radius.
+    pub radius: u32,
+    /// Ticks it still counts in after the current one: its last tick minus the current tick.
+    pub ticks_left: u64,
+}
+
+/// A kit readiness waits for (SPEC §11): a chunk is ready once every builder built it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BuilderId(pub(crate) u32);
 
 /// A held refusal as the service and the files show it: `{x, z, hook, mod, reason}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -90,10 +113,71 @@ pub trait StreamingService {
     fn loads_per_tick(&self) -> usize;
     /// The ground bounds the wanted square is clipped to.
     fn bounds(&self) -> Option<crate::grid::Bounds>;
+    /// A mod sets the keys present in `overrides` (from the next tick on; saved with the game).
+    fn set(&self, by: &ModId, overrides: Overrides);
     /// A mod sets the radius (from the next tick on; saved with the game).
-    fn set_radius(&self, by: &ModId, radius: Radius);
+    fn set_radius(&self, by: &ModId, radius: Radius) {
+        let radius = Some(radius);
+        self.set(
+            by,
+            Overrides {
+                radius,
+                ..Overrides::default()
+            },
+        );
+    }
     /// A mod sets the load budget (from the next tick on; saved with the game).
-    fn set_budget_ms(&self, by: &ModId, budget: BudgetMs);
+    fn set_budget_ms(&self, by: &ModId, budget: BudgetMs) {
+        let budget_ms = Some(budget);
+        self.set(
+            by,
+            Overrides {
+                budget_ms,
+                ..Overrides::default()
+            },
+        );
+    }
+    /// Every setting in force from the next tick.
+    fn settings(&self) -> Settings;
+    /// The foci in force (non-ticket ones, then tickets in id order).
+    fn foci(&self) -> Vec<Position>;
+    /// Requests (or replaces) preload ticket `id`: a focus at `at` with `radius` (0..=64) for
+    /// `ticks` (1..=2^31-1) tick plans, counting from tick `from` (an input's stamp), else from
+    /// the next tick (a mod during a tick, or Rust between ticks).
+    fn request(
+        &self,
+        id: &str,
+        at: Position,
+        radius: i64,
+        ticks: i64,
+        from: Option<u64>,
+    ) -> Result<(), TicketError>;
+    /// [`StreamingService::request`] from the next tick.
+    fn request_around(
+        &self,
+        id: &str,
+        at: Position,
+        radius: i64,
+        ticks: i64,
+    ) -> Result<(), TicketError> {
+        self.request(id, at, radius, ticks, None)
+    }
+    /// Removes ticket `id` at once; returns whether it was held.
+    fn drop_ticket(&self, id: &str) -> bool;
+    /// The held tickets, in id order.
+    fn tickets(&self) -> Vec<TicketInfo>;
+    /// Whether `entity` is an anchor whose focus is ready: every chunk of its square is loaded
+    /// and built by every builder, or held by a load refusal.
+    fn ready(&self, entity: &EntityId) -> bool;
+    /// Whether ticket `id` is held and its square is ready.
+    fn ticket_ready(&self, id: &str) -> bool;
+    /// Ready chunks / wanted chunks over the union (1 when nothing is wanted).
+    fn progress(&self) -> f64;
+    /// Registers a kit that builds loaded chunks: readiness then waits for it to report each
+    /// chunk built through [`StreamingService::set_built`]. `None` past 64 builders.
+    fn register_builder(&self, name: &str) -> Option<BuilderId>;
+    /// A builder reports a loaded chunk built (or no longer built).
+    fn set_built(&self, builder: BuilderId, chunk: ChunkPos, built: bool);
     /// Whether the `onChunk` callbacks running now tell what a load of a save changed (no
     /// hook was asked and no event is emitted for these), rather than a load or release of a
     /// tick or a scene change.

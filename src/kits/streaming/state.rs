@@ -11,12 +11,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::grid::{ChunkPos, Grid, Position};
-use crate::host::{ModId, Problem, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
+use crate::host::{EntityId, ModId, Problem, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 
-use super::config::{BudgetMs, Overrides, Radius, Settings, StreamingConfig};
+use super::config::{Overrides, Settings, StreamingConfig, MAX_RADIUS};
 use super::dormancy::Dormancy;
-use super::plan::{Held, RefusalKind, Residency};
-use super::service::{ChunkCallback, ChunkSubscription, Refusal, StreamingService, Subscriber};
+use super::foci::{check_id, Ticket, TicketError, Tickets, MAX_TICKETS};
+use super::plan::{FocusView, Held, RefusalKind, Residency};
+use super::service::{
+    BuilderId, ChunkCallback, ChunkSubscription, Refusal, StreamingService, Subscriber, TicketInfo,
+};
 
 type Subscribers = Rc<RefCell<Vec<Rc<Subscriber>>>>;
 
@@ -31,6 +34,17 @@ pub(crate) struct State {
     pub(crate) dormancy: Dormancy,
     pub(crate) active: bool,
     pub(crate) last_moved: Option<Position>,
+    pub(crate) tickets: Tickets,
+    /// How many of the foci in force are not tickets (they come first).
+    pub(crate) anchor_foci: usize,
+    /// The entity behind each non-ticket focus in force, when it is one (for `ready(entity)`).
+    pub(crate) anchor_ids: Vec<Option<EntityId>>,
+    /// The tick that last ran (or is running).
+    pub(crate) now: u64,
+    /// Whether the wanted chunks outnumber the cap (`world.chunks.overCapacity`).
+    pub(crate) over_capacity: bool,
+    /// Names of the kits readiness waits for, by builder index.
+    pub(crate) builders: Vec<String>,
     subscribers: Subscribers,
     /// Whether the subscribers are being told what a load changed.
     pub(crate) restoring: Cell<bool>,
@@ -47,9 +61,46 @@ impl State {
             dormancy: Dormancy::default(),
             active: false,
             last_moved: None,
+            tickets: Tickets::default(),
+            anchor_foci: 0,
+            anchor_ids: Vec::new(),
+            now: 0,
+            over_capacity: false,
+            builders: Vec::new(),
             subscribers: Subscribers::default(),
             restoring: Cell::new(false),
         }
+    }
+
+    /// The view of a ticket.
+    pub(crate) fn ticket_view(t: &Ticket) -> FocusView {
+        FocusView {
+            pos: t.at,
+            radius: t.radius,
+        }
+    }
+
+    /// The foci in force after the non-ticket ones: the tickets counting in `tick`, id order.
+    pub(crate) fn ticket_foci(&self, tick: u64, out: &mut Vec<FocusView>) {
+        out.extend(
+            self.tickets
+                .iter()
+                .filter(|(_, t)| t.counts_in(tick))
+                .map(|(_, t)| Self::ticket_view(t)),
+        );
+    }
+
+    /// Requests ticket `id` counting from tick `from`.
+    pub(crate) fn request(
+        &mut self,
+        id: &str,
+        at: Position,
+        radius: i64,
+        ticks: i64,
+        from: u64,
+    ) -> Result<(), TicketError> {
+        let ticket = Ticket::new(id, at, radius, ticks, from)?;
+        self.tickets.request(id, ticket, self.now)
     }
 
     /// The settings in force for the next tick.
@@ -58,12 +109,42 @@ impl State {
     }
 
     pub(crate) fn save_section(&self) -> SaveSection {
+        let foci = self
+            .residency
+            .foci()
+            .enumerate()
+            .map(|(i, v)| SavedFocus {
+                at: v.pos,
+                radius: v.radius,
+                ticket: i >= self.anchor_foci,
+            })
+            .collect();
         SaveSection {
             loaded: self.residency.loaded().collect(),
             focus: self.residency.focus(),
             last_moved: self.last_moved,
             refusals: refusal_list(&self.residency),
             overrides: self.overrides,
+            foci: Some(foci),
+            tickets: self
+                .tickets
+                .iter()
+                .map(|(id, t)| SavedTicket {
+                    id: id.to_owned(),
+                    ticket: *t,
+                })
+                .collect(),
+            last_wanted: self
+                .residency
+                .loaded()
+                .map(|c| LastWanted {
+                    x: c.x,
+                    z: c.z,
+                    tick: self.residency.last_wanted(c),
+                })
+                .filter(|l| l.tick > 0)
+                .collect(),
+            over_capacity: self.over_capacity,
         }
     }
 
@@ -167,16 +248,128 @@ impl State {
                 p.check().map_err(|p| p.under(name))?;
             }
         }
+        let mut foci = Vec::new();
+        let mut anchors = 0;
+        let version_1 = s.foci.is_none();
+        let list = match s.foci {
+            Some(list) => list,
+            // A version-1 section: its one focus, at the radius in force (set in `restore`).
+            None => s
+                .focus
+                .map(|at| SavedFocus {
+                    at,
+                    radius: 0,
+                    ticket: false,
+                })
+                .into_iter()
+                .collect(),
+        };
+        if !active && !list.is_empty() {
+            return Err(Problem::new(
+                "foci",
+                "expected nothing here: the save has no active scene (\"scene\": null)",
+            ));
+        }
+        for (i, f) in list.iter().enumerate() {
+            let path = format!("foci[{i}]");
+            f.at.check().map_err(|p| p.under(&path))?;
+            if f.radius > MAX_RADIUS {
+                return Err(Problem::new(
+                    format!("{path}.radius"),
+                    format!("expected an integer 0..=64, got {}", f.radius),
+                ));
+            }
+            if !f.ticket {
+                if anchors < i {
+                    return Err(Problem::new(
+                        path,
+                        "expected the non-ticket foci first, then the tickets",
+                    ));
+                }
+                anchors += 1;
+            }
+            foci.push(FocusView {
+                pos: f.at,
+                radius: f.radius,
+            });
+        }
+        if s.focus != foci.first().map(|f| f.pos) {
+            return Err(Problem::new("focus", "expected the first of `foci`"));
+        }
+        if s.tickets.len() > MAX_TICKETS {
+            return Err(Problem::new(
+                "tickets",
+                format!(
+                    "expected at most {MAX_TICKETS} tickets, got {}",
+                    s.tickets.len()
+                ),
+            ));
+        }
+        let mut tickets = Tickets::default();
+        for (i, t) in s.tickets.into_iter().enumerate() {
+            let path = format!("tickets[{i}]");
+            check_id(&t.id).map_err(|e| Problem::new(format!("{path}.id"), e.to_string()))?;
+            t.ticket
+                .at
+                .check()
+                .map_err(|p| p.under(&format!("{path}.at")))?;
+            if t.ticket.radius > MAX_RADIUS {
+                return Err(Problem::new(
+                    format!("{path}.radius"),
+                    format!("expected an integer 0..=64, got {}", t.ticket.radius),
+                ));
+            }
+            if t.ticket.until < t.ticket.from {
+                return Err(Problem::new(
+                    format!("{path}.until"),
+                    "expected a tick at or after `from`",
+                ));
+            }
+            if tickets.get(&t.id).is_some() {
+                return Err(Problem::new(
+                    format!("{path}.id"),
+                    format!("ticket {:?} is listed twice", t.id),
+                ));
+            }
+            tickets.request(&t.id, t.ticket, 0).expect("checked above");
+        }
+        if !active && !tickets.is_empty() {
+            return Err(Problem::new(
+                "tickets",
+                "expected nothing here: leaving a scene drops the tickets",
+            ));
+        }
+        let mut last_wanted = BTreeMap::new();
+        for (i, l) in s.last_wanted.iter().enumerate() {
+            let c = ChunkPos::new(l.x, l.z);
+            if !loaded.contains(&c) {
+                return Err(Problem::new(
+                    format!("lastWanted[{i}]"),
+                    format!("chunk {c} is not loaded"),
+                ));
+            }
+            if last_wanted.insert(c, l.tick).is_some() {
+                return Err(Problem::new(
+                    format!("lastWanted[{i}]"),
+                    format!("chunk {c} is listed twice"),
+                ));
+            }
+        }
         Ok(Prepared {
             loaded,
             refusals,
-            focus: s.focus,
             last_moved: s.last_moved,
             overrides: s.overrides,
+            foci,
+            anchors,
+            version_1,
+            tickets,
+            last_wanted,
+            over_capacity: s.over_capacity,
         })
     }
 
-    pub(crate) fn restore(&mut self, p: Prepared, scene: Option<&str>) {
+    pub(crate) fn restore(&mut self, mut p: Prepared, scene: Option<&str>, tick: u64) {
         self.active = scene.is_some();
         self.layer = scene
             .and_then(|s| self.layers.get(s))
@@ -184,10 +377,22 @@ impl State {
             .unwrap_or_default();
         self.overrides = p.overrides;
         self.last_moved = p.last_moved;
-        let settings = self.settings();
-        let focus = if self.active { p.focus } else { None };
+        self.now = tick;
+        self.tickets = p.tickets;
+        self.anchor_foci = p.anchors;
+        self.anchor_ids = vec![None; p.anchors];
+        self.over_capacity = p.over_capacity;
+        if p.version_1 {
+            let radius = self.settings().radius;
+            p.foci.iter_mut().for_each(|f| f.radius = radius);
+        }
         self.residency
-            .restore(p.loaded, p.refusals, focus, settings.radius);
+            .restore(p.loaded, p.refusals, &p.foci, p.last_wanted, tick);
+    }
+
+    /// The previous non-ticket foci (the foci in force before the tickets).
+    pub(crate) fn previous_foci(&self) -> impl Iterator<Item = Position> + '_ {
+        self.residency.foci().take(self.anchor_foci).map(|v| v.pos)
     }
 }
 
@@ -208,6 +413,42 @@ fn refusal_list(residency: &Residency) -> Vec<Refusal> {
         .collect()
 }
 
+/// A focus in force, as saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SavedFocus {
+    /// Where.
+    pub at: Position,
+    /// Its radius.
+    pub radius: u32,
+    /// Whether it stands for a ticket.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ticket: bool,
+}
+
+/// A ticket, as saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SavedTicket {
+    /// Its id.
+    pub id: String,
+    /// The ticket.
+    #[serde(flatten)]
+    pub ticket: Ticket,
+}
+
+/// The last tick a loaded chunk was wanted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LastWanted {
+    /// Chunk column.
+    pub x: i64,
+    /// Chunk row.
+    pub z: i64,
+    /// The tick.
+    pub tick: u64,
+}
+
 /// The kit's section of a save.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -220,17 +461,36 @@ pub struct SaveSection {
     pub last_moved: Option<Position>,
     /// Held refusals, in row order.
     pub refusals: Vec<Refusal>,
-    /// `radius` / `budgetMs` set by mods.
+    /// Settings set by mods.
     pub overrides: Overrides,
+    /// The foci in force, in order: non-ticket ones, then tickets (version 2; a version-1
+    /// section has `focus` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foci: Option<Vec<SavedFocus>>,
+    /// Held tickets in id order (version 2).
+    #[serde(default)]
+    pub tickets: Vec<SavedTicket>,
+    /// The last tick each loaded chunk was wanted, row order; absent: 0 (version 2).
+    #[serde(default)]
+    pub last_wanted: Vec<LastWanted>,
+    /// Whether the wanted chunks outnumbered the cap (version 2).
+    #[serde(default)]
+    pub over_capacity: bool,
 }
 
 /// A validated section, ready to apply.
 pub(crate) struct Prepared {
     loaded: BTreeSet<ChunkPos>,
     refusals: BTreeMap<ChunkPos, Held>,
-    focus: Option<Position>,
     last_moved: Option<Position>,
     overrides: Overrides,
+    foci: Vec<FocusView>,
+    anchors: usize,
+    /// Saved before foci had radii: the one focus takes the radius in force.
+    version_1: bool,
+    tickets: Tickets,
+    last_wanted: BTreeMap<ChunkPos, u64>,
+    over_capacity: bool,
 }
 
 /// Runs the `onChunk` callbacks, in subscription order, with no borrow of the state held.
@@ -315,12 +575,97 @@ impl StreamingService for Handle {
         self.0.borrow().residency.bounds().copied()
     }
 
-    fn set_radius(&self, _by: &ModId, radius: Radius) {
-        self.0.borrow_mut().overrides.radius = Some(radius);
+    fn set(&self, _by: &ModId, overrides: Overrides) {
+        let mut st = self.0.borrow_mut();
+        st.overrides = overrides.over(st.overrides);
     }
 
-    fn set_budget_ms(&self, _by: &ModId, budget: BudgetMs) {
-        self.0.borrow_mut().overrides.budget_ms = Some(budget);
+    fn settings(&self) -> Settings {
+        self.0.borrow().settings()
+    }
+
+    fn foci(&self) -> Vec<Position> {
+        self.0.borrow().residency.foci().map(|v| v.pos).collect()
+    }
+
+    fn request(
+        &self,
+        id: &str,
+        at: Position,
+        radius: i64,
+        ticks: i64,
+        from: Option<u64>,
+    ) -> Result<(), TicketError> {
+        let mut st = self.0.borrow_mut();
+        let from = from.unwrap_or(st.now + 1);
+        st.request(id, at, radius, ticks, from)
+    }
+
+    fn drop_ticket(&self, id: &str) -> bool {
+        self.0.borrow_mut().tickets.drop_ticket(id)
+    }
+
+    fn tickets(&self) -> Vec<TicketInfo> {
+        let st = self.0.borrow();
+        st.tickets
+            .iter()
+            .map(|(id, t)| TicketInfo {
+                id: id.to_owned(),
+                x: t.at.x,
+                z: t.at.z,
+                radius: t.radius,
+                ticks_left: t.until.saturating_sub(st.now),
+            })
+            .collect()
+    }
+
+    fn ready(&self, entity: &EntityId) -> bool {
+        let st = self.0.borrow();
+        let Some(i) = st
+            .anchor_ids
+            .iter()
+            .position(|a| a.as_ref() == Some(entity))
+        else {
+            return false;
+        };
+        st.active
+            && st
+                .residency
+                .foci()
+                .nth(i)
+                .is_some_and(|v| st.residency.square_ready(v))
+    }
+
+    fn ticket_ready(&self, id: &str) -> bool {
+        let st = self.0.borrow();
+        st.active
+            && st
+                .tickets
+                .get(id)
+                .is_some_and(|t| st.residency.square_ready(State::ticket_view(t)))
+    }
+
+    fn progress(&self) -> f64 {
+        let (ready, wanted) = self.0.borrow().residency.progress();
+        if wanted == 0 {
+            1.0
+        } else {
+            ready as f64 / wanted as f64
+        }
+    }
+
+    fn register_builder(&self, name: &str) -> Option<BuilderId> {
+        let mut st = self.0.borrow_mut();
+        let index = st.residency.add_builder()?;
+        st.builders.push(name.to_owned());
+        Some(BuilderId(index))
+    }
+
+    fn set_built(&self, builder: BuilderId, chunk: ChunkPos, built: bool) {
+        self.0
+            .borrow_mut()
+            .residency
+            .set_built(builder.0, chunk, built);
     }
 
     fn restoring(&self) -> bool {

@@ -11,7 +11,11 @@ use mlua::{
 use serde_json::json;
 
 use crate::grid::{ChunkPos, Position};
-use crate::kits::streaming::{BudgetMs, ChunkSubscription, Radius, Refusal, StreamingService};
+use crate::host::EntityId;
+use crate::kits::streaming::{
+    BudgetMs, ChunkSubscription, FocusMode, MaxLoaded, MaxRefusals, Overrides, Radius, Refusal,
+    StreamingService,
+};
 
 use super::sandbox::{lua_type, EntrySlot, Meter};
 
@@ -401,7 +405,7 @@ fn streaming_functions(
         "chunkSize",
         Box::new(|lua, s, _| Ok(ok(lua, number(s.chunk_size())))),
     )?;
-    let (m1, m2, m3, m4) = (meter.clone(), meter.clone(), meter.clone(), meter);
+    let (m1, m2, m3, m4) = (meter.clone(), meter.clone(), meter.clone(), meter.clone());
     add(
         "loaded",
         Box::new(move |lua, s, _| Ok(chunk_list(lua, &m1, s.loaded()).and_then(|t| ok(lua, t)))),
@@ -473,7 +477,7 @@ fn streaming_functions(
             Ok(ok(lua, ()))
         }),
     )?;
-    let by = id;
+    let by = id.clone();
     add(
         "setBudgetMs",
         Box::new(move |lua, s, args| {
@@ -482,6 +486,158 @@ fn streaming_functions(
             Ok(ok(lua, ()))
         }),
     )?;
+    let by = id.clone();
+    add(
+        "setFocus",
+        Box::new(move |lua, s, args| {
+            let focus = match arg(&args, 0) {
+                Value::String(m) => FocusMode::parse(&json!(m.to_string_lossy()))?,
+                other => FocusMode::parse(&serde_json::Value::Null)
+                    .map_err(|e| format!("{}{}", e.trim_end_matches("null"), got(&other)))?,
+            };
+            let focus = Some(focus);
+            s.set(
+                &by,
+                Overrides {
+                    focus,
+                    ..Overrides::default()
+                },
+            );
+            Ok(ok(lua, ()))
+        }),
+    )?;
+    let by = id.clone();
+    add(
+        "setMaxLoaded",
+        Box::new(move |lua, s, args| {
+            let cap = match arg(&args, 0) {
+                Value::Nil => MaxLoaded(None),
+                v => checked(&v, MaxLoaded::parse)?,
+            };
+            let max_loaded = Some(cap);
+            s.set(
+                &by,
+                Overrides {
+                    max_loaded,
+                    ..Overrides::default()
+                },
+            );
+            Ok(ok(lua, ()))
+        }),
+    )?;
+    let by = id;
+    add(
+        "setMaxRefusalsPerMod",
+        Box::new(move |lua, s, args| {
+            let max_refusals_per_mod = Some(checked(&arg(&args, 0), MaxRefusals::parse)?);
+            s.set(
+                &by,
+                Overrides {
+                    max_refusals_per_mod,
+                    ..Overrides::default()
+                },
+            );
+            Ok(ok(lua, ()))
+        }),
+    )?;
+    add(
+        "request",
+        Box::new(move |lua, s, args| {
+            let Value::String(id) = arg(&args, 0) else {
+                return Err(format!(
+                    "expected a ticket id (a string), got {}",
+                    got(&arg(&args, 0))
+                ));
+            };
+            let at = position_arg(&arg(&args, 1))?;
+            let radius = integer(&arg(&args, 2))
+                .ok_or_else(|| format!("expected a radius 0..=64, got {}", got(&arg(&args, 2))))?;
+            let ticks = integer(&arg(&args, 3)).ok_or_else(|| {
+                format!("expected ticks 1..=2147483647, got {}", got(&arg(&args, 3)))
+            })?;
+            s.request_around(&id.to_string_lossy(), at, radius, ticks)
+                .map_err(|e| e.to_string())?;
+            Ok(ok(lua, ()))
+        }),
+    )?;
+    add(
+        "drop",
+        Box::new(move |lua, s, args| {
+            let Value::String(id) = arg(&args, 0) else {
+                return Err(format!(
+                    "expected a ticket id (a string), got {}",
+                    got(&arg(&args, 0))
+                ));
+            };
+            Ok(ok(lua, s.drop_ticket(&id.to_string_lossy())))
+        }),
+    )?;
+    let m5 = meter.clone();
+    add(
+        "tickets",
+        Box::new(move |lua, s, _| {
+            let build = || -> mlua::Result<Table> {
+                let list = s.tickets();
+                m5.charge(UNITS_PER_TABLE * list.len() as u64)?;
+                let t = lua.create_table_with_capacity(list.len(), 0)?;
+                for (i, k) in list.into_iter().enumerate() {
+                    let e = lua.create_table_with_capacity(0, 5)?;
+                    e.raw_set("id", k.id)?;
+                    e.raw_set("x", number(k.x))?;
+                    e.raw_set("z", number(k.z))?;
+                    e.raw_set("radius", k.radius)?;
+                    e.raw_set("ticksLeft", k.ticks_left)?;
+                    t.raw_set(i + 1, e)?;
+                }
+                Ok(t)
+            };
+            Ok(build().and_then(|t| ok(lua, t)))
+        }),
+    )?;
+    let m6 = meter.clone();
+    add(
+        "foci",
+        Box::new(move |lua, s, _| {
+            let build = || -> mlua::Result<Table> {
+                let list = s.foci();
+                m6.charge(UNITS_PER_TABLE * list.len() as u64)?;
+                let t = lua.create_table_with_capacity(list.len(), 0)?;
+                for (i, p) in list.into_iter().enumerate() {
+                    let e = lua.create_table_with_capacity(0, 2)?;
+                    e.raw_set("x", number(p.x))?;
+                    e.raw_set("z", number(p.z))?;
+                    t.raw_set(i + 1, e)?;
+                }
+                Ok(t)
+            };
+            Ok(build().and_then(|t| ok(lua, t)))
+        }),
+    )?;
+    add(
+        "ready",
+        Box::new(move |lua, s, args| {
+            let Value::String(id) = arg(&args, 0) else {
+                return Err(format!(
+                    "expected an entity id (a string), got {}",
+                    got(&arg(&args, 0))
+                ));
+            };
+            Ok(ok(lua, s.ready(&EntityId::new(&id.to_string_lossy()))))
+        }),
+    )?;
+    add(
+        "ticketReady",
+        Box::new(move |lua, s, args| {
+            let Value::String(id) = arg(&args, 0) else {
+                return Err(format!(
+                    "expected a ticket id (a string), got {}",
+                    got(&arg(&args, 0))
+                ));
+            };
+            Ok(ok(lua, s.ticket_ready(&id.to_string_lossy())))
+        }),
+    )?;
+    add("progress", Box::new(|lua, s, _| Ok(ok(lua, s.progress()))))?;
     let service_for_callback = service.clone();
     add(
         "onChunk",

@@ -1,0 +1,253 @@
+//! Where the grid streams around (SPEC §3, §11): the non-ticket foci (the player, or every
+//! anchor) and the preload tickets, each a focus with its own radius for a number of ticks.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::grid::Position;
+use crate::host::World;
+
+use super::config::{FocusMode, MAX_RADIUS};
+
+/// At most this many tickets are held at once.
+pub const MAX_TICKETS: usize = 1024;
+/// A ticket id is 1..=64 characters (code points).
+pub const MAX_TICKET_ID: usize = 64;
+/// The most ticks one request counts in: 2^31 - 1.
+pub const MAX_TICKET_TICKS: u64 = (1 << 31) - 1;
+
+/// Why a ticket request was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TicketError {
+    /// The id is empty or longer than 64 characters.
+    #[error("expected a ticket id of 1..=64 characters, got {0} characters")]
+    Id(usize),
+    /// The radius is out of range.
+    #[error("expected a radius 0..=64, got {0}")]
+    Radius(i64),
+    /// The tick count is out of range.
+    #[error("expected ticks 1..=2147483647, got {0}")]
+    Ticks(i64),
+    /// 1024 tickets are held and this id is not one of them.
+    #[error("too many tickets: at most {MAX_TICKETS} are held at once")]
+    Full,
+    /// The position is not finite.
+    #[error("expected a finite position")]
+    Position,
+}
+
+/// A preload ticket: a focus at `at` with its own radius, counting in ticks `from..=until`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Ticket {
+    /// Where (its `y` is ignored).
+    pub at: Position,
+    /// Rings wanted around `at`'s chunk.
+    pub radius: u32,
+    /// The first tick it counts in.
+    pub from: u64,
+    /// The last tick it counts in; it is removed at the end of that tick.
+    pub until: u64,
+    /// Whether `world.ticket.ready` was emitted for it.
+    #[serde(default)]
+    pub announced: bool,
+}
+
+impl Ticket {
+    /// Checks a request and builds the ticket counting in `ticks` ticks from `from`.
+    pub fn new(
+        id: &str,
+        at: Position,
+        radius: i64,
+        ticks: i64,
+        from: u64,
+    ) -> Result<Ticket, TicketError> {
+        check_id(id)?;
+        if !(at.x.is_finite() && at.z.is_finite() && at.y.is_finite()) {
+            return Err(TicketError::Position);
+        }
+        if !(0..=i64::from(MAX_RADIUS)).contains(&radius) {
+            return Err(TicketError::Radius(radius));
+        }
+        if !(1..=MAX_TICKET_TICKS as i64).contains(&ticks) {
+            return Err(TicketError::Ticks(ticks));
+        }
+        Ok(Ticket {
+            at,
+            radius: radius as u32,
+            from,
+            until: from + ticks as u64 - 1,
+            announced: false,
+        })
+    }
+
+    /// Whether it counts in the plan of `tick`.
+    pub fn counts_in(&self, tick: u64) -> bool {
+        (self.from..=self.until).contains(&tick)
+    }
+}
+
+/// Checks a ticket id: 1..=64 code points.
+pub fn check_id(id: &str) -> Result<(), TicketError> {
+    let n = id.chars().count();
+    if (1..=MAX_TICKET_ID).contains(&n) {
+        Ok(())
+    } else {
+        Err(TicketError::Id(n))
+    }
+}
+
+/// The held tickets, in id order (code-point order: Rust's `str` order).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tickets {
+    held: BTreeMap<String, Ticket>,
+}
+
+impl Tickets {
+    /// Requests (or replaces) `id`. A ticket whose ticks are all spent by `now` (the tick that
+    /// last ran) only removes `id`.
+    pub fn request(&mut self, id: &str, ticket: Ticket, now: u64) -> Result<(), TicketError> {
+        if ticket.until <= now {
+            self.held.remove(id);
+            return Ok(());
+        }
+        if self.held.len() >= MAX_TICKETS && !self.held.contains_key(id) {
+            return Err(TicketError::Full);
+        }
+        self.held.insert(id.to_owned(), ticket);
+        Ok(())
+    }
+
+    /// Removes `id`; returns whether it was held.
+    pub fn drop_ticket(&mut self, id: &str) -> bool {
+        self.held.remove(id).is_some()
+    }
+
+    /// The ticket `id`.
+    pub fn get(&self, id: &str) -> Option<&Ticket> {
+        self.held.get(id)
+    }
+
+    /// Every ticket, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Ticket)> {
+        self.held.iter().map(|(k, t)| (k.as_str(), t))
+    }
+
+    /// Every ticket, in id order, mutable.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut Ticket)> {
+        self.held.iter_mut().map(|(k, t)| (k.as_str(), t))
+    }
+
+    /// Removes the tickets whose last tick is `tick` or earlier; returns whether any was.
+    pub fn expire(&mut self, tick: u64) -> bool {
+        let before = self.held.len();
+        self.held.retain(|_, t| t.until > tick);
+        self.held.len() != before
+    }
+
+    /// How many are held.
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// Drops them all (leaving a scene).
+    pub fn clear(&mut self) {
+        self.held.clear();
+    }
+}
+
+/// The non-ticket foci of this tick, appended to `out` in anchor order; empty when the mode
+/// finds none (the caller then falls back to the last `player.moved`, then the previous foci).
+pub fn anchor_foci(world: &World, mode: FocusMode, out: &mut Vec<Position>) {
+    let focus_of = |e| world.vehicle_of(e).unwrap_or(e).position;
+    match mode {
+        FocusMode::Player => out.extend(world.player().map(focus_of)),
+        FocusMode::Players => out.extend(world.anchors().map(focus_of)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(x: f64, z: f64) -> Position {
+        Position::new(x, z)
+    }
+
+    #[test]
+    fn a_ticket_counts_in_exactly_its_ticks() {
+        let t = Ticket::new("tp", at(0.0, 0.0), 1, 3, 5).unwrap();
+        assert_eq!((t.from, t.until), (5, 7));
+        assert!(!t.counts_in(4) && t.counts_in(5) && t.counts_in(7) && !t.counts_in(8));
+    }
+
+    #[test]
+    fn requests_are_checked() {
+        let p = at(0.0, 0.0);
+        assert_eq!(Ticket::new("", p, 1, 1, 1), Err(TicketError::Id(0)));
+        assert_eq!(
+            Ticket::new(&"é".repeat(65), p, 1, 1, 1),
+            Err(TicketError::Id(65))
+        );
+        assert!(
+            Ticket::new(&"é".repeat(64), p, 1, 1, 1).is_ok(),
+            "code points, not bytes"
+        );
+        assert_eq!(Ticket::new("a", p, 65, 1, 1), Err(TicketError::Radius(65)));
+        assert_eq!(Ticket::new("a", p, -1, 1, 1), Err(TicketError::Radius(-1)));
+        assert_eq!(Ticket::new("a", p, 1, 0, 1), Err(TicketError::Ticks(0)));
+        assert_eq!(
+            Ticket::new("a", p, 1, 1 << 31, 1),
+            Err(TicketError::Ticks(1 << 31))
+        );
+        assert!(Ticket::new("a", p, 64, (1 << 31) - 1, 1).is_ok());
+    }
+
+    #[test]
+    fn the_1025th_ticket_is_refused_but_a_replacement_is_not() {
+        let mut t = Tickets::default();
+        let ticket = Ticket::new("x", at(0.0, 0.0), 0, 10, 1).unwrap();
+        for i in 0..MAX_TICKETS {
+            t.request(&format!("t{i:04}"), ticket, 0).unwrap();
+        }
+        assert_eq!(t.request("one more", ticket, 0), Err(TicketError::Full));
+        assert_eq!(t.request("t0000", ticket, 0), Ok(()));
+        assert_eq!(t.len(), MAX_TICKETS);
+    }
+
+    #[test]
+    fn a_spent_request_only_removes_its_id_and_expiry_is_at_the_end_of_the_last_tick() {
+        let mut t = Tickets::default();
+        t.request("a", Ticket::new("a", at(0.0, 0.0), 0, 3, 1).unwrap(), 0)
+            .unwrap();
+        t.request("a", Ticket::new("a", at(0.0, 0.0), 0, 2, 1).unwrap(), 5)
+            .unwrap();
+        assert!(
+            t.is_empty(),
+            "ticks 1..=2 are spent at tick 5: the request removes `a`"
+        );
+        t.request("b", Ticket::new("b", at(0.0, 0.0), 0, 2, 3).unwrap(), 2)
+            .unwrap();
+        assert!(!t.expire(3));
+        assert!(t.expire(4));
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn tickets_are_listed_in_code_point_order() {
+        let mut t = Tickets::default();
+        for id in ["é", "z", "B", "a"] {
+            t.request(id, Ticket::new(id, at(0.0, 0.0), 0, 5, 1).unwrap(), 0)
+                .unwrap();
+        }
+        let ids: Vec<&str> = t.iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, ["B", "a", "z", "é"]);
+    }
+}
