@@ -993,7 +993,8 @@ fn a_save_whose_mod_states_do_not_fit_the_game_is_refused_and_changes_nothing() 
     g.save(&path).unwrap();
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(saved["mods"][0]["mod"], "stateful");
-    let mutations: [(&str, fn(&mut Value)); 4] = [
+    type Mutation = (&'static str, fn(&mut Value));
+    let mutations: [Mutation; 4] = [
         ("mods", |v| v["mods"][0]["mod"] = json!("other")),
         ("mods[0].random[1]", |v| {
             v["mods"][0]["random"][1] = json!("xyz")

@@ -566,10 +566,8 @@ impl Inputs {
                     }
                     despawned.remove(entity.id.as_str());
                 }
-                Action::Despawn { entity } => {
-                    if alive.remove(entity.as_str()).is_some() {
-                        despawned.insert(entity.as_str(), l.line);
-                    }
+                Action::Despawn { entity } if alive.remove(entity.as_str()).is_some() => {
+                    despawned.insert(entity.as_str(), l.line);
                 }
                 _ => {}
             }
