@@ -38,6 +38,19 @@ pub enum GameError {
     /// A streaming request was refused (e.g. a ticket out of range), or the kit is missing.
     #[error("{0}")]
     Streaming(String),
+    /// A value out of its range (`Game::set_radius(65)`).
+    #[error(transparent)]
+    Value(#[from] crate::json::ValueError),
+    /// An input was refused by the world: an entity that does not exist, an id that exists, a
+    /// ride that would close a loop.
+    #[error(transparent)]
+    Entity(#[from] crate::host::EntityError),
+    /// An input was refused by the engine (a scene that does not exist).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// An input's value is wrong (e.g. `player.moved` far out of range), at a JSON path.
+    #[error("{0}")]
+    Invalid(Problem),
     /// `run_until_ready` ran out of ticks.
     #[error("{entity} was not ready after {ticks} ticks")]
     NotReady {
@@ -54,6 +67,9 @@ impl From<FileError> for GameError {
     }
 }
 
+/// The mod id the game's own setters ([`Game::set_radius`] …) act as.
+pub const GAME_MOD_ID: &str = "game";
+
 /// A running game.
 pub struct Game {
     engine: Engine,
@@ -61,6 +77,9 @@ pub struct Game {
     log: Log,
     /// What a save holds of each Lua mod, in mod order.
     lua_mods: Vec<mods::lua::LuaModState>,
+    /// The scene's seed (Lua mods' `math.random`) and how many mods are installed.
+    seed: u64,
+    mod_count: usize,
 }
 
 impl Game {
@@ -154,6 +173,8 @@ impl Game {
             streaming,
             log,
             lua_mods,
+            seed: scene.seed,
+            mod_count: scene.mods.len(),
         })
     }
 
@@ -194,34 +215,36 @@ impl Game {
     }
 
     /// Applies one input, stamped with its tick; `save`/`load` paths are relative to the
-    /// current directory. Errors say what went wrong (the caller adds the file and line).
-    pub fn apply(&mut self, input: &InputLine) -> Result<(), String> {
+    /// current directory. A refused input is a typed error ([`GameError::Entity`],
+    /// [`GameError::Engine`], [`GameError::Invalid`], [`GameError::Streaming`],
+    /// [`GameError::Files`] for a save or load); the run loop adds the file and line.
+    pub fn apply(&mut self, input: &InputLine) -> Result<(), GameError> {
         self.apply_in(input, &Inputs::default())
     }
 
     /// Applies one input of `inputs`: its `save`/`load` paths resolved with
     /// [`Inputs::resolve`] (relative to the inputs file's directory when it was read from a
     /// file).
-    pub fn apply_in(&mut self, input: &InputLine, inputs: &Inputs) -> Result<(), String> {
+    pub fn apply_in(&mut self, input: &InputLine, inputs: &Inputs) -> Result<(), GameError> {
         let stamp = input.tick;
         let streaming = self.streaming.clone();
         match &input.action {
-            Action::Save { path } => {
-                return self.save(&inputs.resolve(path)).map_err(|e| e.to_string())
-            }
-            Action::Load { path } => {
-                return self.load(&inputs.resolve(path)).map_err(|e| e.to_string())
-            }
+            Action::Save { path } => return Ok(self.save(&inputs.resolve(path))?),
+            Action::Load { path } => return Ok(self.load(&inputs.resolve(path))?),
             _ => {}
         }
-        self.engine.input(stamp, |e| -> Result<(), String> {
-            let w = |r: Result<(), crate::host::EntityError>| r.map_err(|e| e.to_string());
+        let needs = |what: &str| {
+            streaming
+                .clone()
+                .ok_or_else(|| GameError::Streaming(format!("{what} needs the {STREAMING} kit")))
+        };
+        self.engine.input(stamp, |e| -> Result<(), GameError> {
             match &input.action {
-                Action::Move { entity, to } => w(e.world_mut().move_to(entity, *to)),
+                Action::Move { entity, to } => e.world_mut().move_to(entity, *to)?,
                 Action::PlayerMoved { at } => {
                     at.position()
                         .check()
-                        .map_err(|p| p.under("at").to_string())?;
+                        .map_err(|p| GameError::Invalid(p.under("at")))?;
                     let mut data = Map::new();
                     data.insert("x".into(), number(at.x));
                     if let Some(y) = at.y {
@@ -229,49 +252,86 @@ impl Game {
                     }
                     data.insert("z".into(), number(at.z));
                     e.emit(PLAYER_MOVED, Value::Object(data));
-                    Ok(())
                 }
-                Action::Spawn { entity } => w(e.world_mut().spawn(entity.clone())),
-                Action::Despawn { entity } => w(e.world_mut().despawn(entity).map(drop)),
-                Action::Tag { entity, tag } => w(e.world_mut().tag(entity, tag)),
-                Action::Untag { entity, tag } => w(e.world_mut().untag(entity, tag)),
-                Action::Ride { entity, vehicle } => w(e.world_mut().ride(entity, vehicle)),
-                Action::Dismount { entity } => w(e.world_mut().dismount(entity)),
-                Action::Control { entity } => w(e.world_mut().set_control(entity.clone())),
-                Action::Leave {} => {
-                    e.leave();
-                    Ok(())
-                }
-                Action::Enter { scene } => e.enter(scene).map_err(|e| e.to_string()),
+                Action::Spawn { entity } => e.world_mut().spawn(entity.clone())?,
+                Action::Despawn { entity } => e.world_mut().despawn(entity).map(drop)?,
+                Action::Tag { entity, tag } => e.world_mut().tag(entity, tag)?,
+                Action::Untag { entity, tag } => e.world_mut().untag(entity, tag)?,
+                Action::Ride { entity, vehicle } => e.world_mut().ride(entity, vehicle)?,
+                Action::Dismount { entity } => e.world_mut().dismount(entity)?,
+                Action::Control { entity } => e.world_mut().set_control(entity.clone())?,
+                Action::Leave {} => e.leave(),
+                Action::Enter { scene } => e.enter(scene)?,
                 Action::Release { x, z } => {
-                    let s = streaming
-                        .as_ref()
-                        .ok_or(format!("release needs the {STREAMING} kit"))?;
-                    s.release(crate::grid::ChunkPos::new(*x, *z));
-                    Ok(())
+                    needs("release")?.release(crate::grid::ChunkPos::new(*x, *z));
                 }
                 Action::Request {
                     id,
                     at,
                     radius,
                     ticks,
-                } => {
-                    let s = streaming
-                        .as_ref()
-                        .ok_or(format!("request needs the {STREAMING} kit"))?;
-                    s.request(id, *at, i64::from(radius.0), ticks.0 as i64, Some(stamp))
-                        .map_err(|e| e.to_string())
-                }
+                } => needs("request")?
+                    .request(
+                        id,
+                        *at,
+                        i64::from(radius.get()),
+                        ticks.get() as i64,
+                        Some(stamp),
+                    )
+                    .map_err(|e| GameError::Streaming(e.to_string()))?,
                 Action::Drop { ticket } => {
-                    let s = streaming
-                        .as_ref()
-                        .ok_or(format!("drop needs the {STREAMING} kit"))?;
-                    s.drop_ticket(ticket);
-                    Ok(())
+                    needs("drop")?.drop_ticket(ticket);
                 }
                 Action::Save { .. } | Action::Load { .. } => unreachable!("handled above"),
             }
+            Ok(())
         })
+    }
+
+    /// Adds a mod after the scene's (last in mod order), as if the scene listed it: `name`
+    /// ends in `.json` or `.lua` and names it in messages (a Lua mod's id is its stem); it uses
+    /// the game's mod log and seed (`math.random` seeded with the scene's `seed` plus its
+    /// position). A JSON `set` applies from the next tick. Every problem is an error and
+    /// nothing is added. A save made before the mod was added holds no state for it, so it does
+    /// not load into this game (the Lua mods must be the same).
+    pub fn add_mod(&mut self, name: &str, source: &str) -> Result<(), GameError> {
+        let file = mods::parse_mod(source.to_owned(), Path::new(name)).map_err(GameError::Files)?;
+        let added = mods::install_from(
+            vec![file],
+            self.mod_count,
+            &mut self.engine,
+            self.seed,
+            &self.log,
+        )
+        .map_err(GameError::Files)?;
+        self.mod_count += 1;
+        self.lua_mods.extend(added);
+        Ok(())
+    }
+
+    /// Sets the radius from the next tick, at the level of mod overrides (over the scene layer
+    /// and the config; a later mod or setter wins); saved with the game. `Radius::new` checks it.
+    pub fn set_radius(&mut self, radius: u32) -> Result<(), GameError> {
+        let radius = crate::kits::streaming::Radius::new(radius)?;
+        self.require_streaming()?
+            .set_radius(&crate::host::ModId::new(GAME_MOD_ID), radius);
+        Ok(())
+    }
+
+    /// Sets the load budget (`max(1, floor(budget_ms))` loads per tick) from the next tick, like
+    /// [`Game::set_radius`].
+    pub fn set_budget_ms(&mut self, budget_ms: f64) -> Result<(), GameError> {
+        let budget = crate::kits::streaming::BudgetMs::new(budget_ms)?;
+        self.require_streaming()?
+            .set_budget_ms(&crate::host::ModId::new(GAME_MOD_ID), budget);
+        Ok(())
+    }
+
+    /// Forgets every override set by mods or by [`Game::set_radius`] and the other setters:
+    /// the scene layer and the kit config are in force again from the next tick.
+    pub fn clear_overrides(&mut self) -> Result<(), GameError> {
+        self.require_streaming()?.clear_overrides();
+        Ok(())
     }
 
     /// Requests (or replaces) preload ticket `id` from the next tick: a focus at `at` with its
@@ -353,10 +413,10 @@ impl Game {
             }
             next += 1;
             self.apply_in(&line.input, inputs)
-                .map_err(|message| GameError::Input {
+                .map_err(|e| GameError::Input {
                     file: inputs.file.clone(),
                     line: line.line,
-                    message,
+                    message: e.to_string(),
                 })?;
         }
         Ok(next)

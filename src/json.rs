@@ -137,6 +137,21 @@ fn plain(path: String, message: &str, found: Option<&Value>) -> (String, String)
     (path, message.to_owned())
 }
 
+/// A value built in Rust that is out of its range (`Radius::new(65)`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// The value is not one the type accepts.
+    #[error("{name}: expected {expected}, got {got}")]
+    OutOfRange {
+        /// The type, e.g. `Radius`.
+        name: &'static str,
+        /// What it accepts, e.g. `an integer 0..=64`.
+        expected: &'static str,
+        /// The value given.
+        got: String,
+    },
+}
+
 /// A short rendering of a JSON value for "got …" in messages (long values are cut).
 pub fn describe(value: &Value) -> String {
     let s = value.to_string();
@@ -154,9 +169,12 @@ pub fn describe(value: &Value) -> String {
 macro_rules! checked_number {
     ($(#[$m:meta])* $name:ident($inner:ty), $expected:literal, $check:expr, $schema:tt) => {
         $(#[$m])*
+        ///
+        /// Built only checked: [`Self::new`] (or from a file), so a value out of range cannot
+        /// exist; [`Self::get`] reads it.
         #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, serde::Serialize)]
         #[serde(transparent)]
-        pub struct $name(pub $inner);
+        pub struct $name($inner);
 
         impl $name {
             /// Checks `v`, or says what was expected.
@@ -165,6 +183,25 @@ macro_rules! checked_number {
                 check(v).map($name).ok_or_else(|| {
                     format!("expected {}, got {}", $expected, $crate::json::describe(v))
                 })
+            }
+
+            /// `v`, checked: an error saying what was expected when it is out of range.
+            pub fn new(v: $inner) -> Result<Self, $crate::json::ValueError> {
+                let json = serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
+                let check: fn(&serde_json::Value) -> Option<$inner> = $check;
+                match check(&json) {
+                    Some(_) => Ok($name(v)),
+                    None => Err($crate::json::ValueError::OutOfRange {
+                        name: stringify!($name),
+                        expected: $expected,
+                        got: format!("{v:?}"),
+                    }),
+                }
+            }
+
+            /// The value.
+            pub fn get(self) -> $inner {
+                self.0
             }
         }
 

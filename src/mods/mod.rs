@@ -130,6 +130,19 @@ pub fn install(
     seed: u64,
     log: &Log,
 ) -> Result<Vec<lua::LuaModState>, Vec<FileError>> {
+    install_from(mods, 0, engine, seed, log)
+}
+
+/// [`install`] for mods that come after `first` others in mod order (their handlers are asked
+/// after those already registered; a Lua mod's `math.random` is seeded with `seed` plus its
+/// position in mod order).
+pub fn install_from(
+    mods: Vec<ModFile>,
+    first: usize,
+    engine: &mut Engine,
+    seed: u64,
+    log: &Log,
+) -> Result<Vec<lua::LuaModState>, Vec<FileError>> {
     let streaming: Option<Rc<dyn StreamingService>> = engine.service(STREAMING);
     let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
     let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
@@ -180,7 +193,7 @@ pub fn install(
                 let setup = lua::LuaSetup {
                     file: &name,
                     id: m.id.clone(),
-                    seed: seed.wrapping_add(index as u64),
+                    seed: seed.wrapping_add((first + index) as u64),
                     streaming: streaming.clone(),
                     hooks: &declared,
                     log: log.clone(),
@@ -213,7 +226,8 @@ pub fn install(
         return Err(errors);
     }
     for (by, message) in failures {
-        engine.input(0, |e| {
+        let stamp = engine.tick_count();
+        engine.input(stamp, |e| {
             e.emit(
                 MOD_ERROR,
                 json!({ "mod": by.as_str(), "hook": LOAD_HOOK, "message": message }),

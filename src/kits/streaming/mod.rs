@@ -37,7 +37,8 @@ pub use config::{
 pub use foci::{Ticket, TicketError};
 pub use plan::{FocusView, Held, RefusalKind, Residency};
 pub use service::{
-    BuilderId, ChunkCallback, ChunkSubscription, Refusal, StreamingService, TicketInfo,
+    BuilderId, ChunkCallback, ChunkCtx, ChunkSubscription, ChunkWorldCallback, Refusal,
+    StreamingService, TicketInfo,
 };
 pub use state::SaveSection;
 use state::{Handle, State};
@@ -293,7 +294,12 @@ impl StreamingKit {
             }
             st.dormancy.chunk_changed(chunk, loaded, ctx.world);
         }
-        state::notify(&self.state, chunk, loaded);
+        let mut chunk_ctx = ChunkCtx {
+            tick: ctx.tick,
+            world: ctx.world,
+            events: ctx.events,
+        };
+        state::notify(&self.state, &mut chunk_ctx, chunk, loaded);
         ctx.events.emit(
             if loaded { CHUNK_LOADED } else { CHUNK_UNLOADED },
             chunk_data(chunk),
@@ -358,7 +364,7 @@ impl Kit for StreamingKit {
                     service: GROUND.into(),
                 })?;
         let mut st = self.state.borrow_mut();
-        let grid = Grid::new(st.config.chunk_size.0);
+        let grid = Grid::new(st.config.chunk_size.get());
         st.residency = Residency::new(grid, ground.bounds());
         Ok(())
     }
@@ -551,11 +557,16 @@ impl Kit for StreamingKit {
     /// difference between the loaded set before and after the load, releases first, then loads,
     /// each in row order, with [`StreamingService::restoring`] true (Lua: a third argument
     /// `restored`). No event is emitted and no hook is asked.
-    fn after_load(&mut self, _ctx: &mut Ctx<'_>) {
+    fn after_load(&mut self, ctx: &mut Ctx<'_>) {
         let changes = std::mem::take(&mut self.restored);
         self.state.borrow().restoring.set(true);
+        let mut chunk_ctx = ChunkCtx {
+            tick: ctx.tick,
+            world: ctx.world,
+            events: ctx.events,
+        };
         for (chunk, loaded) in changes {
-            state::notify(&self.state, chunk, loaded);
+            state::notify(&self.state, &mut chunk_ctx, chunk, loaded);
         }
         self.state.borrow().restoring.set(false);
     }

@@ -511,7 +511,7 @@ fn streaming_functions(
         "setMaxLoaded",
         Box::new(move |lua, s, args| {
             let cap = match arg(&args, 0) {
-                Value::Nil => MaxLoaded(None),
+                Value::Nil => MaxLoaded::new(None).expect("null is always a cap"),
                 v => checked(&v, MaxLoaded::parse)?,
             };
             let max_loaded = Some(cap);
