@@ -104,14 +104,25 @@ impl Game {
         base_dir: &Path,
         catalog: &KitCatalog,
     ) -> Result<Game, GameError> {
-        let value = parse_json(text, file)?;
-        let scene = SceneFile::from_json(&value).map_err(|p| FileError::invalid(file, p))?;
-        Self::from_scene(&scene, file, base_dir, catalog)
+        // Straight into the typed scene: no JSON value tree (a 100 000-entity scene costs its
+        // typed size, see `examples/big_scene.rs`).
+        let scene: SceneFile = crate::files::parse_typed(text, file)?;
+        Self::build(scene, file, base_dir, catalog)
     }
 
     /// Builds a game from a parsed scene file. Every problem is checked before anything runs.
     pub fn from_scene(
         scene: &SceneFile,
+        file: &str,
+        base_dir: &Path,
+        catalog: &KitCatalog,
+    ) -> Result<Game, GameError> {
+        Self::build(scene.clone(), file, base_dir, catalog)
+    }
+
+    /// [`Game::from_scene`], taking the scene (its entities move into the world).
+    fn build(
+        mut scene: SceneFile,
         file: &str,
         base_dir: &Path,
         catalog: &KitCatalog,
@@ -158,7 +169,7 @@ impl Game {
         let log = Log::default();
         let lua_mods =
             mods::install(mod_files, &mut engine, scene.seed, &log).map_err(GameError::Files)?;
-        let entities = scene.entities.clone();
+        let entities = std::mem::take(&mut scene.entities);
         let control = scene.control.clone();
         let world = crate::host::World::restore(entities, control)
             .map_err(|(i, e)| invalid(Problem::new(format!("entities[{i}]"), e.to_string())))?;

@@ -53,6 +53,23 @@ pub fn from_value<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T,
     })
 }
 
+/// A problem from a serde error at `path` (as serde_path_to_error prints it), with the value
+/// found there when known, in the words of the file formats.
+pub fn problem_at(path: &str, message: &str, found: Option<&Value>) -> Problem {
+    let path = if path == "." {
+        String::new()
+    } else {
+        path.to_owned()
+    };
+    let (path, message) = plain(path, message, found);
+    Problem::new(path, message)
+}
+
+/// The value at `path` inside `root` (a path as serde_path_to_error prints it).
+pub fn value_at<'a>(root: &'a Value, path: &serde_path_to_error::Path) -> Option<&'a Value> {
+    at_path(root, path)
+}
+
 /// The value at `path` inside `root`, as far as the path can be followed.
 fn at_path<'a>(root: &'a Value, path: &serde_path_to_error::Path) -> Option<&'a Value> {
     use serde_path_to_error::Segment;

@@ -183,7 +183,7 @@ fn forest() -> (Game, Rc<RefCell<Vec<String>>>) {
             let result = if loaded {
                 let e = Entity {
                     id: EntityId::new(&id),
-                    tags: ["streamable".to_owned()].into(),
+                    tags: ["streamable"].into(),
                     position: Position::new((c.x * 32 + 16) as f64, (c.z * 32 + 16) as f64),
                     rides: None,
                 };

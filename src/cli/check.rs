@@ -6,10 +6,12 @@
 use std::path::Path;
 
 use anyhow::bail;
+use indexmap::IndexMap;
+use serde::de::IgnoredAny;
 use serde_json::json;
 use world_streaming::files::inputs::Inputs;
 use world_streaming::files::scene::SceneFile;
-use world_streaming::files::{display_name, parse_json, read_text, FileError};
+use world_streaming::files::{display_name, parse_json, parse_typed, read_text, FileError};
 use world_streaming::game::{Game, GameError};
 use world_streaming::kits::builtin_catalog;
 
@@ -88,18 +90,31 @@ fn check_file(
         }
         _ => {
             let text = read_text(path).map_err(|e| vec![e.to_string()])?;
-            let value = parse_json(&text, &file).map_err(|e| vec![e.to_string()])?;
-            let obj = value.as_object();
-            let has = |k: &str| obj.is_some_and(|o| o.contains_key(k));
-            if has("format") && value["format"] == world_streaming::files::save::SAVE_FORMAT {
+            // The kind from the top-level keys alone (no value tree: a scene may be large).
+            let keys: IndexMap<String, IgnoredAny> = match serde_json::from_str(&text) {
+                Ok(keys) => keys,
+                Err(_) => {
+                    // Not an object of keys: the parser says why, with line and column.
+                    let value = parse_json(&text, &file).map_err(|e| vec![e.to_string()])?;
+                    return Err(vec![format!(
+                        "{file}: expected a scene, a JSON mod or a save (a JSON object), got {}",
+                        world_streaming::json::describe(&value)
+                    )]);
+                }
+            };
+            let has = |k: &str| keys.contains_key(k);
+            if has("format") {
+                let value = parse_json(&text, &file).map_err(|e| vec![e.to_string()])?;
                 world_streaming::files::save::check(&value)
                     .map(|_| ("save", None))
                     .map_err(|p| vec![FileError::invalid(&file, p).to_string()])
             } else if has("kits") {
-                Game::from_scene_file(path).map_err(game_errors)?;
-                let parsed = SceneFile::from_json(&value).ok();
-                Ok(("scene", parsed))
-            } else if value.is_array() || has("id") || has("hook") || has("set") {
+                let scene: SceneFile =
+                    parse_typed(&text, &file).map_err(|e| vec![e.to_string()])?;
+                let base = path.parent().unwrap_or(Path::new("."));
+                Game::from_scene(&scene, &file, base, &builtin_catalog()).map_err(game_errors)?;
+                Ok(("scene", Some(scene)))
+            } else if has("id") || has("hook") || has("set") || has("rules") {
                 check_mod(path).map(|_| ("JSON mod", None))
             } else {
                 Err(vec![format!(

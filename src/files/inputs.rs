@@ -434,7 +434,7 @@ fn check_action(action: &Action) -> Result<(), Problem> {
     let names: Vec<(&str, &str)> = match action {
         Action::Spawn { entity } => {
             let mut v = vec![("entity.id", entity.id.as_str())];
-            v.extend(entity.tags.iter().map(|t| ("entity.tags", t.as_str())));
+            v.extend(entity.tags.iter().map(|t| ("entity.tags", t)));
             v.extend(entity.rides.iter().map(|r| ("entity.rides", r.as_str())));
             v
         }

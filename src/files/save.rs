@@ -147,7 +147,7 @@ pub fn parse(value: &Value) -> Result<(SaveDoc, World), Problem> {
     }
     for (i, e) in doc.entities.iter().enumerate() {
         let names = std::iter::once(("id", e.id.as_str()))
-            .chain(e.tags.iter().map(|t| ("tags", t.as_str())))
+            .chain(e.tags.iter().map(|t| ("tags", t)))
             .chain(e.rides.iter().map(|r| ("rides", r.as_str())));
         for (key, name) in names {
             check_name(name).map_err(|m| Problem::new(format!("entities[{i}].{key}"), m))?;

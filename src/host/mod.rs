@@ -12,7 +12,7 @@ mod services;
 mod variables;
 
 pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
-pub use entity::{Entity, EntityError, EntityId, World, PLAYER_TAG};
+pub use entity::{Entity, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
     chunk_data, Event, EventBus, EventData, Log, LogLine, ModErrors, CHUNK_LOADED, CHUNK_UNLOADED,
     MOD_ERROR, PLAYER_MOVED,
