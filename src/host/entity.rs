@@ -447,6 +447,9 @@ impl World {
         control: Option<EntityId>,
     ) -> Result<World, (usize, EntityError)> {
         let mut world = World::new();
+        world.entities.reserve_exact(entities.len());
+        world.seq.reserve(entities.len());
+        world.changed.reserve_exact(entities.len());
         let mut links = Vec::new();
         for (i, mut e) in entities.into_iter().enumerate() {
             if let Some(v) = e.rides.take() {
