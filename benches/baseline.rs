@@ -1,8 +1,9 @@
 //! The baseline the benchmarks compare against: the straightforward per-tick reconcile that the
 //! seed `chunk_streaming_server.txt` describes, as a kit with the same id, hooks, events and
-//! dormancy semantics as `world.streaming`. Every tick it rebuilds the wanted set, diffs it
-//! against the loaded set with hash sets, sorts the missing chunks by distance, and rescans every
-//! entity for dormancy. It is deliberately naive; `tests/baseline.rs` checks that it produces the
+//! dormancy semantics as `world.streaming`. Every tick it rebuilds one wanted set from every
+//! focus's square (the union of SPEC §11 with `focus: "players"`), diffs it against the loaded
+//! set with hash sets, sorts the missing chunks by their nearest focus, and rescans every entity
+//! for dormancy. No tickets and no cap. It is deliberately naive; `tests/baseline.rs` checks that it produces the
 //! same events as the real kit, so the comparison is fair.
 
 use std::collections::{HashMap, HashSet};
@@ -18,7 +19,9 @@ use world_streaming::host::{
 use world_streaming::json::from_value;
 use world_streaming::kits::builtin_catalog;
 use world_streaming::kits::ground::{GroundService, GROUND};
-use world_streaming::kits::streaming::{manifest, Overrides, StreamingConfig, STREAMING};
+use world_streaming::kits::streaming::{
+    manifest, FocusMode, Overrides, StreamingConfig, STREAMING,
+};
 
 #[derive(PartialEq)]
 enum Kind {
@@ -33,7 +36,7 @@ pub struct NaiveKit {
     grid: Grid,
     bounds: Option<Bounds>,
     active: bool,
-    focus: Option<Position>,
+    foci: Vec<Position>,
     last_moved: Option<Position>,
     loaded: HashSet<ChunkPos>,
     refusals: HashMap<ChunkPos, Kind>,
@@ -65,7 +68,7 @@ impl NaiveKit {
             layer: Overrides::default(),
             bounds: None,
             active: false,
-            focus: None,
+            foci: Vec::new(),
             last_moved: None,
             loaded: HashSet::new(),
             refusals: HashMap::new(),
@@ -121,7 +124,7 @@ impl Kit for NaiveKit {
     fn on_enter(&mut self, scene: &SceneDef, _: &mut Ctx<'_>) {
         self.active = true;
         self.layer = self.layers.get(&scene.id).copied().unwrap_or_default();
-        self.focus = scene.entry;
+        self.foci = scene.entry.into_iter().collect();
     }
 
     fn on_leave(&mut self, ctx: &mut Ctx<'_>) {
@@ -132,7 +135,7 @@ impl Kit for NaiveKit {
         }
         self.refusals.clear();
         self.active = false;
-        self.focus = None;
+        self.foci.clear();
         self.last_moved = None;
         self.dormancy(ctx);
     }
@@ -152,26 +155,33 @@ impl Kit for NaiveKit {
         let settings = self.config.settings(self.layer, Overrides::default());
         if self.active {
             let world = &*ctx.world;
-            self.focus = match world.player() {
-                Some(p) => Some(world.vehicle_of(p).unwrap_or(p).position),
-                None => self.last_moved.or(self.focus),
+            let focus_of = |e| world.vehicle_of(e).unwrap_or(e).position;
+            let anchors: Vec<Position> = match settings.focus {
+                FocusMode::Player => world.player().map(focus_of).into_iter().collect(),
+                FocusMode::Players => world.anchors().map(focus_of).collect(),
             };
+            if !anchors.is_empty() {
+                self.foci = anchors;
+            } else if let Some(m) = self.last_moved {
+                self.foci = vec![m];
+            }
         }
-        if let (true, Some(focus)) = (self.active, self.focus) {
-            let centre = self.grid.chunk_of(focus);
+        if self.active && !self.foci.is_empty() {
             let r = u64::from(settings.radius);
-            let wanted: HashSet<ChunkPos> = self
-                .grid
-                .square(centre, settings.radius, self.bounds.as_ref())
-                .collect();
+            let centres: Vec<ChunkPos> = self.foci.iter().map(|f| self.grid.chunk_of(*f)).collect();
+            let mut wanted: HashSet<ChunkPos> = HashSet::new();
+            for c in &centres {
+                wanted.extend(self.grid.square(*c, settings.radius, self.bounds.as_ref()));
+            }
+            let kept = |c: &ChunkPos| centres.iter().any(|f| c.ring_distance(*f) <= r + 1);
             self.refusals.retain(|c, k| match k {
                 Kind::Load => wanted.contains(c),
-                Kind::Unload => c.ring_distance(centre) > r + 1,
+                Kind::Unload => !kept(c),
             });
             let mut release: Vec<ChunkPos> = self
                 .loaded
                 .iter()
-                .filter(|c| c.ring_distance(centre) > r + 1 && !self.refusals.contains_key(c))
+                .filter(|c| !kept(c) && !self.refusals.contains_key(c))
                 .copied()
                 .collect();
             release.sort();
@@ -186,12 +196,21 @@ impl Kit for NaiveKit {
                     }
                 }
             }
+            let key = |c: &ChunkPos| {
+                self.foci
+                    .iter()
+                    .zip(&centres)
+                    .filter(|(_, f)| c.ring_distance(**f) <= r)
+                    .map(|(p, _)| self.grid.distance_sq(*p, *c))
+                    .min_by(f64::total_cmp)
+                    .unwrap_or(f64::INFINITY)
+            };
             let mut missing: Vec<ChunkPos> = wanted
                 .iter()
                 .filter(|c| !self.loaded.contains(c) && !self.refusals.contains_key(c))
                 .copied()
                 .collect();
-            missing.sort_by(|a, b| self.grid.nearest_first(focus, *a, *b));
+            missing.sort_by(|a, b| key(a).total_cmp(&key(b)).then(a.cmp(b)));
             for c in missing.iter().take(settings.loads_per_tick) {
                 match Self::ask(ctx, HOOK_CHUNK_LOAD, *c) {
                     None => {

@@ -5,7 +5,9 @@
 //! 16 / 64, everything loaded), `entities` (0 / 100 000 / 1 000 000 streamable entities), `drive`
 //! (30 m/s at 60 ticks/s, chunkSize 32, radius 8 / 32, budget 4, with and without mods),
 //! `teleport` (a 100-chunk jump at radius 32), `hooks` (one hook ask with 1 / 100 JSON mods and 1
-//! Lua mod).
+//! Lua mod), `anchors` (SPEC §11: 100 anchors standing still, 1 of 100 walking, against one
+//! player and against the baseline extended to the union; a drive under `maxLoaded` 10 000 that
+//! evicts on every load).
 
 #[path = "baseline.rs"]
 mod baseline;
@@ -266,11 +268,93 @@ fn hooks(c: &mut Criterion) {
     g.finish();
 }
 
+/// `n` anchors (`focus: "players"`) on a 10-wide grid 20 chunks apart, so their radius-8
+/// squares do not touch; the first one, `p0`, is the walker.
+fn build_anchors(imp: Impl, n: usize, radius: u32, budget: f64, cap: Option<u64>) -> Game {
+    let entities: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let (x, z) = (
+                (i % 10) as f64 * 640.0 + 16.0,
+                (i / 10) as f64 * 640.0 + 16.0,
+            );
+            json!({ "id": format!("p{i}"), "tags": ["player"], "position": { "x": x, "z": z } })
+        })
+        .collect();
+    let mut config =
+        json!({ "chunkSize": 32, "radius": radius, "budgetMs": budget, "focus": "players" });
+    if let Some(cap) = cap {
+        config["maxLoaded"] = json!(cap);
+    }
+    let scene = json!({
+        "kits": [ { "id": "world.ground" }, { "id": "world.streaming", "config": config } ],
+        "entities": entities,
+    });
+    Game::from_scene_text(
+        &scene.to_string(),
+        "bench",
+        std::path::Path::new("."),
+        &imp.catalog(),
+    )
+    .unwrap()
+}
+
+fn walk(game: &mut Game, who: &EntityId, x: &mut f64) {
+    *x += 0.5;
+    let tick = game.engine().tick_count() + 1;
+    let to = Position::new(*x, 16.0);
+    game.engine_mut()
+        .input(tick, |e| e.world_mut().move_to(who, to).unwrap());
+    game.tick();
+    game.engine_mut().take_events();
+}
+
+fn anchors(c: &mut Criterion) {
+    let mut g = c.benchmark_group("anchors");
+    g.measurement_time(Duration::from_secs(4));
+    let p0 = EntityId::new("p0");
+    for (imp, n) in [(Impl::Kit, 1), (Impl::Kit, 100), (Impl::Baseline, 100)] {
+        let mut game = build_anchors(imp, n, 8, 1e9, None);
+        fill(&mut game);
+        g.bench_function(
+            BenchmarkId::new(imp.name(), format!("steady, {n} anchors, radius 8")),
+            |b| b.iter(|| game.tick()),
+        );
+    }
+    for (imp, n) in [(Impl::Kit, 1), (Impl::Kit, 100), (Impl::Baseline, 100)] {
+        let mut game = build_anchors(imp, n, 8, 4.0, None);
+        fill(&mut game);
+        let mut x = 16.0;
+        g.bench_function(
+            BenchmarkId::new(imp.name(), format!("1 of {n} walking, radius 8")),
+            |b| b.iter(|| walk(&mut game, &p0, &mut x)),
+        );
+    }
+    // Radius 49 wants 99² = 9 801 chunks; with the ring of hysteresis a drive would hold
+    // 10 201: under a cap of 10 000 every load past the first ones evicts the least recently
+    // wanted chunk of the band.
+    for cap in [None, Some(10_000)] {
+        let mut game = build_anchors(Impl::Kit, 1, 49, 4.0, cap);
+        fill(&mut game);
+        let mut x = 16.0;
+        for _ in 0..256 {
+            walk(&mut game, &p0, &mut x); // past a few borders: the band is full
+        }
+        let label = match cap {
+            None => "drive, radius 49, no cap".to_owned(),
+            Some(c) => format!("drive, radius 49, maxLoaded {c}"),
+        };
+        g.bench_function(BenchmarkId::new("kit", label), |b| {
+            b.iter(|| walk(&mut game, &p0, &mut x))
+        });
+    }
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
 }
 
-criterion_group! { name = benches; config = config(); targets = steady, entities, drive, teleport, hooks }
+criterion_group! { name = benches; config = config(); targets = steady, entities, drive, teleport, hooks, anchors }
 criterion_main!(benches);

@@ -183,7 +183,7 @@ fn the_demo_runs_without_arguments_and_shows_maps() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("map at tick 1"), "{text}");
     assert!(
-        text.contains("keep_home refused world.chunk.unload of (0,0): \"home\""),
+        text.contains("held refusal: (0, 0) world.chunk.unload by keep_home (\"home\")"),
         "{text}"
     );
 }

@@ -1,17 +1,19 @@
-//! The no-argument demo: a player drives a jeep across a bounded island with streamable props and
-//! the `keep_home` mod, and the tool prints what happens, tick by tick, with maps of the grid.
+//! The no-argument demo: three players in two vehicles split up across a valley and meet again;
+//! a teleport target is preloaded by a ticket before one of them jumps there; a resident cap
+//! evicts what the players left behind; the `keep_home` mod refuses to unload chunk (0,0). The
+//! tool prints what happens, tick by tick, with maps of the grid.
 
 use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 use world_streaming::files::inputs::Inputs;
 use world_streaming::game::Game;
 use world_streaming::grid::ChunkPos;
-use world_streaming::host::{Engine, CHUNK_LOADED, CHUNK_UNLOADED};
-use world_streaming::kits::streaming::StreamingService;
+use world_streaming::host::{Engine, CHUNK_LOADED, CHUNK_UNLOADED, MOD_ERROR};
+use world_streaming::kits::streaming::{StreamingService, CAPACITY, TICKET_READY};
 
-const SCENE: &str = include_str!("../../examples/scenes/demo.json");
+const SCENE: &str = include_str!("../../examples/scenes/party.json");
+const INPUTS: &str = include_str!("../../examples/scenes/party.inputs.jsonl");
 const KEEP_HOME: &str = include_str!("../../mods/keep_home.json");
 
 /// A progress bar on stderr for long runs, only when stderr is a terminal.
@@ -27,94 +29,58 @@ pub fn progress_bar(ticks: u64) -> Option<ProgressBar> {
     Some(bar)
 }
 
-/// The jeep's route: east to the island's edge, north, back west and home.
-fn route() -> Vec<serde_json::Value> {
-    let mut lines = Vec::new();
-    let waypoints = [
-        (16.0, 16.0),
-        (300.0, 16.0),
-        (300.0, 250.0),
-        (-200.0, 250.0),
-        (16.0, 16.0),
-    ];
-    let mut tick = 2u64;
-    for w in waypoints.windows(2) {
-        let ((x0, z0), (x1, z1)): ((f64, f64), (f64, f64)) = (w[0], w[1]);
-        let steps = ((x1 - x0).abs().max((z1 - z0).abs()) / 12.0).ceil() as u64;
-        for s in 1..=steps {
-            let t = s as f64 / steps as f64;
-            let to = json!({ "x": x0 + (x1 - x0) * t, "z": z0 + (z1 - z0) * t });
-            lines.push(json!({ "tick": tick, "do": "move", "entity": "jeep", "to": to }));
-            tick += 1;
-        }
-    }
-    lines
-}
-
 pub fn run() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let scenes = dir.path().join("examples/scenes");
     std::fs::create_dir_all(&scenes)?;
     std::fs::create_dir_all(dir.path().join("mods"))?;
-    std::fs::write(scenes.join("demo.json"), SCENE)?;
+    std::fs::write(scenes.join("party.json"), SCENE)?;
     std::fs::write(dir.path().join("mods/keep_home.json"), KEEP_HOME)?;
-    let mut game = Game::from_scene_file(&scenes.join("demo.json"))?;
-    let text: String = route().iter().map(|l| format!("{l}\n")).collect();
-    let inputs = Inputs::parse(&text, "demo route").map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    let target = inputs.last_tick() + 12;
+    let mut game = Game::from_scene_file(&scenes.join("party.json"))?;
+    let inputs = Inputs::parse(INPUTS, "examples/scenes/party.inputs.jsonl")
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let target = inputs.last_tick();
     let streaming = game.streaming().expect("the demo enables world.streaming");
 
-    println!("world-streaming demo: a jeep crosses a 20x20-chunk island (chunkSize 32, radius 2,");
-    println!("3 loads per tick). The mod keep_home refuses to unload chunk (0,0).\n");
-    let maps_at = [1, 8, 30, target];
+    println!("world-streaming demo (examples/scenes/party.json): ann and bo ride the jeep, cy the");
+    println!(
+        "boat (focus \"players\": one focus per player, chunkSize 32, radius 2, 4 loads a tick,"
+    );
+    println!(
+        "maxLoaded 60). They split up east and north, meet again, then ticket \"tp\" preloads"
+    );
+    println!(
+        "(-800, -800) and ann jumps there. The mod keep_home refuses to unload chunk (0,0).\n"
+    );
+    let maps_at = [1, 41, 81, 99, 100, target];
     let mut seen = 0;
-    let mut held = Vec::new();
     game.run_with(&inputs, target, |engine, _| {
         let events = &engine.events()[seen..];
         seen = engine.events().len();
         let tick = engine.tick_count();
-        let list = |name: &str| -> String {
-            events
-                .iter()
-                .filter(|e| e.event == name)
-                .map(|e| format!("({},{})", e.data["x"], e.data["z"]))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        let (loaded, released) = (list(CHUNK_LOADED), list(CHUNK_UNLOADED));
-        let refusals = streaming.refusals();
-        let refused: Vec<String> = refusals
-            .iter()
-            .filter(|r| !held.contains(*r))
-            .map(|r| {
-                format!(
-                    "{} refused {} of ({},{}): {:?}",
-                    r.by, r.hook, r.x, r.z, r.reason
-                )
-            })
-            .collect();
-        held = refusals;
-        if !loaded.is_empty()
-            || !released.is_empty()
-            || !refused.is_empty()
-            || maps_at.contains(&tick)
-        {
-            let mut line = format!("tick {tick:>3}");
-            if !loaded.is_empty() {
-                line += &format!("  loaded {loaded}");
+        let count = |name: &str| events.iter().filter(|e| e.event == name).count();
+        let mut notes = Vec::new();
+        for e in events {
+            match e.event.as_ref() {
+                TICKET_READY => notes.push(format!("ticket {} ready", e.data["id"])),
+                CAPACITY => notes.push(format!(
+                    "over capacity: {} wanted, cap {}",
+                    e.data["wanted"], e.data["cap"]
+                )),
+                MOD_ERROR => notes.push(format!("mod.error {}", e.data["message"])),
+                _ => {}
             }
-            if !released.is_empty() {
-                line += &format!("  released {released}");
-            }
-            line += &format!(
-                "  | {} live, {} pending",
+        }
+        let (loads, releases) = (count(CHUNK_LOADED), count(CHUNK_UNLOADED));
+        if loads + releases > 0 || !notes.is_empty() || maps_at.contains(&tick) {
+            println!(
+                "tick {tick:>3}  +{loads:<2} -{releases:<2} | {} live, {} pending, {} foci, progress {:.2}{}",
                 streaming.loaded().len(),
-                streaming.pending().len()
+                streaming.pending().len(),
+                streaming.foci().len(),
+                streaming.progress(),
+                notes.iter().map(|n| format!("  [{n}]")).collect::<String>(),
             );
-            for r in &refused {
-                line += &format!("\n          {r}");
-            }
-            println!("{line}");
         }
         if maps_at.contains(&tick) {
             println!("{}", map(engine, streaming.as_ref()));
@@ -137,36 +103,63 @@ pub fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// An ASCII map of the grid around the focus chunk: `@` focus, `#` loaded, `+` pending,
-/// `x` load refused, `H` kept by an unload refusal, `.` nothing, blank off the demo island
-/// (chunks -10..10 on both axes).
+/// An ASCII map of the grid around the foci: `A`, `B`, … the non-ticket foci in anchor order,
+/// `T` a ticket, `#` loaded, `+` pending, `x` load refused, `H` kept by an unload refusal, `.`
+/// nothing. It spans every focus (at most 41 chunks a side).
 pub fn map(engine: &Engine, s: &dyn StreamingService) -> String {
-    let Some(focus) = s.focus() else {
+    let foci = s.foci();
+    let Some(first) = foci.first() else {
         return "  (no focus)\n".into();
     };
-    let f = s.chunk_of(focus);
+    let tickets: Vec<ChunkPos> = s
+        .tickets()
+        .iter()
+        .map(|t| s.chunk_of(world_streaming::grid::Position::new(t.x, t.z)))
+        .collect();
+    let chunks: Vec<ChunkPos> = foci.iter().map(|f| s.chunk_of(*f)).collect();
+    // The foci in force end with the tickets that counted in the last tick's plan.
+    let tickets_in_force = tickets.len().min(foci.len() - 1);
+    let reach = i64::from(s.radius()) + 2;
+    let centre = s.chunk_of(*first);
+    let (mut x0, mut x1, mut z0, mut z1) = (centre.x, centre.x, centre.z, centre.z);
+    for c in &chunks {
+        (x0, x1) = (x0.min(c.x), x1.max(c.x));
+        (z0, z1) = (z0.min(c.z), z1.max(c.z));
+    }
+    // At most 41 chunks a side, around the middle of the foci.
+    let clamp = |lo: i64, hi: i64| {
+        let mid = lo + (hi - lo) / 2;
+        (lo.max(mid - 20), hi.min(mid + 20))
+    };
+    let (x0, x1) = clamp(x0 - reach, x1 + reach);
+    let (z0, z1) = clamp(z0 - reach, z1 + reach);
     let (loaded, pending, refusals) = (s.loaded(), s.pending(), s.refusals());
-    let reach = i64::from(s.radius()) + 3;
-    let mut out = format!("  map at tick {} around chunk {f}:\n", engine.tick_count());
-    for z in (f.z - reach..=f.z + reach).rev() {
+    let mut out = format!("  map at tick {}:\n", engine.tick_count());
+    for z in (z0..=z1).rev() {
         out.push_str("    ");
-        for x in f.x - reach..=f.x + reach {
+        for x in x0..=x1 {
             let c = ChunkPos::new(x, z);
             let refused = refusals.iter().find(|r| r.x == x && r.z == z);
+            let anchor = chunks
+                .iter()
+                .enumerate()
+                .find(|(i, f)| **f == c && *i < foci.len() - tickets_in_force)
+                .map(|(i, _)| (b'A' + (i % 26) as u8) as char);
             let ch = match () {
-                _ if c == f => '@',
+                _ if anchor.is_some() => anchor.unwrap_or('@'),
+                _ if tickets.contains(&c) => 'T',
                 _ if refused.is_some_and(|r| r.hook.ends_with("unload")) => 'H',
                 _ if refused.is_some() => 'x',
                 _ if loaded.contains(&c) => '#',
                 _ if pending.contains(&c) => '+',
-                _ if !(-10..10).contains(&x) || !(-10..10).contains(&z) => ' ',
                 _ => '.',
             };
             out.push(ch);
-            out.push(' ');
         }
         out.push('\n');
     }
-    out.push_str("    @ focus  # loaded  + pending  H kept by a refusal  x load refused\n");
+    out.push_str(
+        "    A B C… foci  T ticket  # loaded  + pending  H kept by a refusal  x load refused\n",
+    );
     out
 }

@@ -6,8 +6,11 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
 use crate::grid::Position;
-use crate::host::World;
+use crate::host::{EntityId, World, PLAYER_TAG};
 
 use super::config::{FocusMode, MAX_RADIUS};
 
@@ -170,6 +173,157 @@ pub fn anchor_foci(world: &World, mode: FocusMode, out: &mut Vec<Position>) {
     match mode {
         FocusMode::Player => out.extend(world.player().map(focus_of)),
         FocusMode::Players => out.extend(world.anchors().map(focus_of)),
+    }
+}
+
+/// What [`AnchorCache::refresh`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// No anchor changed.
+    Same,
+    /// The same anchors; those listed by [`AnchorCache::moved`] have new positions.
+    Moved,
+    /// The anchors were listed again.
+    Rebuilt,
+}
+
+/// An anchor as last listed.
+#[derive(Debug, Clone)]
+struct Anchor {
+    id: EntityId,
+    /// The `rides` link it had (its focus is that vehicle's position while it exists).
+    rides: Option<EntityId>,
+    /// Listed as the controlled character not tagged `player` (so: last).
+    by_control: bool,
+}
+
+/// The anchors of `focus: "players"`, kept between ticks: a tick in which no anchor (nor its
+/// vehicle) changed costs nothing, one in which one anchor moved costs that anchor. Anything
+/// that could change *which* entities are anchors, or their order, lists them again.
+#[derive(Debug, Clone, Default)]
+pub struct AnchorCache {
+    anchors: Vec<Anchor>,
+    /// Each anchor's focus (its vehicle's position, else its own), in anchor order.
+    positions: Vec<Position>,
+    /// Entity id (an anchor, or a vehicle one rides) → indices of the anchors it moves. Only
+    /// looked up, never iterated.
+    index: FxHashMap<EntityId, SmallVec<[u32; 2]>>,
+    control: Option<EntityId>,
+    listed: bool,
+    moved: Vec<u32>,
+}
+
+impl AnchorCache {
+    /// Forgets the list: the next refresh lists the anchors again.
+    pub fn invalidate(&mut self) {
+        self.listed = false;
+    }
+
+    /// Notes which anchors the changed entities move, or that the list must be rebuilt.
+    pub fn entities_changed(&mut self, changed: &[EntityId], world: &World) {
+        if !self.listed {
+            return;
+        }
+        for id in changed {
+            let Some(list) = self.index.get(id) else {
+                // Not an anchor nor a ridden vehicle: it matters only if it became an anchor.
+                if world.get(id).is_some_and(|e| e.has_tag(PLAYER_TAG))
+                    || world.control() == Some(id)
+                {
+                    self.listed = false;
+                    return;
+                }
+                continue;
+            };
+            for &i in list {
+                let a = &self.anchors[i as usize];
+                if a.id == *id {
+                    let same = world.get(id).is_some_and(|e| {
+                        e.rides == a.rides
+                            && if a.by_control {
+                                !e.has_tag(PLAYER_TAG) && world.control() == Some(id)
+                            } else {
+                                e.has_tag(PLAYER_TAG)
+                            }
+                    });
+                    if !same {
+                        self.listed = false;
+                        return;
+                    }
+                }
+                self.moved.push(i);
+            }
+            let is_anchor = list.iter().any(|&i| self.anchors[i as usize].id == *id);
+            if !is_anchor && world.get(id).is_some_and(|e| e.has_tag(PLAYER_TAG)) {
+                self.listed = false; // a vehicle that became a player
+                return;
+            }
+        }
+    }
+
+    /// Brings the positions up to date; lists the anchors again when needed.
+    pub fn refresh(&mut self, world: &World) -> Refresh {
+        if world.control() != self.control.as_ref() {
+            self.listed = false;
+        }
+        if !self.listed {
+            self.list(world);
+            return Refresh::Rebuilt;
+        }
+        if self.moved.is_empty() {
+            return Refresh::Same;
+        }
+        self.moved.sort_unstable();
+        self.moved.dedup();
+        for &i in &self.moved {
+            let a = &self.anchors[i as usize];
+            if let Some(e) = world.get(&a.id) {
+                self.positions[i as usize] = world.vehicle_of(e).unwrap_or(e).position;
+            }
+        }
+        Refresh::Moved
+    }
+
+    fn list(&mut self, world: &World) {
+        self.anchors.clear();
+        self.positions.clear();
+        self.index.clear();
+        self.moved.clear();
+        for (i, e) in world.anchors().enumerate() {
+            self.anchors.push(Anchor {
+                id: e.id.clone(),
+                rides: e.rides.clone(),
+                by_control: !e.has_tag(PLAYER_TAG),
+            });
+            self.positions
+                .push(world.vehicle_of(e).unwrap_or(e).position);
+            self.index.entry(e.id.clone()).or_default().push(i as u32);
+            if let Some(v) = &e.rides {
+                self.index.entry(v.clone()).or_default().push(i as u32);
+            }
+        }
+        self.control = world.control().cloned();
+        self.listed = true;
+    }
+
+    /// The anchors' foci, in anchor order.
+    pub fn positions(&self) -> &[Position] {
+        &self.positions
+    }
+
+    /// The anchors' ids, in anchor order.
+    pub fn ids(&self) -> impl Iterator<Item = &EntityId> {
+        self.anchors.iter().map(|a| &a.id)
+    }
+
+    /// The anchors whose position the last [`Refresh::Moved`] updated.
+    pub fn moved(&self) -> &[u32] {
+        &self.moved
+    }
+
+    /// Forgets [`AnchorCache::moved`] once applied.
+    pub fn clear_moved(&mut self) {
+        self.moved.clear();
     }
 }
 

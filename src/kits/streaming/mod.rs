@@ -34,6 +34,7 @@ pub use config::{
     BudgetMs, ChunkSize, FocusMode, MaxLoaded, MaxRefusals, Overrides, Radius, Settings,
     StreamingConfig,
 };
+use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
 pub use plan::{FocusView, Held, RefusalKind, Residency};
 pub use service::{
@@ -89,6 +90,10 @@ pub struct StreamingKit {
     /// Scratch for this tick's non-ticket foci and the foci in force.
     anchors: Vec<Position>,
     foci: Vec<FocusView>,
+    /// The anchors of `focus: "players"`, kept between ticks.
+    cache: AnchorCache,
+    /// The settings of the last tick (a change lists the foci again).
+    last_settings: Option<Settings>,
     /// What a load changed, for the subscribers (see [`Kit::after_load`] below).
     restored: Vec<(ChunkPos, bool)>,
 }
@@ -112,6 +117,8 @@ impl StreamingKit {
             batch: Vec::new(),
             anchors: Vec::new(),
             foci: Vec::new(),
+            cache: AnchorCache::default(),
+            last_settings: None,
             restored: Vec::new(),
         }
     }
@@ -145,48 +152,83 @@ impl StreamingKit {
     }
 
     /// Step 1 of the tick: the foci in force, in the order of SPEC §3 and §11, set on the
-    /// planner (which only recounts the squares that moved) and resolved.
+    /// planner (which only recounts the squares that moved) and resolved. With `"players"`,
+    /// anchors are kept between ticks: a tick in which nothing moved lists nothing, one in which
+    /// one anchor moved within its chunk moves that focus only.
     fn resolve_foci(&mut self, ctx: &mut Ctx<'_>) -> Settings {
-        let mut st = self.state.borrow_mut();
+        let state = self.state.clone();
+        let mut st = state.borrow_mut();
         let st = &mut *st;
         let settings = st.settings();
         st.now = ctx.tick;
+        let same_settings = self.last_settings == Some(settings);
+        if !same_settings {
+            self.cache.invalidate();
+            self.last_settings = Some(settings);
+        }
+        let players = st.active && settings.focus == FocusMode::Players;
+        let refresh = if players {
+            self.cache.refresh(ctx.world)
+        } else {
+            Refresh::Rebuilt
+        };
+        let quick =
+            players && !st.foci_dirty && same_settings && !self.cache.positions().is_empty();
+        let done = quick
+            && match refresh {
+                Refresh::Same => true,
+                Refresh::Moved => self.cache.moved().iter().all(|&i| {
+                    st.residency
+                        .move_focus(i as usize, self.cache.positions()[i as usize])
+                }),
+                Refresh::Rebuilt => false,
+            };
+        self.cache.clear_moved();
+        if !done {
+            self.list_foci(ctx, st, settings);
+        }
+        st.foci_dirty = false;
+        st.residency.resolve(ctx.tick, &mut self.due);
+        settings
+    }
+
+    /// The foci in force listed in full: the anchors (or the one focus), else the last
+    /// `player.moved`, else the previous foci; then the tickets counting in this tick.
+    fn list_foci(&mut self, ctx: &mut Ctx<'_>, st: &mut State, settings: Settings) {
         self.anchors.clear();
         self.foci.clear();
+        st.anchor_ids.clear();
         if st.active {
-            crate::kits::streaming::foci::anchor_foci(ctx.world, settings.focus, &mut self.anchors);
-            let from_entities = !self.anchors.is_empty();
-            if from_entities {
-                st.anchor_ids.clear();
-                match settings.focus {
-                    FocusMode::Player => st
-                        .anchor_ids
-                        .extend(ctx.world.player().map(|e| Some(e.id.clone()))),
-                    FocusMode::Players => st
-                        .anchor_ids
-                        .extend(ctx.world.anchors().map(|e| Some(e.id.clone()))),
+            match settings.focus {
+                FocusMode::Player => {
+                    if let Some(p) = ctx.world.player() {
+                        let v = ctx.world.vehicle_of(p).unwrap_or(p);
+                        self.anchors.push(v.position);
+                        st.anchor_ids.push(Some(p.id.clone()));
+                    }
                 }
-            } else {
+                FocusMode::Players => {
+                    self.anchors.extend_from_slice(self.cache.positions());
+                    st.anchor_ids
+                        .extend(self.cache.ids().map(|id| Some(id.clone())));
+                }
+            }
+            if self.anchors.is_empty() {
                 match st.last_moved {
                     Some(p) => self.anchors.push(p),
                     None => self.anchors.extend(st.previous_foci()),
                 }
-                st.anchor_ids.clear();
                 st.anchor_ids.resize(self.anchors.len(), None);
             }
             let radius = settings.radius;
             self.foci
                 .extend(self.anchors.iter().map(|&pos| FocusView { pos, radius }));
             st.ticket_foci(ctx.tick, &mut self.foci);
-        } else {
-            st.anchor_ids.clear();
         }
         st.anchor_foci = self.anchors.len();
         if !st.residency.foci().eq(self.foci.iter().copied()) {
             st.residency.set_foci(&self.foci);
         }
-        st.residency.resolve(ctx.tick, &mut self.due);
-        settings
     }
 
     /// An unload was cancelled: held, unless the mod already holds its share of refusals (then
@@ -370,7 +412,9 @@ impl Kit for StreamingKit {
     }
 
     fn on_enter(&mut self, scene: &SceneDef, _ctx: &mut Ctx<'_>) {
+        self.cache.invalidate();
         let mut st = self.state.borrow_mut();
+        st.foci_dirty = true;
         st.active = true;
         st.layer = st.layers.get(&scene.id).copied().unwrap_or_default();
         let radius = st.settings().radius;
@@ -394,7 +438,9 @@ impl Kit for StreamingKit {
         for chunk in loaded {
             self.announce(ctx, chunk, false);
         }
+        self.cache.invalidate();
         let mut st = self.state.borrow_mut();
+        st.foci_dirty = true;
         st.active = false;
         st.last_moved = None;
         st.layer = Overrides::default();
@@ -415,6 +461,7 @@ impl Kit for StreamingKit {
         }
         let coord = |k: &str| event.data.get(k).and_then(serde_json::Value::as_f64);
         if let (Some(x), Some(z)) = (coord("x"), coord("z")) {
+            st.foci_dirty = true;
             st.last_moved = Some(Position {
                 x,
                 y: coord("y").unwrap_or(0.0),
@@ -424,6 +471,7 @@ impl Kit for StreamingKit {
     }
 
     fn on_entities_changed(&mut self, changed: &[EntityId], ctx: &mut Ctx<'_>) {
+        self.cache.entities_changed(changed, ctx.world);
         let st = &mut *self.state.borrow_mut();
         let grid = *st.residency.grid();
         for id in changed {
@@ -493,6 +541,7 @@ impl Kit for StreamingKit {
             }
             // Tickets leave at the end of their last tick, before the variables.
             if st.tickets.expire(ctx.tick) {
+                st.foci_dirty = true;
                 self.foci.clear();
                 self.foci.extend(st.residency.foci().take(st.anchor_foci));
                 st.ticket_foci(ctx.tick, &mut self.foci);
@@ -531,6 +580,7 @@ impl Kit for StreamingKit {
             .and_then(|p| p.downcast::<state::Prepared>().ok())
             .expect("prepared by prepare_load");
         self.published = None;
+        self.cache.invalidate();
         let mut st = self.state.borrow_mut();
         let before: Vec<ChunkPos> = st.residency.loaded().collect();
         st.restore(*prepared, ctx.scene.map(|s| s.id.as_str()), ctx.tick);

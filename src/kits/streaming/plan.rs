@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use indexmap::IndexSet;
 use rustc_hash::{FxBuildHasher, FxHashMap};
+use smallvec::SmallVec;
 
 use crate::grid::{Bounds, ChunkPos, Grid, Position};
 /// Which hook a refusal answered.
@@ -105,15 +106,14 @@ impl Slot {
     fn keep(&self) -> Rect {
         Rect::around(self.centre, self.view.radius + 1)
     }
-    fn wants(&self, c: ChunkPos) -> bool {
-        c.ring_distance(self.centre) <= u64::from(self.view.radius)
-    }
 }
 
-/// How many foci want a chunk (ring `<= r`) and keep it (ring `<= r + 1`).
-#[derive(Debug, Clone, Copy, Default)]
+/// Which foci want a chunk (ring `<= r`, by index in the foci in force) and how many keep it
+/// (ring `<= r + 1`). The list makes the nearest-first key of a chunk cost the foci that want
+/// it, not every focus.
+#[derive(Debug, Clone, Default)]
 struct Cover {
-    want: u32,
+    wanted_by: SmallVec<[u32; 2]>,
     keep: u32,
 }
 
@@ -240,7 +240,9 @@ impl Residency {
 
     /// Whether some focus wants `chunk`.
     pub fn is_wanted(&self, chunk: ChunkPos) -> bool {
-        self.cover_of(chunk).want > 0
+        self.cover
+            .get(&chunk)
+            .is_some_and(|c| !c.wanted_by.is_empty())
     }
 
     /// The last tick `chunk` was wanted, for a loaded chunk (the last resolution's tick while it
@@ -253,8 +255,9 @@ impl Residency {
         }
     }
 
-    fn cover_of(&self, c: ChunkPos) -> Cover {
-        self.cover.get(&c).copied().unwrap_or_default()
+    /// How many foci keep `c` (ring `<= r + 1`).
+    fn keep_count(&self, c: ChunkPos) -> u32 {
+        self.cover.get(&c).map_or(0, |c| c.keep)
     }
 
     /// The nearest-first key of a wanted chunk: the least squared distance from a focus that
@@ -263,10 +266,13 @@ impl Residency {
         if let [only] = self.foci.as_slice() {
             return self.grid.distance_sq(only.view.pos, c);
         }
-        self.foci
+        let Some(cover) = self.cover.get(&c) else {
+            return f64::INFINITY;
+        };
+        cover
+            .wanted_by
             .iter()
-            .filter(|s| s.wants(c))
-            .map(|s| self.grid.distance_sq(s.view.pos, c))
+            .map(|&i| self.grid.distance_sq(self.foci[i as usize].view.pos, c))
             .min_by(f64::total_cmp)
             .unwrap_or(f64::INFINITY)
     }
@@ -276,6 +282,19 @@ impl Residency {
         let mut v: Vec<ChunkPos> = self.pending.iter().copied().collect();
         v.sort_by_cached_key(|c| (self.key(*c).to_bits(), *c));
         v
+    }
+
+    /// Moves focus `i` to `pos` when that keeps it in its chunk (nothing to recount); returns
+    /// whether it did.
+    pub fn move_focus(&mut self, i: usize, pos: Position) -> bool {
+        let centre = self.grid.chunk_of(pos);
+        match self.foci.get_mut(i) {
+            Some(slot) if slot.centre == centre => {
+                slot.view.pos = pos;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Replaces the foci in force. Only the squares that changed are counted again (index by
@@ -290,38 +309,46 @@ impl Residency {
             })
             .collect();
         let square = |s: &Slot| (s.centre, s.view.radius);
-        let changed: Vec<(Option<Slot>, Option<Slot>)> = (0..self.foci.len().max(new.len()))
-            .map(|i| (self.foci.get(i).copied(), new.get(i).copied()))
-            .filter(|(o, n)| o.as_ref().map(square) != n.as_ref().map(square))
+        let changed: Vec<(u32, Option<Slot>, Option<Slot>)> = (0..self.foci.len().max(new.len()))
+            .map(|i| (i as u32, self.foci.get(i).copied(), new.get(i).copied()))
+            .filter(|(_, o, n)| o.as_ref().map(square) != n.as_ref().map(square))
             .collect();
         self.foci = new;
         // Every gain before any loss, so a chunk crosses zero at most once per call.
-        for (old, new) in &changed {
+        for (i, old, new) in &changed {
             if let Some(n) = new {
                 n.want()
-                    .for_each_outside(old.map(|o| o.want()), |c| self.count(c, 1, 0));
+                    .for_each_outside(old.map(|o| o.want()), |c| self.count(c, Some(*i)));
                 n.keep()
-                    .for_each_outside(old.map(|o| o.keep()), |c| self.count(c, 0, 1));
+                    .for_each_outside(old.map(|o| o.keep()), |c| self.count(c, None));
             }
         }
-        for (old, new) in &changed {
+        for (i, old, new) in &changed {
             if let Some(o) = old {
                 o.want()
-                    .for_each_outside(new.map(|n| n.want()), |c| self.uncount(c, 1, 0));
+                    .for_each_outside(new.map(|n| n.want()), |c| self.uncount(c, Some(*i)));
                 o.keep()
-                    .for_each_outside(new.map(|n| n.keep()), |c| self.uncount(c, 0, 1));
+                    .for_each_outside(new.map(|n| n.keep()), |c| self.uncount(c, None));
             }
         }
     }
 
-    fn count(&mut self, c: ChunkPos, want: u32, keep: u32) {
+    /// Focus `wanted_by` now wants `c`, or (with `None`) one more focus keeps it.
+    fn count(&mut self, c: ChunkPos, wanted_by: Option<u32>) {
         if !self.grid.overlaps(c, self.bounds.as_ref()) {
             return;
         }
         let cover = self.cover.entry(c).or_default();
-        let (entered, kept) = (cover.want == 0 && want > 0, cover.keep == 0 && keep > 0);
-        cover.want += want;
-        cover.keep += keep;
+        let (entered, kept) = match wanted_by {
+            Some(i) => {
+                cover.wanted_by.push(i);
+                (cover.wanted_by.len() == 1, false)
+            }
+            None => {
+                cover.keep += 1;
+                (false, cover.keep == 1)
+            }
+        };
         if entered {
             self.enter(c);
         }
@@ -330,14 +357,24 @@ impl Residency {
         }
     }
 
-    fn uncount(&mut self, c: ChunkPos, want: u32, keep: u32) {
+    /// The reverse of [`Residency::count`].
+    fn uncount(&mut self, c: ChunkPos, wanted_by: Option<u32>) {
         let Some(cover) = self.cover.get_mut(&c) else {
             return; // outside the ground: never counted
         };
-        cover.want -= want;
-        cover.keep -= keep;
-        let (left, unkept) = (want > 0 && cover.want == 0, keep > 0 && cover.keep == 0);
-        if cover.want == 0 && cover.keep == 0 {
+        let (left, unkept) = match wanted_by {
+            Some(i) => {
+                if let Some(at) = cover.wanted_by.iter().position(|&w| w == i) {
+                    cover.wanted_by.swap_remove(at);
+                }
+                (cover.wanted_by.is_empty(), false)
+            }
+            None => {
+                cover.keep -= 1;
+                (false, cover.keep == 0)
+            }
+        };
+        if cover.wanted_by.is_empty() && cover.keep == 0 {
             self.cover.remove(&c);
         }
         if left {
@@ -425,17 +462,17 @@ impl Residency {
         }
         let mut waiting = Vec::new();
         while let Some(c) = self.recheck.pop_first() {
-            let cover = self.cover_of(c);
+            let (wanted, kept) = (self.is_wanted(c), self.keep_count(c) > 0);
             match self.refusal_kind(c) {
-                Some(RefusalKind::Load) if cover.want == 0 => {
+                Some(RefusalKind::Load) if !wanted => {
                     self.drop_refusal(c);
                 }
-                Some(RefusalKind::Unload) if cover.keep > 0 => {
+                Some(RefusalKind::Unload) if kept => {
                     self.drop_refusal(c);
                 }
                 _ => {}
             }
-            if self.loaded.contains(&c) && cover.keep == 0 && !self.refusals.contains_key(&c) {
+            if self.loaded.contains(&c) && !kept && !self.refusals.contains_key(&c) {
                 if self.foci.is_empty() {
                     waiting.push(c);
                 } else {
@@ -553,7 +590,7 @@ impl Residency {
                 if self.loaded.contains(&chunk) && !wanted {
                     self.evictable.remove(&(self.last_wanted(chunk), chunk));
                 }
-                if self.cover_of(chunk).keep > 0 {
+                if self.keep_count(chunk) > 0 {
                     // A refused eviction in the hysteresis band: the drop rule applies next tick.
                     self.recheck.insert(chunk);
                 }

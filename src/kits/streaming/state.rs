@@ -46,6 +46,9 @@ pub(crate) struct State {
     pub(crate) over_capacity: bool,
     /// Names of the kits readiness waits for, by builder index.
     pub(crate) builders: Vec<String>,
+    /// Something other than the anchors changed the foci (tickets, `player.moved`, a scene, a
+    /// load): the next tick lists them in full.
+    pub(crate) foci_dirty: bool,
     subscribers: Subscribers,
     /// Whether the subscribers are being told what a load changed.
     pub(crate) restoring: Cell<bool>,
@@ -68,6 +71,7 @@ impl State {
             now: 0,
             over_capacity: false,
             builders: Vec::new(),
+            foci_dirty: true,
             subscribers: Subscribers::default(),
             restoring: Cell::new(false),
         }
@@ -101,6 +105,7 @@ impl State {
         from: u64,
     ) -> Result<(), TicketError> {
         let ticket = Ticket::new(id, at, radius, ticks, from)?;
+        self.foci_dirty = true;
         self.tickets.request(id, ticket, self.now)
     }
 
@@ -383,6 +388,7 @@ impl State {
         self.anchor_foci = p.anchors;
         self.anchor_ids = vec![None; p.anchors];
         self.over_capacity = p.over_capacity;
+        self.foci_dirty = true;
         if p.version_1 {
             let radius = self.settings().radius;
             p.foci.iter_mut().for_each(|f| f.radius = radius);
@@ -620,7 +626,9 @@ impl StreamingService for Handle {
     }
 
     fn drop_ticket(&self, id: &str) -> bool {
-        self.0.borrow_mut().tickets.drop_ticket(id)
+        let mut st = self.0.borrow_mut();
+        st.foci_dirty = true;
+        st.tickets.drop_ticket(id)
     }
 
     fn tickets(&self) -> Vec<TicketInfo> {
