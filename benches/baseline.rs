@@ -62,7 +62,7 @@ impl NaiveKit {
             }
         }
         Ok(Box::new(NaiveKit {
-            grid: Grid::new(config.chunk_size.0),
+            grid: Grid::new(config.chunk_size.get()),
             config,
             layers,
             layer: Overrides::default(),

@@ -250,10 +250,7 @@ fn hooks(c: &mut Criterion) {
         for i in 0..n as i64 {
             rules.push(
                 ModId::new(&format!("m{i}")),
-                Match {
-                    x: Some(1000 + i),
-                    z: Some(i),
-                },
+                &[Match::chunk(1000 + i, i)],
                 "r".into(),
             );
         }

@@ -39,4 +39,14 @@ fn main() {
         v.count("physics.colliders.top"),
         v.count("world.terrain.waits"),
     );
+    // A kit reached back as its own type.
+    let colliders = game
+        .kit::<kits::collider::ColliderKit>()
+        .expect("enabled")
+        .live_chunks();
+    println!(
+        "colliders from {} to {}",
+        colliders.first().map_or("-".into(), ToString::to_string),
+        colliders.last().map_or("-".into(), ToString::to_string)
+    );
 }

@@ -517,7 +517,7 @@ pub unsafe extern "C" fn ws_game_apply(
                         input.tick - 1
                     )));
                 }
-                g.apply(&input).map_err(CapiError::Input)
+                g.apply(&input).map_err(|e| CapiError::Input(e.to_string()))
             })
         })
     }

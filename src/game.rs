@@ -38,6 +38,19 @@ pub enum GameError {
     /// A streaming request was refused (e.g. a ticket out of range), or the kit is missing.
     #[error("{0}")]
     Streaming(String),
+    /// A value out of its range (`Game::set_radius(65)`).
+    #[error(transparent)]
+    Value(#[from] crate::json::ValueError),
+    /// An input was refused by the world: an entity that does not exist, an id that exists, a
+    /// ride that would close a loop.
+    #[error(transparent)]
+    Entity(#[from] crate::host::EntityError),
+    /// An input was refused by the engine (a scene that does not exist).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// An input's value is wrong (e.g. `player.moved` far out of range), at a JSON path.
+    #[error("{0}")]
+    Invalid(Problem),
     /// `run_until_ready` ran out of ticks.
     #[error("{entity} was not ready after {ticks} ticks")]
     NotReady {
@@ -54,11 +67,19 @@ impl From<FileError> for GameError {
     }
 }
 
+/// The mod id the game's own setters ([`Game::set_radius`] …) act as.
+pub const GAME_MOD_ID: &str = "game";
+
 /// A running game.
 pub struct Game {
     engine: Engine,
     streaming: Option<Rc<dyn StreamingService>>,
     log: Log,
+    /// What a save holds of each Lua mod, in mod order.
+    lua_mods: Vec<mods::lua::LuaModState>,
+    /// The scene's seed (Lua mods' `math.random`) and how many mods are installed.
+    seed: u64,
+    mod_count: usize,
 }
 
 impl Game {
@@ -83,14 +104,25 @@ impl Game {
         base_dir: &Path,
         catalog: &KitCatalog,
     ) -> Result<Game, GameError> {
-        let value = parse_json(text, file)?;
-        let scene = SceneFile::from_json(&value).map_err(|p| FileError::invalid(file, p))?;
-        Self::from_scene(&scene, file, base_dir, catalog)
+        // Straight into the typed scene: no JSON value tree (a 100 000-entity scene costs its
+        // typed size, see `examples/big_scene.rs`).
+        let scene: SceneFile = crate::files::parse_typed(text, file)?;
+        Self::build(scene, file, base_dir, catalog)
     }
 
     /// Builds a game from a parsed scene file. Every problem is checked before anything runs.
     pub fn from_scene(
         scene: &SceneFile,
+        file: &str,
+        base_dir: &Path,
+        catalog: &KitCatalog,
+    ) -> Result<Game, GameError> {
+        Self::build(scene.clone(), file, base_dir, catalog)
+    }
+
+    /// [`Game::from_scene`], taking the scene (its entities move into the world).
+    fn build(
+        mut scene: SceneFile,
         file: &str,
         base_dir: &Path,
         catalog: &KitCatalog,
@@ -135,8 +167,9 @@ impl Game {
         }
         let mut engine = engine.take().expect("no errors");
         let log = Log::default();
-        mods::install(mod_files, &mut engine, scene.seed, &log).map_err(GameError::Files)?;
-        let entities = scene.entities.clone();
+        let lua_mods =
+            mods::install(mod_files, &mut engine, scene.seed, &log).map_err(GameError::Files)?;
+        let entities = std::mem::take(&mut scene.entities);
         let control = scene.control.clone();
         let world = crate::host::World::restore(entities, control)
             .map_err(|(i, e)| invalid(Problem::new(format!("entities[{i}]"), e.to_string())))?;
@@ -150,6 +183,9 @@ impl Game {
             engine,
             streaming,
             log,
+            lua_mods,
+            seed: scene.seed,
+            mod_count: scene.mods.len(),
         })
     }
 
@@ -161,6 +197,11 @@ impl Game {
     /// The engine, mutably (to run ticks or inputs by hand).
     pub fn engine_mut(&mut self) -> &mut Engine {
         &mut self.engine
+    }
+
+    /// The enabled kit of type `T` (see [`Engine::kit`]).
+    pub fn kit<T: crate::host::Kit>(&self) -> Option<&T> {
+        self.engine.kit()
     }
 
     /// The `world.streaming` service, if the scene enables the kit.
@@ -184,24 +225,37 @@ impl Game {
         self.engine.tick();
     }
 
-    /// Applies one input, stamped with its tick. Errors say what went wrong (the caller adds the
-    /// file and line).
-    pub fn apply(&mut self, input: &InputLine) -> Result<(), String> {
+    /// Applies one input, stamped with its tick; `save`/`load` paths are relative to the
+    /// current directory. A refused input is a typed error ([`GameError::Entity`],
+    /// [`GameError::Engine`], [`GameError::Invalid`], [`GameError::Streaming`],
+    /// [`GameError::Files`] for a save or load); the run loop adds the file and line.
+    pub fn apply(&mut self, input: &InputLine) -> Result<(), GameError> {
+        self.apply_in(input, &Inputs::default())
+    }
+
+    /// Applies one input of `inputs`: its `save`/`load` paths resolved with
+    /// [`Inputs::resolve`] (relative to the inputs file's directory when it was read from a
+    /// file).
+    pub fn apply_in(&mut self, input: &InputLine, inputs: &Inputs) -> Result<(), GameError> {
         let stamp = input.tick;
         let streaming = self.streaming.clone();
         match &input.action {
-            Action::Save { path } => return self.save(Path::new(path)).map_err(|e| e.to_string()),
-            Action::Load { path } => return self.load(Path::new(path)).map_err(|e| e.to_string()),
+            Action::Save { path } => return Ok(self.save(&inputs.resolve(path))?),
+            Action::Load { path } => return Ok(self.load(&inputs.resolve(path))?),
             _ => {}
         }
-        self.engine.input(stamp, |e| -> Result<(), String> {
-            let w = |r: Result<(), crate::host::EntityError>| r.map_err(|e| e.to_string());
+        let needs = |what: &str| {
+            streaming
+                .clone()
+                .ok_or_else(|| GameError::Streaming(format!("{what} needs the {STREAMING} kit")))
+        };
+        self.engine.input(stamp, |e| -> Result<(), GameError> {
             match &input.action {
-                Action::Move { entity, to } => w(e.world_mut().move_to(entity, *to)),
+                Action::Move { entity, to } => e.world_mut().move_to(entity, *to)?,
                 Action::PlayerMoved { at } => {
                     at.position()
                         .check()
-                        .map_err(|p| p.under("at").to_string())?;
+                        .map_err(|p| GameError::Invalid(p.under("at")))?;
                     let mut data = Map::new();
                     data.insert("x".into(), number(at.x));
                     if let Some(y) = at.y {
@@ -209,49 +263,86 @@ impl Game {
                     }
                     data.insert("z".into(), number(at.z));
                     e.emit(PLAYER_MOVED, Value::Object(data));
-                    Ok(())
                 }
-                Action::Spawn { entity } => w(e.world_mut().spawn(entity.clone())),
-                Action::Despawn { entity } => w(e.world_mut().despawn(entity).map(drop)),
-                Action::Tag { entity, tag } => w(e.world_mut().tag(entity, tag)),
-                Action::Untag { entity, tag } => w(e.world_mut().untag(entity, tag)),
-                Action::Ride { entity, vehicle } => w(e.world_mut().ride(entity, vehicle)),
-                Action::Dismount { entity } => w(e.world_mut().dismount(entity)),
-                Action::Control { entity } => w(e.world_mut().set_control(entity.clone())),
-                Action::Leave {} => {
-                    e.leave();
-                    Ok(())
-                }
-                Action::Enter { scene } => e.enter(scene).map_err(|e| e.to_string()),
+                Action::Spawn { entity } => e.world_mut().spawn(entity.clone())?,
+                Action::Despawn { entity } => e.world_mut().despawn(entity).map(drop)?,
+                Action::Tag { entity, tag } => e.world_mut().tag(entity, tag)?,
+                Action::Untag { entity, tag } => e.world_mut().untag(entity, tag)?,
+                Action::Ride { entity, vehicle } => e.world_mut().ride(entity, vehicle)?,
+                Action::Dismount { entity } => e.world_mut().dismount(entity)?,
+                Action::Control { entity } => e.world_mut().set_control(entity.clone())?,
+                Action::Leave {} => e.leave(),
+                Action::Enter { scene } => e.enter(scene)?,
                 Action::Release { x, z } => {
-                    let s = streaming
-                        .as_ref()
-                        .ok_or(format!("release needs the {STREAMING} kit"))?;
-                    s.release(crate::grid::ChunkPos::new(*x, *z));
-                    Ok(())
+                    needs("release")?.release(crate::grid::ChunkPos::new(*x, *z));
                 }
                 Action::Request {
                     id,
                     at,
                     radius,
                     ticks,
-                } => {
-                    let s = streaming
-                        .as_ref()
-                        .ok_or(format!("request needs the {STREAMING} kit"))?;
-                    s.request(id, *at, i64::from(radius.0), ticks.0 as i64, Some(stamp))
-                        .map_err(|e| e.to_string())
-                }
+                } => needs("request")?
+                    .request(
+                        id,
+                        *at,
+                        i64::from(radius.get()),
+                        ticks.get() as i64,
+                        Some(stamp),
+                    )
+                    .map_err(|e| GameError::Streaming(e.to_string()))?,
                 Action::Drop { ticket } => {
-                    let s = streaming
-                        .as_ref()
-                        .ok_or(format!("drop needs the {STREAMING} kit"))?;
-                    s.drop_ticket(ticket);
-                    Ok(())
+                    needs("drop")?.drop_ticket(ticket);
                 }
                 Action::Save { .. } | Action::Load { .. } => unreachable!("handled above"),
             }
+            Ok(())
         })
+    }
+
+    /// Adds a mod after the scene's (last in mod order), as if the scene listed it: `name`
+    /// ends in `.json` or `.lua` and names it in messages (a Lua mod's id is its stem); it uses
+    /// the game's mod log and seed (`math.random` seeded with the scene's `seed` plus its
+    /// position). A JSON `set` applies from the next tick. Every problem is an error and
+    /// nothing is added. A save made before the mod was added holds no state for it, so it does
+    /// not load into this game (the Lua mods must be the same).
+    pub fn add_mod(&mut self, name: &str, source: &str) -> Result<(), GameError> {
+        let file = mods::parse_mod(source.to_owned(), Path::new(name)).map_err(GameError::Files)?;
+        let added = mods::install_from(
+            vec![file],
+            self.mod_count,
+            &mut self.engine,
+            self.seed,
+            &self.log,
+        )
+        .map_err(GameError::Files)?;
+        self.mod_count += 1;
+        self.lua_mods.extend(added);
+        Ok(())
+    }
+
+    /// Sets the radius from the next tick, at the level of mod overrides (over the scene layer
+    /// and the config; a later mod or setter wins); saved with the game. `Radius::new` checks it.
+    pub fn set_radius(&mut self, radius: u32) -> Result<(), GameError> {
+        let radius = crate::kits::streaming::Radius::new(radius)?;
+        self.require_streaming()?
+            .set_radius(&crate::host::ModId::new(GAME_MOD_ID), radius);
+        Ok(())
+    }
+
+    /// Sets the load budget (`max(1, floor(budget_ms))` loads per tick) from the next tick, like
+    /// [`Game::set_radius`].
+    pub fn set_budget_ms(&mut self, budget_ms: f64) -> Result<(), GameError> {
+        let budget = crate::kits::streaming::BudgetMs::new(budget_ms)?;
+        self.require_streaming()?
+            .set_budget_ms(&crate::host::ModId::new(GAME_MOD_ID), budget);
+        Ok(())
+    }
+
+    /// Forgets every override set by mods or by [`Game::set_radius`] and the other setters:
+    /// the scene layer and the kit config are in force again from the next tick.
+    pub fn clear_overrides(&mut self) -> Result<(), GameError> {
+        self.require_streaming()?.clear_overrides();
+        Ok(())
     }
 
     /// Requests (or replaces) preload ticket `id` from the next tick: a focus at `at` with its
@@ -332,11 +423,11 @@ impl Game {
                 break;
             }
             next += 1;
-            self.apply(&line.input)
-                .map_err(|message| GameError::Input {
+            self.apply_in(&line.input, inputs)
+                .map_err(|e| GameError::Input {
                     file: inputs.file.clone(),
                     line: line.line,
-                    message,
+                    message: e.to_string(),
                 })?;
         }
         Ok(next)
@@ -423,22 +514,70 @@ impl Game {
         }
     }
 
-    /// Saves the game atomically to `path`.
+    /// Saves the game atomically to `path`: the engine, every kit's section and each Lua mod's
+    /// `storage` and `math.random` state. A mod whose `storage` cannot be saved (not plain data,
+    /// too large) is an error naming the mod and where, and nothing is written.
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
-        let doc = self.engine.save_document();
+        let mut doc = self.engine.save_document();
+        for m in &self.lua_mods {
+            doc.mods.push(m.save().map_err(|message| FileError::Io {
+                file: display_name(path),
+                message: format!("cannot save Lua mod {}: {message}", m.id()),
+            })?);
+        }
         let mut bytes = serde_json::to_vec_pretty(&doc).expect("plain data");
         bytes.push(b'\n');
         write_atomic(path, &bytes)
     }
 
-    /// Loads a save from `path`; on any problem the game is unchanged.
+    /// Loads a save from `path`; on any problem the game is unchanged. Restoring emits no event
+    /// and asks no hook; `onChunk` subscribers are told the difference (see
+    /// [`StreamingService::on_chunk`]). A save holding Lua mod
+    /// states must hold one per Lua mod of this game, with the same ids in the same order; their
+    /// `storage` and `math.random` state replace the mods' own. A save without (`mods` absent)
+    /// leaves the mods' state as it is.
     pub fn load(&mut self, path: &Path) -> Result<(), FileError> {
         let file = display_name(path);
         let text = read_text(path)?;
         let value = parse_json(&text, &file)?;
+        let invalid = |p: Problem| FileError::invalid(&file, p);
+        crate::files::save::check_header(&value).map_err(invalid)?;
+        let prepared = self.prepare_mods(&value).map_err(invalid)?;
+        let lua_mods = &self.lua_mods;
+        // The mods get their state back before the kits tell subscribers (Lua `onChunk`
+        // callbacks included) what the load changed.
         self.engine
-            .load_document(&value)
-            .map_err(|p| FileError::invalid(&file, p))
+            .load_document_then(&value, || {
+                for (m, p) in lua_mods.iter().zip(prepared) {
+                    m.commit(p);
+                }
+            })
+            .map_err(invalid)
+    }
+
+    /// Checks the `mods` of a save against this game's Lua mods and builds their storage.
+    fn prepare_mods(&self, value: &Value) -> Result<Vec<mods::lua::PreparedModState>, Problem> {
+        let Some(list) = value.get("mods") else {
+            return Ok(Vec::new());
+        };
+        let saved: Vec<crate::files::save::ModSave> = crate::json::from_value(list, "mods")?;
+        let ids = |it: &mut dyn Iterator<Item = &str>| it.collect::<Vec<_>>().join(", ");
+        let mine = ids(&mut self.lua_mods.iter().map(|m| m.id().as_str()));
+        let theirs = ids(&mut saved.iter().map(|m| m.id.as_str()));
+        if mine != theirs || saved.len() != self.lua_mods.len() {
+            return Err(Problem::new(
+                "mods",
+                format!(
+                    "the save holds the state of the Lua mods [{theirs}]; this game runs [{mine}]"
+                ),
+            ));
+        }
+        self.lua_mods
+            .iter()
+            .zip(&saved)
+            .enumerate()
+            .map(|(i, (m, s))| m.prepare(s, &format!("mods[{i}]")))
+            .collect()
     }
 }
 

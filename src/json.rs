@@ -40,13 +40,133 @@ pub fn join_path(prefix: &str, path: &str) -> String {
     }
 }
 
-/// Deserializes `value` as `T`; an error names the JSON path under `prefix`.
+/// Deserializes `value` as `T`; an error names the JSON path under `prefix` and says what was
+/// expected in plain words (`to.z: missing field`, `to: expected an object, got [1,2]`), never
+/// in serde's internal wording (`invalid length 2, expected struct Position with 3 elements`).
 pub fn from_value<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T, Problem> {
     serde_path_to_error::deserialize(value).map_err(|e| {
+        let found = at_path(value, e.path());
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
-        Problem::new(join_path(prefix, &path), e.into_inner().to_string())
+        let (path, message) = plain(path, &e.into_inner().to_string(), found);
+        Problem::new(join_path(prefix, &path), message)
     })
+}
+
+/// A problem from a serde error at `path` (as serde_path_to_error prints it), with the value
+/// found there when known, in the words of the file formats.
+pub fn problem_at(path: &str, message: &str, found: Option<&Value>) -> Problem {
+    let path = if path == "." {
+        String::new()
+    } else {
+        path.to_owned()
+    };
+    let (path, message) = plain(path, message, found);
+    Problem::new(path, message)
+}
+
+/// The value at `path` inside `root` (a path as serde_path_to_error prints it).
+pub fn value_at<'a>(root: &'a Value, path: &serde_path_to_error::Path) -> Option<&'a Value> {
+    at_path(root, path)
+}
+
+/// The value at `path` inside `root`, as far as the path can be followed.
+fn at_path<'a>(root: &'a Value, path: &serde_path_to_error::Path) -> Option<&'a Value> {
+    use serde_path_to_error::Segment;
+    let mut v = root;
+    for segment in path.iter() {
+        v = match segment {
+            Segment::Seq { index } => v.get(index)?,
+            Segment::Map { key } => v.get(key.as_str())?,
+            Segment::Enum { variant } => v.get(variant.as_str()).unwrap_or(v),
+            Segment::Unknown => v,
+        };
+    }
+    Some(v)
+}
+
+/// serde's words for a type, in the words of the file formats.
+fn plain_type(expected: &str) -> String {
+    let e = expected.trim();
+    if e.starts_with("struct ") || e.starts_with("internally tagged enum") || e == "a map" {
+        return "an object".to_owned();
+    }
+    if let Some(n) = e.strip_prefix("an array of length ") {
+        return format!("an array of {n} elements");
+    }
+    match e {
+        "i64" | "i32" | "i8" | "i16" => "an integer".to_owned(),
+        "u64" | "u32" | "usize" | "u8" | "u16" => "an integer >= 0".to_owned(),
+        "f64" | "f32" => "a number".to_owned(),
+        "a sequence" => "an array".to_owned(),
+        "a borrowed string" => "a string".to_owned(),
+        "unit" => "null".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// `(path, message)` of a serde error message, in plain words.
+fn plain(path: String, message: &str, found: Option<&Value>) -> (String, String) {
+    let tick = |s: &str| -> Option<(String, String)> {
+        let rest = s.strip_prefix('`')?;
+        let end = rest.find('`')?;
+        Some((rest[..end].to_owned(), rest[end + 1..].to_owned()))
+    };
+    if let Some((field, _)) = message.strip_prefix("missing field ").and_then(tick) {
+        return (join_path(&path, &field), "missing field".to_owned());
+    }
+    if let Some((variant, rest)) = message.strip_prefix("unknown variant ").and_then(tick) {
+        let list = rest
+            .trim_start_matches(", expected ")
+            .trim_start_matches("one of ")
+            .replace('`', "");
+        return (
+            path,
+            format!("unknown value {variant:?}; expected one of: {list}"),
+        );
+    }
+    if let Some((field, rest)) = message.strip_prefix("unknown field ").and_then(tick) {
+        let known = rest
+            .trim_start_matches(", expected ")
+            .trim_start_matches("one of ")
+            .replace(" or ", ", ")
+            .replace('`', "");
+        let message = if rest.contains("there are no fields") {
+            format!("unknown field `{field}`; nothing may be given here")
+        } else {
+            format!("unknown field `{field}`; expected one of: {known}")
+        };
+        return (path, message);
+    }
+    let got = || found.map_or_else(|| "something else".to_owned(), describe);
+    if message.starts_with("invalid type: ") || message.starts_with("invalid length ") {
+        if let Some(i) = message.find(", expected ") {
+            let expected = plain_type(&message[i + ", expected ".len()..]);
+            return (path, format!("expected {expected}, got {}", got()));
+        }
+    }
+    if message.starts_with("invalid value: ") {
+        if let Some(i) = message.find(", expected ") {
+            let expected = plain_type(&message[i + ", expected ".len()..]);
+            return (path, format!("expected {expected}, got {}", got()));
+        }
+    }
+    (path, message.to_owned())
+}
+
+/// A value built in Rust that is out of its range (`Radius::new(65)`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// The value is not one the type accepts.
+    #[error("{name}: expected {expected}, got {got}")]
+    OutOfRange {
+        /// The type, e.g. `Radius`.
+        name: &'static str,
+        /// What it accepts, e.g. `an integer 0..=64`.
+        expected: &'static str,
+        /// The value given.
+        got: String,
+    },
 }
 
 /// A short rendering of a JSON value for "got …" in messages (long values are cut).
@@ -66,9 +186,12 @@ pub fn describe(value: &Value) -> String {
 macro_rules! checked_number {
     ($(#[$m:meta])* $name:ident($inner:ty), $expected:literal, $check:expr, $schema:tt) => {
         $(#[$m])*
+        ///
+        /// Built only checked: [`Self::new`] (or from a file), so a value out of range cannot
+        /// exist; [`Self::get`] reads it.
         #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, serde::Serialize)]
         #[serde(transparent)]
-        pub struct $name(pub $inner);
+        pub struct $name($inner);
 
         impl $name {
             /// Checks `v`, or says what was expected.
@@ -77,6 +200,25 @@ macro_rules! checked_number {
                 check(v).map($name).ok_or_else(|| {
                     format!("expected {}, got {}", $expected, $crate::json::describe(v))
                 })
+            }
+
+            /// `v`, checked: an error saying what was expected when it is out of range.
+            pub fn new(v: $inner) -> Result<Self, $crate::json::ValueError> {
+                let json = serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
+                let check: fn(&serde_json::Value) -> Option<$inner> = $check;
+                match check(&json) {
+                    Some(_) => Ok($name(v)),
+                    None => Err($crate::json::ValueError::OutOfRange {
+                        name: stringify!($name),
+                        expected: $expected,
+                        got: format!("{v:?}"),
+                    }),
+                }
+            }
+
+            /// The value.
+            pub fn get(self) -> $inner {
+                self.0
             }
         }
 
@@ -135,6 +277,20 @@ mod tests {
         assert_eq!(join_path("kits", "[2]"), "kits[2]");
         assert_eq!(join_path("", "a"), "a");
         assert_eq!(join_path("a", ""), "a");
+    }
+
+    #[test]
+    fn serde_errors_read_as_the_file_formats_speak() {
+        let p =
+            from_value::<crate::grid::Position>(&serde_json::json!({"x": 1}), "to").unwrap_err();
+        assert_eq!(p.to_string(), "to.z: missing field");
+        let p = from_value::<crate::grid::Position>(&serde_json::json!([1, 2]), "to").unwrap_err();
+        assert_eq!(p.to_string(), "to: expected an object, got [1,2]");
+        let p = from_value::<crate::grid::Position>(&serde_json::json!({"x": "1", "z": 0}), "to")
+            .unwrap_err();
+        assert_eq!(p.to_string(), "to.x: expected a number, got \"1\"");
+        let p = from_value::<Vec<u32>>(&serde_json::json!([1, -2]), "").unwrap_err();
+        assert_eq!(p.to_string(), "[1]: expected an integer >= 0, got -2");
     }
 
     #[test]

@@ -28,6 +28,8 @@ use crate::kits::builtin_catalog;
 
 /// The `format` of a recording.
 pub const REPLAY_FORMAT: &str = "world-streaming-replay";
+/// The recording version this build writes and reads.
+pub const REPLAY_VERSION: u64 = 1;
 
 /// FNV-1a, 64 bits: a stable hash with no seed, the same on every machine.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
@@ -177,7 +179,7 @@ impl Recording {
         let steps = run_steps(&mut game, inputs, target)?;
         Ok(Recording {
             format: REPLAY_FORMAT.into(),
-            version: 1,
+            version: REPLAY_VERSION as u32,
             scene: scene_value,
             mods,
             inputs: inputs.lines.iter().map(|l| l.input.clone()).collect(),
@@ -203,15 +205,41 @@ impl Recording {
                 Problem::new("format", format!("expected \"{REPLAY_FORMAT}\"")),
             ));
         }
-        let rec: Recording = from_value(&value, "").map_err(|p| FileError::invalid(&file, p))?;
         let bad =
             |path: String, message: String| FileError::invalid(&file, Problem::new(path, message));
-        if rec.version != 1 {
-            return Err(bad(
-                "version".into(),
-                format!("expected 1, got {}", rec.version),
-            ));
+        // The version first: a recording of another version gets that message, not a list of
+        // fields that differ.
+        match value.get("version") {
+            Some(v) if v.as_u64() == Some(REPLAY_VERSION) => {}
+            Some(v) if v.as_u64().is_some_and(|n| n > REPLAY_VERSION) => {
+                return Err(bad(
+                    "version".into(),
+                    format!(
+                        "replay version {v} is newer than this build reads (version {REPLAY_VERSION}); \
+                         replay it with the build that recorded it"
+                    ),
+                ))
+            }
+            Some(v) if v.as_u64().is_some() => {
+                return Err(bad(
+                    "version".into(),
+                    format!(
+                        "replay version {v} is older than this build reads (version {REPLAY_VERSION}); \
+                         record the run again"
+                    ),
+                ))
+            }
+            other => {
+                return Err(bad(
+                    "version".into(),
+                    format!(
+                        "expected a replay version (this build reads {REPLAY_VERSION}), got {}",
+                        other.map_or("nothing".into(), crate::json::describe)
+                    ),
+                ))
+            }
         }
+        let rec: Recording = from_value(&value, "").map_err(|p| FileError::invalid(&file, p))?;
         if rec.ticks > MAX_TICK {
             return Err(bad(
                 "ticks".into(),
@@ -238,7 +266,8 @@ impl Recording {
     }
 
     /// Re-runs the recording (its mods written to a temporary directory) and compares every
-    /// tick's digest.
+    /// tick's digest. Its `save` and `load` inputs use that temporary directory too (so a
+    /// recording that loads a save it did not write itself cannot be replayed).
     pub fn verify(&self) -> Result<Verdict, GameError> {
         let (_dir, mut game, inputs) = self.game()?;
         let actual = run_steps(&mut game, &inputs, self.ticks)?;
@@ -278,8 +307,16 @@ impl Recording {
             dir.path(),
             &builtin_catalog(),
         )?;
+        // `save`/`load` inputs are resolved in the temporary directory: a replay never writes
+        // where it is run from.
+        let files = dir.path().join("files");
+        std::fs::create_dir_all(&files).map_err(|e| FileError::Io {
+            file: display_name(&files),
+            message: e.to_string(),
+        })?;
         let inputs = Inputs {
             file: "replay inputs".into(),
+            dir: Some(files),
             lines: self
                 .inputs
                 .iter()

@@ -1,7 +1,8 @@
 //! A steady tick allocates nothing: a counting global allocator (test-only, the one `unsafe` in
 //! the repository: it only forwards to the system allocator) counts the allocations made while
 //! the focus stays in its chunk with everything loaded, with and without streamable entities and
-//! a JSON mod.
+//! a JSON mod. It also counts bytes: loading a big scene peaks under 5× the file's size and keeps
+//! a bounded number of bytes per entity.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -10,6 +11,20 @@ struct Counting;
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    /// Bytes allocated and not yet freed by this thread, and the most there were.
+    static LIVE: Cell<i64> = const { Cell::new(0) };
+    static PEAK: Cell<i64> = const { Cell::new(0) };
+}
+
+fn grow(n: usize) {
+    LIVE.with(|l| {
+        l.set(l.get() + n as i64);
+        PEAK.with(|p| p.set(p.get().max(l.get())));
+    });
+}
+
+fn shrink(n: usize) {
+    LIVE.with(|l| l.set(l.get() - n as i64));
 }
 
 // SAFETY: every call is forwarded unchanged to the system allocator; the counter is a plain
@@ -17,13 +32,17 @@ thread_local! {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        grow(layout.size());
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        shrink(layout.size());
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        grow(new_size);
+        shrink(layout.size());
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -86,4 +105,53 @@ fn a_steady_tick_allocates_nothing() {
     let before = allocations();
     game.tick();
     assert!(allocations() > before);
+}
+
+#[test]
+fn a_big_scene_loads_within_5x_its_size_and_keeps_a_few_hundred_bytes_per_entity() {
+    // 20 000 streamable crates with two tags (as examples/big_scene.rs, which times 100 000).
+    let n = 20_000;
+    let mut text = String::from(
+        r#"{"kits": [{"id": "world.ground"}, {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 2}}],
+"entities": [{"id": "hero", "tags": ["player"], "position": {"x": 8, "z": 8}}"#,
+    );
+    for i in 0..n {
+        let (x, z) = (
+            (i % 1000) as f64 * 3.25 - 1500.0,
+            (i / 1000) as f64 * 7.5 - 400.0,
+        );
+        text.push_str(&format!(
+            ",\n{{\"id\": \"crate-{i:06}\", \"tags\": [\"streamable\", \"loot\"], \"position\": {{\"x\": {x}, \"y\": 1.5, \"z\": {z}}}}}"
+        ));
+    }
+    text.push_str("]}\n");
+    let catalog = world_streaming::kits::builtin_catalog();
+    // Interned tag names and lazily built statics are made once, before counting.
+    drop(world_streaming::game::Game::from_scene_text(
+        &text[..text.find(",\n").unwrap()]
+            .replace("}}\"", "}}]}")
+            .to_string(),
+        "warm.json",
+        ".".as_ref(),
+        &catalog,
+    ));
+    let before = LIVE.with(Cell::get);
+    PEAK.with(|p| p.set(before));
+    let game =
+        world_streaming::game::Game::from_scene_text(&text, "big.json", ".".as_ref(), &catalog)
+            .unwrap();
+    let peak = PEAK.with(Cell::get) - before;
+    let kept = LIVE.with(Cell::get) - before;
+    assert_eq!(game.engine().world().len(), n + 1);
+    assert!(
+        (peak as f64) <= 5.0 * text.len() as f64,
+        "peak {peak} bytes for a {} byte scene",
+        text.len()
+    );
+    eprintln!(
+        "peak {peak} ({:.2}x), kept {kept}",
+        peak as f64 / text.len() as f64
+    );
+    let per_entity = kept / (n as i64 + 1);
+    assert!(per_entity <= 450, "{per_entity} bytes kept per entity");
 }

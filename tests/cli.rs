@@ -319,7 +319,7 @@ fn bad_files() -> Vec<Bad> {
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
     vec![
         run_scene("malformed json", "{\"kits\": [".into(), "scene.json: line 1 column 10"),
-        run_scene("kits not a list", r#"{"kits": 3}"#.into(), "kits: invalid type: integer `3`, expected a sequence"),
+        run_scene("kits not a list", r#"{"kits": 3}"#.into(), "kits: expected an array, got 3"),
         run_scene("unknown top-level key", r#"{"kits": [], "kitz": []}"#.into(), "unknown field `kitz`"),
         run_scene("negative radius", scene_with(json!({"radius": -1}), json!({})), "scene.json: kits[2].config.radius: expected an integer 0..=64, got -1"),
         run_scene("radius too large", scene_with(json!({"radius": 65}), json!({})), "kits[2].config.radius: expected an integer 0..=64, got 65"),
@@ -339,7 +339,7 @@ fn bad_files() -> Vec<Bad> {
         run_scene("control unknown", scene_with(json!({}), json!({"control": "ghost"})), "control: expected the id of an entity in this file"),
         run_scene("empty bounds", json!({"kits": [{"id": "world.ground", "config": {"bounds": {"minX": 5, "minZ": 0, "maxX": 5, "maxZ": 1}}}]}).to_string(), "kits[0].config.bounds.maxX: expected maxX > minX"),
         run_scene("absurd position", scene_with(json!({}), json!({"entities": [{"id": "a", "position": {"x": 1e300, "z": 0}}]})), "entities[0].position.x: expected a finite number of metres within ±1e15"),
-        run_scene("missing position", scene_with(json!({}), json!({"entities": [{"id": "a"}]})), "entities[0]: missing field `position`"),
+        run_scene("missing position", scene_with(json!({}), json!({"entities": [{"id": "a"}]})), "entities[0].position: missing field"),
         run_scene("bad layer key", scene_with(json!({}), json!({"scenes": [{"id": "s", "layers": {"world.streaming": {"chunkSize": 8}}}]})), "scenes[0].layers.world.streaming"),
         run_scene("layer of a kit not enabled", scene_with(json!({}), json!({"scenes": [{"id": "s", "layers": {"world.weather": {}}}]})), "scenes[0].layers.world.weather"),
         run_scene("no scenes", scene_with(json!({}), json!({"scenes": []})), "scenes: expected at least one scene"),
@@ -348,14 +348,14 @@ fn bad_files() -> Vec<Bad> {
         run_scene("deeply nested", deep, "recursion limit exceeded"),
         run_scene("not utf-8", String::from_utf8_lossy(b"{\"kits\": \"\xff\"}").replace('\u{fffd}', "\u{1}"), "scene.json: line 1"),
         with_mod("mod with unknown key", r#"{"id": "m", "hook": "world.chunk.load", "cancle": true}"#, "m.json: cancle: unknown field `cancle`"),
-        with_mod("mod without hook or set", r#"{"id": "m"}"#, "m.json: expected `hook` or `set` (or both)"),
+        with_mod("mod without hook or set", r#"{"id": "m"}"#, "m.json: expected `hook`, `rules` or `set`"),
         with_mod("mod with unknown hook", r#"{"id": "m", "hook": "world.chunk.lod", "cancel": true}"#, "m.json: hook: unknown hook \"world.chunk.lod\""),
         with_mod("mod setting radius 100", r#"{"id": "m", "set": {"radius": 100}}"#, "m.json: set.radius: expected an integer 0..=64, got 100"),
         with_mod("mod match not integer", r#"{"id": "m", "hook": "world.chunk.load", "match": {"x": "0"}}"#, "m.json: match.x"),
-        run_inputs("a bad line after a save", "{\"tick\": 1, \"do\": \"save\", \"path\": \"early.save.json\"}\n{\"tick\": 2, \"do\": \"jump\"}\n", "inputs.jsonl: line 2: do: unknown variant `jump`"),
+        run_inputs("a bad line after a save", "{\"tick\": 1, \"do\": \"save\", \"path\": \"early.save.json\"}\n{\"tick\": 2, \"do\": \"jump\"}\n", "inputs.jsonl: line 2: do: unknown value \"jump\"; expected one of: move, "),
         run_inputs("malformed inputs line", "{\"tick\": 1, \"do\": \"leave\"}\n{\"tick\": 2,", "inputs.jsonl: line 2"),
         run_inputs("decreasing ticks", "{\"tick\": 2, \"do\": \"leave\"}\n{\"tick\": 3, \"do\": \"leave\"}\n{\"tick\": 1, \"do\": \"leave\"}\n", "inputs.jsonl: line 3: tick: expected ticks in non-decreasing order, got 1 after 3"),
-        run_inputs("unknown action", "{\"tick\": 1, \"do\": \"jump\"}\n", "inputs.jsonl: line 1: do: unknown variant `jump`"),
+        run_inputs("unknown action", "{\"tick\": 1, \"do\": \"jump\"}\n", "inputs.jsonl: line 1: do: unknown value \"jump\""),
         run_inputs("tick too large", "{\"tick\": 99999999999, \"do\": \"leave\"}\n", "inputs.jsonl: line 1: tick: expected an integer 0..=10000000"),
         run_inputs("missing tick", "{\"do\": \"leave\"}\n", "inputs.jsonl: line 1: tick: missing"),
         run_inputs("absurd move", "{\"tick\": 1, \"do\": \"move\", \"entity\": \"hero\", \"to\": {\"x\": 1e20, \"z\": 0}}\n", "line 1: to.x: expected a finite number"),
@@ -366,6 +366,22 @@ fn bad_files() -> Vec<Bad> {
         run_inputs("entering an unknown scene", "{\"tick\": 1, \"do\": \"enter\", \"scene\": \"moon\"}\n", "line 1: no such scene `moon`"),
         run_inputs("loading a missing save", "{\"tick\": 1, \"do\": \"load\", \"path\": \"nope.save.json\"}\n", "line 1: nope.save.json:"),
         run_inputs("an inputs line that is not an object", "[1, 2]\n", "line 1: expected an object"),
+        run_inputs("a position missing z", "{\"tick\": 1, \"do\": \"move\", \"entity\": \"hero\", \"to\": {\"x\": 1}}\n", "inputs.jsonl: line 1: to.z: missing field"),
+        run_inputs("a position as an array", "{\"tick\": 1, \"do\": \"move\", \"entity\": \"hero\", \"to\": [1, 2]}\n", "inputs.jsonl: line 1: to: expected an object, got [1,2]"),
+        run_inputs("a spawn without a position", "{\"tick\": 1, \"do\": \"spawn\", \"entity\": {\"id\": \"b\"}}\n", "inputs.jsonl: line 1: entity.position: missing field"),
+        with_mod("a rule with a hook and no cancel", r#"{"id": "m", "hook": "world.chunk.load"}"#, "m.json: cancel: missing field; a rule with a `hook` must say"),
+        with_mod("a rule of rules without cancel", r#"{"id": "m", "rules": [{"hook": "world.chunk.load"}]}"#, "m.json: rules[0].cancel: missing field"),
+        with_mod("a reversed range", r#"{"id": "m", "hook": "world.chunk.load", "cancel": true, "match": {"x": [3, 1]}}"#, "m.json: match.x: expected a range [min, max] with min <= max, got [3, 1]"),
+        with_mod("an unknown hook among rules", r#"{"id": "m", "rules": [{"hook": "world.chunk.load", "cancel": true}, {"hook": "world.chunk.loaded", "cancel": true}]}"#, "m.json: rules[1].hook: unknown hook \"world.chunk.loaded\""),
+        Bad {
+            name: "a Lua mod registering an event name",
+            files: vec![
+                ("scene.json", scene_with(json!({}), json!({ "mods": ["m.lua"] }))),
+                ("m.lua", "-- listens\non(\"world.chunk.loaded\", function(c) end)\n".to_owned()),
+            ],
+            args: vec!["run", "scene.json"],
+            expect: "m.lua: line 2: on: \"world.chunk.loaded\" is not a hook; the hooks are: world.chunk.load, world.chunk.unload",
+        },
         run_inputs("control without entity", "{\"tick\": 1, \"do\": \"control\"}\n", "line 1: entity: missing; expected an entity id, or null"),
         run_scene("game.engine with a config", json!({"kits": [{"id": "game.engine", "config": {"tickRate": "fast"}}]}).to_string(), "kits[0].config: game.engine takes no config"),
         run_scene("a layer for world.ground", scene_with(json!({}), json!({"scenes": [{"id": "s", "layers": {"world.ground": {"bounds": 7}}}]})), "scenes[0].layers.world.ground: world.ground takes no layer settings"),
@@ -479,10 +495,10 @@ fn check_reports_every_problem_of_every_file() {
     for part in [
         "a.json: control: expected the id of an entity",
         "a.json: kits[2].config",
-        "b.json: expected `hook` or `set` (or both)",
+        "b.json: expected `hook`, `rules` or `set`",
         "b.json: cancel: only meaningful with a `hook`",
-        "c.jsonl: line 1: do: unknown variant `jump`",
-        "c.jsonl: line 2: unknown field `x`",
+        "c.jsonl: line 1: do: unknown value \"jump\"",
+        "c.jsonl: line 2: x: unknown field `x`; nothing may be given here",
         "d.json: kits[2].config.radius: expected an integer 0..=64, got -1",
         "hook.json: hook: unknown hook \"x\"",
     ] {
@@ -510,9 +526,109 @@ fn check_accepts_good_files_and_says_what_they_are() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("seed.json: ok (scene)")
-            && text.contains("ok (inputs)")
-            && text.contains("ok (JSON mod)")
+            && text.contains("seed.inputs.jsonl: ok (inputs, checked against the scene before it)")
+            && text.contains("ok (JSON mod)"),
+        "{text}"
     );
+}
+
+#[test]
+fn check_finds_inputs_that_cannot_run_against_the_scene_and_a_lua_mod_on_an_event_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("scene.json"), good_scene()).unwrap();
+    std::fs::write(
+        dir.path().join("in.jsonl"),
+        [
+            json!({"tick": 1, "do": "move", "entity": "hero", "to": {"x": 1, "z": 0}}),
+            json!({"tick": 2, "do": "tag", "entity": "heroo", "tag": "x"}),
+            json!({"tick": 30, "do": "save", "path": "late.save.json"}),
+        ]
+        .map(|l| format!("{l}\n"))
+        .concat(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("typo.lua"),
+        "on('world.chunk.unloaded', print)\n",
+    )
+    .unwrap();
+    let out = bin()
+        .current_dir(dir.path())
+        .args([
+            "check",
+            "scene.json",
+            "in.jsonl",
+            "typo.lua",
+            "--ticks",
+            "20",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for part in [
+        "in.jsonl: line 2: entity: no entity \"heroo\" ever exists",
+        "in.jsonl: line 3: tick: a save at tick 30 is past the tick target 20: it never runs",
+        "typo.lua: line 1: on: \"world.chunk.unloaded\" is not a hook; the hooks are: world.chunk.load, world.chunk.unload",
+    ] {
+        assert!(err.contains(part), "expected {part:?} in:\n{err}");
+    }
+    // Without a scene before them, inputs are checked for shape only.
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["check", "in.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn run_reports_mod_errors_on_stderr_with_a_summary_and_warns_of_inputs_past_ticks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("scene.json"),
+        scene_with(json!({"radius": 1}), json!({ "mods": ["boom.lua"] })),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("boom.lua"),
+        "on('world.chunk.load', function(c) if c.x == 0 and c.z == 0 then error('no column 0') end end)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("in.jsonl"),
+        "{\"tick\": 2, \"do\": \"leave\"}\n{\"tick\": 9, \"do\": \"leave\"}\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        bin()
+            .current_dir(dir.path())
+            .args(["run", "scene.json", "--inputs", "in.jsonl", "--ticks", "3"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.contains(&"warning: --ticks 3 stops before 1 input of in.jsonl (the first at line 2, tick 9); it never runs"),
+        "{err}"
+    );
+    let errors: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("mod.error: "))
+        .collect();
+    assert_eq!(
+        errors,
+        [&"mod.error: tick 1: mod boom: world.chunk.load: boom.lua:1: no column 0"],
+        "{err}"
+    );
+    assert_eq!(lines.last(), Some(&"mod errors: 1 (boom: 1)"), "{err}");
+    let quiet = run(&["--quiet"]);
+    assert_eq!(quiet.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
 }
 
 #[test]
@@ -542,15 +658,16 @@ fn profile_reports_tick_percentiles_and_each_mods_handler_time() {
 }
 
 #[test]
-fn save_and_load_paths_are_relative_to_the_current_directory() {
-    // SPEC §10: not to the scene file's directory nor the inputs file's.
+fn save_and_load_paths_are_relative_to_the_inputs_file() {
+    // One rule for every path in a file: relative to that file (like mod paths to the scene),
+    // whatever the current directory.
     let root = tempfile::tempdir().unwrap();
     let (cwd, scenes, inputs) = (
         root.path().join("cwd"),
         root.path().join("scenes"),
         root.path().join("inputs"),
     );
-    for d in [&cwd, &scenes, &inputs, &cwd.join("saves")] {
+    for d in [&cwd, &scenes, &inputs, &inputs.join("saves")] {
         std::fs::create_dir_all(d).unwrap();
     }
     std::fs::write(scenes.join("scene.json"), good_scene()).unwrap();
@@ -577,10 +694,12 @@ fn save_and_load_paths_are_relative_to_the_current_directory() {
     )
     .unwrap();
     std::fs::write(inputs.join("all.jsonl"), &moves).unwrap();
-    let run = |inputs_file: &str, ticks: &str| {
+    let run = |from: &Path, inputs_file: &str, ticks: &str| {
         let out = bin()
-            .current_dir(&cwd)
-            .args(["run", "../scenes/scene.json", "--inputs"])
+            .current_dir(from)
+            .arg("run")
+            .arg(scenes.join("scene.json"))
+            .arg("--inputs")
             .arg(inputs.join(inputs_file))
             .args(["--ticks", ticks, "--state", "-"])
             .output()
@@ -593,19 +712,12 @@ fn save_and_load_paths_are_relative_to_the_current_directory() {
         );
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
-    run("save.jsonl", "4");
-    assert!(cwd.join("saves/at3.json").is_file(), "saved under the cwd");
-    assert!(!scenes.join("saves").exists() && !inputs.join("saves").exists());
-    // A fresh run loading it (relative to the cwd again) continues exactly.
-    assert_eq!(run("load.jsonl", "6"), run("all.jsonl", "6"));
-    // From another directory, the same relative path names a file that is not there.
-    let out = bin()
-        .current_dir(&scenes)
-        .args(["run", "scene.json", "--inputs"])
-        .arg(inputs.join("load.jsonl"))
-        .args(["--ticks", "6"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("saves/at3.json"));
+    run(&cwd, "save.jsonl", "4");
+    assert!(
+        inputs.join("saves/at3.json").is_file(),
+        "saved beside the inputs file"
+    );
+    assert!(!cwd.join("saves").exists() && !scenes.join("saves").exists());
+    // A fresh run loading it from another current directory continues exactly.
+    assert_eq!(run(&scenes, "load.jsonl", "6"), run(&cwd, "all.jsonl", "6"));
 }

@@ -92,3 +92,100 @@ fn a_kit_whose_requirement_is_missing_is_refused_with_who_needs_what() {
         "{err}"
     );
 }
+
+/// The collider kit's chunks, reached back through the engine as its concrete type.
+fn colliders(g: &Game) -> Vec<ChunkPos> {
+    g.kit::<kits::collider::ColliderKit>()
+        .expect("the collider kit is enabled")
+        .live_chunks()
+}
+
+fn drive_to(x: i64, from: u64, to: u64) -> Inputs {
+    let lines: String = (from..=to)
+        .map(|t| {
+            format!(
+                "{}\n",
+                json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": x, "z": 8}})
+            )
+        })
+        .collect();
+    Inputs::parse(&lines, "route").unwrap()
+}
+
+/// The loaded chunks whose terrain is built: where colliders belong.
+fn built_live(g: &Game) -> Vec<ChunkPos> {
+    let terrain = g.engine().service::<dyn TerrainService>(TERRAIN).unwrap();
+    g.streaming()
+        .unwrap()
+        .loaded()
+        .into_iter()
+        .filter(|c| terrain.is_built(*c))
+        .collect()
+}
+
+#[test]
+fn colliders_stay_in_step_after_a_load_in_the_same_engine_and_in_a_fresh_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.save.json");
+    let mut g = game();
+    g.run(&drive_to(40, 2, 8), 8).unwrap();
+    let saved_set = built_live(&g);
+    assert!(saved_set.len() >= 6, "{saved_set:?}");
+    assert_eq!(colliders(&g), saved_set);
+    g.save(&path).unwrap();
+    // Far away: a different set, the colliders follow it tick by tick.
+    g.run(&drive_to(2000, 9, 24), 24).unwrap();
+    let far = built_live(&g);
+    assert!(far.iter().all(|c| !saved_set.contains(c)), "{far:?}");
+    assert_eq!(colliders(&g), far);
+    // The same engine: the kit makes the colliders of what the load restored, no event is
+    // emitted.
+    let events = g.engine().events().len();
+    g.load(&path).unwrap();
+    assert_eq!(built_live(&g), saved_set);
+    assert_eq!(colliders(&g), saved_set);
+    assert_eq!(g.engine().events().len(), events, "a load emits nothing");
+    // And it stays in step as the game goes on.
+    g.run(&drive_to(300, 9, 16), 16).unwrap();
+    assert_eq!(colliders(&g), built_live(&g));
+    // A fresh engine: nothing was loaded, every restored built chunk gets its collider.
+    let mut fresh = game();
+    assert_eq!(colliders(&fresh), []);
+    fresh.load(&path).unwrap();
+    assert_eq!(colliders(&fresh), saved_set);
+    assert_eq!(fresh.engine().events().len(), 0, "a load emits nothing");
+}
+
+#[test]
+fn after_a_load_subscribers_hear_releases_first_then_loads_each_in_row_order_as_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.save.json");
+    let mut g = game();
+    g.run(&drive_to(8, 1, 3), 3).unwrap();
+    g.save(&path).unwrap();
+    g.run(&drive_to(72, 4, 9), 9).unwrap();
+    let before = g.streaming().unwrap().loaded();
+    let heard = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let sink = heard.clone();
+    let service = g.streaming().unwrap();
+    let probe = service.clone();
+    let _sub = service.on_chunk(Box::new(move |c, loaded| {
+        sink.borrow_mut().push((c, loaded, probe.restoring()))
+    }));
+    g.load(&path).unwrap();
+    let after = g.streaming().unwrap().loaded();
+    let mut expected: Vec<(ChunkPos, bool, bool)> = before
+        .iter()
+        .filter(|c| !after.contains(c))
+        .map(|c| (*c, false, true))
+        .collect();
+    expected.extend(
+        after
+            .iter()
+            .filter(|c| !before.contains(c))
+            .map(|c| (*c, true, true)),
+    );
+    assert!(expected.iter().any(|e| !e.1) && expected.iter().any(|e| e.1));
+    assert_eq!(*heard.borrow(), expected);
+    assert!(!service.restoring(), "only while the load tells them");
+}

@@ -561,15 +561,15 @@ fn bad_new_keys_and_input_lines_are_clear_errors() {
     for (line, expected) in [
         (
             json!({"tick": 1, "do": "request", "id": "t", "at": {"x": 0, "z": 0}, "radius": 65, "ticks": 1}),
-            "expected an integer 0..=64, got 65",
+            "line 1: radius: expected an integer 0..=64, got 65",
         ),
         (
             json!({"tick": 1, "do": "request", "id": "t", "at": {"x": 0, "z": 0}, "radius": 1, "ticks": 0}),
-            "expected an integer 1..=2147483647, got 0",
+            "line 1: ticks: expected an integer 1..=2147483647, got 0",
         ),
         (
             json!({"tick": 1, "do": "request", "id": "", "at": {"x": 0, "z": 0}, "radius": 1, "ticks": 1}),
-            "id: expected a ticket id of 1..=64 characters, got 0 characters",
+            "line 1: id: expected a ticket id of 1..=64 characters, got 0 characters",
         ),
         (json!({"tick": 1, "do": "drop"}), "ticket"),
     ] {

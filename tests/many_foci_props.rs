@@ -199,6 +199,7 @@ fn inputs_after(lines: &[Value], after: u64) -> Inputs {
     let all = inputs(lines);
     Inputs {
         file: all.file,
+        dir: None,
         lines: all
             .lines
             .into_iter()

@@ -157,7 +157,17 @@ fn a_recording_that_would_run_forever_or_from_the_future_is_refused() {
         (
             "version",
             serde_json::json!(99),
-            "version: expected 1, got 99",
+            "version: replay version 99 is newer than this build reads (version 1)",
+        ),
+        (
+            "version",
+            serde_json::json!(0),
+            "version: replay version 0 is older than this build reads (version 1); record the run again",
+        ),
+        (
+            "version",
+            serde_json::json!("one"),
+            "version: expected a replay version (this build reads 1), got \"one\"",
         ),
     ] {
         let mut rec = good.clone();
@@ -176,4 +186,64 @@ fn a_recording_that_would_run_forever_or_from_the_future_is_refused() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+#[test]
+fn a_replay_that_saves_writes_nothing_where_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let scene = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/seed.json");
+    std::fs::write(
+        dir.path().join("in.jsonl"),
+        "{\"tick\": 2, \"do\": \"save\", \"path\": \"mid.save.json\"}\n{\"tick\": 4, \"do\": \"load\", \"path\": \"mid.save.json\"}\n",
+    )
+    .unwrap();
+    let out = bin()
+        .current_dir(&work)
+        .arg("run")
+        .arg(&scene)
+        .args([
+            "--inputs",
+            "../in.jsonl",
+            "--ticks",
+            "6",
+            "--record",
+            "r.replay.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        dir.path().join("mid.save.json").is_file(),
+        "the run saved beside its inputs"
+    );
+    std::fs::remove_file(dir.path().join("mid.save.json")).unwrap();
+    let out = bin()
+        .current_dir(&work)
+        .args(["replay", "r.replay.json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .chain(std::fs::read_dir(&work).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["in.jsonl", "r.replay.json", "work"],
+        "the replay wrote nothing"
+    );
 }

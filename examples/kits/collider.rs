@@ -3,7 +3,8 @@
 //! `world.terrain` built it (`onBuilt`, with the chunk's terrain to shape it) and drops it when
 //! `world.streaming` releases the chunk (`onChunk`). It publishes the count as
 //! `physics.colliders.live` and the highest cell of the live colliders as
-//! `physics.colliders.top`.
+//! `physics.colliders.top`. After a save is loaded (`after_load`), the colliders are made again
+//! for exactly the loaded chunks whose terrain is built.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -39,6 +40,24 @@ impl ColliderKit {
     }
 }
 
+impl ColliderKit {
+    /// The chunks that have a collider, in row order (reach the kit with
+    /// `engine.kit::<ColliderKit>()`).
+    pub fn live_chunks(&self) -> Vec<ChunkPos> {
+        self.live.borrow().keys().copied().collect()
+    }
+}
+
+/// A chunk's collider: here, its highest cell.
+fn collider(data: &world_streaming::kits::terrain::ChunkData) -> u16 {
+    let n = data.cells;
+    (0..n)
+        .flat_map(|j| (0..n).map(move |i| (i, j)))
+        .map(|(i, j)| data.height(i, j))
+        .max()
+        .unwrap_or(0)
+}
+
 fn missing(service: &str) -> KitError {
     KitError::MissingService {
         kit: "physics.colliders".into(),
@@ -61,16 +80,9 @@ impl Kit for ColliderKit {
         let (live, built) = (self.live.clone(), self.live.clone());
         let reader = terrain.clone();
         terrain.on_built(Box::new(move |chunk, _hash| {
-            let Some(data) = reader.chunk(chunk) else {
-                return;
-            };
-            let n = data.cells;
-            let top = (0..n)
-                .flat_map(|j| (0..n).map(move |i| (i, j)))
-                .map(|(i, j)| data.height(i, j))
-                .max()
-                .unwrap_or(0);
-            built.borrow_mut().insert(chunk, top);
+            if let Some(data) = reader.chunk(chunk) {
+                built.borrow_mut().insert(chunk, collider(&data));
+            }
         }));
         self._subscription = Some(streaming.on_chunk(Box::new(move |chunk, loaded| {
             if !loaded {
@@ -78,6 +90,23 @@ impl Kit for ColliderKit {
             }
         })));
         Ok(())
+    }
+
+    fn after_load(&mut self, ctx: &mut Ctx<'_>) {
+        // A load emits no `world.terrain.built`: make the colliders of what is built now.
+        let (Some(streaming), Some(terrain)) = (
+            ctx.services.get::<dyn StreamingService>(STREAMING),
+            ctx.services.get::<dyn TerrainService>(TERRAIN),
+        ) else {
+            return;
+        };
+        let mut live = self.live.borrow_mut();
+        live.clear();
+        for c in streaming.loaded() {
+            if let Some(data) = terrain.chunk(c) {
+                live.insert(c, collider(&data));
+            }
+        }
     }
 
     fn tick(&mut self, ctx: &mut Ctx<'_>) {

@@ -1,19 +1,31 @@
 //! `world-streaming check FILE…`: validate scene, mod, inputs and save files, reporting every
-//! problem found (each naming the file and the JSON path or line).
+//! problem found (each naming the file and the JSON path or line). Inputs files that follow a
+//! scene file on the command line are also checked against that scene (entities, scenes, and with
+//! `--ticks` the saves past the target).
 
 use std::path::Path;
 
 use anyhow::bail;
-use world_streaming::files::{display_name, parse_json, read_text, FileError};
+use indexmap::IndexMap;
+use serde::de::IgnoredAny;
+use serde_json::json;
+use world_streaming::files::inputs::Inputs;
+use world_streaming::files::scene::SceneFile;
+use world_streaming::files::{display_name, parse_json, parse_typed, read_text, FileError};
 use world_streaming::game::{Game, GameError};
-use world_streaming::host::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
-use world_streaming::mods::{check_hooks, read_mod};
+use world_streaming::kits::builtin_catalog;
 
-pub fn run(files: &[std::path::PathBuf]) -> anyhow::Result<()> {
+pub fn run(files: &[std::path::PathBuf], ticks: Option<u64>) -> anyhow::Result<()> {
     let mut problems: Vec<String> = Vec::new();
+    let mut scene: Option<SceneFile> = None;
     for path in files {
-        match check_file(path) {
-            Ok(kind) => println!("{}: ok ({kind})", display_name(path)),
+        match check_file(path, scene.as_ref(), ticks) {
+            Ok((kind, parsed)) => {
+                println!("{}: ok ({kind})", display_name(path));
+                if parsed.is_some() {
+                    scene = parsed;
+                }
+            }
             Err(list) => problems.extend(list),
         }
     }
@@ -28,42 +40,82 @@ fn strings(errors: Vec<FileError>) -> Vec<String> {
     errors.into_iter().map(|e| e.to_string()).collect()
 }
 
-/// Checks one file; returns what kind it was, or every problem.
-fn check_file(path: &Path) -> Result<&'static str, Vec<String>> {
+fn game_errors(e: GameError) -> Vec<String> {
+    match e {
+        GameError::Files(list) => strings(list),
+        e => vec![e.to_string()],
+    }
+}
+
+/// A mod on its own is loaded (its Lua top level run in the sandbox) in a game with the
+/// built-in kits, so what loading it in a scene would refuse is refused here too.
+fn check_mod(path: &Path) -> Result<(), Vec<String>> {
+    let scene = json!({
+        "kits": [ { "id": "world.ground" }, { "id": "world.streaming" } ],
+        "mods": [ path.to_string_lossy() ]
+    });
+    Game::from_scene_text(
+        &scene.to_string(),
+        "check",
+        Path::new(""),
+        &builtin_catalog(),
+    )
+    .map(drop)
+    .map_err(game_errors)
+}
+
+/// Checks one file; returns what kind it was (and the scene, for a scene), or every problem.
+fn check_file(
+    path: &Path,
+    scene: Option<&SceneFile>,
+    ticks: Option<u64>,
+) -> Result<(&'static str, Option<SceneFile>), Vec<String>> {
     let file = display_name(path);
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
-        "lua" => read_mod(path).map(|_| "Lua mod").map_err(strings),
+        "lua" => check_mod(path).map(|_| ("Lua mod", None)),
         "jsonl" => {
-            let text = read_text(path).map_err(|e| vec![e.to_string()])?;
-            world_streaming::files::inputs::Inputs::parse(&text, &file)
-                .map(|_| "inputs")
-                .map_err(strings)
+            let inputs = Inputs::read(path).map_err(strings)?;
+            match scene {
+                Some(scene) => {
+                    let errors = inputs.check_against(scene, ticks);
+                    if errors.is_empty() {
+                        Ok(("inputs, checked against the scene before it", None))
+                    } else {
+                        Err(strings(errors))
+                    }
+                }
+                None => Ok(("inputs", None)),
+            }
         }
         _ => {
             let text = read_text(path).map_err(|e| vec![e.to_string()])?;
-            let value = parse_json(&text, &file).map_err(|e| vec![e.to_string()])?;
-            let obj = value.as_object();
-            let has = |k: &str| obj.is_some_and(|o| o.contains_key(k));
-            if has("format") && value["format"] == world_streaming::files::save::SAVE_FORMAT {
+            // The kind from the top-level keys alone (no value tree: a scene may be large).
+            let keys: IndexMap<String, IgnoredAny> = match serde_json::from_str(&text) {
+                Ok(keys) => keys,
+                Err(_) => {
+                    // Not an object of keys: the parser says why, with line and column.
+                    let value = parse_json(&text, &file).map_err(|e| vec![e.to_string()])?;
+                    return Err(vec![format!(
+                        "{file}: expected a scene, a JSON mod or a save (a JSON object), got {}",
+                        world_streaming::json::describe(&value)
+                    )]);
+                }
+            };
+            let has = |k: &str| keys.contains_key(k);
+            if has("format") {
+                let value = parse_json(&text, &file).map_err(|e| vec![e.to_string()])?;
                 world_streaming::files::save::check(&value)
-                    .map(|_| "save")
+                    .map(|_| ("save", None))
                     .map_err(|p| vec![FileError::invalid(&file, p).to_string()])
             } else if has("kits") {
-                match Game::from_scene_file(path) {
-                    Ok(_) => Ok("scene"),
-                    Err(GameError::Files(list)) => Err(strings(list)),
-                    Err(e) => Err(vec![e.to_string()]),
-                }
-            } else if has("id") || has("hook") || has("set") {
-                let m = read_mod(path).map_err(strings)?;
-                // On its own, a mod is checked against the hooks of the built-in kits.
-                let declared = [HOOK_CHUNK_LOAD.to_owned(), HOOK_CHUNK_UNLOAD.to_owned()];
-                let problems = check_hooks(std::slice::from_ref(&m), &declared);
-                if !problems.is_empty() {
-                    return Err(strings(problems));
-                }
-                Ok("JSON mod")
+                let scene: SceneFile =
+                    parse_typed(&text, &file).map_err(|e| vec![e.to_string()])?;
+                let base = path.parent().unwrap_or(Path::new("."));
+                Game::from_scene(&scene, &file, base, &builtin_catalog()).map_err(game_errors)?;
+                Ok(("scene", Some(scene)))
+            } else if has("id") || has("hook") || has("set") || has("rules") {
+                check_mod(path).map(|_| ("JSON mod", None))
             } else {
                 Err(vec![format!(
                     "{file}: expected a scene (with \"kits\"), a JSON mod (with \"id\"), a save \

@@ -42,12 +42,17 @@ enum Command {
     Run(run::RunArgs),
     /// Validate scene, mod (JSON or Lua), inputs and save files; report every problem found.
     #[command(
-        after_help = "Examples:\n  world-streaming check scene.json mods/keep_home.json mods/keep_home.lua inputs.jsonl"
+        after_help = "Examples:\n  world-streaming check scene.json mods/keep_home.json mods/keep_home.lua inputs.jsonl\n  \
+                      world-streaming check scene.json inputs.jsonl --ticks 100   # inputs against the scene"
     )]
     Check {
-        /// Files to check (kind told by extension and content).
+        /// Files to check (kind told by extension and content). Inputs files that follow a
+        /// scene file are also checked against it.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// The tick target the inputs will run to: a `save` or `load` stamped later is an error.
+        #[arg(long)]
+        ticks: Option<u64>,
     },
     /// Write the JSON Schemas of the file formats, or check the checked-in ones.
     #[command(
@@ -94,7 +99,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         None => demo::run(),
         Some(Command::Run(args)) => run::run(args),
-        Some(Command::Check { files }) => check::run(&files),
+        Some(Command::Check { files, ticks }) => check::run(&files, ticks),
         Some(Command::Schema { out, check }) => schema::run(out, check),
         Some(Command::Replay { file }) => run::replay(&file),
         Some(Command::View { replay, out }) => view::run(&replay, &out),

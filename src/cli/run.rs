@@ -1,13 +1,15 @@
 //! `world-streaming run` and `world-streaming replay`.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::Args;
+use world_streaming::files::display_name;
 use world_streaming::files::inputs::{Inputs, MAX_TICK};
-use world_streaming::files::{display_name, read_text};
 use world_streaming::game::Game;
+use world_streaming::host::{Event, MOD_ERROR};
 use world_streaming::replay::{Recording, Verdict};
 
 #[derive(Args)]
@@ -32,6 +34,10 @@ pub struct RunArgs {
     /// After the run, print per-tick cost percentiles and the time spent in each mod's handlers.
     #[arg(long)]
     profile: bool,
+    /// Print nothing on stderr but errors: no mod log, no `mod.error` lines, no summary, no
+    /// warnings.
+    #[arg(long, short)]
+    quiet: bool,
     /// Tick (applying the inputs) until ENTITY's focus is ready, then stop: a loading gate.
     /// `--ticks` bounds it (default 10000); exit 1 when it is not ready by then.
     #[arg(long, value_name = "ENTITY")]
@@ -41,20 +47,65 @@ pub struct RunArgs {
 /// The default bound of `--until-ready`.
 const UNTIL_READY_TICKS: u64 = 10_000;
 
-/// Reads and checks the inputs file (every bad line reported).
+/// Reads and checks the inputs file (every bad line reported); its `save`/`load` paths are
+/// relative to its own directory.
 pub fn read_inputs(path: Option<&Path>) -> anyhow::Result<Inputs> {
     let Some(path) = path else {
         return Ok(Inputs::default());
     };
-    let file = display_name(path);
-    let text = read_text(path)?;
-    Inputs::parse(&text, &file).map_err(|errors| {
+    Inputs::read(path).map_err(|errors| {
         anyhow::anyhow!(errors
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("\n"))
     })
+}
+
+/// The `mod.error` events of a run, printed one a line as they come, and counted by mod.
+#[derive(Default)]
+struct ModErrorReport {
+    /// Events already looked at.
+    seen: usize,
+    /// Errors by mod id (sorted: the summary is deterministic).
+    by_mod: BTreeMap<String, usize>,
+}
+
+impl ModErrorReport {
+    /// Looks at the events emitted since the last call.
+    fn update(&mut self, events: &[Event], quiet: bool) {
+        for e in &events[self.seen.min(events.len())..] {
+            if e.event != MOD_ERROR {
+                continue;
+            }
+            let field = |k: &str| e.data[k].as_str().unwrap_or_default().to_owned();
+            let by = field("mod");
+            if !quiet {
+                eprintln!(
+                    "mod.error: tick {}: mod {by}: {}: {}",
+                    e.tick,
+                    field("hook"),
+                    field("message")
+                );
+            }
+            *self.by_mod.entry(by).or_default() += 1;
+        }
+        self.seen = events.len();
+    }
+
+    /// `mod errors: none`, or `mod errors: 5 (a: 3, b: 2)`.
+    fn summary(&self) -> String {
+        let total: usize = self.by_mod.values().sum();
+        if total == 0 {
+            return "mod errors: none".to_owned();
+        }
+        let each: Vec<String> = self
+            .by_mod
+            .iter()
+            .map(|(m, n)| format!("{m}: {n}"))
+            .collect();
+        format!("mod errors: {total} ({})", each.join(", "))
+    }
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -66,6 +117,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     });
     if target > MAX_TICK {
         bail!("--ticks: expected at most {MAX_TICK}, got {target}");
+    }
+    let cut: Vec<_> = inputs
+        .lines
+        .iter()
+        .filter(|l| l.input.tick > target)
+        .collect();
+    if let (Some(first), false, None) = (cut.first(), args.quiet, &args.until_ready) {
+        eprintln!(
+            "warning: --ticks {target} stops before {} input{} of {} (the first at line {}, tick {}); {} never run{}",
+            cut.len(),
+            if cut.len() == 1 { "" } else { "s" },
+            inputs.file,
+            first.line,
+            first.input.tick,
+            if cut.len() == 1 { "it" } else { "they" },
+            if cut.len() == 1 { "s" } else { "" },
+        );
     }
     let mut game = Game::from_scene_file(&args.scene)?;
     if let Some(entity) = &args.until_ready {
@@ -95,25 +163,36 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut tick_costs = Vec::new();
     // Mod log lines go out as they come: the game keeps none of them across ticks.
     let log = game.mod_log();
+    let quiet = args.quiet;
     let print_log = || {
         for line in log.borrow_mut().drain(..) {
-            eprintln!("[{}] {}", line.source, line.message);
+            if !quiet {
+                eprintln!("[{}] {}", line.source, line.message);
+            }
         }
     };
+    let mut errors = ModErrorReport::default();
     print_log(); // the mods' top levels
-    game.run_with(&inputs, target, |engine, cost| {
+    errors.update(game.engine().events(), quiet);
+    let result = game.run_with(&inputs, target, |engine, cost| {
         print_log();
+        errors.update(engine.events(), quiet);
         if let Some(b) = &bar {
             b.set_position(engine.tick_count());
         }
         if args.profile {
             tick_costs.push(cost);
         }
-    })?;
+    });
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     print_log();
+    errors.update(game.engine().events(), quiet);
+    if !quiet {
+        eprintln!("{}", errors.summary());
+    }
+    result?;
     if let Some(path) = &args.events {
         let mut out = Vec::new();
         for e in game.engine().events() {

@@ -124,13 +124,14 @@ pub enum Action {
         /// Chunk row.
         z: i64,
     },
-    /// Saves the game (path relative to the current directory).
+    /// Saves the game (a relative path is relative to the inputs file's directory).
     #[serde(rename = "save")]
     Save {
         /// Where.
         path: String,
     },
-    /// Loads a save (path relative to the current directory); restores the tick counter.
+    /// Loads a save (a relative path is relative to the inputs file's directory); restores the
+    /// tick counter.
     #[serde(rename = "load")]
     Load {
         /// From where.
@@ -193,6 +194,10 @@ pub struct Inputs {
     pub file: String,
     /// The inputs in file order.
     pub lines: Vec<NumberedInput>,
+    /// The directory the file's relative paths (`save`, `load`) are resolved against: the
+    /// file's own directory when read with [`Inputs::read`]; `None` (parsed from text) means
+    /// the current directory.
+    pub dir: Option<std::path::PathBuf>,
 }
 
 impl Inputs {
@@ -241,9 +246,28 @@ impl Inputs {
             Ok(Inputs {
                 file: file.into(),
                 lines,
+                dir: None,
             })
         } else {
             Err(errors)
+        }
+    }
+
+    /// Reads and parses the inputs file at `path`; its relative `save`/`load` paths will be
+    /// resolved against the file's own directory (like a scene's mod paths against the scene's).
+    pub fn read(path: &std::path::Path) -> Result<Inputs, Vec<FileError>> {
+        let file = super::display_name(path);
+        let text = super::read_text(path).map_err(|e| vec![e])?;
+        let mut inputs = Inputs::parse(&text, &file)?;
+        inputs.dir = Some(path.parent().unwrap_or(std::path::Path::new("")).to_owned());
+        Ok(inputs)
+    }
+
+    /// `path` of a `save`/`load` input, resolved against [`Inputs::dir`].
+    pub fn resolve(&self, path: &str) -> std::path::PathBuf {
+        match &self.dir {
+            Some(dir) => dir.join(path),
+            None => std::path::PathBuf::from(path),
         }
     }
 
@@ -286,9 +310,112 @@ pub fn parse_line(raw: &str) -> Result<InputLine, String> {
     if obj.get("do").and_then(Value::as_str) == Some("control") && !obj.contains_key("entity") {
         return Err("entity: missing; expected an entity id, or null to clear control".into());
     }
-    let action: Action = from_value(&value, "").map_err(|p| p.to_string())?;
+    let action = parse_action(value)?;
     check_action(&action).map_err(|p| p.to_string())?;
     Ok(InputLine { tick, action })
+}
+
+/// The action of a line (`tick` removed) through its externally tagged twin, so a problem
+/// inside it keeps its JSON path (`to.z: missing field`): serde loses the path inside an
+/// internally tagged enum.
+fn parse_action(mut value: Value) -> Result<Action, String> {
+    let obj = value.as_object_mut().expect("checked by the caller");
+    let tag = obj.remove("do").expect("checked by the caller");
+    let Some(name) = tag.as_str().map(str::to_owned) else {
+        return Err(format!(
+            "do: expected the action's name (a string), got {}",
+            describe(&tag)
+        ));
+    };
+    let tagged = serde_json::json!({ name.clone(): value });
+    let twin: Tagged = from_value(&tagged, "").map_err(|p| {
+        // The twin's path starts with the action's name: the line has no such level.
+        let path = p
+            .path
+            .strip_prefix(&name)
+            .map(|rest| rest.trim_start_matches('.').to_owned());
+        match path {
+            Some(path) => Problem::new(path, p.message).to_string(),
+            None => Problem::new("do", p.message).to_string(),
+        }
+    })?;
+    Ok(twin.into())
+}
+
+/// [`Action`], externally tagged (`{"move": {"entity": …, "to": …}}`), for parsing only.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+enum Tagged {
+    #[serde(rename = "move")]
+    Move { entity: EntityId, to: Position },
+    #[serde(rename = "player.moved")]
+    PlayerMoved { at: MovedAt },
+    #[serde(rename = "spawn")]
+    Spawn { entity: Entity },
+    #[serde(rename = "despawn")]
+    Despawn { entity: EntityId },
+    #[serde(rename = "tag")]
+    Tag { entity: EntityId, tag: String },
+    #[serde(rename = "untag")]
+    Untag { entity: EntityId, tag: String },
+    #[serde(rename = "ride")]
+    Ride { entity: EntityId, vehicle: EntityId },
+    #[serde(rename = "dismount")]
+    Dismount { entity: EntityId },
+    #[serde(rename = "control")]
+    Control { entity: Option<EntityId> },
+    #[serde(rename = "leave")]
+    Leave {},
+    #[serde(rename = "enter")]
+    Enter { scene: String },
+    #[serde(rename = "release")]
+    Release { x: i64, z: i64 },
+    #[serde(rename = "save")]
+    Save { path: String },
+    #[serde(rename = "load")]
+    Load { path: String },
+    #[serde(rename = "request")]
+    Request {
+        id: String,
+        at: Position,
+        radius: Radius,
+        ticks: TicketTicks,
+    },
+    #[serde(rename = "drop")]
+    Drop { ticket: String },
+}
+
+impl From<Tagged> for Action {
+    fn from(t: Tagged) -> Action {
+        match t {
+            Tagged::Move { entity, to } => Action::Move { entity, to },
+            Tagged::PlayerMoved { at } => Action::PlayerMoved { at },
+            Tagged::Spawn { entity } => Action::Spawn { entity },
+            Tagged::Despawn { entity } => Action::Despawn { entity },
+            Tagged::Tag { entity, tag } => Action::Tag { entity, tag },
+            Tagged::Untag { entity, tag } => Action::Untag { entity, tag },
+            Tagged::Ride { entity, vehicle } => Action::Ride { entity, vehicle },
+            Tagged::Dismount { entity } => Action::Dismount { entity },
+            Tagged::Control { entity } => Action::Control { entity },
+            Tagged::Leave {} => Action::Leave {},
+            Tagged::Enter { scene } => Action::Enter { scene },
+            Tagged::Release { x, z } => Action::Release { x, z },
+            Tagged::Save { path } => Action::Save { path },
+            Tagged::Load { path } => Action::Load { path },
+            Tagged::Request {
+                id,
+                at,
+                radius,
+                ticks,
+            } => Action::Request {
+                id,
+                at,
+                radius,
+                ticks,
+            },
+            Tagged::Drop { ticket } => Action::Drop { ticket },
+        }
+    }
 }
 
 fn describe_kind(raw: &str) -> String {
@@ -307,7 +434,7 @@ fn check_action(action: &Action) -> Result<(), Problem> {
     let names: Vec<(&str, &str)> = match action {
         Action::Spawn { entity } => {
             let mut v = vec![("entity.id", entity.id.as_str())];
-            v.extend(entity.tags.iter().map(|t| ("entity.tags", t.as_str())));
+            v.extend(entity.tags.iter().map(|t| ("entity.tags", t)));
             v.extend(entity.rides.iter().map(|r| ("entity.rides", r.as_str())));
             v
         }
@@ -347,9 +474,151 @@ fn check_action(action: &Action) -> Result<(), Problem> {
     }
 }
 
+impl Inputs {
+    /// Checks the inputs against the scene file they will run with, before anything runs:
+    /// every entity an input names must exist when it is applied (an entity of the scene or one
+    /// spawned by an earlier input, and not despawned since), a spawned id must be free, an
+    /// `enter` must name a scene of the file, and with a `target` tick, no `save` or `load` may
+    /// be stamped past it (it would never run). After a `load` the world is the save's, which
+    /// only the run knows: entity names are no longer checked from there on.
+    pub fn check_against(
+        &self,
+        scene: &super::scene::SceneFile,
+        target: Option<u64>,
+    ) -> Vec<FileError> {
+        use std::collections::BTreeMap;
+        let mut alive: BTreeMap<&str, ()> =
+            scene.entities.iter().map(|e| (e.id.as_str(), ())).collect();
+        let mut despawned: BTreeMap<&str, usize> = BTreeMap::new();
+        let scenes: Vec<String> = scene.scene_defs().into_iter().map(|s| s.id).collect();
+        let mut known_world = true;
+        let mut errors = Vec::new();
+        for l in &self.lines {
+            let mut fail = |message: String| {
+                errors.push(FileError::Line {
+                    file: self.file.clone(),
+                    line: l.line,
+                    message,
+                })
+            };
+            let action = &l.input.action;
+            if let (Some(target), Action::Save { .. } | Action::Load { .. }) = (target, action) {
+                if l.input.tick > target {
+                    fail(format!(
+                        "tick: a {} at tick {} is past the tick target {target}: it never runs",
+                        if matches!(action, Action::Save { .. }) {
+                            "save"
+                        } else {
+                            "load"
+                        },
+                        l.input.tick
+                    ));
+                }
+            }
+            if let Action::Enter { scene: name } = action {
+                if !scenes.contains(name) {
+                    fail(format!(
+                        "scene: no scene {name:?} in the scene file; scenes: {}",
+                        scenes.join(", ")
+                    ));
+                }
+            }
+            if matches!(action, Action::Load { .. }) {
+                known_world = false;
+            }
+            if !known_world {
+                continue;
+            }
+            let named: Vec<(&str, &EntityId)> = match action {
+                Action::Move { entity, .. }
+                | Action::Despawn { entity }
+                | Action::Tag { entity, .. }
+                | Action::Untag { entity, .. }
+                | Action::Dismount { entity } => vec![("entity", entity)],
+                Action::Ride { entity, vehicle } => vec![("entity", entity), ("vehicle", vehicle)],
+                Action::Control {
+                    entity: Some(entity),
+                } => vec![("entity", entity)],
+                _ => Vec::new(),
+            };
+            for (key, id) in named {
+                if alive.contains_key(id.as_str()) {
+                    continue;
+                }
+                match despawned.get(id.as_str()) {
+                    Some(at) => fail(format!(
+                        "{key}: no entity {:?} at this point: line {at} despawned it",
+                        id.as_str()
+                    )),
+                    None => fail(format!(
+                        "{key}: no entity {:?} ever exists: the scene has none and no earlier input spawns it",
+                        id.as_str()
+                    )),
+                }
+            }
+            match action {
+                Action::Spawn { entity } => {
+                    if alive.insert(entity.id.as_str(), ()).is_some() {
+                        fail(format!(
+                            "entity.id: an entity {:?} already exists at this point",
+                            entity.id.as_str()
+                        ));
+                    }
+                    despawned.remove(entity.id.as_str());
+                }
+                Action::Despawn { entity } if alive.remove(entity.as_str()).is_some() => {
+                    despawned.insert(entity.as_str(), l.line);
+                }
+                _ => {}
+            }
+        }
+        errors
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inputs_are_checked_against_the_scene_entities_scenes_and_target() {
+        let scene = super::super::scene::SceneFile::from_json(&serde_json::json!({
+            "kits": [],
+            "scenes": [{"id": "town"}],
+            "entities": [{"id": "hero", "position": {"x": 0, "z": 0}}]
+        }))
+        .unwrap();
+        let text = [
+            r#"{"tick": 1, "do": "move", "entity": "hero", "to": {"x": 1, "z": 0}}"#,
+            r#"{"tick": 1, "do": "move", "entity": "ghost", "to": {"x": 1, "z": 0}}"#,
+            r#"{"tick": 2, "do": "spawn", "entity": {"id": "cart", "position": {"x": 0, "z": 0}}}"#,
+            r#"{"tick": 2, "do": "ride", "entity": "hero", "vehicle": "cart"}"#,
+            r#"{"tick": 3, "do": "despawn", "entity": "cart"}"#,
+            r#"{"tick": 3, "do": "tag", "entity": "cart", "tag": "x"}"#,
+            r#"{"tick": 4, "do": "enter", "scene": "cave"}"#,
+            r#"{"tick": 9, "do": "save", "path": "s.json"}"#,
+            r#"{"tick": 9, "do": "load", "path": "s.json"}"#,
+            r#"{"tick": 9, "do": "move", "entity": "anyone", "to": {"x": 1, "z": 0}}"#,
+        ]
+        .join("\n");
+        let inputs = Inputs::parse(&text, "in.jsonl").unwrap();
+        let errors: Vec<String> = inputs
+            .check_against(&scene, Some(8))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "in.jsonl: line 2: entity: no entity \"ghost\" ever exists: the scene has none and no earlier input spawns it",
+                "in.jsonl: line 6: entity: no entity \"cart\" at this point: line 5 despawned it",
+                "in.jsonl: line 7: scene: no scene \"cave\" in the scene file; scenes: town",
+                "in.jsonl: line 8: tick: a save at tick 9 is past the tick target 8: it never runs",
+                "in.jsonl: line 9: tick: a load at tick 9 is past the tick target 8: it never runs",
+            ]
+        );
+        assert_eq!(inputs.check_against(&scene, None).len(), 3);
+    }
 
     #[test]
     fn a_line_parses_into_tick_and_action() {
@@ -367,7 +636,16 @@ mod tests {
     #[test]
     fn bad_lines_say_what_was_expected() {
         let e = parse_line(r#"{"tick": 1, "do": "jump"}"#).unwrap_err();
-        assert!(e.contains("unknown variant `jump`"), "{e}");
+        assert!(
+            e.starts_with("do: unknown value \"jump\"; expected one of: move, "),
+            "{e}"
+        );
+        let e =
+            parse_line(r#"{"tick": 1, "do": "move", "entity": "a", "to": {"x": 1}}"#).unwrap_err();
+        assert_eq!(e, "to.z: missing field");
+        let e =
+            parse_line(r#"{"tick": 1, "do": "move", "entity": "a", "to": [1, 2]}"#).unwrap_err();
+        assert_eq!(e, "to: expected an object, got [1,2]");
         let e = parse_line(r#"{"tick": -1, "do": "leave"}"#).unwrap_err();
         assert!(e.starts_with("tick: expected an integer"), "{e}");
         let e =

@@ -136,6 +136,45 @@ pub fn parse_json(text: &str, file: &str) -> Result<Value, FileError> {
     })
 }
 
+/// Parses JSON text straight into `T` (no JSON value tree: a large scene costs its typed size),
+/// with the errors of [`parse_json`] for syntax and of [`crate::json::from_value`] for shape:
+/// the JSON path and plain words (`entities[3].position.z: missing field`).
+pub fn parse_typed<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T, FileError> {
+    let syntax = |e: &serde_json::Error| FileError::Syntax {
+        file: file.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    };
+    // The fast path: no path tracking (it allocates a string per key visited). Only a file that
+    // fails is parsed again, tracked, for the JSON path of its first problem.
+    if let Ok(value) = serde_json::from_str(text) {
+        return Ok(value);
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let inner = e.inner();
+        if inner.classify() != serde_json::error::Category::Data {
+            return syntax(inner);
+        }
+        // Only now, on the cold path, the value tree: for "got …" in the message, and because a
+        // syntax error later in the file (which the typed parse stopped short of) comes first.
+        let tree: Value = match serde_json::from_str(text) {
+            Ok(tree) => tree,
+            Err(e) => return syntax(&e),
+        };
+        let found = crate::json::value_at(&tree, e.path());
+        let problem = crate::json::problem_at(
+            &e.path().to_string(),
+            &strip_position(&inner.to_string()),
+            found,
+        );
+        FileError::invalid(file, problem)
+    })?;
+    de.end().map_err(|e| syntax(&e))?;
+    Ok(value)
+}
+
 /// serde_json appends " at line L column C"; the message already says where.
 fn strip_position(msg: &str) -> String {
     match msg.rfind(" at line ") {

@@ -45,6 +45,51 @@ pub struct SaveDoc {
     pub variables: IndexMap<String, Value>,
     /// Each kit's section, by kit id.
     pub kits: IndexMap<String, Value>,
+    /// The state of each Lua mod, in mod order (absent: the mods keep theirs on load).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mods: Vec<ModSave>,
+}
+
+/// What a save holds of one Lua mod: its `storage` table and its `math.random` state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModSave {
+    /// The mod's id.
+    #[serde(rename = "mod")]
+    pub id: String,
+    /// Its `storage` table: an array of `[key, value]` pairs in `pairs` order, a nested table
+    /// again such an array (see `mods::lua` for the rules).
+    pub storage: Value,
+    /// The state of its `math.random` generator: four 64-bit words, 16 hex digits each.
+    pub random: [String; 4],
+}
+
+impl ModSave {
+    /// Checks the id, the storage and the generator state; returns the generator's words.
+    pub fn check(&self, path: &str) -> Result<[u64; 4], Problem> {
+        check_name(&self.id).map_err(|m| Problem::new(format!("{path}.mod"), m))?;
+        crate::mods::lua::check_storage(&self.storage, &format!("{path}.storage"))?;
+        let mut words = [0u64; 4];
+        for (i, (w, text)) in words.iter_mut().zip(&self.random).enumerate() {
+            let ok = text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit());
+            *w = u64::from_str_radix(text, 16)
+                .ok()
+                .filter(|_| ok)
+                .ok_or_else(|| {
+                    Problem::new(
+                        format!("{path}.random[{i}]"),
+                        format!("expected 16 hex digits, got {text:?}"),
+                    )
+                })?;
+        }
+        if words == [0; 4] {
+            return Err(Problem::new(
+                format!("{path}.random"),
+                "expected a generator state that is not all zero",
+            ));
+        }
+        Ok(words)
+    }
 }
 
 /// Checks `format` and `version` before anything else, so a file that is not a save (or a save
@@ -102,7 +147,7 @@ pub fn parse(value: &Value) -> Result<(SaveDoc, World), Problem> {
     }
     for (i, e) in doc.entities.iter().enumerate() {
         let names = std::iter::once(("id", e.id.as_str()))
-            .chain(e.tags.iter().map(|t| ("tags", t.as_str())))
+            .chain(e.tags.iter().map(|t| ("tags", t)))
             .chain(e.rides.iter().map(|r| ("rides", r.as_str())));
         for (key, name) in names {
             check_name(name).map_err(|m| Problem::new(format!("entities[{i}].{key}"), m))?;
@@ -118,6 +163,9 @@ pub fn parse(value: &Value) -> Result<(SaveDoc, World), Problem> {
                 ),
             ));
         }
+    }
+    for (i, m) in doc.mods.iter().enumerate() {
+        m.check(&format!("mods[{i}]"))?;
     }
     let world = World::restore(doc.entities.clone(), doc.control.clone())
         .map_err(|(i, e)| Problem::new(format!("entities[{i}]"), e.to_string()))?;

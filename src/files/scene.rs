@@ -3,13 +3,15 @@
 
 use std::collections::HashSet;
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::grid::Position;
-use crate::host::{Entity, EntityId, KitEntry, SceneDef, World};
+use crate::host::{Entity, EntityId, KitEntry, SceneDef};
 use crate::json::{from_value, Problem};
 
 /// Most entities a scene file may hold.
@@ -122,7 +124,7 @@ impl SceneFile {
             }
             let mut seen = HashSet::new();
             for (i, s) in scenes.iter().enumerate() {
-                check_id(&s.id, &format!("scenes[{i}].id"), &mut out);
+                check_id(&s.id, || format!("scenes[{i}].id"), &mut out);
                 if !seen.insert(s.id.as_str()) {
                     out.push(Problem::new(
                         format!("scenes[{i}].id"),
@@ -136,9 +138,10 @@ impl SceneFile {
                 }
             }
         }
-        let mut ids = HashSet::new();
+        let mut ids: FxHashSet<&str> = FxHashSet::default();
+        ids.reserve(self.entities.len());
         for (i, e) in self.entities.iter().enumerate() {
-            check_id(e.id.as_str(), &format!("entities[{i}].id"), &mut out);
+            check_id(e.id.as_str(), || format!("entities[{i}].id"), &mut out);
             if !ids.insert(e.id.as_str()) {
                 out.push(Problem::new(
                     format!("entities[{i}].id"),
@@ -148,8 +151,8 @@ impl SceneFile {
             if let Err(p) = e.position.check() {
                 out.push(p.under(&format!("entities[{i}].position")));
             }
-            for t in &e.tags {
-                check_id(t, &format!("entities[{i}].tags"), &mut out);
+            for t in e.tags.iter() {
+                check_id(t, || format!("entities[{i}].tags"), &mut out);
             }
         }
         for (i, e) in self.entities.iter().enumerate() {
@@ -166,9 +169,33 @@ impl SceneFile {
             }
         }
         if out.is_empty() {
-            // Ids are unique and every link names an entity: now `rides` loops.
-            if let Err((i, e)) = World::restore(self.entities.clone(), self.control.clone()) {
-                out.push(Problem::new(format!("entities[{i}].rides"), e.to_string()));
+            // Ids are unique and every link names an entity: now `rides` loops, linked in file
+            // order as `World::restore` links them (without building a world).
+            let mut linked: FxHashMap<&str, &str> = FxHashMap::default();
+            for (i, e) in self.entities.iter().enumerate() {
+                let Some(vehicle) = &e.rides else { continue };
+                let rider = e.id.as_str();
+                let mut at = Some(vehicle.as_str());
+                let mut steps = 0;
+                while let Some(v) = at {
+                    if v == rider {
+                        let err = crate::host::EntityError::RideLoop(e.id.clone(), vehicle.clone());
+                        out.push(Problem::new(
+                            format!("entities[{i}].rides"),
+                            err.to_string(),
+                        ));
+                        break;
+                    }
+                    steps += 1;
+                    if steps > linked.len() {
+                        break; // cannot happen: no loop is ever linked
+                    }
+                    at = linked.get(v).copied();
+                }
+                if !out.is_empty() {
+                    break;
+                }
+                linked.insert(rider, vehicle.as_str());
             }
         }
         if let Some(c) = &self.control {
@@ -212,8 +239,9 @@ impl SceneFile {
     }
 }
 
-fn check_id(id: &str, path: &str, out: &mut Vec<Problem>) {
+/// Checks a name; the path is only built for a problem.
+fn check_id(id: &str, path: impl FnOnce() -> String, out: &mut Vec<Problem>) {
     if let Err(m) = super::check_name(id) {
-        out.push(Problem::new(path, m));
+        out.push(Problem::new(path(), m));
     }
 }

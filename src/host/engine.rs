@@ -394,13 +394,25 @@ impl Engine {
                 .iter()
                 .filter_map(|k| Some((k.id().to_owned(), k.save()?)))
                 .collect(),
+            mods: Vec::new(),
         }
     }
 
     /// Loads a save document. The whole document is validated first (format, version, every
     /// field, each kit's section); on any problem nothing changes. Restoring emits no events and
-    /// calls no hooks or callbacks.
+    /// asks no hooks; kits bring their subscribers in step in [`Kit::after_load`] (the streaming
+    /// kit calls `onChunk` for the difference; see [`Kit`] for the order).
     pub fn load_document(&mut self, value: &Value) -> Result<(), Problem> {
+        self.load_document_then(value, || {})
+    }
+
+    /// [`Engine::load_document`], running `restore` once every kit's section is committed and
+    /// before any kit's [`Kit::after_load`] (the game restores its Lua mods' state there).
+    pub fn load_document_then(
+        &mut self,
+        value: &Value,
+        restore: impl FnOnce(),
+    ) -> Result<(), Problem> {
         let (doc, world) = crate::files::save::parse(value)?;
         let active = match &doc.scene {
             None => None,
@@ -443,7 +455,29 @@ impl Engine {
             self.kits[i].commit_load(p, &mut ctx);
         }
         self.world.take_changed();
+        restore();
+        for i in 0..self.kits.len() {
+            let mut ctx = ctx!(self);
+            self.kits[i].after_load(&mut ctx);
+        }
+        // Only what subscribers did (a failing Lua callback's mod.error, a spawn) is delivered.
+        self.settle();
         Ok(())
+    }
+
+    /// The enabled kit of type `T`, if any: a kit reaching its own state back, e.g.
+    /// `engine.kit::<ColliderKit>()`.
+    pub fn kit<T: Kit>(&self) -> Option<&T> {
+        self.kits
+            .iter()
+            .find_map(|k| k.as_ref().as_any().downcast_ref())
+    }
+
+    /// The enabled kit of type `T`, mutably.
+    pub fn kit_mut<T: Kit>(&mut self) -> Option<&mut T> {
+        self.kits
+            .iter_mut()
+            .find_map(|k| k.as_mut().as_any_mut().downcast_mut())
     }
 
     /// Where mod runtimes report failures outside hooks; each becomes a `mod.error` event.

@@ -1,9 +1,10 @@
 //! Entities of the `game.engine` host: typed ids, tags, positions and `rides` links, kept in spawn
 //! order, plus the `character.control` link and a log of what changed since kits last looked.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
+use std::sync::{Mutex, OnceLock};
 
 use indexmap::IndexMap;
 use rustc_hash::{FxBuildHasher, FxHashMap};
@@ -16,11 +17,17 @@ use crate::grid::Position;
 pub const PLAYER_TAG: &str = "player";
 
 /// The id of an entity, as written in scene and input files.
-#[derive(
-    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, JsonSchema)]
 #[serde(transparent)]
 pub struct EntityId(#[schemars(with = "String")] Arc<str>);
+
+impl<'de> Deserialize<'de> for EntityId {
+    /// From the text when it has no escapes: one allocation, the id's own.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Ok(EntityId(Arc::from(&*text)))
+    }
+}
 
 impl EntityId {
     /// The id `name`.
@@ -54,12 +61,144 @@ pub struct Entity {
     pub id: EntityId,
     /// Tags, e.g. `player`, `vehicle`, `streamable`, `dormant`.
     #[serde(default)]
-    pub tags: BTreeSet<String>,
+    pub tags: Tags,
     /// Where it is.
     pub position: Position,
     /// The vehicle it rides, if any. A link to an entity that no longer exists counts as absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rides: Option<EntityId>,
+}
+
+/// An entity's tags: a sorted set of names, each interned once per process (a scene of
+/// 100 000 crates tagged `streamable` holds one `streamable`), stored inline for up to two tags.
+/// Serialized as a sorted array of strings, like a set.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Tags(smallvec::SmallVec<[Arc<str>; 2]>);
+
+/// The one copy of each tag name.
+fn intern(tag: &str) -> Arc<str> {
+    static NAMES: OnceLock<Mutex<HashSet<Arc<str>>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(name) = names.get(tag) {
+        return name.clone();
+    }
+    let name: Arc<str> = Arc::from(tag);
+    names.insert(name.clone());
+    name
+}
+
+impl Tags {
+    /// No tags.
+    pub fn new() -> Self {
+        Tags::default()
+    }
+
+    /// Whether `tag` is one of them.
+    pub fn contains(&self, tag: &str) -> bool {
+        self.find(tag).is_ok()
+    }
+
+    fn find(&self, tag: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|t| (**t).cmp(tag))
+    }
+
+    /// Adds `tag`; whether it was new.
+    pub fn insert(&mut self, tag: &str) -> bool {
+        match self.find(tag) {
+            Ok(_) => false,
+            Err(at) => {
+                self.0.insert(at, intern(tag));
+                true
+            }
+        }
+    }
+
+    /// Removes `tag`; whether it was there.
+    pub fn remove(&mut self, tag: &str) -> bool {
+        match self.find(tag) {
+            Ok(at) => {
+                self.0.remove(at);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The tags in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.0.iter().map(|t| &**t)
+    }
+
+    /// How many tags.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for Tags {
+    fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> Self {
+        let mut tags = Tags::new();
+        for t in iter {
+            tags.insert(t.as_ref());
+        }
+        tags
+    }
+}
+
+impl<S: AsRef<str>, const N: usize> From<[S; N]> for Tags {
+    fn from(list: [S; N]) -> Self {
+        list.into_iter().collect()
+    }
+}
+
+impl fmt::Debug for Tags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Tags {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Tags {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Tags;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of tags (strings)")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Tags, A::Error> {
+                let mut tags = Tags::new();
+                // Borrowed when the text has no escapes: no allocation per tag.
+                while let Some(t) = seq.next_element::<std::borrow::Cow<'de, str>>()? {
+                    tags.insert(&t);
+                }
+                Ok(tags)
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+impl JsonSchema for Tags {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Tags".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "array", "items": { "type": "string" }, "uniqueItems": true })
+    }
 }
 
 impl Entity {
@@ -248,7 +387,7 @@ impl World {
             .ok_or_else(|| EntityError::NoSuchEntity(id.clone()))?;
         let had = e.tags.contains(tag);
         if on && !had {
-            e.tags.insert(tag.to_owned());
+            e.tags.insert(tag);
         } else if !on && had {
             e.tags.remove(tag);
         }
@@ -314,6 +453,9 @@ impl World {
         control: Option<EntityId>,
     ) -> Result<World, (usize, EntityError)> {
         let mut world = World::new();
+        world.entities.reserve_exact(entities.len());
+        world.seq.reserve(entities.len());
+        world.changed.reserve_exact(entities.len());
         let mut links = Vec::new();
         for (i, mut e) in entities.into_iter().enumerate() {
             if let Some(v) = e.rides.take() {

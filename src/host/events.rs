@@ -27,6 +27,20 @@ pub struct Event {
     pub data: EventData,
 }
 
+impl Event {
+    /// The chunk of a `world.chunk.loaded` (`Some((chunk, true))`) or `world.chunk.unloaded`
+    /// (`Some((chunk, false))`) event; `None` for any other event.
+    pub fn chunk(&self) -> Option<(crate::grid::ChunkPos, bool)> {
+        let loaded = match &*self.event {
+            CHUNK_LOADED => true,
+            CHUNK_UNLOADED => false,
+            _ => return None,
+        };
+        let coord = |k: &str| self.data.get(k).and_then(Value::as_i64);
+        Some((crate::grid::ChunkPos::new(coord("x")?, coord("z")?), loaded))
+    }
+}
+
 /// An event's payload: JSON, with a fast path for the `{x, z}` of the chunk events (no map is
 /// built; indexing and serializing behave exactly as for the JSON object).
 #[derive(Debug, Clone, PartialEq)]

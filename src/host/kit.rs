@@ -162,8 +162,33 @@ pub enum KitError {
 /// A prepared, validated save section, applied later by [`Kit::commit_load`].
 pub type PreparedSection = Box<dyn Any>;
 
+/// Any kit as [`Any`], so the engine can hand a kit back as its concrete type
+/// ([`crate::host::Engine::kit`]). Implemented for every `'static` type.
+pub trait AsAny: Any {
+    /// `self` as [`Any`].
+    fn as_any(&self) -> &dyn Any;
+    /// `self` as mutable [`Any`].
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
 /// A kit: a plugin of the engine. Every method has a default that does nothing.
-pub trait Kit {
+///
+/// **Loading a save** happens in this order: the whole file is validated (every kit's
+/// [`Kit::prepare_load`]) before anything changes; then the host's part and each kit's section
+/// are committed ([`Kit::commit_load`]) in the order the scene file lists the kits; then the Lua
+/// mods get their `storage` back; then every kit's [`Kit::after_load`] runs, in the same order.
+/// So when a kit hears of the restored world in `after_load` (the streaming kit tells its
+/// `onChunk` subscribers there), every kit and mod already has its own saved state back.
+pub trait Kit: AsAny {
     /// The kit's id, e.g. `world.streaming`.
     fn id(&self) -> &str;
 
@@ -213,4 +238,8 @@ pub trait Kit {
 
     /// Applies a section validated by [`Kit::prepare_load`]; emits nothing, calls no hooks.
     fn commit_load(&mut self, _prepared: Option<PreparedSection>, _ctx: &mut Ctx<'_>) {}
+
+    /// Every kit and mod has its saved state back (see the order above): bring whatever
+    /// depends on other kits in step (emit no events, ask no hooks).
+    fn after_load(&mut self, _ctx: &mut Ctx<'_>) {}
 }

@@ -12,7 +12,7 @@ mod services;
 mod variables;
 
 pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
-pub use entity::{Entity, EntityError, EntityId, World, PLAYER_TAG};
+pub use entity::{Entity, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
     chunk_data, Event, EventBus, EventData, Log, LogLine, ModErrors, CHUNK_LOADED, CHUNK_UNLOADED,
     MOD_ERROR, PLAYER_MOVED,
@@ -22,8 +22,8 @@ pub use hooks::{
     ModFailure, ModId, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD,
 };
 pub use kit::{
-    join_path, unmet_requirements, Install, Kit, KitCatalog, KitError, KitFactory, KitManifest,
-    KitSpec, PreparedSection, Problem,
+    join_path, unmet_requirements, AsAny, Install, Kit, KitCatalog, KitError, KitFactory,
+    KitManifest, KitSpec, PreparedSection, Problem,
 };
 pub use scene::SceneDef;
 pub use services::Services;

@@ -1,10 +1,21 @@
-//! JSON mods: `{ "id", "hook", "match": {x?, z?}, "cancel", "reason", "set": {radius?, budgetMs?} }`.
-//! Consecutive JSON mods answering the same hook are grouped into one [`JsonRules`] handler that
-//! indexes their `match` patterns, so an ask costs a few lookups however many mods there are.
+//! JSON mods: `{ "id", "hook", "match", "cancel", "reason", "set": {radius?, budgetMs?} }`, or
+//! several rules in one file: `{ "id", "rules": [ {hook, match, cancel, reason}, … ] }`.
+//!
+//! `match` is one pattern `{x?, z?}` or a list of patterns (any of them matches); each of `x`
+//! and `z` is absent (any), an integer, or an inclusive range `[min, max]`:
+//! `"match": {"x": [0, 3], "z": [-1, 1]}` is a rectangle of 12 chunks,
+//! `"match": [{"x": 0, "z": 0}, {"x": 5, "z": 5}]` two chunks. A rule with a `hook` must say
+//! `cancel` (`true` or `false`).
+//!
+//! Consecutive JSON rules answering the same hook are grouped into one [`JsonRules`] handler that
+//! indexes their exact patterns, so an ask costs a few lookups however many mods there are
+//! (patterns with ranges are scanned).
 
 use std::collections::HashMap;
+use std::fmt;
 
 use schemars::JsonSchema;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, ModId};
@@ -13,6 +24,8 @@ use crate::kits::streaming::Overrides;
 
 /// Longest `reason` a mod may give, in bytes (refusals are held and saved with the game).
 pub const MAX_REASON_LEN: usize = 1024;
+/// Most rules one JSON mod file may hold.
+pub const MAX_RULES: usize = 10_000;
 
 /// A JSON mod file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -23,33 +36,194 @@ pub struct JsonMod {
     pub schema: Option<String>,
     /// The mod's id (recorded in refusals).
     pub id: String,
-    /// The hook it answers, e.g. `world.chunk.unload`.
+    /// The hook its one rule answers, e.g. `world.chunk.unload` (or use `rules`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook: Option<String>,
-    /// Which asks it answers; absent fields match any value.
+    /// Which asks the rule answers: a pattern or a list of patterns; absent = any.
     #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
-    pub matches: Option<Match>,
-    /// Whether it cancels the matching asks (default false).
-    #[serde(default)]
-    pub cancel: bool,
+    pub matches: Option<Matches>,
+    /// Whether the rule cancels the matching asks (required with `hook`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<bool>,
     /// The reason recorded with a refusal (default "").
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// Several rules, asked in order (the first that matches answers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<JsonRule>,
     /// Settings it overrides from tick 1: `radius`, `budgetMs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set: Option<Overrides>,
 }
 
-/// The payload fields a JSON mod matches on.
+/// One rule of a JSON mod's `rules`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JsonRule {
+    /// The hook it answers.
+    pub hook: String,
+    /// Which asks it answers: a pattern or a list of patterns; absent = any.
+    #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
+    pub matches: Option<Matches>,
+    /// Whether it cancels the matching asks.
+    pub cancel: bool,
+    /// The reason recorded with a refusal (default "").
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// One coordinate of a pattern: an integer, or an inclusive range `[min, max]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Coord {
+    /// Exactly this value.
+    Exact(i64),
+    /// `min..=max`.
+    Range([i64; 2]),
+}
+
+impl Coord {
+    fn contains(self, v: i64) -> bool {
+        match self {
+            Coord::Exact(e) => e == v,
+            Coord::Range([lo, hi]) => lo <= v && v <= hi,
+        }
+    }
+}
+
+impl From<i64> for Coord {
+    fn from(v: i64) -> Self {
+        Coord::Exact(v)
+    }
+}
+
+impl<'de> Deserialize<'de> for Coord {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Coord;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an integer, or a range [min, max] of integers with min <= max")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Coord, E> {
+                Ok(Coord::Exact(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Coord, E> {
+                i64::try_from(v)
+                    .map(Coord::Exact)
+                    .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Coord, E> {
+                if v.fract() == 0.0 && v.abs() < 9.0e15 {
+                    Ok(Coord::Exact(v as i64))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Float(v), &self))
+                }
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Coord, A::Error> {
+                let lo: i64 = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                let hi: i64 = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+                if seq.next_element::<de::IgnoredAny>()?.is_some() {
+                    return Err(de::Error::invalid_length(3, &self));
+                }
+                if lo > hi {
+                    return Err(de::Error::custom(format!(
+                        "expected a range [min, max] with min <= max, got [{lo}, {hi}]"
+                    )));
+                }
+                Ok(Coord::Range([lo, hi]))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The payload fields a pattern matches on; absent fields match any value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Match {
-    /// Chunk column.
+    /// Chunk column: a value or `[min, max]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub x: Option<i64>,
-    /// Chunk row.
+    pub x: Option<Coord>,
+    /// Chunk row: a value or `[min, max]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub z: Option<i64>,
+    pub z: Option<Coord>,
+}
+
+impl Match {
+    /// The pattern of exactly `(x, z)`.
+    pub fn chunk(x: i64, z: i64) -> Self {
+        Match {
+            x: Some(Coord::Exact(x)),
+            z: Some(Coord::Exact(z)),
+        }
+    }
+
+    fn matches(&self, x: Option<i64>, z: Option<i64>) -> bool {
+        let ok = |c: Option<Coord>, v: Option<i64>| match (c, v) {
+            (None, _) => true,
+            (Some(c), Some(v)) => c.contains(v),
+            (Some(_), None) => false,
+        };
+        ok(self.x, x) && ok(self.z, z)
+    }
+}
+
+/// `match`: one pattern, or a list of patterns of which any may match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Matches {
+    /// One pattern.
+    One(Match),
+    /// Any of these patterns (an empty list matches nothing).
+    Any(Vec<Match>),
+}
+
+impl Matches {
+    /// The patterns.
+    pub fn patterns(&self) -> &[Match] {
+        match self {
+            Matches::One(m) => std::slice::from_ref(m),
+            Matches::Any(list) => list,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Matches {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Matches;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a pattern {x?, z?} or a list of patterns")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Matches, A::Error> {
+                Match::deserialize(de::value::MapAccessDeserializer::new(map)).map(Matches::One)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Matches, A::Error> {
+                Vec::<Match>::deserialize(de::value::SeqAccessDeserializer::new(seq))
+                    .map(Matches::Any)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A rule, from a mod's top level or its `rules`: what [`JsonRules`] indexes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleSpec {
+    /// The hook.
+    pub hook: String,
+    /// The patterns (any matches); `None` matches every ask.
+    pub matches: Option<Matches>,
+    /// Whether it cancels.
+    pub cancel: bool,
+    /// The reason of a cancel.
+    pub reason: String,
 }
 
 impl JsonMod {
@@ -59,22 +233,49 @@ impl JsonMod {
         if let Err(m) = crate::files::check_name(&self.id) {
             out.push(Problem::new("id", m));
         }
-        if self.reason.len() > MAX_REASON_LEN {
+        let reason = |path: String, reason: &str, out: &mut Vec<Problem>| {
+            if reason.len() > MAX_REASON_LEN {
+                out.push(Problem::new(
+                    path,
+                    format!(
+                        "expected at most {MAX_REASON_LEN} bytes, got {}",
+                        reason.len()
+                    ),
+                ));
+            }
+        };
+        reason("reason".into(), &self.reason, &mut out);
+        for (i, r) in self.rules.iter().enumerate() {
+            reason(format!("rules[{i}].reason"), &r.reason, &mut out);
+        }
+        if self.rules.len() > MAX_RULES {
             out.push(Problem::new(
-                "reason",
+                "rules",
                 format!(
-                    "expected at most {MAX_REASON_LEN} bytes, got {}",
-                    self.reason.len()
+                    "expected at most {MAX_RULES} rules, got {}",
+                    self.rules.len()
                 ),
             ));
         }
-        if self.hook.is_none() && self.set.is_none() {
-            out.push(Problem::new("", "expected `hook` or `set` (or both)"));
+        if self.hook.is_none() && self.set.is_none() && self.rules.is_empty() {
+            out.push(Problem::new("", "expected `hook`, `rules` or `set`"));
+        }
+        if self.hook.is_some() && !self.rules.is_empty() {
+            out.push(Problem::new(
+                "rules",
+                "expected either one rule (`hook`, `match`, `cancel`, `reason`) or `rules`, not both",
+            ));
+        }
+        if self.hook.is_some() && self.cancel.is_none() {
+            out.push(Problem::new(
+                "cancel",
+                "missing field; a rule with a `hook` must say `\"cancel\": true` or `false`",
+            ));
         }
         if self.hook.is_none() {
             for (key, given) in [
                 ("match", self.matches.is_some()),
-                ("cancel", self.cancel),
+                ("cancel", self.cancel.is_some()),
                 ("reason", !self.reason.is_empty()),
             ] {
                 if given {
@@ -84,6 +285,38 @@ impl JsonMod {
         }
         out
     }
+
+    /// The mod's rules in order: its top-level rule, or its `rules`. Each with the JSON path of
+    /// its `hook`.
+    pub fn rule_specs(&self) -> Vec<(String, RuleSpec)> {
+        match &self.hook {
+            Some(hook) => vec![(
+                "hook".to_owned(),
+                RuleSpec {
+                    hook: hook.clone(),
+                    matches: self.matches.clone(),
+                    cancel: self.cancel.unwrap_or(false),
+                    reason: self.reason.clone(),
+                },
+            )],
+            None => self
+                .rules
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    (
+                        format!("rules[{i}].hook"),
+                        RuleSpec {
+                            hook: r.hook.clone(),
+                            matches: r.matches.clone(),
+                            cancel: r.cancel,
+                            reason: r.reason.clone(),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -92,7 +325,8 @@ struct Rule {
     reason: String,
 }
 
-/// Consecutive cancelling JSON mods of one hook, indexed by their `match` pattern.
+/// Consecutive cancelling JSON rules of one hook, indexed by their exact patterns; patterns with
+/// ranges are scanned.
 #[derive(Debug, Default, Clone)]
 pub struct JsonRules {
     rules: Vec<Rule>,
@@ -101,35 +335,45 @@ pub struct JsonRules {
     by_x: HashMap<i64, usize>,
     by_z: HashMap<i64, usize>,
     by_xz: HashMap<(i64, i64), usize>,
+    /// Patterns with a range, in rule order.
+    ranged: Vec<(usize, Match)>,
 }
 
 impl JsonRules {
-    /// Adds the next mod in mod order.
-    pub fn push(&mut self, by: ModId, matches: Match, reason: String) {
+    /// Adds the next rule in mod order: it cancels asks matching any of `patterns`.
+    pub fn push(&mut self, by: ModId, patterns: &[Match], reason: String) {
         let i = self.rules.len();
         self.rules.push(Rule { by, reason });
-        match (matches.x, matches.z) {
-            (None, None) => {
-                self.any.get_or_insert(i);
-            }
-            (Some(x), None) => {
-                self.by_x.entry(x).or_insert(i);
-            }
-            (None, Some(z)) => {
-                self.by_z.entry(z).or_insert(i);
-            }
-            (Some(x), Some(z)) => {
-                self.by_xz.entry((x, z)).or_insert(i);
+        for m in patterns {
+            let exact = |c: Option<Coord>| match c {
+                None => Some(None),
+                Some(Coord::Exact(v)) => Some(Some(v)),
+                Some(Coord::Range(_)) => None,
+            };
+            match (exact(m.x), exact(m.z)) {
+                (Some(None), Some(None)) => {
+                    self.any.get_or_insert(i);
+                }
+                (Some(Some(x)), Some(None)) => {
+                    self.by_x.entry(x).or_insert(i);
+                }
+                (Some(None), Some(Some(z))) => {
+                    self.by_z.entry(z).or_insert(i);
+                }
+                (Some(Some(x)), Some(Some(z))) => {
+                    self.by_xz.entry((x, z)).or_insert(i);
+                }
+                _ => self.ranged.push((i, *m)),
             }
         }
     }
 
-    /// How many mods are grouped here.
+    /// How many rules are grouped here.
     pub fn len(&self) -> usize {
         self.rules.len()
     }
 
-    /// Whether no mod is grouped here.
+    /// Whether no rule is grouped here.
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
@@ -157,7 +401,16 @@ impl JsonRules {
                 consider(self.by_xz.get(&(x, z)));
             }
         }
-        best
+        let so_far = best;
+        let ranged = self
+            .ranged
+            .iter()
+            .take_while(|(i, _)| so_far.is_none_or(|b| *i < b))
+            .find(|(_, m)| m.matches(x, z));
+        match ranged {
+            Some((i, _)) => Some(*i),
+            None => so_far,
+        }
     }
 }
 
@@ -173,7 +426,8 @@ impl HookHandler for JsonRules {
     }
 
     fn label(&self) -> String {
-        let ids: Vec<&str> = self.rules.iter().map(|r| r.by.as_str()).collect();
+        let mut ids: Vec<&str> = self.rules.iter().map(|r| r.by.as_str()).collect();
+        ids.dedup();
         format!("JSON mods {}", ids.join(", "))
     }
 }
@@ -194,48 +448,86 @@ mod tests {
             .map(|c| c.by.as_str().to_owned())
     }
 
+    fn column(x: i64) -> Match {
+        Match {
+            x: Some(Coord::Exact(x)),
+            z: None,
+        }
+    }
+
     #[test]
     fn the_first_matching_mod_in_mod_order_wins() {
         let mut r = JsonRules::default();
-        r.push(
-            ModId::new("exact"),
-            Match {
-                x: Some(0),
-                z: Some(0),
-            },
-            "a".into(),
-        );
-        r.push(
-            ModId::new("column"),
-            Match {
-                x: Some(0),
-                z: None,
-            },
-            "b".into(),
-        );
-        r.push(ModId::new("anything"), Match::default(), "c".into());
-        r.push(
-            ModId::new("late"),
-            Match {
-                x: Some(5),
-                z: Some(5),
-            },
-            "d".into(),
-        );
+        r.push(ModId::new("exact"), &[Match::chunk(0, 0)], "a".into());
+        r.push(ModId::new("column"), &[column(0)], "b".into());
+        r.push(ModId::new("anything"), &[Match::default()], "c".into());
+        r.push(ModId::new("late"), &[Match::chunk(5, 5)], "d".into());
         assert_eq!(ask(&r, 0, 0).as_deref(), Some("exact"));
         assert_eq!(ask(&r, 0, 3).as_deref(), Some("column"));
         assert_eq!(ask(&r, 5, 5).as_deref(), Some("anything"));
     }
 
     #[test]
+    fn rectangles_and_lists_match_in_rule_order() {
+        let m: JsonMod = serde_json::from_str(
+            r#"{"id": "zones", "rules": [
+                {"hook": "h", "match": [{"x": 9, "z": 9}, {"x": 8}], "cancel": true, "reason": "list"},
+                {"hook": "h", "match": {"x": [0, 3], "z": [-1, 1]}, "cancel": true, "reason": "rect"},
+                {"hook": "h", "match": {"z": 1}, "cancel": true, "reason": "row"}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(m.problems(), []);
+        let mut r = JsonRules::default();
+        for (_, spec) in m.rule_specs() {
+            let any = [Match::default()];
+            let patterns = spec.matches.as_ref().map_or(&any[..], |m| m.patterns());
+            r.push(ModId::new(&spec.reason), patterns, spec.reason.clone());
+        }
+        assert_eq!(ask(&r, 9, 9).as_deref(), Some("list"));
+        assert_eq!(ask(&r, 8, -50).as_deref(), Some("list"));
+        assert_eq!(ask(&r, 0, -1).as_deref(), Some("rect"));
+        assert_eq!(ask(&r, 3, 1).as_deref(), Some("rect"), "inclusive");
+        assert_eq!(ask(&r, 4, 1).as_deref(), Some("row"));
+        assert_eq!(ask(&r, 4, 0), None);
+        assert_eq!(ask(&r, -1, 0), None);
+    }
+
+    #[test]
     fn a_mod_without_hook_or_set_is_refused() {
         let m: JsonMod = serde_json::from_str(r#"{"id": "x"}"#).unwrap();
-        assert_eq!(
-            m.problems()[0].message,
-            "expected `hook` or `set` (or both)"
-        );
+        assert_eq!(m.problems()[0].message, "expected `hook`, `rules` or `set`");
         let m: JsonMod =
             serde_json::from_str(r#"{"id": "x", "set": {"radius": 1}, "cancel": true}"#).unwrap();
         assert_eq!(m.problems()[0].path, "cancel");
+    }
+
+    #[test]
+    fn a_rule_with_a_hook_must_say_whether_it_cancels() {
+        let m: JsonMod = serde_json::from_str(r#"{"id": "x", "hook": "h"}"#).unwrap();
+        let p = m.problems();
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].path, "cancel");
+        assert!(p[0].message.starts_with("missing field"), "{}", p[0]);
+        let m: JsonMod =
+            serde_json::from_str(r#"{"id": "x", "hook": "h", "cancel": false}"#).unwrap();
+        assert_eq!(m.problems(), []);
+        let e = crate::json::from_value::<JsonMod>(
+            &serde_json::json!({"id": "x", "rules": [{"hook": "h"}]}),
+            "",
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "rules[0].cancel", "{e}");
+    }
+
+    #[test]
+    fn a_reversed_range_names_its_path() {
+        let e = crate::json::from_value::<JsonMod>(
+            &serde_json::json!({"id": "x", "hook": "h", "cancel": true, "match": [{"x": 1}, {"z": [3, 1]}]}),
+            "",
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "match[1].z", "{e}");
+        assert!(e.message.contains("min <= max"), "{e}");
     }
 }

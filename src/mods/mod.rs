@@ -88,26 +88,31 @@ pub fn parse_mod(text: String, path: &Path) -> Result<ModFile, Vec<FileError>> {
     }
 }
 
-/// The JSON mods among `mods` whose `hook` is not one of `declared`, each as an error naming the
-/// file and the hooks there are.
+/// The rules of the JSON mods among `mods` whose `hook` is not one of `declared`, each as an
+/// error naming the file, the JSON path and the hooks there are.
 pub fn check_hooks(mods: &[ModFile], declared: &[String]) -> Vec<FileError> {
-    mods.iter()
-        .filter_map(|m| match &m.source {
-            ModSource::Json(JsonMod {
-                hook: Some(hook), ..
-            }) if !declared.contains(hook) => Some(FileError::invalid(
-                &m.file,
-                Problem::new(
-                    "hook",
-                    format!(
-                        "unknown hook {hook:?}; expected one of: {}",
-                        declared.join(", ")
+    let mut out = Vec::new();
+    for m in mods {
+        let ModSource::Json(j) = &m.source else {
+            continue;
+        };
+        for (path, rule) in j.rule_specs() {
+            if !declared.contains(&rule.hook) {
+                out.push(FileError::invalid(
+                    &m.file,
+                    Problem::new(
+                        path,
+                        format!(
+                            "unknown hook {:?}; expected one of: {}",
+                            rule.hook,
+                            declared.join(", ")
+                        ),
                     ),
-                ),
-            )),
-            _ => None,
-        })
-        .collect()
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// One handler slot of a hook, in mod order.
@@ -119,18 +124,33 @@ enum Slot {
 /// Installs `mods` into `engine` in mod order: `set`s applied (the last wins), hook handlers
 /// registered, Lua mods run in their sandboxes. A Lua mod failing at load is reported as a
 /// `mod.error` event (hook `mod.load`) and keeps the handlers it registered before failing.
+/// Returns what a save holds of each Lua mod, in mod order.
 pub fn install(
     mods: Vec<ModFile>,
     engine: &mut Engine,
     seed: u64,
     log: &Log,
-) -> Result<(), Vec<FileError>> {
+) -> Result<Vec<lua::LuaModState>, Vec<FileError>> {
+    install_from(mods, 0, engine, seed, log)
+}
+
+/// [`install`] for mods that come after `first` others in mod order (their handlers are asked
+/// after those already registered; a Lua mod's `math.random` is seeded with `seed` plus its
+/// position in mod order).
+pub fn install_from(
+    mods: Vec<ModFile>,
+    first: usize,
+    engine: &mut Engine,
+    seed: u64,
+    log: &Log,
+) -> Result<Vec<lua::LuaModState>, Vec<FileError>> {
     let streaming: Option<Rc<dyn StreamingService>> = engine.service(STREAMING);
     let terrain: Option<Rc<dyn TerrainService>> = engine.service(TERRAIN);
     let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
     let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
     let mut errors = check_hooks(&mods, &declared);
     let mut failures = Vec::new();
+    let mut states = Vec::new();
     for (index, m) in mods.into_iter().enumerate() {
         match m.source {
             ModSource::Json(j) => {
@@ -148,19 +168,22 @@ pub fn install(
                         )),
                     }
                 }
-                let Some(hook) = j.hook else { continue };
-                if !declared.contains(&hook) {
-                    continue; // reported by check_hooks above
-                }
-                if !j.cancel {
-                    continue; // a rule that never cancels changes nothing
-                }
-                let list = slots.entry(hook).or_default();
-                if !matches!(list.last(), Some(Slot::Json(_))) {
-                    list.push(Slot::Json(JsonRules::default()));
-                }
-                if let Some(Slot::Json(rules)) = list.last_mut() {
-                    rules.push(m.id.clone(), j.matches.unwrap_or_default(), j.reason);
+                for (_, rule) in j.rule_specs() {
+                    if !declared.contains(&rule.hook) {
+                        continue; // reported by check_hooks above
+                    }
+                    if !rule.cancel {
+                        continue; // a rule that never cancels changes nothing
+                    }
+                    let list = slots.entry(rule.hook).or_default();
+                    if !matches!(list.last(), Some(Slot::Json(_))) {
+                        list.push(Slot::Json(JsonRules::default()));
+                    }
+                    if let Some(Slot::Json(rules)) = list.last_mut() {
+                        let any = [json::Match::default()];
+                        let patterns = rule.matches.as_ref().map_or(&any[..], |m| m.patterns());
+                        rules.push(m.id.clone(), patterns, rule.reason);
+                    }
                 }
             }
             ModSource::Lua(source) => {
@@ -172,7 +195,7 @@ pub fn install(
                 let setup = lua::LuaSetup {
                     file: &name,
                     id: m.id.clone(),
-                    seed: seed.wrapping_add(index as u64),
+                    seed: seed.wrapping_add((first + index) as u64),
                     streaming: streaming.clone(),
                     terrain: terrain.clone(),
                     hooks: &declared,
@@ -188,7 +211,15 @@ pub fn install(
                         if let Some(message) = loaded.error {
                             failures.push((m.id.clone(), message));
                         }
+                        states.push(loaded.state);
                     }
+                    // The chunk is named by the file's name alone; the error names the file as
+                    // the scene does.
+                    Err(FileError::Line { line, message, .. }) => errors.push(FileError::Line {
+                        file: m.file.clone(),
+                        line,
+                        message,
+                    }),
                     Err(e) => errors.push(e),
                 }
             }
@@ -198,7 +229,8 @@ pub fn install(
         return Err(errors);
     }
     for (by, message) in failures {
-        engine.input(0, |e| {
+        let stamp = engine.tick_count();
+        engine.input(stamp, |e| {
             e.emit(
                 MOD_ERROR,
                 json!({ "mod": by.as_str(), "hook": LOAD_HOOK, "message": message }),
@@ -217,5 +249,5 @@ pub fn install(
                 .expect("declared hooks only");
         }
     }
-    Ok(())
+    Ok(states)
 }

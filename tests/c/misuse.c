@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
     EXPECT(WS_STATUS_INVALID_UTF8, "line is not valid UTF-8",
            ws_game_apply(game, "{\"tick\": 1, \"do\": \"leave\", \"x\": \"\xc3\x28\"}", &error));
     EXPECT(WS_STATUS_BAD_INPUT, "column", ws_game_apply(game, "not json", &error));
-    EXPECT(WS_STATUS_BAD_INPUT, "unknown variant", ws_game_apply(game, "{\"tick\": 1, \"do\": \"fly\"}", &error));
+    EXPECT(WS_STATUS_BAD_INPUT, "unknown value \"fly\"", ws_game_apply(game, "{\"tick\": 1, \"do\": \"fly\"}", &error));
     EXPECT(WS_STATUS_BAD_INPUT, "the next tick to run is 1",
            ws_game_apply(game, "{\"tick\": 5, \"do\": \"leave\"}", &error));
     EXPECT(WS_STATUS_INPUT_FAILED, "ghost",

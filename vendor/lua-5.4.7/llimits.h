@@ -337,8 +337,11 @@ typedef l_uint32 Instruction;
 
 /* exponentiation */
 #if !defined(luai_numpow)
+/* WS: the embedder's portable 'pow' when set (lua_wssetmath; used where
+   'G' is known: lobject.c, lvm.c) */
 #define luai_numpow(L,a,b)  \
-  ((void)L, (b == 2) ? (a)*(a) : l_mathop(pow)(a,b))
+  ((b == 2) ? (a)*(a) : \
+   (G(L)->ws_math ? G(L)->ws_math->pow(a,b) : l_mathop(pow)(a,b)))
 #endif
 
 /* the others are quite standard operations */

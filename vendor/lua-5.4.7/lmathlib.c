@@ -26,6 +26,11 @@
 #define PI	(l_mathop(3.141592653589793238462643383279502884))
 
 
+/* WS: the embedder's portable function 'f' when set (lua_wssetmath), else
+   the C library's */
+#define wsm(L,f)	(lua_wsmath(L) ? lua_wsmath(L)->f : l_mathop(f))
+
+
 static int math_abs (lua_State *L) {
   if (lua_isinteger(L, 1)) {
     lua_Integer n = lua_tointeger(L, 1);
@@ -38,34 +43,34 @@ static int math_abs (lua_State *L) {
 }
 
 static int math_sin (lua_State *L) {
-  lua_pushnumber(L, l_mathop(sin)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, sin)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 
 static int math_cos (lua_State *L) {
-  lua_pushnumber(L, l_mathop(cos)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, cos)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 
 static int math_tan (lua_State *L) {
-  lua_pushnumber(L, l_mathop(tan)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, tan)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 
 static int math_asin (lua_State *L) {
-  lua_pushnumber(L, l_mathop(asin)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, asin)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 
 static int math_acos (lua_State *L) {
-  lua_pushnumber(L, l_mathop(acos)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, acos)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 
 static int math_atan (lua_State *L) {
   lua_Number y = luaL_checknumber(L, 1);
   lua_Number x = luaL_optnumber(L, 2, 1);
-  lua_pushnumber(L, l_mathop(atan2)(y, x));
+  lua_pushnumber(L, wsm(L, atan2)(y, x));  /* WS */
   return 1;
 }
 
@@ -154,7 +159,7 @@ static int math_modf (lua_State *L) {
 
 
 static int math_sqrt (lua_State *L) {
-  lua_pushnumber(L, l_mathop(sqrt)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, sqrt)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 
@@ -170,25 +175,25 @@ static int math_log (lua_State *L) {
   lua_Number x = luaL_checknumber(L, 1);
   lua_Number res;
   if (lua_isnoneornil(L, 2))
-    res = l_mathop(log)(x);
+    res = wsm(L, log)(x);  /* WS: and below */
   else {
     lua_Number base = luaL_checknumber(L, 2);
 #if !defined(LUA_USE_C89)
     if (base == l_mathop(2.0))
-      res = l_mathop(log2)(x);
+      res = wsm(L, log2)(x);
     else
 #endif
     if (base == l_mathop(10.0))
-      res = l_mathop(log10)(x);
+      res = wsm(L, log10)(x);
     else
-      res = l_mathop(log)(x)/l_mathop(log)(base);
+      res = wsm(L, log)(x)/wsm(L, log)(base);
   }
   lua_pushnumber(L, res);
   return 1;
 }
 
 static int math_exp (lua_State *L) {
-  lua_pushnumber(L, l_mathop(exp)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, exp)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 
@@ -647,6 +652,29 @@ static int math_randomseed (lua_State *L) {
 }
 
 
+/* WS: the generator's state, for saves (see lua_wsrandstate in lua.h) */
+LUA_API int lua_wsrandstate (lua_State *L, int idx, lua_Unsigned *buf,
+                             int set) {
+  RanState *state;
+  int i;
+  idx = lua_absindex(L, idx);
+  if (lua_tocfunction(L, idx) != math_random)
+    return 0;
+  lua_getupvalue(L, idx, 1);
+  state = (RanState *)lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (state == NULL)
+    return 0;
+  for (i = 0; i < 4; i++) {
+    if (set)
+      state->s[i] = Int2I(buf[i]);
+    else
+      buf[i] = I2UInt(state->s[i]);
+  }
+  return 1;
+}
+
+
 static const luaL_Reg randfuncs[] = {
   {"random", math_random},
   {"randomseed", math_randomseed},
@@ -675,24 +703,24 @@ static void setrandfunc (lua_State *L) {
 #if defined(LUA_COMPAT_MATHLIB)
 
 static int math_cosh (lua_State *L) {
-  lua_pushnumber(L, l_mathop(cosh)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, cosh)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 
 static int math_sinh (lua_State *L) {
-  lua_pushnumber(L, l_mathop(sinh)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, sinh)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 
 static int math_tanh (lua_State *L) {
-  lua_pushnumber(L, l_mathop(tanh)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, tanh)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 
 static int math_pow (lua_State *L) {
   lua_Number x = luaL_checknumber(L, 1);
   lua_Number y = luaL_checknumber(L, 2);
-  lua_pushnumber(L, l_mathop(pow)(x, y));
+  lua_pushnumber(L, wsm(L, pow)(x, y));  /* WS */
   return 1;
 }
 
@@ -711,7 +739,7 @@ static int math_ldexp (lua_State *L) {
 }
 
 static int math_log10 (lua_State *L) {
-  lua_pushnumber(L, l_mathop(log10)(luaL_checknumber(L, 1)));
+  lua_pushnumber(L, wsm(L, log10)(luaL_checknumber(L, 1)));  /* WS */
   return 1;
 }
 

@@ -404,6 +404,7 @@ LUA_API lua_State *lua_newstate (lua_Alloc f, void *ud) {
   g->ws_left = WS_UNMETERED;  /* WS */
   g->ws_exhausted = 0;
   g->ws_emergencies = 0;
+  g->ws_math = NULL;  /* WS */
   g->lastatomic = 0;
   setivalue(&g->nilvalue, 0);  /* to signal that state is not yet built */
   setgcparam(g->gcpause, LUAI_GCPAUSE);
@@ -513,6 +514,17 @@ LUA_API int lua_wscharge (lua_State *L, lua_Integer n) {
 /* charges 'n' and raises at once if the budget is spent (the libraries) */
 LUA_API void lua_wschargecheck (lua_State *L, lua_Unsigned n) {
   luaWS_chargecheck(L, (n > MAX_SIZE) ? MAX_SIZE : cast_sizet(n));
+}
+
+
+/* WS: portable floating-point math (see lua_WSMath in lua.h) */
+LUA_API void lua_wssetmath (lua_State *L, const lua_WSMath *m) {
+  G(L)->ws_math = m;
+}
+
+
+LUA_API const lua_WSMath *lua_wsmath (lua_State *L) {
+  return G(L)->ws_math;
 }
 
 

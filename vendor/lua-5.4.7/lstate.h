@@ -265,6 +265,7 @@ typedef struct global_State {
   l_mem ws_left;  /* WS: budget units left in this call (see lua_wsbudget) */
   lu_byte ws_exhausted;  /* WS: the budget ran out during this call */
   lu_byte ws_emergencies;  /* WS: emergency collections in this call */
+  const lua_WSMath *ws_math;  /* WS: portable math, or NULL (lua_wssetmath) */
   lu_byte currentwhite;
   lu_byte gcstate;  /* state of garbage collector */
   lu_byte gckind;  /* kind of GC running */

@@ -360,6 +360,42 @@ LUA_API void        (lua_wschargecheck) (lua_State *L, lua_Unsigned n);
 LUA_API int         (lua_wsexhausted) (lua_State *L);
 LUA_API lua_Integer (lua_wsleft) (lua_State *L);
 
+/*
+** WS: platform-independent floating-point math (world-streaming's sandbox).
+** The embedder sets a table of functions ('lua_wssetmath'); from then on
+** '^', 'math.sin'/'cos'/'tan'/'asin'/'acos'/'atan'/'exp'/'log'/'sqrt' and
+** the compatibility 'math.pow'/'sinh'/'cosh'/'tanh'/'log10' use them instead
+** of the C library's, so a mod computes the same bits on every machine.
+** Without a table (NULL, the default) the C library is used, as in Lua.
+*/
+typedef struct lua_WSMath {
+  double (*sin) (double);
+  double (*cos) (double);
+  double (*tan) (double);
+  double (*asin) (double);
+  double (*acos) (double);
+  double (*atan2) (double, double);
+  double (*exp) (double);
+  double (*log) (double);
+  double (*log2) (double);
+  double (*log10) (double);
+  double (*pow) (double, double);
+  double (*sqrt) (double);
+  double (*sinh) (double);
+  double (*cosh) (double);
+  double (*tanh) (double);
+} lua_WSMath;
+LUA_API void (lua_wssetmath) (lua_State *L, const lua_WSMath *m);
+LUA_API const lua_WSMath *(lua_wsmath) (lua_State *L);
+
+/*
+** WS: the state of 'math.random' (four 64-bit words), read ('set' == 0) or
+** written ('set' != 0) through 'buf', for saves. The function at 'idx' must
+** be the library's 'random'; returns 0 (and does nothing) otherwise.
+*/
+LUA_API int (lua_wsrandstate) (lua_State *L, int idx, lua_Unsigned *buf,
+                               int set);
+
 LUA_API int   (lua_next) (lua_State *L, int idx);
 
 LUA_API void  (lua_concat) (lua_State *L, int n);

@@ -39,7 +39,8 @@ use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
 pub use plan::{FocusView, Held, RefusalKind, Residency};
 pub use service::{
-    BuilderId, ChunkCallback, ChunkSubscription, Refusal, StreamingService, TicketInfo,
+    BuilderId, ChunkCallback, ChunkCtx, ChunkSubscription, ChunkWorldCallback, Refusal,
+    StreamingService, TicketInfo,
 };
 pub use state::SaveSection;
 use state::{Handle, State};
@@ -96,6 +97,8 @@ pub struct StreamingKit {
     last_settings: Option<Settings>,
     /// Eviction candidates asked this tick.
     asked: BTreeSet<ChunkPos>,
+    /// What a load changed, for the subscribers (see [`Kit::after_load`] below).
+    restored: Vec<(ChunkPos, bool)>,
 }
 
 /// What the variables say.
@@ -120,6 +123,7 @@ impl StreamingKit {
             cache: AnchorCache::default(),
             last_settings: None,
             asked: BTreeSet::new(),
+            restored: Vec::new(),
         }
     }
 
@@ -347,7 +351,12 @@ impl StreamingKit {
             }
             st.dormancy.chunk_changed(chunk, loaded, ctx.world);
         }
-        state::notify(&self.state, chunk, loaded);
+        let mut chunk_ctx = ChunkCtx {
+            tick: ctx.tick,
+            world: ctx.world,
+            events: ctx.events,
+        };
+        state::notify(&self.state, &mut chunk_ctx, chunk, loaded);
         ctx.events.emit(
             if loaded { CHUNK_LOADED } else { CHUNK_UNLOADED },
             chunk_data(chunk),
@@ -412,7 +421,7 @@ impl Kit for StreamingKit {
                     service: GROUND.into(),
                 })?;
         let mut st = self.state.borrow_mut();
-        let grid = Grid::new(st.config.chunk_size.0);
+        let grid = Grid::new(st.config.chunk_size.get());
         st.residency = Residency::new(grid, ground.bounds());
         Ok(())
     }
@@ -596,11 +605,42 @@ impl Kit for StreamingKit {
         self.published = None;
         self.cache.invalidate();
         let mut st = self.state.borrow_mut();
+        let before: Vec<ChunkPos> = st.residency.loaded().collect();
         st.restore(*prepared, ctx.scene.map(|s| s.id.as_str()), ctx.tick);
+        // The subscribers' difference: releases first, then loads, each in row order.
+        self.restored = before
+            .iter()
+            .filter(|c| !st.residency.is_loaded(**c))
+            .map(|c| (*c, false))
+            .collect();
+        let residency = &st.residency;
+        let gained = residency
+            .loaded()
+            .filter(|c| before.binary_search(c).is_err())
+            .map(|c| (c, true));
+        self.restored.extend(gained);
         let st = &mut *st;
         let grid = *st.residency.grid();
         let residency = &st.residency;
         st.dormancy
             .rebuild(ctx.world, &grid, |c| residency.is_loaded(c));
+    }
+
+    /// Brings the `onChunk` subscribers in step with the restored set: each is called for the
+    /// difference between the loaded set before and after the load, releases first, then loads,
+    /// each in row order, with [`StreamingService::restoring`] true (Lua: a third argument
+    /// `restored`). No event is emitted and no hook is asked.
+    fn after_load(&mut self, ctx: &mut Ctx<'_>) {
+        let changes = std::mem::take(&mut self.restored);
+        self.state.borrow().restoring.set(true);
+        let mut chunk_ctx = ChunkCtx {
+            tick: ctx.tick,
+            world: ctx.world,
+            events: ctx.events,
+        };
+        for (chunk, loaded) in changes {
+            state::notify(&self.state, &mut chunk_ctx, chunk, loaded);
+        }
+        self.state.borrow().restoring.set(false);
     }
 }

@@ -55,9 +55,48 @@ pub struct Refusal {
 /// A chunk callback: `(chunk, loaded)`.
 pub type ChunkCallback = Box<dyn FnMut(ChunkPos, bool)>;
 
+/// A chunk callback that may act on the world: `(ctx, chunk, loaded)`.
+pub type ChunkWorldCallback = Box<dyn FnMut(&mut ChunkCtx<'_>, ChunkPos, bool)>;
+
+/// What a [`StreamingService::on_chunk_with`] callback may touch while it runs: the entities
+/// (spawn, despawn, move, tag, untag …) and the event bus, at the moment the kit announces the
+/// chunk, so what it does is part of the tick, in subscription order, the same on every run.
+/// Entity changes reach the kits (dormancy included) once the callbacks of that step are done.
+pub struct ChunkCtx<'a> {
+    pub(crate) tick: u64,
+    pub(crate) world: &'a mut crate::host::World,
+    pub(crate) events: &'a mut crate::host::EventBus,
+}
+
+impl ChunkCtx<'_> {
+    /// The tick the change belongs to (events emitted now are stamped with it).
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// The entities, to change.
+    pub fn world(&mut self) -> &mut crate::host::World {
+        self.world
+    }
+
+    /// Emits an event after the ones already queued.
+    pub fn emit(
+        &mut self,
+        event: impl Into<std::borrow::Cow<'static, str>>,
+        data: impl Into<crate::host::EventData>,
+    ) {
+        self.events.emit(event, data);
+    }
+}
+
+pub(crate) enum Callback {
+    Plain(ChunkCallback),
+    World(ChunkWorldCallback),
+}
+
 pub(crate) struct Subscriber {
     pub(crate) alive: Cell<bool>,
-    pub(crate) callback: RefCell<ChunkCallback>,
+    pub(crate) callback: RefCell<Callback>,
 }
 
 /// The handle `on_chunk` returns; [`ChunkSubscription::unsubscribe`] stops the callbacks.
@@ -94,8 +133,15 @@ pub trait StreamingService {
     fn chunk_of(&self, pos: Position) -> ChunkPos;
     /// The wanted square around `pos` (current radius, ground bounds), nearest-first.
     fn around(&self, pos: Position) -> Vec<ChunkPos>;
-    /// Calls `callback(chunk, loaded)` on every load and release, in subscription order.
+    /// Calls `callback(chunk, loaded)` on every load and release, in subscription order; and
+    /// after a save is loaded, for the difference between the loaded set before and after
+    /// (releases first, then loads, each in row order) while [`StreamingService::restoring`] is
+    /// true. So a subscriber's view always equals [`StreamingService::loaded`].
     fn on_chunk(&self, callback: ChunkCallback) -> ChunkSubscription;
+    /// [`StreamingService::on_chunk`] for a callback that acts on the world through a
+    /// [`ChunkCtx`] (spawn, tag … while the chunk is announced). Both kinds run in one
+    /// subscription order.
+    fn on_chunk_with(&self, callback: ChunkWorldCallback) -> ChunkSubscription;
     /// The side of a chunk in metres.
     fn chunk_size(&self) -> f64;
     /// Held refusals, by `z`, then `x`, then hook.
@@ -175,4 +221,11 @@ pub trait StreamingService {
     fn register_builder(&self, name: &str) -> Option<BuilderId>;
     /// A builder reports a loaded chunk built (or no longer built).
     fn set_built(&self, builder: BuilderId, chunk: ChunkPos, built: bool);
+    /// Forgets every mod override (`set`, `setRadius` …): the scene layer and the config are in
+    /// force again from the next tick.
+    fn clear_overrides(&self);
+    /// Whether the `onChunk` callbacks running now tell what a load of a save changed (no
+    /// hook was asked and no event is emitted for these), rather than a load or release of a
+    /// tick or a scene change.
+    fn restoring(&self) -> bool;
 }

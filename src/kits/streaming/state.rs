@@ -18,7 +18,8 @@ use super::dormancy::Dormancy;
 use super::foci::{check_id, Ticket, TicketError, Tickets, MAX_TICKETS};
 use super::plan::{FocusView, Held, RefusalKind, Residency};
 use super::service::{
-    BuilderId, ChunkCallback, ChunkSubscription, Refusal, StreamingService, Subscriber, TicketInfo,
+    BuilderId, Callback, ChunkCallback, ChunkCtx, ChunkSubscription, ChunkWorldCallback, Refusal,
+    StreamingService, Subscriber, TicketInfo,
 };
 
 type Subscribers = Rc<RefCell<Vec<Rc<Subscriber>>>>;
@@ -49,12 +50,14 @@ pub(crate) struct State {
     /// load): the next tick lists them in full.
     pub(crate) foci_dirty: bool,
     subscribers: Subscribers,
+    /// Whether the subscribers are being told what a load changed.
+    pub(crate) restoring: Cell<bool>,
 }
 
 impl State {
     pub(crate) fn new(config: StreamingConfig, layers: IndexMap<String, Overrides>) -> Self {
         State {
-            residency: Residency::new(Grid::new(config.chunk_size.0), None),
+            residency: Residency::new(Grid::new(config.chunk_size.get()), None),
             config,
             layers,
             layer: Overrides::default(),
@@ -70,6 +73,7 @@ impl State {
             builders: Vec::new(),
             foci_dirty: true,
             subscribers: Subscribers::default(),
+            restoring: Cell::new(false),
         }
     }
 
@@ -515,7 +519,12 @@ pub(crate) struct Prepared {
 }
 
 /// Runs the `onChunk` callbacks, in subscription order, with no borrow of the state held.
-pub(crate) fn notify(state: &RefCell<State>, chunk: ChunkPos, loaded: bool) {
+pub(crate) fn notify(
+    state: &RefCell<State>,
+    ctx: &mut ChunkCtx<'_>,
+    chunk: ChunkPos,
+    loaded: bool,
+) {
     let list = state.borrow().subscribers.clone();
     if list.borrow().is_empty() {
         return;
@@ -523,8 +532,25 @@ pub(crate) fn notify(state: &RefCell<State>, chunk: ChunkPos, loaded: bool) {
     let snapshot: Vec<Rc<Subscriber>> = list.borrow().clone();
     for s in snapshot {
         if s.alive.get() {
-            (s.callback.borrow_mut())(chunk, loaded);
+            match &mut *s.callback.borrow_mut() {
+                Callback::Plain(f) => f(chunk, loaded),
+                Callback::World(f) => f(ctx, chunk, loaded),
+            }
         }
+    }
+}
+
+/// Adds a subscriber at the end of the subscription order.
+fn subscribe(state: &RefCell<State>, callback: Callback) -> ChunkSubscription {
+    let list = state.borrow().subscribers.clone();
+    let subscriber = Rc::new(Subscriber {
+        alive: Cell::new(true),
+        callback: RefCell::new(callback),
+    });
+    list.borrow_mut().push(subscriber.clone());
+    ChunkSubscription {
+        subscriber: Rc::downgrade(&subscriber),
+        list: Rc::downgrade(&list),
     }
 }
 
@@ -556,16 +582,11 @@ impl StreamingService for Handle {
     }
 
     fn on_chunk(&self, callback: ChunkCallback) -> ChunkSubscription {
-        let list = self.0.borrow().subscribers.clone();
-        let subscriber = Rc::new(Subscriber {
-            alive: Cell::new(true),
-            callback: RefCell::new(callback),
-        });
-        list.borrow_mut().push(subscriber.clone());
-        ChunkSubscription {
-            subscriber: Rc::downgrade(&subscriber),
-            list: Rc::downgrade(&list),
-        }
+        subscribe(&self.0, Callback::Plain(callback))
+    }
+
+    fn on_chunk_with(&self, callback: ChunkWorldCallback) -> ChunkSubscription {
+        subscribe(&self.0, Callback::World(callback))
     }
 
     fn chunk_size(&self) -> f64 {
@@ -689,5 +710,13 @@ impl StreamingService for Handle {
             .borrow_mut()
             .residency
             .set_built(builder.0, chunk, built);
+    }
+
+    fn clear_overrides(&self) {
+        self.0.borrow_mut().overrides = Overrides::default();
+    }
+
+    fn restoring(&self) -> bool {
+        self.0.borrow().restoring.get()
     }
 }

@@ -584,6 +584,34 @@ impl Kit for TerrainKit {
         })))
     }
 
+    fn after_load(&mut self, ctx: &mut Ctx<'_>) {
+        // The saved terrain must match the saved loaded set; a hand-edited save may not. Bring
+        // it in step without events: a loaded chunk that is neither built nor in flight is
+        // dispatched now, and terrain of a chunk that is not loaded is dropped.
+        let mut st = self.state.borrow_mut();
+        let Some((streaming, id)) = st.builder.clone() else {
+            return;
+        };
+        let loaded: std::collections::BTreeSet<ChunkPos> = streaming.loaded().into_iter().collect();
+        let stale: Vec<ChunkPos> = st
+            .built
+            .keys()
+            .chain(st.in_flight.keys())
+            .filter(|c| !loaded.contains(c))
+            .copied()
+            .collect();
+        for c in stale {
+            st.release(c);
+        }
+        let at = ctx.tick + st.config.commit_latency.0;
+        for c in loaded {
+            if !st.built.contains_key(&c) && !st.in_flight.contains_key(&c) {
+                st.dispatch(c, at);
+            }
+            streaming.set_built(id, c, st.built.contains_key(&c));
+        }
+    }
+
     fn commit_load(&mut self, prepared: Option<PreparedSection>, _ctx: &mut Ctx<'_>) {
         let p = prepared
             .and_then(|p| p.downcast::<Prepared>().ok())

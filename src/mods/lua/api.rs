@@ -94,6 +94,18 @@ pub(super) struct ApiContext {
     pub(super) entry: EntrySlot,
     /// The mod's budget, charged for the tables the API builds.
     pub(super) meter: Rc<Meter>,
+    /// The first `on` with a name that is not a hook: `(line, message)`. It makes the mod a bad
+    /// file (even when the mod caught the error).
+    pub(super) bad_hook: Rc<RefCell<Option<(usize, String)>>>,
+}
+
+/// The line of the mod's code that called the running API function (the innermost frame that
+/// is the mod's, not the sandbox's prelude).
+fn caller_line(lua: &Lua) -> usize {
+    (1..16)
+        .filter_map(|level| lua.inspect_stack(level))
+        .find(|d| d.source().source.is_some_and(|s| s.starts_with('@')))
+        .map_or(1, |d| d.curr_line().max(1) as usize)
 }
 
 fn ok(lua: &Lua, values: impl IntoLuaMulti) -> mlua::Result<MultiValue> {
@@ -267,6 +279,7 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
         id,
         entry,
         meter,
+        bad_hook,
     } = ctx;
     r.raw_set(
         "on",
@@ -285,13 +298,14 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
             };
             let name = name.to_string_lossy();
             if !hooks.contains(&name) {
-                return fail(
-                    lua,
-                    format!(
-                        "on: unknown hook {name:?}; expected one of: {}",
-                        hooks.join(", ")
-                    ),
+                let message = format!(
+                    "on: {name:?} is not a hook; the hooks are: {}",
+                    hooks.join(", ")
                 );
+                bad_hook
+                    .borrow_mut()
+                    .get_or_insert_with(|| (caller_line(lua), message.clone()));
+                return fail(lua, message);
             }
             let Value::Function(f) = handler else {
                 return fail(
@@ -591,7 +605,7 @@ fn streaming_functions(
         "setMaxLoaded",
         Box::new(move |lua, s, args| {
             let cap = match arg(&args, 0) {
-                Value::Nil => MaxLoaded(None),
+                Value::Nil => MaxLoaded::new(None).expect("null is always a cap"),
                 v => checked(&v, MaxLoaded::parse)?,
             };
             let max_loaded = Some(cap);
@@ -718,6 +732,7 @@ fn streaming_functions(
         }),
     )?;
     add("progress", Box::new(|lua, s, _| Ok(ok(lua, s.progress()))))?;
+    let service_for_callback = service.clone();
     add(
         "onChunk",
         Box::new(move |lua, s, args| {
@@ -732,8 +747,10 @@ fn streaming_functions(
                     "too many subscriptions (at most {MAX_SUBSCRIPTIONS} a mod)"
                 ));
             }
+            let service = service_for_callback.clone();
             let subscription = s.on_chunk(Box::new(move |chunk, loaded| {
-                entry.chunk_callback(&f, chunk, loaded)
+                let restored = service.upgrade().is_some_and(|s| s.restoring());
+                entry.chunk_callback(&f, chunk, loaded, restored)
             }));
             live.set(live.get() + 1);
             let handle = Subscription {

@@ -31,8 +31,9 @@
 //!
 //! - `on(hook, fn)` registers `fn` for a declared hook (`world.chunk.load`, `world.chunk.unload`);
 //!   allowed only while the mod's top level runs. Handlers of all mods run in mod order; the first
-//!   cancel wins and later handlers are not asked. An unknown hook name is an error that lists the
-//!   declared ones.
+//!   cancel wins and later handlers are not asked. A name that is not a hook (e.g. the event
+//!   `world.chunk.loaded`) makes the mod a bad file (the game does not start; `check` reports
+//!   it), naming the line and listing the hooks, even if the mod catches the error.
 //! - A handler is called with a fresh table of the hook's fields, e.g. `{x = 0, z = 0}` (integers);
 //!   changing it changes nothing. It returns nothing (or `nil`) to let the change happen, or
 //!   `cancel(reason)` to cancel it. `reason` is a string or nothing (`""`). Returning anything else
@@ -46,8 +47,9 @@
 //!   whether a refusal was held there; `streaming.focus()` → `nil` or `{x = …, z = …}`;
 //!   `streaming.radius()` → integer; `streaming.setRadius(n)` (an integer 0..=64) and
 //!   `streaming.setBudgetMs(n)` (a finite number >= 0) take effect from the next tick (mod >
-//!   scene layer > kit config); `streaming.onChunk(fn)` calls `fn({x = …, z = …}, loaded)` on every
-//!   load and release and returns a handle whose `handle:unsubscribe()` stops it (an error in the
+//!   scene layer > kit config); `streaming.onChunk(fn)` calls `fn({x = …, z = …}, loaded,
+//!   restored)` on every load and release (`restored` true when a load of a save tells what it
+//!   changed) and returns a handle whose `handle:unsubscribe()` stops it (an error in the
 //!   callback is reported as a `mod.error` event with hook `onChunk`). Whole numbers are Lua integers.
 //!   SPEC §11: `streaming.request(id, {x = …, z = …}, radius, ticks)` requests (or replaces) a
 //!   preload ticket counting from the next tick, `streaming.drop(id)` → whether it was held,
@@ -65,6 +67,9 @@
 //! - `log(...)` and `print(...)` write one line to the game's mod log: the arguments converted
 //!   like `tostring`, joined by tabs, with the mod id as the source.
 //! - `mod.id` is the mod's id.
+//! - `storage` is a table saved with the game and restored on load, with the state of
+//!   `math.random`: numbers, strings, booleans and tables of them (see the README and
+//!   `storage.rs` for the limits). The mod's other variables are not saved.
 //! - The Lua library, from an allow-list: `assert`, `error`, `getmetatable`, `ipairs`, `pairs`,
 //!   `pcall`, `rawequal`, `rawget`, `rawlen`, `rawset`, `select`, `setmetatable`, `tonumber`,
 //!   `tostring`, `type`, `xpcall`, and the tables `string` (no `dump`), `table`, `math`, `utf8`:
@@ -81,7 +86,9 @@
 //! - `pairs` visits keys in a fixed order: numbers ascending, then strings bytewise, then `false`,
 //!   `true`. Keys of other types raise `pairs: cannot order keys of type table deterministically`.
 //! - `math.random` is seeded from the scene's `seed` (plus the mod's position in `mods`);
-//!   `math.randomseed()` needs an explicit seed.
+//!   `math.randomseed()` needs an explicit seed; its state is saved with the game.
+//! - `^` and the `math` functions (`sin`, `cos`, `tan`, `asin`, `acos`, `atan`, `exp`, `log`,
+//!   `sqrt`, `pow`, `sinh`, `cosh`, `tanh`, `log10`) come from the pure-Rust `libm` crate.
 //!
 //! # Limits
 //!
@@ -107,7 +114,10 @@
 
 mod api;
 mod sandbox;
+mod storage;
 mod vm;
+
+pub use storage::{check as check_storage, MAX_BYTES as MAX_STORAGE_BYTES};
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -115,8 +125,10 @@ use std::rc::Rc;
 
 use mlua::{ChunkMode, Function, Lua};
 
+use crate::files::save::ModSave;
 use crate::files::FileError;
 use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, Log, ModErrors, ModFailure, ModId};
+use crate::json::Problem;
 use crate::kits::streaming::StreamingService;
 use crate::kits::terrain::TerrainService;
 
@@ -172,6 +184,69 @@ pub struct LoadedLua {
     pub handlers: Vec<(String, Box<dyn HookHandler>)>,
     /// A runtime error raised while running the mod's top level.
     pub error: Option<String>,
+    /// What a save holds of the mod.
+    pub state: LuaModState,
+}
+
+/// What a save holds of a running Lua mod: its `storage` table and the state of its
+/// `math.random` generator.
+pub struct LuaModState {
+    // Lua values first: they are dropped before the entry that owns the state.
+    env: mlua::Table,
+    random: Function,
+    entry: Rc<Entry>,
+}
+
+/// A mod's saved state, checked and built in its Lua state, ready to commit.
+pub struct PreparedModState {
+    storage: mlua::Table,
+    random: [u64; 4],
+}
+
+impl LuaModState {
+    /// The mod's id.
+    pub fn id(&self) -> &ModId {
+        &self.entry.id
+    }
+
+    /// The mod's state as a save holds it; an error (naming where in `storage`) when `storage`
+    /// holds something that is not plain data or is too large.
+    pub fn save(&self) -> Result<ModSave, String> {
+        let value: mlua::Value = self.env.raw_get("storage").map_err(|e| e.to_string())?;
+        let storage = storage::encode(&value)?;
+        let words = vm::random_state(self.entry.lua(), &self.random, None)
+            .map_err(|e| e.to_string())?
+            .ok_or("math.random is not the library's generator")?;
+        Ok(ModSave {
+            id: self.id().as_str().to_owned(),
+            storage,
+            random: words.map(|w| format!("{w:016x}")),
+        })
+    }
+
+    /// Checks a saved state (as [`ModSave::check`] does) and builds its `storage` in the mod's
+    /// Lua state, changing nothing the mod sees. `path` locates `saved` in the save file.
+    pub fn prepare(&self, saved: &ModSave, path: &str) -> Result<PreparedModState, Problem> {
+        let random = saved.check(path)?;
+        let storage = storage::decode(self.entry.lua(), &saved.storage).map_err(|e| {
+            Problem::new(
+                format!("{path}.storage"),
+                format!(
+                    "cannot be restored in the mod's Lua state: {}",
+                    sandbox::clean_error(&e, &self.entry.meter)
+                ),
+            )
+        })?;
+        Ok(PreparedModState { storage, random })
+    }
+
+    /// Applies a prepared state: the mod's `storage` and `math.random` are the saved ones.
+    pub fn commit(&self, prepared: PreparedModState) {
+        // Raw stores into tables the host holds: they only fail when Lua cannot allocate, which a
+        // set of an existing key does not.
+        let _ = self.env.raw_set("storage", prepared.storage);
+        let _ = vm::random_state(self.entry.lua(), &self.random, Some(prepared.random));
+    }
 }
 
 /// The first byte of a precompiled Lua chunk.
@@ -319,6 +394,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
     };
     let lua = sandbox::new_state().map_err(io)?;
     let registered = Rc::new(RefCell::new(Vec::new()));
+    let bad_hook = Rc::new(RefCell::new(None));
     let top_level = Rc::new(Cell::new(false));
     let slot: sandbox::EntrySlot = Rc::new(OnceCell::new());
     let prepared = (|| {
@@ -335,11 +411,18 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
             id: setup.id.clone(),
             entry: slot.clone(),
             meter: meter.clone(),
+            bad_hook: bad_hook.clone(),
         };
         api::install(&lua, &r, ctx)?;
         sandbox::run_prelude(&lua, r)
     })()
     .map_err(io)?;
+    let random: Function = lua
+        .globals()
+        .raw_get::<mlua::Table>("math")
+        .and_then(|m| m.raw_get("random"))
+        .map_err(io)?;
+    let env = prepared.env.clone();
     lua.set_memory_limit(setup.limits.memory_bytes)
         .map_err(io)?;
     let main = compile(&lua, source, file, Some(prepared.env), &meter)?;
@@ -357,6 +440,13 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
     let result = catch_unwind(AssertUnwindSafe(|| entry.call((&main,))))
         .unwrap_or_else(|_| Err("internal error in the Lua sandbox".to_owned()));
     top_level.set(false);
+    if let Some((line, message)) = bad_hook.take() {
+        return Err(FileError::Line {
+            file: file.to_owned(),
+            line,
+            message,
+        });
+    }
     let handlers = registered
         .take()
         .into_iter()
@@ -371,6 +461,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
     Ok(LoadedLua {
         handlers,
         error: result.err(),
+        state: LuaModState { env, random, entry },
     })
 }
 

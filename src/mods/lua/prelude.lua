@@ -130,6 +130,8 @@ local env = {
   on = lift(R.on),
   cancel = lift(R.cancel),
   mod = { id = R.mod_id },
+  -- Saved with the game and restored on load (plain data; see storage.rs).
+  storage = {},
 }
 
 if R.streaming then

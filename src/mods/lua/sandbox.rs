@@ -210,7 +210,7 @@ pub(super) fn core_functions(
 
 /// A `pairs` key. Strings stay Lua strings: nothing is copied, and the iteration hands the
 /// table's own key objects back.
-enum Key {
+pub(super) enum Key {
     Int(i64),
     Float(f64),
     Str(mlua::String),
@@ -253,7 +253,7 @@ fn cmp_int_float(i: i64, f: f64) -> Ordering {
 }
 
 /// Numbers ascending, then strings bytewise, then `false`, `true`.
-fn cmp_keys(a: &Key, b: &Key) -> Ordering {
+pub(super) fn cmp_keys(a: &Key, b: &Key) -> Ordering {
     match (a, b) {
         (Key::Int(x), Key::Int(y)) => x.cmp(y),
         (Key::Float(x), Key::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
@@ -395,6 +395,11 @@ impl Entry {
         }
     }
 
+    /// The mod's Lua state.
+    pub(super) fn lua(&self) -> &Lua {
+        &self.lua
+    }
+
     /// Asks a hook handler: `Some(reason)` to cancel.
     pub(super) fn ask(&self, f: &Function, args: &HookArgs<'_>) -> Result<Option<String>, String> {
         let payload = self
@@ -424,10 +429,16 @@ impl Entry {
     }
 
     /// Runs an `onChunk` callback; a failure is reported as `mod.error` with hook `onChunk`.
-    pub(super) fn chunk_callback(&self, f: &Function, chunk: ChunkPos, loaded: bool) {
+    pub(super) fn chunk_callback(
+        &self,
+        f: &Function,
+        chunk: ChunkPos,
+        loaded: bool,
+        restored: bool,
+    ) {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let t = api::chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
-            self.call((f, t, loaded)).map(drop)
+            self.call((f, t, loaded, restored)).map(drop)
         }));
         let message = match outcome {
             Ok(Ok(())) => return,
@@ -474,9 +485,12 @@ impl Drop for Entry {
 /// state's own functions).
 pub(super) type EntrySlot = Rc<OnceCell<Weak<Entry>>>;
 
-/// Creates a mod's state with the safe libraries.
+/// Creates a mod's state with the safe libraries and portable math (`^` and `math` from the
+/// `libm` crate: the same bits on every machine).
 pub(super) fn new_state() -> mlua::Result<Lua> {
-    Lua::new_with(safe_libs(), LuaOptions::default())
+    let lua = Lua::new_with(safe_libs(), LuaOptions::default())?;
+    vm::set_portable_math(&lua)?;
+    Ok(lua)
 }
 
 #[cfg(test)]

@@ -1,0 +1,132 @@
+//! How long a scene of 100 000 streamable entities (~10.5 MB of JSON) takes to load, and how much
+//! memory it takes at its peak: `cargo run --release --example big_scene [ENTITIES]`.
+//!
+//! A timed example rather than a test (no timing assertions in tests): it writes the scene to a
+//! temporary directory, then times `Game::from_scene_file` (read, parse, check, build the engine,
+//! enter the first scene) and counts the heap with a counting global allocator: the peak during
+//! the load over the heap before it, and what stays allocated afterwards, per entity.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use world_streaming::game::Game;
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the counters are atomics
+// that do not allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        System.dealloc(p, layout);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        let q = System.realloc(p, layout, new);
+        if !q.is_null() {
+            if new >= layout.size() {
+                let now =
+                    LIVE.fetch_add(new - layout.size(), Ordering::Relaxed) + new - layout.size();
+                PEAK.fetch_max(now, Ordering::Relaxed);
+            } else {
+                LIVE.fetch_sub(layout.size() - new, Ordering::Relaxed);
+            }
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// The scene: a player, and `n` streamable crates on a 1 km grid of rows, each with two tags.
+pub fn scene_text(n: usize) -> String {
+    let mut s = String::with_capacity(n * 110);
+    s.push_str(
+        r#"{"kits": [{"id": "world.ground"}, {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 2}}],
+"entities": [{"id": "hero", "tags": ["player"], "position": {"x": 8, "z": 8}}"#,
+    );
+    for i in 0..n {
+        let (x, z) = (
+            (i % 1000) as f64 * 3.25 - 1500.0,
+            (i / 1000) as f64 * 7.5 - 400.0,
+        );
+        s.push_str(&format!(
+            ",\n{{\"id\": \"crate-{i:06}\", \"tags\": [\"streamable\", \"loot\"], \"position\": {{\"x\": {x}, \"y\": 1.5, \"z\": {z}}}}}"
+        ));
+    }
+    s.push_str("]}\n");
+    s
+}
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(100_000);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("big.json");
+    let text = scene_text(n);
+    std::fs::write(&path, &text).expect("written");
+    let size = text.len();
+    drop(text);
+    let mut best = f64::MAX;
+    let mut report = (0, 0);
+    for _ in 0..5 {
+        let before = LIVE.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
+        let start = Instant::now();
+        let game = Game::from_scene_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let took = start.elapsed().as_secs_f64();
+        let peak = PEAK.load(Ordering::Relaxed) - before;
+        let kept = LIVE.load(Ordering::Relaxed) - before;
+        assert_eq!(game.engine().world().iter().count(), n + 1);
+        drop(game);
+        if took < best {
+            best = took;
+            report = (peak, kept);
+        }
+    }
+    let (peak, kept) = report;
+    if std::env::var_os("BIG_SCENE_STEPS").is_some() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let t = Instant::now();
+        let scene: world_streaming::files::scene::SceneFile =
+            world_streaming::files::parse_typed(&text, "big.json").unwrap();
+        println!("parse_typed: {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        let problems = scene.problems();
+        println!(
+            "problems: {:.0} ms ({})",
+            t.elapsed().as_secs_f64() * 1e3,
+            problems.len()
+        );
+        let t = Instant::now();
+        let world = world_streaming::host::World::restore(scene.entities.clone(), None).unwrap();
+        println!(
+            "clone + World::restore: {:.0} ms ({})",
+            t.elapsed().as_secs_f64() * 1e3,
+            world.len()
+        );
+    }
+    println!(
+        "{n} entities, {:.1} MB of JSON: loaded in {:.0} ms (best of 5); peak heap {:.1} MB ({:.2}x the file), {:.1} MB kept = {} bytes per entity",
+        size as f64 / 1e6,
+        best * 1e3,
+        peak as f64 / 1e6,
+        peak as f64 / size as f64,
+        kept as f64 / 1e6,
+        kept / (n + 1),
+    );
+}
