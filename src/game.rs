@@ -234,8 +234,8 @@ impl Game {
     }
 
     /// Applies one input of `inputs`: its `save`/`load` paths resolved with
-    /// [`Inputs::resolve`] (relative to the inputs file's directory when it was read from a
-    /// file).
+    /// [`Inputs::resolve`] (relative to the current directory unless [`Inputs::dir`] says
+    /// otherwise, as a replay's temporary directory does).
     pub fn apply_in(&mut self, input: &InputLine, inputs: &Inputs) -> Result<(), GameError> {
         let stamp = input.tick;
         let streaming = self.streaming.clone();

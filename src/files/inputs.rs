@@ -124,13 +124,13 @@ pub enum Action {
         /// Chunk row.
         z: i64,
     },
-    /// Saves the game (a relative path is relative to the inputs file's directory).
+    /// Saves the game (a relative path is relative to the current directory, SPEC §10).
     #[serde(rename = "save")]
     Save {
         /// Where.
         path: String,
     },
-    /// Loads a save (a relative path is relative to the inputs file's directory); restores the
+    /// Loads a save (a relative path is relative to the current directory); restores the
     /// tick counter.
     #[serde(rename = "load")]
     Load {
@@ -194,9 +194,8 @@ pub struct Inputs {
     pub file: String,
     /// The inputs in file order.
     pub lines: Vec<NumberedInput>,
-    /// The directory the file's relative paths (`save`, `load`) are resolved against: the
-    /// file's own directory when read with [`Inputs::read`]; `None` (parsed from text) means
-    /// the current directory.
+    /// The directory relative `save`/`load` paths are resolved against; `None` (the default)
+    /// means the current directory, as SPEC §10 says (a replay sets a temporary directory).
     pub dir: Option<std::path::PathBuf>,
 }
 
@@ -253,14 +252,12 @@ impl Inputs {
         }
     }
 
-    /// Reads and parses the inputs file at `path`; its relative `save`/`load` paths will be
-    /// resolved against the file's own directory (like a scene's mod paths against the scene's).
+    /// Reads and parses the inputs file at `path`. Its relative `save`/`load` paths are relative
+    /// to the current directory (SPEC §10); set [`Inputs::dir`] to resolve them elsewhere.
     pub fn read(path: &std::path::Path) -> Result<Inputs, Vec<FileError>> {
         let file = super::display_name(path);
         let text = super::read_text(path).map_err(|e| vec![e])?;
-        let mut inputs = Inputs::parse(&text, &file)?;
-        inputs.dir = Some(path.parent().unwrap_or(std::path::Path::new("")).to_owned());
-        Ok(inputs)
+        Inputs::parse(&text, &file)
     }
 
     /// `path` of a `save`/`load` input, resolved against [`Inputs::dir`].

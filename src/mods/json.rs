@@ -42,7 +42,7 @@ pub struct JsonMod {
     /// Which asks the rule answers: a pattern or a list of patterns; absent = any.
     #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
     pub matches: Option<Matches>,
-    /// Whether the rule cancels the matching asks (required with `hook`).
+    /// Whether the rule cancels the matching asks (default false, SPEC §10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel: Option<bool>,
     /// The reason recorded with a refusal (default "").
@@ -65,7 +65,8 @@ pub struct JsonRule {
     /// Which asks it answers: a pattern or a list of patterns; absent = any.
     #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
     pub matches: Option<Matches>,
-    /// Whether it cancels the matching asks.
+    /// Whether it cancels the matching asks (default false, SPEC §10).
+    #[serde(default)]
     pub cancel: bool,
     /// The reason recorded with a refusal (default "").
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -264,12 +265,6 @@ impl JsonMod {
             out.push(Problem::new(
                 "rules",
                 "expected either one rule (`hook`, `match`, `cancel`, `reason`) or `rules`, not both",
-            ));
-        }
-        if self.hook.is_some() && self.cancel.is_none() {
-            out.push(Problem::new(
-                "cancel",
-                "missing field; a rule with a `hook` must say `\"cancel\": true` or `false`",
             ));
         }
         if self.hook.is_none() {
@@ -503,21 +498,16 @@ mod tests {
     }
 
     #[test]
-    fn a_rule_with_a_hook_must_say_whether_it_cancels() {
+    fn a_rule_without_cancel_cancels_nothing_as_spec_10_says() {
         let m: JsonMod = serde_json::from_str(r#"{"id": "x", "hook": "h"}"#).unwrap();
-        let p = m.problems();
-        assert_eq!(p.len(), 1);
-        assert_eq!(p[0].path, "cancel");
-        assert!(p[0].message.starts_with("missing field"), "{}", p[0]);
-        let m: JsonMod =
-            serde_json::from_str(r#"{"id": "x", "hook": "h", "cancel": false}"#).unwrap();
         assert_eq!(m.problems(), []);
-        let e = crate::json::from_value::<JsonMod>(
+        assert!(m.rule_specs().iter().all(|(_, r)| !r.cancel));
+        let m = crate::json::from_value::<JsonMod>(
             &serde_json::json!({"id": "x", "rules": [{"hook": "h"}]}),
             "",
         )
-        .unwrap_err();
-        assert_eq!(e.path, "rules[0].cancel", "{e}");
+        .unwrap();
+        assert!(m.rule_specs().iter().all(|(_, r)| !r.cancel));
     }
 
     #[test]
