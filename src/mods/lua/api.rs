@@ -367,9 +367,19 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
     Ok(())
 }
 
+/// A ticket id argument.
+fn ticket_id(v: &Value) -> Result<String, String> {
+    match v {
+        Value::String(id) => Ok(id.to_string_lossy()),
+        other => Err(format!(
+            "expected a ticket id (a string), got {}",
+            got(other)
+        )),
+    }
+}
+
 /// One `terrain` function: `Err(message)` is a usage error, prefixed with the function's name.
-type TerrainFn =
-    Box<dyn Fn(&Lua, &dyn TerrainService, MultiValue) -> Result<mlua::Result<MultiValue>, String>>;
+type TerrainFn = ServiceFn<dyn TerrainService>;
 
 /// The `terrain` table (SPEC §12).
 fn terrain_functions(
@@ -378,21 +388,7 @@ fn terrain_functions(
     entry: EntrySlot,
 ) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    let add = |name: &'static str, f: TerrainFn| -> mlua::Result<()> {
-        let service = service.clone();
-        t.raw_set(
-            name,
-            lua.create_function(move |lua, args: MultiValue| {
-                let Some(s) = service.upgrade() else {
-                    return fail(lua, format!("terrain.{name}: the terrain service is gone"));
-                };
-                match f(lua, s.as_ref(), args) {
-                    Ok(result) => result,
-                    Err(message) => fail(lua, format!("terrain.{name}: {message}")),
-                }
-            })?,
-        )
-    };
+    let add = |name, f: TerrainFn| add_service_fn(lua, &t, "terrain", &service, name, f);
     let arg = |args: &MultiValue, i: usize| args.get(i).cloned().unwrap_or(Value::Nil);
     add(
         "heightAt",
@@ -455,9 +451,35 @@ fn terrain_functions(
 }
 
 /// One `streaming` function: `Err(message)` is a usage error, prefixed with the function's name.
-type Service = Box<
-    dyn Fn(&Lua, &dyn StreamingService, MultiValue) -> Result<mlua::Result<MultiValue>, String>,
->;
+type Service = ServiceFn<dyn StreamingService>;
+
+/// One function of a service table: `Err(message)` is a usage error, prefixed with the table and
+/// function names.
+type ServiceFn<S> = Box<dyn Fn(&Lua, &S, MultiValue) -> Result<mlua::Result<MultiValue>, String>>;
+
+/// Adds `table.name` to `t`: `f` with the live service, or an error once the kit is gone.
+fn add_service_fn<S: ?Sized + 'static>(
+    lua: &Lua,
+    t: &Table,
+    table: &'static str,
+    service: &Weak<S>,
+    name: &'static str,
+    f: ServiceFn<S>,
+) -> mlua::Result<()> {
+    let service = service.clone();
+    t.raw_set(
+        name,
+        lua.create_function(move |lua, args: MultiValue| {
+            let Some(s) = service.upgrade() else {
+                return fail(lua, format!("{table}.{name}: the {table} service is gone"));
+            };
+            match f(lua, &*s, args) {
+                Ok(result) => result,
+                Err(message) => fail(lua, format!("{table}.{name}: {message}")),
+            }
+        })?,
+    )
+}
 
 fn streaming_functions(
     lua: &Lua,
@@ -469,24 +491,7 @@ fn streaming_functions(
     let t = lua.create_table()?;
     let live = Rc::new(Cell::new(0usize));
     // Each function gets the live service, or fails if the kit is gone.
-    let add = |name: &'static str, f: Service| -> mlua::Result<()> {
-        let service = service.clone();
-        t.raw_set(
-            name,
-            lua.create_function(move |lua, args: MultiValue| {
-                let Some(s) = service.upgrade() else {
-                    return fail(
-                        lua,
-                        format!("streaming.{name}: the streaming service is gone"),
-                    );
-                };
-                match f(lua, s.as_ref(), args) {
-                    Ok(result) => result,
-                    Err(message) => fail(lua, format!("streaming.{name}: {message}")),
-                }
-            })?,
-        )
-    };
+    let add = |name, f: Service| add_service_fn(lua, &t, "streaming", &service, name, f);
     let arg = |args: &MultiValue, i: usize| args.get(i).cloned().unwrap_or(Value::Nil);
     add(
         "isLoaded",
@@ -637,19 +642,14 @@ fn streaming_functions(
     add(
         "request",
         Box::new(move |lua, s, args| {
-            let Value::String(id) = arg(&args, 0) else {
-                return Err(format!(
-                    "expected a ticket id (a string), got {}",
-                    got(&arg(&args, 0))
-                ));
-            };
+            let id = ticket_id(&arg(&args, 0))?;
             let at = position_arg(&arg(&args, 1))?;
             let radius = integer(&arg(&args, 2))
                 .ok_or_else(|| format!("expected a radius 0..=64, got {}", got(&arg(&args, 2))))?;
             let ticks = integer(&arg(&args, 3)).ok_or_else(|| {
                 format!("expected ticks 1..=2147483647, got {}", got(&arg(&args, 3)))
             })?;
-            s.request_around(&id.to_string_lossy(), at, radius, ticks)
+            s.request_around(&id, at, radius, ticks)
                 .map_err(|e| e.to_string())?;
             Ok(ok(lua, ()))
         }),
@@ -657,13 +657,8 @@ fn streaming_functions(
     add(
         "drop",
         Box::new(move |lua, s, args| {
-            let Value::String(id) = arg(&args, 0) else {
-                return Err(format!(
-                    "expected a ticket id (a string), got {}",
-                    got(&arg(&args, 0))
-                ));
-            };
-            Ok(ok(lua, s.drop_ticket(&id.to_string_lossy())))
+            let id = ticket_id(&arg(&args, 0))?;
+            Ok(ok(lua, s.drop_ticket(&id)))
         }),
     )?;
     let m5 = meter.clone();
@@ -722,13 +717,8 @@ fn streaming_functions(
     add(
         "ticketReady",
         Box::new(move |lua, s, args| {
-            let Value::String(id) = arg(&args, 0) else {
-                return Err(format!(
-                    "expected a ticket id (a string), got {}",
-                    got(&arg(&args, 0))
-                ));
-            };
-            Ok(ok(lua, s.ticket_ready(&id.to_string_lossy())))
+            let id = ticket_id(&arg(&args, 0))?;
+            Ok(ok(lua, s.ticket_ready(&id)))
         }),
     )?;
     add("progress", Box::new(|lua, s, _| Ok(ok(lua, s.progress()))))?;

@@ -134,20 +134,15 @@ local env = {
   storage = {},
 }
 
-if R.streaming then
-  local st = {}
-  for name, raw in native_pairs(R.streaming) do
-    st[name] = lift(raw)
+-- The service tables (`streaming`, `terrain`), each function lifted, when the scene has them.
+for _, service in native_ipairs({"streaming", "terrain"}) do
+  if R[service] then
+    local t = {}
+    for name, raw in native_pairs(R[service]) do
+      t[name] = lift(raw)
+    end
+    env[service] = t
   end
-  env.streaming = st
-end
-
-if R.terrain then
-  local t = {}
-  for name, raw in native_pairs(R.terrain) do
-    t[name] = lift(raw)
-  end
-  env.terrain = t
 end
 
 -- The runner: every call into the mod (its top level, a handler, a callback) goes through it.

@@ -436,30 +436,24 @@ impl Entry {
         loaded: bool,
         restored: bool,
     ) {
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let t = api::chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
-            self.call((f, t, loaded, restored)).map(drop)
-        }));
-        let message = match outcome {
-            Ok(Ok(())) => return,
-            Ok(Err(message)) => message,
-            Err(_) => "internal error in the Lua sandbox".to_owned(),
-        };
-        self.errors.borrow_mut().push((
-            self.id.as_str().to_owned(),
-            "onChunk".to_owned(),
-            super::portable(message),
-        ));
+        self.callback("onChunk", f, chunk, (loaded, restored));
     }
-}
 
-impl Entry {
-    /// Calls an `onBuilt` callback with `({x, z}, hash)`; a failure becomes a `mod.error`.
+    /// Runs an `onBuilt` callback with `({x, z}, hash)`; a failure becomes a `mod.error` with
+    /// hook `onBuilt`.
     pub(super) fn built_callback(&self, f: &Function, chunk: ChunkPos, hash: u64) {
+        self.callback("onBuilt", f, chunk, crate::kits::terrain::hash_text(hash));
+    }
+
+    /// Calls `f({x, z}, rest...)`; a failure is reported as `mod.error` with hook `hook`.
+    fn callback(&self, hook: &str, f: &Function, chunk: ChunkPos, rest: impl IntoLuaMulti) {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let t = api::chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
-            let hash = crate::kits::terrain::hash_text(hash);
-            self.call((f, t, hash)).map(drop)
+            let mut args = rest
+                .into_lua_multi(&self.lua)
+                .map_err(|e| clean_error(&e, &self.meter))?;
+            args.push_front(mlua::Value::Table(t));
+            self.call((f, args)).map(drop)
         }));
         let message = match outcome {
             Ok(Ok(())) => return,
@@ -468,7 +462,7 @@ impl Entry {
         };
         self.errors.borrow_mut().push((
             self.id.as_str().to_owned(),
-            "onBuilt".to_owned(),
+            hook.to_owned(),
             super::portable(message),
         ));
     }
