@@ -660,3 +660,24 @@ end)
         ]
     );
 }
+
+#[test]
+fn a_one_tick_ticket_is_ready_and_gone_at_the_end_of_its_tick() {
+    let mut g = game(&ticket_scene());
+    run(&mut g, &[], 2);
+    run(
+        &mut g,
+        &[
+            json!({"tick": 3, "do": "request", "id": "here", "at": {"x": 20, "z": 20}, "radius": 0, "ticks": 1}),
+        ],
+        3,
+    );
+    // Its square is the hero's loaded chunk: ready at the end of tick 3, after the ready
+    // check removed (ticks 3..=3), and no chunk changed.
+    assert_eq!(
+        events_named(&g, "world.ticket.ready"),
+        [(3, json!({"id": "here"}))]
+    );
+    assert!(g.tickets().is_empty());
+    assert_eq!(loaded(&g), [(0, 0)]);
+}

@@ -102,10 +102,31 @@ pub fn check_id(id: &str) -> Result<(), TicketError> {
     }
 }
 
-/// The held tickets, in id order (code-point order: Rust's `str` order).
+/// The held tickets, in id order (code-point order: Rust's `str` order), with their first and
+/// last ticks counted, so that a tick learns whether a ticket starts or ends in it without
+/// looking at every ticket.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tickets {
     held: BTreeMap<String, Ticket>,
+    /// How many held tickets start (`from`) at each tick.
+    starts: BTreeMap<u64, u32>,
+    /// How many held tickets end (`until`) at each tick.
+    ends: BTreeMap<u64, u32>,
+    /// Some held ticket has not been announced ready.
+    unannounced: bool,
+}
+
+fn add(counts: &mut BTreeMap<u64, u32>, tick: u64) {
+    *counts.entry(tick).or_default() += 1;
+}
+
+fn sub(counts: &mut BTreeMap<u64, u32>, tick: u64) {
+    if let Some(n) = counts.get_mut(&tick) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(&tick);
+        }
+    }
 }
 
 impl Tickets {
@@ -113,19 +134,28 @@ impl Tickets {
     /// last ran) only removes `id`.
     pub fn request(&mut self, id: &str, ticket: Ticket, now: u64) -> Result<(), TicketError> {
         if ticket.until <= now {
-            self.held.remove(id);
+            self.drop_ticket(id);
             return Ok(());
         }
         if self.held.len() >= MAX_TICKETS && !self.held.contains_key(id) {
             return Err(TicketError::Full);
         }
+        self.drop_ticket(id);
+        add(&mut self.starts, ticket.from);
+        add(&mut self.ends, ticket.until);
+        self.unannounced |= !ticket.announced;
         self.held.insert(id.to_owned(), ticket);
         Ok(())
     }
 
     /// Removes `id`; returns whether it was held.
     pub fn drop_ticket(&mut self, id: &str) -> bool {
-        self.held.remove(id).is_some()
+        let Some(t) = self.held.remove(id) else {
+            return false;
+        };
+        sub(&mut self.starts, t.from);
+        sub(&mut self.ends, t.until);
+        true
     }
 
     /// The ticket `id`.
@@ -138,16 +168,54 @@ impl Tickets {
         self.held.iter().map(|(k, t)| (k.as_str(), t))
     }
 
-    /// Every ticket, in id order, mutable.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut Ticket)> {
-        self.held.iter_mut().map(|(k, t)| (k.as_str(), t))
+    /// Whether a held ticket starts counting at `tick`.
+    pub fn starts_at(&self, tick: u64) -> bool {
+        self.starts.contains_key(&tick)
+    }
+
+    /// Marks ready, in id order, the tickets counting in `tick` not announced yet for which
+    /// `ready` says so; returns their ids. Costs nothing once every ticket was announced.
+    pub fn announce(&mut self, tick: u64, mut ready: impl FnMut(&Ticket) -> bool) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.unannounced {
+            return out;
+        }
+        let mut left = false;
+        for (id, t) in &mut self.held {
+            if t.announced {
+                continue;
+            }
+            if t.counts_in(tick) && ready(t) {
+                t.announced = true;
+                out.push(id.clone());
+            } else {
+                left = true;
+            }
+        }
+        self.unannounced = left;
+        out
     }
 
     /// Removes the tickets whose last tick is `tick` or earlier; returns whether any was.
+    /// Costs a lookup when none ends.
     pub fn expire(&mut self, tick: u64) -> bool {
-        let before = self.held.len();
-        self.held.retain(|_, t| t.until > tick);
-        self.held.len() != before
+        if self
+            .ends
+            .first_key_value()
+            .is_none_or(|(until, _)| *until > tick)
+        {
+            return false;
+        }
+        let gone: Vec<String> = self
+            .held
+            .iter()
+            .filter(|(_, t)| t.until <= tick)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &gone {
+            self.drop_ticket(id);
+        }
+        true
     }
 
     /// How many are held.
@@ -162,7 +230,7 @@ impl Tickets {
 
     /// Drops them all (leaving a scene).
     pub fn clear(&mut self) {
-        self.held.clear();
+        *self = Tickets::default();
     }
 }
 
@@ -396,6 +464,30 @@ mod tests {
         assert!(!t.expire(3));
         assert!(t.expire(4));
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn starts_ends_and_announcements_are_tracked_without_scanning_every_ticket() {
+        let mut t = Tickets::default();
+        let p = at(0.0, 0.0);
+        t.request("a", Ticket::new("a", p, 0, 3, 5).unwrap(), 0)
+            .unwrap();
+        t.request("b", Ticket::new("b", p, 0, 1, 2).unwrap(), 0)
+            .unwrap();
+        assert!(t.starts_at(5) && t.starts_at(2) && !t.starts_at(3));
+        // Replacing `a` forgets its old window.
+        t.request("a", Ticket::new("a", p, 0, 1, 9).unwrap(), 0)
+            .unwrap();
+        assert!(!t.starts_at(5) && t.starts_at(9));
+        // Only tickets counting in the tick are announced, once.
+        assert_eq!(t.announce(2, |_| true), ["b"]);
+        assert!(t.announce(2, |_| true).is_empty());
+        assert!(!t.expire(1));
+        assert!(t.expire(2), "b's last tick");
+        assert_eq!(t.announce(9, |_| false), Vec::<String>::new());
+        assert_eq!(t.announce(9, |_| true), ["a"]);
+        t.drop_ticket("a");
+        assert!(!t.starts_at(9) && t.is_empty());
     }
 
     #[test]

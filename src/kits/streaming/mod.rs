@@ -178,7 +178,7 @@ impl StreamingKit {
         };
         // A ticket that starts counting this tick (one stamped ahead, or from a save) changes the
         // foci in force even when nothing else did.
-        let ticket_starts = st.tickets.iter().any(|(_, t)| t.from == ctx.tick);
+        let ticket_starts = st.tickets.starts_at(ctx.tick);
         let quick = players
             && !st.foci_dirty
             && !ticket_starts
@@ -233,7 +233,13 @@ impl StreamingKit {
             let radius = settings.radius;
             self.foci
                 .extend(self.anchors.iter().map(|&pos| FocusView { pos, radius }));
-            st.ticket_foci(ctx.tick, &mut self.foci);
+            if st.foci_dirty || st.tickets.starts_at(ctx.tick) {
+                st.ticket_foci(ctx.tick, &mut self.foci);
+            } else {
+                // The tickets in force did not change: no need to look at every ticket.
+                let in_force = st.residency.foci().skip(st.anchor_foci);
+                self.foci.extend(in_force);
+            }
         }
         st.anchor_foci = self.anchors.len();
         if !st.residency.foci().eq(self.foci.iter().copied()) {
@@ -552,15 +558,10 @@ impl Kit for StreamingKit {
             let mut st = self.state.borrow_mut();
             let st = &mut *st;
             if st.active {
-                for (id, t) in st.tickets.iter_mut() {
-                    if !t.announced
-                        && t.counts_in(ctx.tick)
-                        && st.residency.square_ready(State::ticket_view(t))
-                    {
-                        t.announced = true;
-                        ready.push(id.to_owned());
-                    }
-                }
+                let residency = &st.residency;
+                ready = st
+                    .tickets
+                    .announce(ctx.tick, |t| residency.square_ready(State::ticket_view(t)));
             }
             // Tickets leave at the end of their last tick, before the variables.
             if st.tickets.expire(ctx.tick) {
