@@ -8,9 +8,8 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{game_in, inputs, Rng};
+use common::{game_in, inputs, inputs_after, Rng};
 use serde_json::{json, Value};
-use world_streaming::files::inputs::{Inputs, NumberedInput};
 use world_streaming::game::Game;
 
 struct Case {
@@ -195,19 +194,6 @@ fn check_tick(
     );
 }
 
-fn inputs_after(lines: &[Value], after: u64) -> Inputs {
-    let all = inputs(lines);
-    Inputs {
-        file: all.file,
-        dir: None,
-        lines: all
-            .lines
-            .into_iter()
-            .filter(|l: &NumberedInput| l.input.tick > after)
-            .collect(),
-    }
-}
-
 #[test]
 fn several_anchors_tickets_and_a_cap_keep_the_invariants_and_saves_continue_exactly() {
     let mut evictions_or_caps = 0;
@@ -238,16 +224,9 @@ fn several_anchors_tickets_and_a_cap_keep_the_invariants_and_saves_continue_exac
             .count();
         // Saved at a tick of the run, loaded into a fresh engine: the same events and state.
         let n = 1 + Rng(id).below(ticks - 1);
-        let mut first = game_in(&case.scene, dir.path());
-        first.run(&all, n).unwrap();
-        let save = dir.path().join("run.save.json");
-        first.save(&save).unwrap();
-        let mut second = game_in(&case.scene, dir.path());
-        let skip = second.engine().events().len();
-        second.load(&save).unwrap();
-        second.run(&inputs_after(&case.lines, n), ticks).unwrap();
+        let (second, actual) =
+            common::resumed_from_save(&case.scene, dir.path(), &case.lines, n, ticks);
         let expected = common::events_after(&whole, n);
-        let actual = common::events_from(&second, skip);
         assert_eq!(
             actual, expected,
             "case {id}: saved at {n}\nscene {}",

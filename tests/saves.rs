@@ -8,7 +8,6 @@ use std::path::Path;
 
 use common::*;
 use serde_json::{json, Value};
-use world_streaming::files::inputs::{Inputs, NumberedInput};
 use world_streaming::game::Game;
 
 fn seed_scene() -> Value {
@@ -164,19 +163,6 @@ fn scenario(seed: u64, ticks: u64, dir: &Path) -> (Value, Vec<Value>) {
     (scene, inputs)
 }
 
-fn inputs_after(lines: &[Value], after: u64) -> Inputs {
-    let all = inputs(lines);
-    Inputs {
-        file: all.file,
-        dir: None,
-        lines: all
-            .lines
-            .into_iter()
-            .filter(|l: &NumberedInput| l.input.tick > after)
-            .collect(),
-    }
-}
-
 fn cases() -> u64 {
     std::env::var("SAVE_CASES")
         .ok()
@@ -195,16 +181,8 @@ fn a_run_saved_at_tick_n_and_loaded_into_a_fresh_engine_continues_exactly() {
         let mut whole = game_in(&scene, dir.path());
         whole.run(&inputs(&lines), n + m).unwrap();
         // Interrupted at n.
-        let mut first = game_in(&scene, dir.path());
-        first.run(&inputs(&lines), n).unwrap();
-        let save = dir.path().join("run.save.json");
-        first.save(&save).unwrap();
-        let mut second = game_in(&scene, dir.path());
-        let skip = second.engine().events().len();
-        second.load(&save).unwrap();
-        second.run(&inputs_after(&lines, n), n + m).unwrap();
+        let (second, actual) = resumed_from_save(&scene, dir.path(), &lines, n, n + m);
         let expected = common::events_after(&whole, n);
-        let actual = common::events_from(&second, skip);
         assert_eq!(actual, expected, "case {case}: n={n} m={m}\nscene {scene}");
         assert_eq!(second.state(), whole.state(), "case {case}");
         assert_eq!(

@@ -126,3 +126,39 @@ pub fn events_after(game: &Game, n: u64) -> Vec<String> {
         .map(|e| serde_json::to_string(e).unwrap())
         .collect()
 }
+
+/// The inputs stamped after tick `after` (what a game loaded from a save at `after` still has
+/// to apply).
+pub fn inputs_after(lines: &[Value], after: u64) -> Inputs {
+    let all = inputs(lines);
+    Inputs {
+        lines: all
+            .lines
+            .into_iter()
+            .filter(|l| l.input.tick > after)
+            .collect(),
+        ..all
+    }
+}
+
+/// Runs `lines` to tick `n`, saves into `dir`, loads the save into a fresh game and runs the
+/// rest to tick `end`. Returns that game and the events it emitted after the load, as JSON lines
+/// (compare them with [`events_after`] of an uninterrupted run).
+pub fn resumed_from_save(
+    scene: &Value,
+    dir: &Path,
+    lines: &[Value],
+    n: u64,
+    end: u64,
+) -> (Game, Vec<String>) {
+    let mut first = game_in(scene, dir);
+    first.run(&inputs(lines), n).unwrap();
+    let save = dir.join("run.save.json");
+    first.save(&save).unwrap();
+    let mut second = game_in(scene, dir);
+    let skip = second.engine().events().len();
+    second.load(&save).unwrap();
+    second.run(&inputs_after(lines, n), end).unwrap();
+    let events = events_from(&second, skip);
+    (second, events)
+}
