@@ -681,3 +681,46 @@ fn a_one_tick_ticket_is_ready_and_gone_at_the_end_of_its_tick() {
     assert!(g.tickets().is_empty());
     assert_eq!(loaded(&g), [(0, 0)]);
 }
+
+#[test]
+fn an_eviction_comes_before_the_load_hook_so_a_refused_load_has_still_evicted() {
+    let dir = mods_dir(
+        "evict-then-refuse",
+        &[(
+            "no.json",
+            r#"{"id": "no", "hook": "world.chunk.load", "match": {"x": 0, "z": 1}, "cancel": true}"#,
+        )],
+    );
+    let mut g = game_in(&lru_scene(&["no.json"]), &dir);
+    run(&mut g, &lru_inputs(), 3);
+    assert_eq!(chunk_events(&g, "world.chunk.unloaded"), [(3, 1, 0)]);
+    assert_eq!(
+        loaded(&g),
+        [(0, 0)],
+        "(0,1) refused after (1,0) was evicted for it"
+    );
+    let r = g.streaming().unwrap().refusals();
+    assert_eq!((r.len(), r[0].hook.as_str()), (1, "world.chunk.load"));
+}
+
+#[test]
+fn the_refusal_cap_holds_for_evictions_too() {
+    let dir = mods_dir(
+        "evict-cap",
+        &[(
+            "keep.json",
+            r#"{"id": "keep", "hook": "world.chunk.unload", "cancel": true}"#,
+        )],
+    );
+    let mut s = lru_scene(&["keep.json"]);
+    s["kits"][2]["config"]["maxRefusalsPerMod"] = json!(0);
+    let mut g = game_in(&s, &dir);
+    run(&mut g, &lru_inputs(), 3);
+    // The eviction of (1,0) is cancelled by a mod that may hold none: reported, then evicted.
+    let errors = events_named(&g, "mod.error");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0, 3);
+    assert_eq!(chunk_events(&g, "world.chunk.unloaded"), [(3, 1, 0)]);
+    assert_eq!(loaded(&g), [(0, 0), (0, 1)]);
+    assert!(g.streaming().unwrap().refusals().is_empty());
+}
