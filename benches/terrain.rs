@@ -35,7 +35,7 @@ fn pool(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(6));
     let gen = Arc::new(Generator::new(7, 32, 32.0));
     for workers in [1, 2] {
-        let pool = Pool::new(workers, gen.clone()).unwrap();
+        let pool = Pool::new(workers, gen.clone(), None).unwrap();
         let mut version = 0;
         g.bench_function(
             BenchmarkId::new("64 chunks", format!("{workers} workers")),

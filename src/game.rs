@@ -17,6 +17,7 @@ use crate::json::{number, Problem};
 use crate::kits::builtin_catalog;
 use crate::kits::streaming::dormancy::DORMANT;
 use crate::kits::streaming::{StreamingService, TicketInfo, STREAMING};
+use crate::kits::terrain::{TerrainService, TERRAIN};
 use crate::mods;
 
 /// Why a game could not be built or run.
@@ -51,6 +52,9 @@ pub enum GameError {
     /// An input's value is wrong (e.g. `player.moved` far out of range), at a JSON path.
     #[error("{0}")]
     Invalid(Problem),
+    /// `world.terrain` is missing, or refused an edit ([`Game::edit`]).
+    #[error("{0}")]
+    Terrain(String),
     /// `run_until_ready` ran out of ticks.
     #[error("{entity} was not ready after {ticks} ticks")]
     NotReady {
@@ -293,6 +297,17 @@ impl Game {
                 Action::Drop { ticket } => {
                     needs("drop")?.drop_ticket(ticket);
                 }
+                Action::Edit {
+                    at,
+                    height,
+                    material,
+                } => {
+                    let terrain = e.service::<dyn TerrainService>(TERRAIN).ok_or_else(|| {
+                        GameError::Terrain(format!("edit needs the {TERRAIN} kit"))
+                    })?;
+                    // A refusal is the world's answer (an event), not a failed input.
+                    let _ = terrain.edit(*at, *height, *material);
+                }
                 Action::Save { .. } | Action::Load { .. } => unreachable!("handled above"),
             }
             Ok(())
@@ -363,6 +378,26 @@ impl Game {
     /// Removes ticket `id` at once; returns whether it was held.
     pub fn drop_ticket(&mut self, id: &str) -> bool {
         self.streaming.as_ref().is_some_and(|s| s.drop_ticket(id))
+    }
+
+    /// Sets the `world.terrain` cell containing `at` (SPEC §13), as an `edit` input stamped
+    /// with the next tick would: events it causes carry that tick. A chunk that is not built
+    /// refuses (the `world.terrain.edit.refused` event is emitted too): [`GameError::Terrain`].
+    pub fn edit(
+        &mut self,
+        at: crate::grid::Position,
+        height: u16,
+        material: Option<u8>,
+    ) -> Result<(), GameError> {
+        at.check().map_err(|p| GameError::Invalid(p.under("at")))?;
+        let terrain = self
+            .engine
+            .service::<dyn TerrainService>(TERRAIN)
+            .ok_or_else(|| GameError::Terrain(format!("the scene does not enable {TERRAIN}")))?;
+        let stamp = self.engine.tick_count() + 1;
+        self.engine
+            .input(stamp, |_| terrain.edit(at, height, material))
+            .map_err(|reason| GameError::Terrain(format!("edit refused: {reason}")))
     }
 
     /// The held tickets, in id order.
@@ -518,6 +553,10 @@ impl Game {
     /// `storage` and `math.random` state. A mod whose `storage` cannot be saved (not plain data,
     /// too large) is an error naming the mod and where, and nothing is written.
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
+        self.engine.flush().map_err(|message| FileError::Io {
+            file: display_name(path),
+            message: format!("cannot save: {message}"),
+        })?;
         let mut doc = self.engine.save_document();
         for m in &self.lua_mods {
             doc.mods.push(m.save().map_err(|message| FileError::Io {

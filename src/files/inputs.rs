@@ -156,6 +156,18 @@ pub enum Action {
         /// The ticket id.
         ticket: String,
     },
+    /// Sets the cell of `world.terrain` containing `at` (SPEC §13); a chunk that is not built
+    /// refuses with a `world.terrain.edit.refused` event.
+    #[serde(rename = "edit")]
+    Edit {
+        /// Where (`y` is ignored).
+        at: Position,
+        /// The cell's new height, 0..=65535.
+        height: u16,
+        /// The cell's new material, 0..=255 (absent: kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        material: Option<u8>,
+    },
 }
 
 crate::checked_number!(
@@ -380,6 +392,13 @@ enum Tagged {
     },
     #[serde(rename = "drop")]
     Drop { ticket: String },
+    #[serde(rename = "edit")]
+    Edit {
+        at: Position,
+        height: u16,
+        #[serde(default)]
+        material: Option<u8>,
+    },
 }
 
 impl From<Tagged> for Action {
@@ -411,6 +430,15 @@ impl From<Tagged> for Action {
                 ticks,
             },
             Tagged::Drop { ticket } => Action::Drop { ticket },
+            Tagged::Edit {
+                at,
+                height,
+                material,
+            } => Action::Edit {
+                at,
+                height,
+                material,
+            },
         }
     }
 }
@@ -467,6 +495,7 @@ fn check_action(action: &Action) -> Result<(), Problem> {
         }
         Action::Drop { ticket } => crate::kits::streaming::foci::check_id(ticket)
             .map_err(|e| Problem::new("ticket", e.to_string())),
+        Action::Edit { at, .. } => at.check().map_err(|p| p.under("at")),
         _ => Ok(()),
     }
 }

@@ -110,6 +110,7 @@ pub struct Engine {
     kits: Vec<Box<dyn Kit>>,
     tick: u64,
     mod_errors: super::events::ModErrors,
+    outbox: super::events::Outbox,
 }
 
 /// The id under which the host itself is listed; it is always present.
@@ -208,12 +209,14 @@ impl Engine {
             kits: built,
             tick: 0,
             mod_errors: Default::default(),
+            outbox: Default::default(),
         };
         for kit in &mut engine.kits {
             kit.install(&mut Install {
                 hooks: &mut engine.hooks,
                 services: &mut engine.services,
                 variables: &mut engine.variables,
+                outbox: &engine.outbox,
             });
         }
         for kit in &mut engine.kits {
@@ -374,6 +377,15 @@ impl Engine {
         }
     }
 
+    /// Asks every kit to make durable what it keeps outside the save ([`Kit::flush`]), in
+    /// kit order; the first failure names its kit.
+    pub fn flush(&self) -> Result<(), String> {
+        for k in &self.kits {
+            k.flush().map_err(|e| format!("kit {}: {e}", k.id()))?;
+        }
+        Ok(())
+    }
+
     /// The save document of the current game: the host's part and every kit's section.
     pub fn save_document(&self) -> SaveDoc {
         SaveDoc {
@@ -495,6 +507,12 @@ impl Engine {
                         super::events::MOD_ERROR,
                         serde_json::json!({ "mod": by, "hook": hook, "message": message }),
                     );
+                }
+            }
+            if !self.outbox.borrow().is_empty() {
+                let queued = std::mem::take(&mut *self.outbox.borrow_mut());
+                for (event, data) in queued {
+                    self.events.emit(event, data);
                 }
             }
             if self.world.has_changes() {

@@ -185,6 +185,10 @@ pub struct LogLine {
 /// The host's log, shared with the mods that write to it.
 pub type Log = std::rc::Rc<std::cell::RefCell<Vec<LogLine>>>;
 
+/// Events a service emits when it is called outside any event delivery (e.g. `world.terrain`'s
+/// edit refusals, from Lua or Rust): the engine emits them, in order, when it next settles.
+pub type Outbox = std::rc::Rc<std::cell::RefCell<Vec<(Cow<'static, str>, EventData)>>>;
+
 /// A mod's failure outside any hook (e.g. in an `onChunk` callback): `(mod, where, message)`.
 /// The engine reports each as a `mod.error` event when it next settles.
 pub type ModErrors = std::rc::Rc<std::cell::RefCell<Vec<(String, String, String)>>>;

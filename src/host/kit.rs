@@ -133,6 +133,8 @@ pub struct Install<'a> {
     pub services: &'a mut Services,
     /// Variables; give this kit's their value before tick 1.
     pub variables: &'a mut super::Variables,
+    /// Where services called outside event delivery put the events they emit.
+    pub outbox: &'a super::Outbox,
 }
 
 /// Why a kit could not start or load its save section.
@@ -221,6 +223,12 @@ pub trait Kit: AsAny {
     /// After every kit ticked (and the tick's events were delivered): checks that need the
     /// whole tick's work, such as readiness, whose events come after all the tick's others.
     fn end_tick(&mut self, _ctx: &mut Ctx<'_>) {}
+
+    /// Before a save is written: make durable what the kit keeps outside the save (e.g. write
+    /// modified chunks back to the world directory). An error fails the save.
+    fn flush(&self) -> Result<(), String> {
+        Ok(())
+    }
 
     /// This kit's section of a save, if it keeps state.
     fn save(&self) -> Option<Value> {

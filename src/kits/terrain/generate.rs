@@ -41,6 +41,7 @@ pub mod material {
 /// A generator: one Perlin table per octave, from the seed.
 #[derive(Clone)]
 pub struct Generator {
+    seed: u64,
     octaves: Vec<(Perlin, f64, f64)>,
     cells: u32,
     chunk_size: f64,
@@ -84,6 +85,35 @@ impl ChunkData {
     pub fn hash(&self) -> u64 {
         self.hash
     }
+
+    /// Sets cell `index` (`j * cells + i`) to `height` and `material`, without rehashing (call
+    /// [`ChunkData::rehash`] after a batch).
+    fn put(&mut self, index: u32, height: u16, material: u8) {
+        let n = (self.cells * self.cells) as usize;
+        let k = index as usize;
+        self.bytes[2 * k..2 * k + 2].copy_from_slice(&height.to_le_bytes());
+        self.bytes[2 * n + k] = material;
+    }
+
+    fn rehash(&mut self) {
+        self.hash = fnv1a64(&self.bytes);
+    }
+
+    /// Sets cell `(i, j)` and updates the hash.
+    pub fn set(&mut self, i: u32, j: u32, height: u16, material: u8) {
+        self.put(j * self.cells + i, height, material);
+        self.rehash();
+    }
+
+    /// Applies a stored diff (its cells overwrite these) and updates the hash. Cells outside the
+    /// chunk are ignored (the decoder already refuses them).
+    pub fn apply(&mut self, diff: &super::region::Diff) {
+        let n = self.cells * self.cells;
+        for (&index, &(height, material)) in diff.cells.range(..n) {
+            self.put(index, height, material);
+        }
+        self.rehash();
+    }
 }
 
 /// FNV-1a, 64 bits.
@@ -109,9 +139,20 @@ impl Generator {
             })
             .collect();
         Generator {
+            seed,
             octaves,
             cells,
             chunk_size,
+        }
+    }
+
+    /// What a stored diff must have been taken against to apply to this generator's chunks.
+    pub fn stamp(&self) -> super::region::Stamp {
+        super::region::Stamp {
+            generator: GENERATOR_VERSION,
+            seed: self.seed,
+            cells: self.cells,
+            chunk_size: self.chunk_size,
         }
     }
 
@@ -124,28 +165,36 @@ impl Generator {
         (sum * 0.5 + 0.5).clamp(0.0, 1.0)
     }
 
+    /// The height and material of cell `(i, j)` of chunk `c`, as [`Generator::generate`] makes
+    /// them (an edit compares with it to tell a modified cell from a restored one).
+    pub fn cell(&self, c: ChunkPos, i: u32, j: u32) -> (u16, u8) {
+        let n = self.cells;
+        let cell = self.chunk_size / f64::from(n);
+        // The cell's centre, in metres.
+        let x = (c.x as f64 * f64::from(n) + f64::from(i) + 0.5) * cell;
+        let z = (c.z as f64 * f64::from(n) + f64::from(j) + 0.5) * cell;
+        let h = self.height_at(x, z);
+        let material = match h {
+            h if h < 0.42 => material::WATER,
+            h if h < 0.46 => material::SAND,
+            h if h < 0.62 => material::GRASS,
+            h if h < 0.75 => material::ROCK,
+            _ => material::SNOW,
+        };
+        ((h * 65535.0).floor() as u16, material)
+    }
+
     /// Generates chunk `c`.
     pub fn generate(&self, c: ChunkPos) -> ChunkData {
         let n = self.cells;
-        let cell = self.chunk_size / f64::from(n);
         let cells = (n * n) as usize;
         let mut bytes = vec![0u8; cells * 3];
         for j in 0..n {
             for i in 0..n {
-                // The cell's centre, in metres.
-                let x = (c.x as f64 * f64::from(n) + f64::from(i) + 0.5) * cell;
-                let z = (c.z as f64 * f64::from(n) + f64::from(j) + 0.5) * cell;
-                let h = self.height_at(x, z);
+                let (height, material) = self.cell(c, i, j);
                 let k = (j * n + i) as usize;
-                let height = (h * 65535.0).floor() as u16;
                 bytes[2 * k..2 * k + 2].copy_from_slice(&height.to_le_bytes());
-                bytes[2 * cells + k] = match h {
-                    h if h < 0.42 => material::WATER,
-                    h if h < 0.46 => material::SAND,
-                    h if h < 0.62 => material::GRASS,
-                    h if h < 0.75 => material::ROCK,
-                    _ => material::SNOW,
-                };
+                bytes[2 * cells + k] = material;
             }
         }
         let hash = fnv1a64(&bytes);

@@ -10,9 +10,11 @@
 
 pub mod generate;
 pub mod pool;
+pub mod region;
+pub mod store;
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -24,13 +26,15 @@ use crate::checked_number;
 use crate::grid::{ChunkPos, Position};
 use crate::host::{
     Ctx, Event, Install, Kit, KitError, KitManifest, KitSpec, PreparedSection, Problem, SceneDef,
-    Services, CHUNK_LOADED, CHUNK_UNLOADED,
+    Services,
 };
 use crate::json::{as_integer, from_value};
 use crate::kits::streaming::{BuilderId, StreamingService, STREAMING};
 
 pub use generate::{ChunkData, Generator, GENERATOR_VERSION};
-use pool::{Job, Pool};
+use pool::{Built, Job, Pool};
+use region::Diff;
+use store::{Reported, Store};
 
 /// The kit and service id.
 pub const TERRAIN: &str = "world.terrain";
@@ -38,6 +42,12 @@ pub const TERRAIN: &str = "world.terrain";
 pub const TERRAIN_BUILT: &str = "world.terrain.built";
 /// Variable: how many commits had to wait for their worker.
 pub const VAR_WAITS: &str = "world.terrain.waits";
+/// Event: an edit was refused `{x, z, reason}` (SPEC §13).
+pub const EDIT_REFUSED: &str = "world.terrain.edit.refused";
+/// Event: a built chunk must be rebuilt `{x, z}` (an edit in it or on its edge), once per tick.
+pub const TERRAIN_CHANGED: &str = "world.terrain.changed";
+/// Event: stored edits could not be read `{x, z, message}`; the chunk loads as generated.
+pub const TERRAIN_ERROR: &str = "world.terrain.error";
 
 checked_number!(
     /// Cells per chunk side: an integer 1..=256.
@@ -87,9 +97,26 @@ pub struct TerrainConfig {
     /// Ticks from a chunk's load to its commit (default 2).
     #[serde(default = "default_latency")]
     pub commit_latency: CommitLatency,
-    /// Where edits are kept (SPEC §13; not in this build: setting it is an error).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where modified chunks are kept (SPEC §13), relative to the current directory; without
+    /// it they live in memory and in game saves.
+    #[serde(default)]
     pub world_dir: Option<String>,
+    /// Write back modified chunks on every tick that is a multiple of it (0: only on release,
+    /// game save and close). Default 600.
+    #[serde(default = "default_flush")]
+    pub flush_every_ticks: FlushEvery,
+}
+
+checked_number!(
+    /// Ticks between write-backs: an integer 0..=2147483647 (0: never periodically).
+    FlushEvery(u64),
+    "an integer 0..=2147483647",
+    |v| as_integer(v).filter(|n| (0..=2_147_483_647).contains(n)).map(|n| n as u64),
+    { "type": "integer", "minimum": 0, "maximum": 2147483647, "description": "ticks between write-backs; 0: only on release, save and close" }
+);
+
+fn default_flush() -> FlushEvery {
+    FlushEvery(600)
 }
 
 fn default_seed() -> Seed {
@@ -113,6 +140,7 @@ impl Default for TerrainConfig {
             workers: default_workers(),
             commit_latency: default_latency(),
             world_dir: None,
+            flush_every_ticks: default_flush(),
         }
     }
 }
@@ -137,6 +165,17 @@ pub fn manifest() -> KitManifest {
 /// A callback told of each committed chunk: `(chunk, hash)`.
 pub type BuiltCallback = Box<dyn FnMut(ChunkPos, u64)>;
 
+/// Why an edit was refused (the `reason` of `world.terrain.edit.refused`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EditRefused {
+    /// The chunk is not loaded.
+    #[error("not loaded")]
+    NotLoaded,
+    /// The chunk is loaded but its terrain is not committed yet.
+    #[error("not built")]
+    NotBuilt,
+}
+
 /// What `world.terrain` offers other kits, mods and tests.
 pub trait TerrainService {
     /// The height (0..=65535) of the cell containing `pos`, if its chunk is built.
@@ -152,6 +191,15 @@ pub trait TerrainService {
     /// Chunks dispatched whose worker has not finished yet (work outstanding; 0: the pool is
     /// idle). A loading screen may show it; the simulation never waits on it.
     fn generating(&self) -> usize;
+    /// Sets the cell containing `at` to `height` (and `material`, if given) in a built chunk
+    /// (SPEC §13). The chunk becomes *modified* (saved) unless it is back to its generated
+    /// baseline, and *dirty*: it and the built neighbours whose edge the cell lies on are told
+    /// `world.terrain.changed` at the end of the tick. Setting a cell to what it already holds
+    /// changes nothing. A chunk that is not built refuses: `world.terrain.edit.refused
+    /// {x, z, reason}` is emitted and the reason returned.
+    fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused>;
+    /// Whether a built chunk differs from its generated baseline.
+    fn is_modified(&self, chunk: ChunkPos) -> bool;
 }
 
 /// A chunk dispatched and not committed yet.
@@ -165,18 +213,29 @@ struct State {
     config: TerrainConfig,
     chunk_size: f64,
     generator: Arc<Generator>,
+    /// The save thread (dropped after the pool, whose workers ask it).
     pool: Option<Pool>,
+    store: Option<Store>,
     next_version: u64,
     in_flight: BTreeMap<ChunkPos, Flight>,
     /// Commits due, in order: (tick, dispatch order) → chunk and version.
     commits: BTreeMap<(u64, u64), (ChunkPos, u64)>,
     /// Results that came back before their commit, by chunk (the version tells a stale one;
-    /// `None`: the worker failed and the commit generates the chunk itself).
-    arrived: FxHashMap<ChunkPos, (u64, Option<ChunkData>)>,
+    /// `None`: the worker failed and the commit builds the chunk itself).
+    arrived: FxHashMap<ChunkPos, (u64, Option<Built>)>,
     built: BTreeMap<ChunkPos, Arc<ChunkData>>,
+    /// Built chunks that differ from their baseline: the cells that differ (*modified*).
+    diffs: BTreeMap<ChunkPos, Diff>,
+    /// Built chunks whose stored form is behind (`diffs` changed since the last write back).
+    unsaved: BTreeSet<ChunkPos>,
+    /// Built chunks to rebuild (*dirty*): told `world.terrain.changed` at the end of the tick.
+    dirty: BTreeSet<ChunkPos>,
+    /// Stored edits found damaged, reported at the start of the next tick.
+    errors: Vec<Reported>,
     waits: u64,
     builder: Option<(Rc<dyn StreamingService>, BuilderId)>,
     subscribers: Rc<RefCell<Vec<Rc<RefCell<BuiltCallback>>>>>,
+    outbox: crate::host::Outbox,
 }
 
 impl State {
@@ -195,6 +254,41 @@ impl State {
         self.in_flight.remove(&chunk);
         self.arrived.remove(&chunk);
         self.built.remove(&chunk);
+        self.dirty.remove(&chunk);
+        let diff = self.diffs.remove(&chunk);
+        // Written back on release (SPEC §13), before any later dispatch of the chunk can ask
+        // the save thread for it: the thread answers in the order it is asked.
+        if self.unsaved.remove(&chunk) {
+            if let Some(store) = &self.store {
+                store.write(vec![(chunk, diff)]);
+            }
+        }
+    }
+
+    /// The write back of every unsaved chunk.
+    fn take_unsaved(&mut self) -> Vec<(ChunkPos, Option<Diff>)> {
+        std::mem::take(&mut self.unsaved)
+            .into_iter()
+            .map(|c| (c, self.diffs.get(&c).cloned()))
+            .collect()
+    }
+
+    /// Writes back every unsaved chunk and waits until it is stored.
+    fn flush(&mut self) -> Result<(), store::StoreError> {
+        let changes = self.take_unsaved();
+        match &self.store {
+            Some(store) => store.flush(changes),
+            None => Ok(()),
+        }
+    }
+
+    /// Builds a chunk on this thread (a worker failed): the baseline and its stored diff.
+    fn build_here(&self, chunk: ChunkPos) -> Built {
+        Built::make(
+            &self.generator,
+            self.store.as_ref().and_then(Store::reader).as_ref(),
+            chunk,
+        )
     }
 
     /// Files every finished result that is still wanted; drops stale ones.
@@ -202,12 +296,12 @@ impl State {
         let current = self.in_flight.get(&done.job.chunk).map(|f| f.version);
         if current == Some(done.job.version) {
             self.arrived
-                .insert(done.job.chunk, (done.job.version, done.data));
+                .insert(done.job.chunk, (done.job.version, done.built));
         }
     }
 
-    /// The data of an in-flight chunk, waiting for its worker if needed; `true` if it waited.
-    fn result(&mut self, chunk: ChunkPos, version: u64) -> (ChunkData, bool) {
+    /// The chunk of an in-flight job, waiting for its worker if needed; `true` if it waited.
+    fn result(&mut self, chunk: ChunkPos, version: u64) -> (Built, bool) {
         while let Some(done) = self.pool.as_ref().and_then(Pool::try_recv) {
             self.take(done);
         }
@@ -215,18 +309,80 @@ impl State {
         loop {
             if let Some((v, _)) = self.arrived.get(&chunk) {
                 if *v == version {
-                    let (_, data) = self.arrived.remove(&chunk).expect("just found");
-                    let data = data.unwrap_or_else(|| self.generator.generate(chunk));
-                    return (data, waited);
+                    let (_, built) = self.arrived.remove(&chunk).expect("just found");
+                    let built = built.unwrap_or_else(|| self.build_here(chunk));
+                    return (built, waited);
                 }
             }
             waited = true;
             match self.pool.as_ref().and_then(Pool::recv) {
                 Some(done) => self.take(done),
-                // No worker left (cannot happen while the pool lives): generate here.
-                None => return (self.generator.generate(chunk), waited),
+                // No worker left (cannot happen while the pool lives): build here.
+                None => return (self.build_here(chunk), waited),
             }
         }
+    }
+
+    /// The chunk and cell `(i, j)` containing `pos`.
+    fn cell_of(&self, pos: Position) -> (ChunkPos, u32, u32) {
+        let size = self.chunk_size;
+        let chunk = crate::grid::Grid::new(size).chunk_of(pos);
+        let n = self.config.cells_per_chunk.0;
+        let cell = size / f64::from(n);
+        let local = |v: f64, c: i64| {
+            let i = ((v - c as f64 * size) / cell).floor();
+            (i.max(0.0) as u32).min(n - 1)
+        };
+        (chunk, local(pos.x, chunk.x), local(pos.z, chunk.z))
+    }
+
+    fn edit(&mut self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused> {
+        let (chunk, i, j) = self.cell_of(at);
+        let Some(data) = self.built.get_mut(&chunk) else {
+            let loaded = self
+                .builder
+                .as_ref()
+                .is_some_and(|(s, _)| s.is_loaded(chunk));
+            return Err(if loaded {
+                EditRefused::NotBuilt
+            } else {
+                EditRefused::NotLoaded
+            });
+        };
+        let now = (data.height(i, j), data.material(i, j));
+        let new = (height, material.unwrap_or(now.1));
+        if new == now {
+            return Ok(());
+        }
+        Arc::make_mut(data).set(i, j, new.0, new.1);
+        let n = data.cells;
+        let index = j * n + i;
+        let diff = self.diffs.entry(chunk).or_default();
+        if new == self.generator.cell(chunk, i, j) {
+            diff.cells.remove(&index);
+        } else {
+            diff.cells.insert(index, new);
+        }
+        if diff.is_empty() {
+            self.diffs.remove(&chunk);
+        }
+        self.unsaved.insert(chunk);
+        // The chunk, and the neighbours across the edges (and corner) the cell lies on.
+        let side = |k: u32| match (k == 0, k == n - 1) {
+            (true, true) => vec![0, -1, 1],
+            (true, false) => vec![0, -1],
+            (false, true) => vec![0, 1],
+            (false, false) => vec![0],
+        };
+        for dz in side(j) {
+            for dx in side(i) {
+                let c = ChunkPos::new(chunk.x + dx, chunk.z + dz);
+                if self.built.contains_key(&c) {
+                    self.dirty.insert(c);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -236,16 +392,8 @@ struct Handle(Rc<RefCell<State>>);
 impl TerrainService for Handle {
     fn height_at(&self, pos: Position) -> Option<u16> {
         let st = self.0.borrow();
-        let size = st.chunk_size;
-        let chunk = crate::grid::Grid::new(size).chunk_of(pos);
-        let data = st.built.get(&chunk)?;
-        let n = data.cells;
-        let cell = size / f64::from(n);
-        let local = |v: f64, c: i64| {
-            let i = ((v - c as f64 * size) / cell).floor();
-            (i.max(0.0) as u32).min(n - 1)
-        };
-        Some(data.height(local(pos.x, chunk.x), local(pos.z, chunk.z)))
+        let (chunk, i, j) = st.cell_of(pos);
+        Some(st.built.get(&chunk)?.height(i, j))
     }
 
     fn chunk(&self, chunk: ChunkPos) -> Option<Arc<ChunkData>> {
@@ -272,6 +420,24 @@ impl TerrainService for Handle {
         }
         st.in_flight.len() - st.arrived.len()
     }
+
+    fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused> {
+        let mut st = self.0.borrow_mut();
+        let result = st.edit(at, height, material);
+        if let Err(reason) = result {
+            let (chunk, _, _) = st.cell_of(at);
+            st.outbox.borrow_mut().push((
+                EDIT_REFUSED.into(),
+                serde_json::json!({ "x": chunk.x, "z": chunk.z, "reason": reason.to_string() })
+                    .into(),
+            ));
+        }
+        result
+    }
+
+    fn is_modified(&self, chunk: ChunkPos) -> bool {
+        self.0.borrow().diffs.contains_key(&chunk)
+    }
 }
 
 /// The kit.
@@ -296,8 +462,23 @@ pub struct SavedChunk {
     pub hash: Option<String>,
 }
 
+/// A modified chunk carried by the save itself: its cells that differ from the baseline, as
+/// `[index, height, material]` (index `j * cellsPerChunk + i`), ascending; no cells: the chunk
+/// is back to its baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SavedEdits {
+    /// Chunk column.
+    pub x: i64,
+    /// Chunk row.
+    pub z: i64,
+    /// `[index, height, material]` per cell.
+    pub cells: Vec<(u32, u16, u8)>,
+}
+
 /// The kit's save section: the generator stamp, the chunks in flight (in commit order) and the
-/// built ones (row order), the wait count. Data is never saved: it is regenerated.
+/// built ones (row order), the wait count, where the edits are. Terrain is never saved: it is
+/// regenerated, and the modified chunks' diffs applied.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SaveSection {
@@ -311,12 +492,27 @@ pub struct SaveSection {
     pub built: Vec<SavedChunk>,
     /// `world.terrain.waits`.
     pub waits: u64,
+    /// The world directory holding the modified chunks (written back before the save).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world_dir: Option<String>,
+    /// Modified chunks not in the world directory (all of them without one), row order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edits: Vec<SavedEdits>,
+    /// Chunks to be told `world.terrain.changed` at the end of the tick, row order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dirty: Vec<ChunkPos>,
 }
 
 struct Prepared {
     in_flight: Vec<(ChunkPos, u64)>,
-    built: Vec<(ChunkPos, ChunkData)>,
+    built: Vec<(ChunkPos, Built)>,
     waits: u64,
+    world_dir: Option<String>,
+    /// What the world directory holds, and the save's own edits over it.
+    stored: BTreeMap<ChunkPos, Diff>,
+    overlay: Vec<(ChunkPos, Option<Diff>)>,
+    dirty: Vec<ChunkPos>,
+    errors: Vec<Reported>,
 }
 
 /// The hash as events and saves write it.
@@ -331,16 +527,16 @@ impl TerrainKit {
             None => TerrainConfig::default(),
             Some(v) => from_value(v, &spec.config_path).map_err(|p| vec![p])?,
         };
-        if config.world_dir.is_some() {
+        if config.world_dir.as_deref() == Some("") {
             return Err(vec![Problem::new(
                 crate::json::join_path(&spec.config_path, "worldDir"),
-                "world files (SPEC §13) are not supported by this build; remove worldDir",
+                "expected a directory path, got an empty string",
             )]);
         }
         Ok(Box::new(TerrainKit::new(config)))
     }
 
-    /// A kit with `config` (the pool starts with the game).
+    /// A kit with `config` (the pool and the save thread start with the game).
     pub fn new(config: TerrainConfig) -> Self {
         let generator = Arc::new(Generator::new(
             config.seed.0,
@@ -353,14 +549,20 @@ impl TerrainKit {
                 chunk_size: 32.0,
                 generator,
                 pool: None,
+                store: None,
                 next_version: 0,
                 in_flight: BTreeMap::new(),
                 commits: BTreeMap::new(),
                 arrived: FxHashMap::default(),
                 built: BTreeMap::new(),
+                diffs: BTreeMap::new(),
+                unsaved: BTreeSet::new(),
+                dirty: BTreeSet::new(),
+                errors: Vec::new(),
                 waits: 0,
                 builder: None,
                 subscribers: Rc::default(),
+                outbox: Rc::default(),
             })),
             published: None,
         }
@@ -381,11 +583,14 @@ impl TerrainKit {
                 if st.in_flight.get(&chunk).map(|f| f.version) != Some(version) {
                     continue; // released (or reloaded) since: nothing to commit
                 }
-                let (data, waited) = st.result(chunk, version);
+                let (built, waited) = st.result(chunk, version);
                 st.waits += u64::from(waited);
                 st.in_flight.remove(&chunk);
-                let hash = data.hash();
-                st.built.insert(chunk, Arc::new(data));
+                let hash = built.data.hash();
+                st.built.insert(chunk, Arc::new(built.data));
+                if let Some(diff) = built.diff {
+                    st.diffs.insert(chunk, diff);
+                }
                 (chunk, hash, st.builder.clone(), st.subscribers.clone())
             };
             let (chunk, hash, builder, subscribers) = next;
@@ -406,11 +611,47 @@ impl TerrainKit {
         }
     }
 
+    /// Reports damaged stored edits found when the world directory was opened or loaded.
+    fn report_errors(&mut self, ctx: &mut Ctx<'_>) {
+        let errors = std::mem::take(&mut self.state.borrow_mut().errors);
+        for e in errors {
+            ctx.events.emit(
+                TERRAIN_ERROR,
+                serde_json::json!({ "x": e.chunk.x, "z": e.chunk.z, "message": e.message }),
+            );
+        }
+    }
+
+    /// Tells builders which chunks changed this tick, once each, row order.
+    fn report_changed(&mut self, ctx: &mut Ctx<'_>) {
+        let dirty = std::mem::take(&mut self.state.borrow_mut().dirty);
+        for c in dirty {
+            ctx.events.emit(TERRAIN_CHANGED, crate::host::chunk_data(c));
+        }
+    }
+
     fn publish(&mut self, ctx: &mut Ctx<'_>) {
         let waits = self.state.borrow().waits;
         if self.published != Some(waits) {
             ctx.variables.set(VAR_WAITS, waits);
             self.published = Some(waits);
+        }
+    }
+
+    /// Writes back every modified chunk not stored yet and waits until it is (a game save and
+    /// close do this; it also reports an earlier write back that failed).
+    pub fn flush(&self) -> Result<(), store::StoreError> {
+        self.state.borrow_mut().flush()
+    }
+}
+
+impl Drop for TerrainKit {
+    fn drop(&mut self) {
+        // Write back on close. Nobody is left to tell of a failure but the terminal.
+        if let Ok(mut st) = self.state.try_borrow_mut() {
+            if let Err(e) = st.flush() {
+                eprintln!("world.terrain: edits not written back on close: {e}");
+            }
         }
     }
 }
@@ -424,6 +665,7 @@ impl Kit for TerrainKit {
         let handle: Rc<dyn TerrainService> = Rc::new(Handle(self.state.clone()));
         host.services.provide(TERRAIN, handle);
         host.variables.set(VAR_WAITS, 0u64);
+        self.state.borrow_mut().outbox = host.outbox.clone();
     }
 
     fn start(&mut self, services: &Services) -> Result<(), KitError> {
@@ -444,29 +686,35 @@ impl Kit for TerrainKit {
             .register_builder(TERRAIN)
             .expect("the first builders fit");
         st.builder = Some((streaming, id));
-        let pool = Pool::new(st.config.worker_threads(), st.generator.clone()).map_err(|e| {
-            KitError::Start {
-                kit: TERRAIN.into(),
-                message: format!("cannot start the worker threads: {e}"),
-            }
-        })?;
+        let fail = |message: String| KitError::Start {
+            kit: TERRAIN.into(),
+            message,
+        };
+        let dir = st.config.world_dir.clone().map(std::path::PathBuf::from);
+        let (store, damage) =
+            Store::start(dir, st.generator.stamp()).map_err(|e| fail(e.to_string()))?;
+        let pool = Pool::new(
+            st.config.worker_threads(),
+            st.generator.clone(),
+            store.reader(),
+        )
+        .map_err(|e| fail(format!("cannot start the worker threads: {e}")))?;
+        st.errors = damage;
+        st.store = Some(store);
         st.pool = Some(pool);
         Ok(())
     }
 
     fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
-        let chunk = || {
-            ChunkPos::new(
-                event.data["x"].as_i64().unwrap_or(0),
-                event.data["z"].as_i64().unwrap_or(0),
-            )
+        let Some((chunk, loaded)) = event.chunk() else {
+            return;
         };
-        if event.event == CHUNK_LOADED {
-            let mut st = self.state.borrow_mut();
+        let mut st = self.state.borrow_mut();
+        if loaded {
             let at = event.tick + st.config.commit_latency.0;
-            st.dispatch(chunk(), at);
-        } else if event.event == CHUNK_UNLOADED {
-            self.state.borrow_mut().release(chunk());
+            st.dispatch(chunk, at);
+        } else {
+            st.release(chunk);
         }
     }
 
@@ -477,11 +725,26 @@ impl Kit for TerrainKit {
     fn on_enter(&mut self, _scene: &SceneDef, _ctx: &mut Ctx<'_>) {}
 
     fn begin_tick(&mut self, ctx: &mut Ctx<'_>) {
+        self.report_errors(ctx);
         self.commit(ctx);
     }
 
     fn end_tick(&mut self, ctx: &mut Ctx<'_>) {
+        self.report_changed(ctx);
+        let mut st = self.state.borrow_mut();
+        let every = st.config.flush_every_ticks.0;
+        if every > 0 && ctx.tick.is_multiple_of(every) && !st.unsaved.is_empty() {
+            let changes = st.take_unsaved();
+            if let Some(store) = &st.store {
+                store.write(changes);
+            }
+        }
+        drop(st);
         self.publish(ctx);
+    }
+
+    fn flush(&self) -> Result<(), String> {
+        TerrainKit::flush(self).map_err(|e| e.to_string())
     }
 
     fn save(&self) -> Option<serde_json::Value> {
@@ -492,6 +755,20 @@ impl Kit for TerrainKit {
             .map(|(c, f)| (f.commit_at, f.version, *c))
             .collect();
         in_flight.sort();
+        // The edits the world directory does not hold yet (all of them without one).
+        let mut edits: BTreeMap<ChunkPos, Option<&Diff>> = BTreeMap::new();
+        let snapshot;
+        if st.config.world_dir.is_none() {
+            snapshot = st
+                .store
+                .as_ref()
+                .and_then(|s| s.snapshot().ok())
+                .unwrap_or_default();
+            edits.extend(snapshot.iter().map(|(c, d)| (*c, Some(d))));
+        }
+        for c in &st.unsaved {
+            edits.insert(*c, st.diffs.get(c));
+        }
         let section = SaveSection {
             generator: GENERATOR_VERSION,
             seed: st.config.seed.0,
@@ -515,6 +792,19 @@ impl Kit for TerrainKit {
                 })
                 .collect(),
             waits: st.waits,
+            world_dir: st.config.world_dir.clone(),
+            edits: edits
+                .into_iter()
+                .filter(|(_, d)| st.config.world_dir.is_some() || d.is_some())
+                .map(|(c, d)| SavedEdits {
+                    x: c.x,
+                    z: c.z,
+                    cells: d
+                        .map(|d| d.cells.iter().map(|(&i, &(h, m))| (i, h, m)).collect())
+                        .unwrap_or_default(),
+                })
+                .collect(),
+            dirty: st.dirty.iter().copied().collect(),
         };
         Some(serde_json::to_value(section).expect("plain data"))
     }
@@ -538,7 +828,51 @@ impl Kit for TerrainKit {
                 ),
             ));
         }
-        let mut seen = std::collections::BTreeSet::new();
+        // What the world directory holds (read by the save thread, changing nothing) …
+        let (mut stored, errors) = match &s.world_dir {
+            None => (BTreeMap::new(), Vec::new()),
+            Some(dir) => {
+                let store = st.store.as_ref().ok_or_else(|| {
+                    Problem::new(format!("{path}.worldDir"), "the kit has not started")
+                })?;
+                let opened = store
+                    .peek(dir.into())
+                    .map_err(|e| Problem::new(format!("{path}.worldDir"), e.to_string()))?;
+                (opened.chunks, opened.damage)
+            }
+        };
+        let stored_before = stored.clone();
+        // … and the save's own edits over it.
+        let cells = st.config.cells_per_chunk.0 * st.config.cells_per_chunk.0;
+        let mut overlay = Vec::new();
+        let mut previous: Option<ChunkPos> = None;
+        for (k, e) in s.edits.iter().enumerate() {
+            let p = format!("{path}.edits[{k}]");
+            let chunk = ChunkPos::new(e.x, e.z);
+            if previous.is_some_and(|q| q >= chunk) {
+                return Err(Problem::new(p, "expected chunks in row order, each once"));
+            }
+            previous = Some(chunk);
+            let mut diff = Diff::default();
+            let mut last = None;
+            for (n, &(index, height, material)) in e.cells.iter().enumerate() {
+                if index >= cells || last.is_some_and(|l| l >= index) {
+                    return Err(Problem::new(
+                        format!("{p}.cells[{n}]"),
+                        format!("expected ascending cell indices below {cells}, got {index}"),
+                    ));
+                }
+                last = Some(index);
+                diff.cells.insert(index, (height, material));
+            }
+            let diff = (!diff.is_empty()).then_some(diff);
+            match &diff {
+                Some(d) => stored.insert(chunk, d.clone()),
+                None => stored.remove(&chunk),
+            };
+            overlay.push((chunk, diff));
+        }
+        let mut seen = BTreeSet::new();
         let mut in_flight = Vec::new();
         for (i, c) in s.in_flight.iter().enumerate() {
             let p = format!("{path}.inFlight[{i}]");
@@ -564,23 +898,44 @@ impl Kit for TerrainKit {
                     format!("chunk {chunk} is listed twice or has `commitAt`"),
                 ));
             }
-            let data = st.generator.generate(chunk);
+            let mut data = st.generator.generate(chunk);
+            let diff = stored.get(&chunk).cloned();
+            if let Some(d) = &diff {
+                data.apply(d);
+            }
             let hash = hash_text(data.hash());
             if c.hash.as_deref() != Some(hash.as_str()) {
                 return Err(Problem::new(
                     format!("{p}.hash"),
                     format!(
-                        "expected {hash} (the chunk as this generator builds it), got {:?}",
+                        "expected {hash} (the chunk as this generator builds it, with its stored \
+                         edits), got {:?}: the save and its world directory disagree",
                         c.hash
                     ),
                 ));
             }
-            built.push((chunk, data));
+            built.push((chunk, Built { data, diff }));
+        }
+        let dirty = s.dirty.clone();
+        if let Some((k, c)) = dirty
+            .iter()
+            .enumerate()
+            .find(|(_, c)| !built.iter().any(|(b, _)| b == *c))
+        {
+            return Err(Problem::new(
+                format!("{path}.dirty[{k}]"),
+                format!("chunk {c} is not built"),
+            ));
         }
         Ok(Some(Box::new(Prepared {
             in_flight,
             built,
             waits: s.waits,
+            world_dir: s.world_dir,
+            stored: stored_before,
+            overlay,
+            dirty,
+            errors,
         })))
     }
 
@@ -592,7 +947,7 @@ impl Kit for TerrainKit {
         let Some((streaming, id)) = st.builder.clone() else {
             return;
         };
-        let loaded: std::collections::BTreeSet<ChunkPos> = streaming.loaded().into_iter().collect();
+        let loaded: BTreeSet<ChunkPos> = streaming.loaded().into_iter().collect();
         let stale: Vec<ChunkPos> = st
             .built
             .keys()
@@ -618,11 +973,28 @@ impl Kit for TerrainKit {
             .expect("prepared by prepare_load");
         self.published = None;
         let mut st = self.state.borrow_mut();
-        // Results of the old run's jobs are stale from here on (their versions are gone).
+        // Results of the old run's jobs are stale from here on (their versions are gone), and
+        // its unsaved edits are the old game's: the save's world replaces both.
         st.in_flight.clear();
         st.commits.clear();
         st.arrived.clear();
-        st.built = p.built.into_iter().map(|(c, d)| (c, Arc::new(d))).collect();
+        st.unsaved.clear();
+        st.diffs.clear();
+        st.config.world_dir = p.world_dir.clone();
+        if let Some(store) = &st.store {
+            // Before any dispatch below: workers ask the thread after it has the new world.
+            store.replace(p.world_dir.map(Into::into), p.stored);
+            store.write(p.overlay);
+        }
+        st.built = BTreeMap::new();
+        for (c, b) in p.built {
+            if let Some(d) = b.diff {
+                st.diffs.insert(c, d);
+            }
+            st.built.insert(c, Arc::new(b.data));
+        }
+        st.dirty = p.dirty.into_iter().collect();
+        st.errors = p.errors;
         st.waits = p.waits;
         for (chunk, at) in p.in_flight {
             st.dispatch(chunk, at);

@@ -13,6 +13,8 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::grid::ChunkPos;
 
 use super::generate::{ChunkData, Generator};
+use super::region::Diff;
+use super::store::Reader;
 
 /// A chunk to generate; `version` tells a stale result from the current one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,13 +25,34 @@ pub struct Job {
     pub version: u64,
 }
 
+/// A chunk as a worker built it: the baseline with its stored diff applied.
+#[derive(Debug)]
+pub struct Built {
+    /// The terrain.
+    pub data: ChunkData,
+    /// The stored diff it carries, if the chunk is modified.
+    pub diff: Option<Diff>,
+}
+
+impl Built {
+    /// Generates `chunk` and applies its stored diff, read through `reader` (the save thread).
+    pub fn make(generator: &Generator, reader: Option<&Reader>, chunk: ChunkPos) -> Built {
+        let mut data = generator.generate(chunk);
+        let diff = reader.and_then(|r| r.read(chunk));
+        if let Some(d) = &diff {
+            data.apply(d);
+        }
+        Built { data, diff }
+    }
+}
+
 /// A generated chunk.
 #[derive(Debug)]
 pub struct Done {
     /// The job it answers.
     pub job: Job,
-    /// The chunk's terrain; `None` if the worker panicked (the caller generates it itself).
-    pub data: Option<ChunkData>,
+    /// The chunk's terrain; `None` if the worker panicked (the caller builds it itself).
+    pub built: Option<Built>,
 }
 
 /// The pool.
@@ -49,18 +72,24 @@ impl std::fmt::Debug for Pool {
 }
 
 impl Pool {
-    /// Starts `workers` threads (at least 1).
-    pub fn new(workers: usize, generator: Arc<Generator>) -> std::io::Result<Pool> {
+    /// Starts `workers` threads (at least 1); with a `reader`, each worker asks the save thread
+    /// for the stored diff of every chunk it generates.
+    pub fn new(
+        workers: usize,
+        generator: Arc<Generator>,
+        reader: Option<Reader>,
+    ) -> std::io::Result<Pool> {
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<Job>();
         let (result_tx, result_rx) = crossbeam_channel::unbounded::<Done>();
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         for i in 0..workers.max(1) {
-            let (jobs, results, stop, generator) = (
+            let (jobs, results, stop, generator, reader) = (
                 job_rx.clone(),
                 result_tx.clone(),
                 stop.clone(),
                 generator.clone(),
+                reader.clone(),
             );
             threads.push(
                 std::thread::Builder::new()
@@ -70,12 +99,12 @@ impl Pool {
                             if stop.load(Ordering::Acquire) {
                                 break;
                             }
-                            let data =
+                            let built =
                                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                    generator.generate(job.chunk)
+                                    Built::make(&generator, reader.as_ref(), job.chunk)
                                 }))
                                 .ok();
-                            if results.send(Done { job, data }).is_err() {
+                            if results.send(Done { job, built }).is_err() {
                                 break;
                             }
                         }

@@ -425,6 +425,38 @@ fn terrain_functions(
             })
         }),
     )?;
+    add(
+        "edit",
+        Box::new(move |lua, s, args| {
+            let at = position_arg(&arg(&args, 0))?;
+            let height = integer(&arg(&args, 1))
+                .and_then(|h| u16::try_from(h).ok())
+                .ok_or_else(|| {
+                    format!("expected a height 0..=65535, got {}", got(&arg(&args, 1)))
+                })?;
+            let material = match arg(&args, 2) {
+                Value::Nil => None,
+                v => Some(
+                    integer(&v)
+                        .and_then(|m| u8::try_from(m).ok())
+                        .ok_or_else(|| {
+                            format!("expected a material 0..=255 or nil, got {}", got(&v))
+                        })?,
+                ),
+            };
+            Ok(match s.edit(at, height, material) {
+                Ok(()) => ok(lua, true),
+                Err(reason) => ok(lua, (false, reason.to_string())),
+            })
+        }),
+    )?;
+    add(
+        "isModified",
+        Box::new(move |lua, s, args| {
+            let c = chunk_args(&arg(&args, 0), &arg(&args, 1))?;
+            Ok(ok(lua, s.is_modified(c)))
+        }),
+    )?;
     let live = Rc::new(Cell::new(0usize));
     add(
         "onBuilt",

@@ -1,0 +1,746 @@
+//! The region file format (SPEC §13; byte tables in the README, "World files"): pure encoding
+//! and decoding, no I/O. A region file holds the *modified* chunks of 32×32 chunk columns, each
+//! as its difference from the generated baseline.
+//!
+//! ```text
+//! region header   magic "WSRG", format version, flags, the generator stamp, the region's
+//!                 coordinates, the table and free-list lengths
+//! table           (local x, local z) → flags, offset, length; row order
+//! free list       (offset, length) spans; written empty (every write compacts)
+//! header CRC-32   of everything above
+//! records         magic "WSCK", version, flags, stored and raw lengths, CRC-32 of the payload,
+//!                 then the payload: a postcard-serialized [`Diff`], LZ4-compressed when smaller
+//! ```
+//!
+//! Decoding never trusts a length: a damaged record is reported and skipped, the others are
+//! kept; a damaged header falls back to scanning the file for records, each of which carries
+//! its own chunk, stamp and checksum. Encoding is deterministic: no timestamps, sorted tables,
+//! records in table order, so the same edits give the same bytes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::grid::ChunkPos;
+
+/// Magic of a region file.
+pub const REGION_MAGIC: [u8; 4] = *b"WSRG";
+/// Magic of a chunk record.
+pub const RECORD_MAGIC: [u8; 4] = *b"WSCK";
+/// The region format version this build writes and reads.
+pub const FORMAT_VERSION: u16 = 1;
+/// The record format version this build writes and reads.
+pub const RECORD_VERSION: u16 = 1;
+/// Chunk columns per region side.
+pub const REGION_CHUNKS: i64 = 32;
+/// Bytes of the fixed region header.
+pub const HEADER_LEN: usize = 56;
+/// Bytes of one table entry.
+pub const TABLE_ENTRY_LEN: usize = 12;
+/// Bytes of one free-list entry.
+pub const FREE_ENTRY_LEN: usize = 8;
+/// Bytes of a record header.
+pub const RECORD_HEADER_LEN: usize = 20;
+/// Record flag: the payload is LZ4-compressed (block format).
+pub const FLAG_LZ4: u16 = 1;
+/// The largest region file this build reads (a full region of 256×256-cell chunks, every cell
+/// edited, is about 600 MiB; anything larger is not a region file).
+pub const MAX_FILE_LEN: u64 = 1 << 30;
+
+/// What generated the baseline that diffs are taken against: a diff only applies to chunks
+/// generated the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// [`super::GENERATOR_VERSION`].
+    pub generator: u32,
+    /// The world seed.
+    pub seed: u64,
+    /// Cells per chunk side.
+    pub cells: u32,
+    /// Chunk side in metres.
+    pub chunk_size: f64,
+}
+
+impl std::fmt::Display for Stamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "generator {}, seed {}, {} cells per chunk, chunk size {} m",
+            self.generator, self.seed, self.cells, self.chunk_size
+        )
+    }
+}
+
+/// A region: `floor(x / 32), floor(z / 32)` of its chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RegionPos {
+    /// Region column.
+    pub x: i64,
+    /// Region row.
+    pub z: i64,
+}
+
+impl RegionPos {
+    /// The region of `chunk` (`div_euclid`: negative chunks floor toward −∞).
+    pub fn of(chunk: ChunkPos) -> RegionPos {
+        RegionPos {
+            x: chunk.x.div_euclid(REGION_CHUNKS),
+            z: chunk.z.div_euclid(REGION_CHUNKS),
+        }
+    }
+
+    /// Its first chunk (lowest x and z): where region-wide damage is reported.
+    pub fn origin(self) -> ChunkPos {
+        ChunkPos::new(self.x * REGION_CHUNKS, self.z * REGION_CHUNKS)
+    }
+
+    /// `r.<x>.<z>.wsr`.
+    pub fn file_name(self) -> String {
+        format!("r.{}.{}.wsr", self.x, self.z)
+    }
+
+    /// The region a file name (`r.<x>.<z>.wsr`) names.
+    pub fn parse_file_name(name: &str) -> Option<RegionPos> {
+        let rest = name.strip_prefix("r.")?.strip_suffix(".wsr")?;
+        let (x, z) = rest.split_once('.')?;
+        let pos = RegionPos {
+            x: x.parse().ok()?,
+            z: z.parse().ok()?,
+        };
+        (pos.file_name() == name).then_some(pos)
+    }
+
+    /// `chunk`'s `(local x, local z)` in this region, 0..32 each.
+    fn local(self, chunk: ChunkPos) -> (u8, u8) {
+        (
+            chunk.x.rem_euclid(REGION_CHUNKS) as u8,
+            chunk.z.rem_euclid(REGION_CHUNKS) as u8,
+        )
+    }
+
+    fn chunk(self, lx: u8, lz: u8) -> ChunkPos {
+        ChunkPos::new(
+            self.x * REGION_CHUNKS + i64::from(lx),
+            self.z * REGION_CHUNKS + i64::from(lz),
+        )
+    }
+}
+
+/// A modified chunk as stored: the cells that differ from the generated baseline, by cell index
+/// (`j * cells + i`), each with its height and material.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diff {
+    /// Cell index → (height, material).
+    pub cells: BTreeMap<u32, (u16, u8)>,
+}
+
+impl Diff {
+    /// Whether it changes nothing (the chunk is not modified).
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+}
+
+/// The serialized payload: the chunk, its stamp, and its cells with delta-coded indices
+/// (postcard writes integers as varints, so a sparse diff stays small).
+#[derive(Serialize, Deserialize)]
+struct Payload {
+    x: i64,
+    z: i64,
+    stamp: Stamp,
+    /// `(index − previous index − 1, height, material)`; the first index is absolute.
+    cells: Vec<(u32, u16, u8)>,
+}
+
+/// A region's content: its stamp and its modified chunks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Region {
+    /// The region.
+    pub pos: RegionPos,
+    /// What its diffs apply to.
+    pub stamp: Stamp,
+    /// The modified chunks, row order.
+    pub chunks: BTreeMap<ChunkPos, Diff>,
+}
+
+/// Something wrong in a region file. A decoder keeps going after each.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Damage {
+    /// The header, table or free list cannot be trusted; the records found by scanning the
+    /// file were kept.
+    #[error("bad region header: {0}")]
+    Header(String),
+    /// One chunk's record is damaged; the chunk falls back to its baseline.
+    #[error("chunk {chunk}: bad record at byte {offset}: {message}")]
+    Record {
+        /// The chunk the table names.
+        chunk: ChunkPos,
+        /// Where its record starts.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Damage {
+    /// The chunk a `world.terrain.error` event names: the record's, or the region's origin.
+    pub fn chunk(&self, region: RegionPos) -> ChunkPos {
+        match self {
+            Damage::Header(_) => region.origin(),
+            Damage::Record { chunk, .. } => *chunk,
+        }
+    }
+}
+
+/// What decoding a region file found: every record it could trust, and every damage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    /// The stamp of the header, if the header is sound.
+    pub stamp: Option<Stamp>,
+    /// The chunks read, each with the stamp its record carries.
+    pub chunks: BTreeMap<ChunkPos, (Stamp, Diff)>,
+    /// Table entries read: `(chunk, offset, stored record length)`, for `world inspect`.
+    pub entries: Vec<(ChunkPos, u64, u64)>,
+    /// What is damaged.
+    pub damage: Vec<Damage>,
+}
+
+/// Encodes a region file: header, table, empty free list, header CRC, records in table order.
+pub fn encode(region: &Region) -> Vec<u8> {
+    let records: Vec<(ChunkPos, Vec<u8>)> = region
+        .chunks
+        .iter()
+        .map(|(c, d)| (*c, encode_record(*c, region.stamp, d)))
+        .collect();
+    let table_end = HEADER_LEN + TABLE_ENTRY_LEN * records.len();
+    let mut out =
+        Vec::with_capacity(table_end + 4 + records.iter().map(|r| r.1.len()).sum::<usize>());
+    out.extend_from_slice(&REGION_MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&region.stamp.generator.to_le_bytes());
+    out.extend_from_slice(&region.stamp.cells.to_le_bytes());
+    out.extend_from_slice(&region.stamp.seed.to_le_bytes());
+    out.extend_from_slice(&region.stamp.chunk_size.to_le_bytes());
+    out.extend_from_slice(&region.pos.x.to_le_bytes());
+    out.extend_from_slice(&region.pos.z.to_le_bytes());
+    out.extend_from_slice(&(records.len() as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes()); // free-list entries
+    debug_assert_eq!(out.len(), HEADER_LEN);
+    let mut offset = table_end + 4;
+    for (chunk, bytes) in &records {
+        let (lx, lz) = region.pos.local(*chunk);
+        out.push(lx);
+        out.push(lz);
+        out.extend_from_slice(&bytes[6..8]); // the record's flags
+        out.extend_from_slice(&(offset as u32).to_le_bytes());
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        offset += bytes.len();
+    }
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    for (_, bytes) in records {
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
+/// Encodes one record: header, then the payload, LZ4-compressed when that is smaller.
+pub fn encode_record(chunk: ChunkPos, stamp: Stamp, diff: &Diff) -> Vec<u8> {
+    let mut previous: Option<u32> = None;
+    let cells = diff
+        .cells
+        .iter()
+        .map(|(&i, &(h, m))| {
+            let delta = previous.map_or(i, |p| i - p - 1);
+            previous = Some(i);
+            (delta, h, m)
+        })
+        .collect();
+    let raw = postcard::to_allocvec(&Payload {
+        x: chunk.x,
+        z: chunk.z,
+        stamp,
+        cells,
+    })
+    .expect("plain data serializes");
+    let compressed = lz4_flex::block::compress(&raw);
+    let (flags, stored) = if compressed.len() < raw.len() {
+        (FLAG_LZ4, compressed)
+    } else {
+        (0, raw.clone())
+    };
+    let mut out = Vec::with_capacity(RECORD_HEADER_LEN + stored.len());
+    out.extend_from_slice(&RECORD_MAGIC);
+    out.extend_from_slice(&RECORD_VERSION.to_le_bytes());
+    out.extend_from_slice(&flags.to_le_bytes());
+    out.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&stored).to_le_bytes());
+    out.extend_from_slice(&stored);
+    out
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The largest raw payload a record may claim: every cell of a 256×256 chunk, at the varints'
+/// widest, plus the chunk and stamp.
+const MAX_RAW_PAYLOAD: usize = 65_536 * (5 + 3 + 1) + 64;
+
+/// Decodes the record at `offset` (at most `len` bytes of it, if the table says so): its chunk,
+/// stamp and diff, and its total length.
+pub fn decode_record(
+    bytes: &[u8],
+    offset: usize,
+    len: Option<usize>,
+) -> Result<(ChunkPos, Stamp, Diff, usize), String> {
+    let rest = bytes.get(offset..).unwrap_or(&[]);
+    let rest = match len {
+        Some(len) if len > rest.len() => {
+            return Err(format!(
+                "the table says {len} bytes but the file ends {} bytes after it starts",
+                rest.len()
+            ))
+        }
+        Some(len) => &rest[..len],
+        None => rest,
+    };
+    if rest.len() < RECORD_HEADER_LEN {
+        return Err(format!(
+            "a record header is {RECORD_HEADER_LEN} bytes, {} left",
+            rest.len()
+        ));
+    }
+    if rest[..4] != RECORD_MAGIC {
+        return Err(format!("expected magic WSCK, got {:02x?}", &rest[..4]));
+    }
+    let version = u16_at(rest, 4);
+    if version != RECORD_VERSION {
+        return Err(format!(
+            "record version {version}, this build reads {RECORD_VERSION}"
+        ));
+    }
+    let flags = u16_at(rest, 6);
+    if flags & !FLAG_LZ4 != 0 {
+        return Err(format!("unknown record flags {flags:#06x}"));
+    }
+    let stored = u32_at(rest, 8) as usize;
+    let raw_len = u32_at(rest, 12) as usize;
+    let crc = u32_at(rest, 16);
+    let total = RECORD_HEADER_LEN + stored;
+    if stored > rest.len() - RECORD_HEADER_LEN || len.is_some_and(|l| l != total) {
+        return Err(format!(
+            "payload of {stored} bytes does not fit the record ({} bytes)",
+            rest.len()
+        ));
+    }
+    if raw_len > MAX_RAW_PAYLOAD {
+        return Err(format!("payload claims {raw_len} bytes uncompressed"));
+    }
+    let payload = &rest[RECORD_HEADER_LEN..total];
+    let actual = crc32fast::hash(payload);
+    if actual != crc {
+        return Err(format!(
+            "CRC-32 mismatch: header says {crc:08x}, payload is {actual:08x}"
+        ));
+    }
+    let raw = if flags & FLAG_LZ4 != 0 {
+        let mut out = vec![0u8; raw_len];
+        let n =
+            lz4_flex::block::decompress_into(payload, &mut out).map_err(|e| format!("LZ4: {e}"))?;
+        if n != raw_len {
+            return Err(format!("LZ4 gave {n} bytes, the header says {raw_len}"));
+        }
+        out
+    } else {
+        if stored != raw_len {
+            return Err(format!(
+                "uncompressed payload of {stored} bytes, the header says {raw_len}"
+            ));
+        }
+        payload.to_vec()
+    };
+    let (p, left): (Payload, &[u8]) =
+        postcard::take_from_bytes(&raw).map_err(|e| format!("payload: {e}"))?;
+    if !left.is_empty() {
+        return Err(format!("{} bytes after the payload", left.len()));
+    }
+    let cells_limit = u64::from(p.stamp.cells) * u64::from(p.stamp.cells);
+    let mut diff = Diff::default();
+    let mut next: u64 = 0;
+    for (k, (delta, h, m)) in p.cells.iter().enumerate() {
+        let index = next + u64::from(*delta);
+        if index >= cells_limit {
+            return Err(format!(
+                "cell {k}: index {index} is outside a {0}×{0} chunk",
+                p.stamp.cells
+            ));
+        }
+        diff.cells.insert(index as u32, (*h, *m));
+        next = index + 1;
+    }
+    Ok((ChunkPos::new(p.x, p.z), p.stamp, diff, total))
+}
+
+/// Decodes a region file expected to be region `pos`. Never fails: what cannot be trusted is
+/// listed in [`Decoded::damage`], every record that can is kept.
+pub fn decode(bytes: &[u8], pos: RegionPos) -> Decoded {
+    let mut out = Decoded {
+        stamp: None,
+        chunks: BTreeMap::new(),
+        entries: Vec::new(),
+        damage: Vec::new(),
+    };
+    match decode_header(bytes, pos) {
+        Ok((stamp, table)) => {
+            out.stamp = Some(stamp);
+            for (chunk, offset, len) in table {
+                out.entries.push((chunk, offset as u64, len as u64));
+                let record = decode_record(bytes, offset, Some(len)).and_then(|(c, s, diff, _)| {
+                    if c != chunk {
+                        Err(format!("the record is chunk {c}, the table says {chunk}"))
+                    } else if s != stamp {
+                        Err(format!(
+                            "the record's stamp ({s}) is not the region's ({stamp})"
+                        ))
+                    } else {
+                        Ok(diff)
+                    }
+                });
+                match record {
+                    Ok(diff) => {
+                        out.chunks.insert(chunk, (stamp, diff));
+                    }
+                    Err(message) => out.damage.push(Damage::Record {
+                        chunk,
+                        offset: offset as u64,
+                        message,
+                    }),
+                }
+            }
+        }
+        Err(message) => {
+            out.damage.push(Damage::Header(message));
+            // Records carry their own chunk, stamp and checksum: keep every sound one found.
+            let mut at = 0;
+            while at + RECORD_HEADER_LEN <= bytes.len() {
+                if bytes[at..at + 4] == RECORD_MAGIC {
+                    if let Ok((c, s, diff, len)) = decode_record(bytes, at, None) {
+                        if RegionPos::of(c) == pos {
+                            out.entries.push((c, at as u64, len as u64));
+                            out.chunks.insert(c, (s, diff));
+                            at += len;
+                            continue;
+                        }
+                    }
+                }
+                at += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A table as read: `(chunk, offset, length)` in file order.
+type Table = Vec<(ChunkPos, usize, usize)>;
+
+/// The header's stamp and the table.
+fn decode_header(
+    b: &[u8],
+    pos: RegionPos,
+) -> Result<(Stamp, Table), String> {
+    if b.len() < HEADER_LEN + 4 {
+        return Err(format!(
+            "the file has {} bytes, a header needs {}",
+            b.len(),
+            HEADER_LEN + 4
+        ));
+    }
+    if b[..4] != REGION_MAGIC {
+        return Err(format!("expected magic WSRG, got {:02x?}", &b[..4]));
+    }
+    let version = u16_at(b, 4);
+    if version != FORMAT_VERSION {
+        return Err(format!(
+            "format version {version}, this build reads {FORMAT_VERSION}"
+        ));
+    }
+    let entries = u32_at(b, 48) as usize;
+    let free = u32_at(b, 52) as usize;
+    if entries > (REGION_CHUNKS * REGION_CHUNKS) as usize {
+        return Err(format!(
+            "{entries} table entries, a region has at most 1024 chunks"
+        ));
+    }
+    let crc_at =
+        (HEADER_LEN + entries * TABLE_ENTRY_LEN) as u64 + free as u64 * FREE_ENTRY_LEN as u64;
+    if crc_at + 4 > b.len() as u64 {
+        return Err(format!(
+            "{entries} table and {free} free-list entries do not fit in {} bytes",
+            b.len()
+        ));
+    }
+    let crc_at = crc_at as usize;
+    let crc = u32_at(b, crc_at);
+    let actual = crc32fast::hash(&b[..crc_at]);
+    if crc != actual {
+        return Err(format!(
+            "CRC-32 mismatch: stored {crc:08x}, header is {actual:08x}"
+        ));
+    }
+    let flags = u16_at(b, 6);
+    if flags != 0 {
+        return Err(format!("unknown region flags {flags:#06x}"));
+    }
+    let stamp = Stamp {
+        generator: u32_at(b, 8),
+        cells: u32_at(b, 12),
+        seed: u64_at(b, 16),
+        chunk_size: f64::from_bits(u64_at(b, 24)),
+    };
+    let (rx, rz) = (u64_at(b, 32) as i64, u64_at(b, 40) as i64);
+    if (rx, rz) != (pos.x, pos.z) {
+        return Err(format!(
+            "the header says region ({rx}, {rz}), the file name says ({}, {})",
+            pos.x, pos.z
+        ));
+    }
+    let data_start = crc_at + 4;
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut table = Vec::with_capacity(entries);
+    let mut seen = std::collections::BTreeSet::new();
+    for k in 0..entries {
+        let e = HEADER_LEN + k * TABLE_ENTRY_LEN;
+        let (lx, lz) = (b[e], b[e + 1]);
+        if i64::from(lx) >= REGION_CHUNKS
+            || i64::from(lz) >= REGION_CHUNKS
+            || !seen.insert((lz, lx))
+        {
+            return Err(format!(
+                "table entry {k}: chunk ({lx}, {lz}) is outside the region or listed twice"
+            ));
+        }
+        let offset = u32_at(b, e + 4) as usize;
+        let len = u32_at(b, e + 8) as usize;
+        if offset < data_start {
+            return Err(format!(
+                "table entry {k}: offset {offset} is inside the header"
+            ));
+        }
+        spans.push((offset, offset.saturating_add(len)));
+        table.push((pos.chunk(lx, lz), offset, len));
+    }
+    for k in 0..free {
+        let e = HEADER_LEN + entries * TABLE_ENTRY_LEN + k * FREE_ENTRY_LEN;
+        let offset = u32_at(b, e) as usize;
+        let len = u32_at(b, e + 4) as usize;
+        if offset < data_start {
+            return Err(format!(
+                "free-list entry {k}: offset {offset} is inside the header"
+            ));
+        }
+        spans.push((offset, offset.saturating_add(len)));
+    }
+    spans.sort_unstable();
+    if let Some(w) = spans.windows(2).find(|w| w[1].0 < w[0].1) {
+        return Err(format!(
+            "spans {}..{} and {}..{} overlap",
+            w[0].0, w[0].1, w[1].0, w[1].1
+        ));
+    }
+    Ok((stamp, table))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp() -> Stamp {
+        Stamp {
+            generator: 1,
+            seed: 2026,
+            cells: 32,
+            chunk_size: 32.0,
+        }
+    }
+
+    fn diff(cells: &[(u32, u16, u8)]) -> Diff {
+        Diff {
+            cells: cells.iter().map(|&(i, h, m)| (i, (h, m))).collect(),
+        }
+    }
+
+    fn region() -> Region {
+        let pos = RegionPos { x: -1, z: 0 };
+        let mut chunks = BTreeMap::new();
+        chunks.insert(ChunkPos::new(-1, 0), diff(&[(0, 1, 2)]));
+        chunks.insert(ChunkPos::new(-32, 5), diff(&[(7, 65535, 4), (1023, 9, 0)]));
+        // A big, compressible diff: a flattened chunk.
+        chunks.insert(
+            ChunkPos::new(-3, 31),
+            diff(&(0..1024).map(|i| (i, 1000, 2)).collect::<Vec<_>>()),
+        );
+        Region {
+            pos,
+            stamp: stamp(),
+            chunks,
+        }
+    }
+
+    #[test]
+    fn regions_floor_toward_negative_infinity_and_name_their_files() {
+        assert_eq!(
+            RegionPos::of(ChunkPos::new(-1, 31)),
+            RegionPos { x: -1, z: 0 }
+        );
+        assert_eq!(
+            RegionPos::of(ChunkPos::new(32, -33)),
+            RegionPos { x: 1, z: -2 }
+        );
+        let p = RegionPos { x: -3, z: 12 };
+        assert_eq!(p.file_name(), "r.-3.12.wsr");
+        assert_eq!(RegionPos::parse_file_name("r.-3.12.wsr"), Some(p));
+        for bad in [
+            "r.1.wsr",
+            "r.01.2.wsr",
+            "r.1.2.wsr.tmp",
+            "x.1.2.wsr",
+            "r.+1.2.wsr",
+        ] {
+            assert_eq!(RegionPos::parse_file_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_region_round_trips_and_its_bytes_depend_only_on_its_content() {
+        let r = region();
+        let bytes = encode(&r);
+        assert_eq!(bytes, encode(&r.clone()));
+        let d = decode(&bytes, r.pos);
+        assert_eq!(d.damage, vec![]);
+        assert_eq!(d.stamp, Some(stamp()));
+        let chunks: BTreeMap<ChunkPos, Diff> = d
+            .chunks
+            .into_iter()
+            .map(|(c, (s, diff))| {
+                assert_eq!(s, stamp());
+                (c, diff)
+            })
+            .collect();
+        assert_eq!(chunks, r.chunks);
+        // Row order in the table.
+        let order: Vec<ChunkPos> = d.entries.iter().map(|e| e.0).collect();
+        assert_eq!(order, r.chunks.keys().copied().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_one_cell_edit_is_a_small_record() {
+        let record = encode_record(ChunkPos::new(3, 4), stamp(), &diff(&[(517, 40000, 3)]));
+        assert!(record.len() < 100, "{} bytes", record.len());
+        let file = encode(&Region {
+            pos: RegionPos { x: 0, z: 0 },
+            stamp: stamp(),
+            chunks: [(ChunkPos::new(3, 4), diff(&[(517, 40000, 3)]))].into(),
+        });
+        assert_eq!(file.len(), HEADER_LEN + TABLE_ENTRY_LEN + 4 + record.len());
+    }
+
+    #[test]
+    fn a_flipped_byte_in_a_record_loses_that_chunk_only() {
+        let r = region();
+        let bytes = encode(&r);
+        let d = decode(&bytes, r.pos);
+        let (victim, offset, _) = d.entries[1];
+        let mut bad = bytes.clone();
+        bad[offset as usize + RECORD_HEADER_LEN + 1] ^= 0x40;
+        let d = decode(&bad, r.pos);
+        assert_eq!(d.damage.len(), 1);
+        assert!(
+            matches!(&d.damage[0], Damage::Record { chunk, message, .. }
+            if *chunk == victim && message.contains("CRC-32")),
+            "{:?}",
+            d.damage
+        );
+        assert_eq!(d.chunks.len(), 2);
+        assert!(!d.chunks.contains_key(&victim));
+    }
+
+    #[test]
+    fn a_truncated_file_keeps_the_records_before_the_cut() {
+        let r = region();
+        let bytes = encode(&r);
+        let d = decode(&bytes, r.pos);
+        let (last, offset, _) = *d.entries.last().unwrap();
+        let cut = &bytes[..offset as usize + 10];
+        let d = decode(cut, r.pos);
+        assert_eq!(d.chunks.len(), 2);
+        assert!(matches!(&d.damage[..], [Damage::Record { chunk, .. }] if *chunk == last));
+        // Cut inside the header: every record is found by scanning... none are left here.
+        let d = decode(&bytes[..20], r.pos);
+        assert!(matches!(&d.damage[..], [Damage::Header(_)]));
+        assert!(d.chunks.is_empty());
+    }
+
+    #[test]
+    fn garbage_in_the_header_falls_back_to_scanning_for_records() {
+        let r = region();
+        let mut bytes = encode(&r);
+        for b in &mut bytes[8..HEADER_LEN] {
+            *b = 0xA5;
+        }
+        let d = decode(&bytes, r.pos);
+        assert!(
+            matches!(&d.damage[..], [Damage::Header(_)]),
+            "{:?}",
+            d.damage
+        );
+        let chunks: BTreeMap<ChunkPos, Diff> =
+            d.chunks.into_iter().map(|(c, (_, x))| (c, x)).collect();
+        assert_eq!(chunks, r.chunks);
+        assert_eq!(d.damage[0].chunk(r.pos), ChunkPos::new(-32, 0));
+    }
+
+    #[test]
+    fn a_file_of_another_region_or_version_is_damaged_not_trusted() {
+        let r = region();
+        let bytes = encode(&r);
+        let d = decode(&bytes, RegionPos { x: 0, z: 0 });
+        assert!(matches!(&d.damage[..], [Damage::Header(m)] if m.contains("file name")));
+        assert!(
+            d.chunks.is_empty(),
+            "records of another region are not taken"
+        );
+        let mut v2 = bytes.clone();
+        v2[4] = 2;
+        assert!(matches!(
+            &decode(&v2, r.pos).damage[..],
+            [Damage::Header(_)]
+        ));
+    }
+
+    #[test]
+    fn hostile_lengths_never_panic_or_allocate_wildly() {
+        let r = region();
+        let bytes = encode(&r);
+        let d = decode(&bytes, r.pos);
+        let (_, offset, _) = d.entries[0];
+        let o = offset as usize;
+        for (at, value) in [(8, u32::MAX), (12, u32::MAX), (12, 0), (8, 0)] {
+            let mut bad = bytes.clone();
+            bad[o + at..o + at + 4].copy_from_slice(&value.to_le_bytes());
+            let d = decode(&bad, r.pos);
+            assert!(!d.damage.is_empty());
+        }
+        for n in 0..bytes.len() {
+            let _ = decode(&bytes[..n], r.pos);
+        }
+    }
+}
