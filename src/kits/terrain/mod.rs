@@ -273,13 +273,20 @@ impl State {
             .collect()
     }
 
-    /// Writes back every unsaved chunk and waits until it is stored.
+    /// Writes back every unsaved chunk and waits until it is stored. On failure the chunks
+    /// stay unsaved (and the save thread retries their regions with every later write).
     fn flush(&mut self) -> Result<(), store::StoreError> {
-        let changes = self.take_unsaved();
-        match &self.store {
-            Some(store) => store.flush(changes),
-            None => Ok(()),
+        if self.store.is_none() {
+            return Ok(());
         }
+        let unsaved = self.unsaved.clone();
+        let changes = self.take_unsaved();
+        let store = self.store.as_ref().expect("checked above");
+        let result = store.flush(changes);
+        if result.is_err() {
+            self.unsaved = unsaved;
+        }
+        result
     }
 
     /// Builds a chunk on this thread (a worker failed): the baseline and its stored diff.

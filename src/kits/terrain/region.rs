@@ -71,13 +71,26 @@ impl std::fmt::Display for Stamp {
     }
 }
 
-/// A region: `floor(x / 32), floor(z / 32)` of its chunks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A region: `floor(x / 32), floor(z / 32)` of its chunks. Ordered in row order (`z`, then
+/// `x`), like chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RegionPos {
     /// Region column.
     pub x: i64,
     /// Region row.
     pub z: i64,
+}
+
+impl Ord for RegionPos {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.z, self.x).cmp(&(other.z, other.x))
+    }
+}
+
+impl PartialOrd for RegionPos {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl RegionPos {
@@ -453,10 +466,7 @@ pub fn decode(bytes: &[u8], pos: RegionPos) -> Decoded {
 type Table = Vec<(ChunkPos, usize, usize)>;
 
 /// The header's stamp and the table.
-fn decode_header(
-    b: &[u8],
-    pos: RegionPos,
-) -> Result<(Stamp, Table), String> {
+fn decode_header(b: &[u8], pos: RegionPos) -> Result<(Stamp, Table), String> {
     if b.len() < HEADER_LEN + 4 {
         return Err(format!(
             "the file has {} bytes, a header needs {}",

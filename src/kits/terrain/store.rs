@@ -428,6 +428,8 @@ struct Owner {
     regions: BTreeMap<RegionPos, BTreeMap<ChunkPos, Diff>>,
     /// The first failed write nobody has heard of yet.
     failed: Option<StoreError>,
+    /// Regions whose last rewrite failed: every later write tries them again.
+    retry: BTreeSet<RegionPos>,
 }
 
 impl Owner {
@@ -437,6 +439,7 @@ impl Owner {
             stamp,
             regions: BTreeMap::new(),
             failed: None,
+            retry: BTreeSet::new(),
         };
         owner.fill(chunks);
         owner
@@ -485,6 +488,7 @@ impl Owner {
                 Request::Replace { dir, chunks } => {
                     self.dir = dir;
                     self.failed = None;
+                    self.retry.clear();
                     self.fill(chunks);
                 }
             }
@@ -493,7 +497,7 @@ impl Owner {
 
     /// Applies `changes` and rewrites every region they touch (in memory only without a dir).
     fn write(&mut self, changes: Vec<(ChunkPos, Option<Diff>)>) -> Result<(), StoreError> {
-        let mut touched = BTreeSet::new();
+        let mut touched = std::mem::take(&mut self.retry);
         for (chunk, diff) in changes {
             let pos = RegionPos::of(chunk);
             let region = self.regions.entry(pos).or_default();
@@ -526,6 +530,7 @@ impl Owner {
                 write_atomic(dir, &file, &bytes)
             };
             if let Err(e) = written {
+                self.retry.insert(pos);
                 result = result.and(Err(StoreError::Write {
                     dir: dir.clone(),
                     file,
