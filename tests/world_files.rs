@@ -241,7 +241,7 @@ fn a_neighbour_rebuild_never_writes_a_chunk_and_a_modified_chunk_is_written_with
         stored(dir.path()).is_empty(),
         "nothing is written before the flush tick"
     );
-    while g.engine().tick_count() % 10 != 0 {
+    while !g.engine().tick_count().is_multiple_of(10) {
         g.tick();
     }
     // Nothing is dirty any more, yet the modified chunk is written; the neighbour is not.
@@ -309,8 +309,11 @@ fn a_released_modified_chunk_is_written_back_and_comes_back_edited() {
     );
 }
 
-/// 1 000 random edits over 200 chunks: the expected terrain, and what must be on disk.
-fn thousand_edits(rng: &mut Rng) -> (Vec<Value>, BTreeMap<ChunkPos, Vec<(u32, u32, u16, u8)>>) {
+/// The edits of each chunk, in order: `(i, j, height, material)`.
+type Model = BTreeMap<ChunkPos, Vec<(u32, u32, u16, u8)>>;
+
+/// 1 000 random edits over 200 chunks: the input lines and the model.
+fn thousand_edits(rng: &mut Rng) -> (Vec<Value>, Model) {
     let mut chunks: Vec<ChunkPos> = (-7..=7)
         .flat_map(|z| (-7..=7).map(move |x| c(x, z)))
         .collect();
@@ -320,7 +323,7 @@ fn thousand_edits(rng: &mut Rng) -> (Vec<Value>, BTreeMap<ChunkPos, Vec<(u32, u3
         chunks.remove(k);
     }
     let mut lines = Vec::new();
-    let mut model: BTreeMap<ChunkPos, Vec<(u32, u32, u16, u8)>> = BTreeMap::new();
+    let mut model = Model::new();
     for n in 0..1000 {
         // Every chunk gets at least one edit.
         let chunk = if n < 200 {
