@@ -516,7 +516,7 @@ struct Prepared {
     waits: u64,
     world_dir: Option<String>,
     /// What the world directory holds, and the save's own edits over it.
-    stored: BTreeMap<ChunkPos, Diff>,
+    opened: store::Opened,
     overlay: Vec<(ChunkPos, Option<Diff>)>,
     dirty: Vec<ChunkPos>,
     errors: Vec<Reported>,
@@ -836,19 +836,18 @@ impl Kit for TerrainKit {
             ));
         }
         // What the world directory holds (read by the save thread, changing nothing) …
-        let (mut stored, errors) = match &s.world_dir {
-            None => (BTreeMap::new(), Vec::new()),
+        let opened = match &s.world_dir {
+            None => store::Opened::default(),
             Some(dir) => {
                 let store = st.store.as_ref().ok_or_else(|| {
                     Problem::new(format!("{path}.worldDir"), "the kit has not started")
                 })?;
-                let opened = store
+                store
                     .peek(dir.into())
-                    .map_err(|e| Problem::new(format!("{path}.worldDir"), e.to_string()))?;
-                (opened.chunks, opened.damage)
+                    .map_err(|e| Problem::new(format!("{path}.worldDir"), e.to_string()))?
             }
         };
-        let stored_before = stored.clone();
+        let mut stored = opened.chunks.clone();
         // … and the save's own edits over it.
         let cells = st.config.cells_per_chunk.0 * st.config.cells_per_chunk.0;
         let mut overlay = Vec::new();
@@ -939,10 +938,10 @@ impl Kit for TerrainKit {
             built,
             waits: s.waits,
             world_dir: s.world_dir,
-            stored: stored_before,
+            errors: opened.damage.clone(),
+            opened,
             overlay,
             dirty,
-            errors,
         })))
     }
 
@@ -990,7 +989,7 @@ impl Kit for TerrainKit {
         st.config.world_dir = p.world_dir.clone();
         if let Some(store) = &st.store {
             // Before any dispatch below: workers ask the thread after it has the new world.
-            store.replace(p.world_dir.map(Into::into), p.stored);
+            store.replace(p.world_dir.map(Into::into), p.opened);
             store.write(p.overlay);
         }
         st.built = BTreeMap::new();

@@ -1,10 +1,10 @@
 //! The save thread (SPEC §13, `seeds/save_format.txt`): one thread owns every region file of
 //! the world directory. The tick sends it the modified chunks to write back, workers ask it for
 //! a chunk's stored diff; both by message, so no region file needs a lock. It reads every region
-//! file once, when it opens the directory (checking stamps and checksums, copying damaged files
-//! aside before anything is rewritten), and serves reads from memory thereafter. A write
-//! rewrites each region it touches whole and atomically: a temporary file, fsync, rename over
-//! the region file, fsync of the directory.
+//! file once, when it opens the directory (checking stamps and checksums; opening changes nothing
+//! on disk), and serves reads from memory thereafter. A write rewrites each region it touches
+//! whole and atomically: a temporary file, fsync, rename over the region file, fsync of the
+//! directory; a region file found damaged is first copied aside, byte for byte.
 //!
 //! Without a directory the thread keeps the diffs in memory only (the game save carries them).
 
@@ -88,6 +88,8 @@ pub struct Opened {
     pub chunks: BTreeMap<ChunkPos, Diff>,
     /// The damage, region by region (row order of regions), in file order.
     pub damage: Vec<Reported>,
+    /// The regions whose file is damaged: copied aside before they are rewritten.
+    pub damaged: BTreeSet<RegionPos>,
 }
 
 /// Reads every region file of `dir` (files named `r.<x>.<z>.wsr`; others are ignored), in
@@ -132,29 +134,12 @@ pub fn read_dir(dir: &Path) -> Result<Vec<RegionReport>, StoreError> {
     Ok(out)
 }
 
-/// Opens `dir` for a game whose chunks have `stamp`: creates it if missing, removes the
-/// temporary files a killed flush left, reads every region, refuses one written for other
-/// terrain, and copies each damaged region file aside (`<file>.damaged`, or `.damaged.1`, … if
-/// that name holds other bytes) before anything can rewrite it.
+/// Opens `dir` for a game whose chunks have `stamp`, reading only: reads every region, refuses
+/// one written for other terrain, lists the damage. A directory that does not exist is an empty
+/// world (it is created at the first write back).
 pub fn open_dir(dir: &Path, stamp: Stamp) -> Result<Opened, StoreError> {
-    let io = |e: std::io::Error| StoreError::Io {
-        dir: dir.to_owned(),
-        message: e.to_string(),
-    };
-    std::fs::create_dir_all(dir).map_err(io)?;
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let name = entry
-            .map_err(io)?
-            .file_name()
-            .to_string_lossy()
-            .into_owned();
-        if name
-            .strip_suffix(".tmp")
-            .and_then(RegionPos::parse_file_name)
-            .is_some()
-        {
-            std::fs::remove_file(dir.join(&name)).map_err(io)?;
-        }
+    if !dir.exists() {
+        return Ok(Opened::default());
     }
     let mut opened = Opened::default();
     for report in read_dir(dir)? {
@@ -178,13 +163,14 @@ pub fn open_dir(dir: &Path, stamp: Stamp) -> Result<Opened, StoreError> {
             }
         }
         if !report.decoded.damage.is_empty() {
-            let aside = copy_aside(dir, &report.file).map_err(io)?;
+            opened.damaged.insert(report.pos);
             for d in &report.decoded.damage {
                 opened.damage.push(Reported {
                     chunk: d.chunk(report.pos),
                     message: format!(
-                        "{}: {d}; the file was copied to {aside}; the chunk loads as generated",
-                        report.file
+                        "{}: {d}; the chunk loads as generated (the file is copied to {}.damaged \
+                         before it is rewritten)",
+                        report.file, report.file
                     ),
                 });
             }
@@ -196,8 +182,9 @@ pub fn open_dir(dir: &Path, stamp: Stamp) -> Result<Opened, StoreError> {
     Ok(opened)
 }
 
-/// Copies `dir/file` to the first free (or identical) `file.damaged[.N]`; returns that name.
-fn copy_aside(dir: &Path, file: &str) -> std::io::Result<String> {
+/// Copies `dir/file` to `file.damaged` (or `.damaged.1`, … if that name holds other bytes);
+/// returns that name.
+pub fn copy_aside(dir: &Path, file: &str) -> std::io::Result<String> {
     let bytes = std::fs::read(dir.join(file))?;
     for n in 0.. {
         let name = match n {
@@ -256,10 +243,10 @@ enum Request {
         dir: PathBuf,
         reply: Sender<Result<Opened, StoreError>>,
     },
-    /// From now on, serve `chunks` and write to `dir` (a load was committed).
+    /// From now on, serve `opened` and write to `dir` (a load was committed).
     Replace {
         dir: Option<PathBuf>,
-        chunks: BTreeMap<ChunkPos, Diff>,
+        opened: Opened,
     },
 }
 
@@ -318,17 +305,17 @@ impl Store {
                     Some(d) => open_dir(d, stamp),
                     None => Ok(Opened::default()),
                 };
-                let chunks = match opened {
+                let opened = match opened {
                     Ok(o) => {
-                        let _ = ready_tx.send(Ok(o.damage));
-                        o.chunks
+                        let _ = ready_tx.send(Ok(o.damage.clone()));
+                        o
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
-                Owner::new(dir, stamp, chunks).serve(&rx);
+                Owner::new(dir, stamp, opened).serve(&rx);
             })
             .map_err(|e| StoreError::Io {
                 dir: PathBuf::new(),
@@ -399,15 +386,15 @@ impl Store {
         self.ask(|reply| Request::Snapshot { reply })
     }
 
-    /// Opens another directory for a load, reading only (damaged files are copied aside).
+    /// Opens another directory for a load, reading only.
     pub fn peek(&self, dir: PathBuf) -> Result<Opened, StoreError> {
         self.ask(|reply| Request::Peek { dir, reply })?
     }
 
-    /// Serves `chunks` and writes to `dir` from now on (a load was committed). Requests sent
+    /// Serves `opened` and writes to `dir` from now on (a load was committed). Requests sent
     /// before are answered first.
-    pub fn replace(&self, dir: Option<PathBuf>, chunks: BTreeMap<ChunkPos, Diff>) {
-        let _ = self.send(Request::Replace { dir, chunks });
+    pub fn replace(&self, dir: Option<PathBuf>, opened: Opened) {
+        let _ = self.send(Request::Replace { dir, opened });
     }
 }
 
@@ -430,24 +417,29 @@ struct Owner {
     failed: Option<StoreError>,
     /// Regions whose last rewrite failed: every later write tries them again.
     retry: BTreeSet<RegionPos>,
+    /// Regions whose file was found damaged and is not copied aside yet.
+    damaged: BTreeSet<RegionPos>,
 }
 
 impl Owner {
-    fn new(dir: Option<PathBuf>, stamp: Stamp, chunks: BTreeMap<ChunkPos, Diff>) -> Owner {
+    fn new(dir: Option<PathBuf>, stamp: Stamp, opened: Opened) -> Owner {
         let mut owner = Owner {
             dir,
             stamp,
             regions: BTreeMap::new(),
             failed: None,
             retry: BTreeSet::new(),
+            damaged: BTreeSet::new(),
         };
-        owner.fill(chunks);
+        owner.fill(opened);
         owner
     }
 
-    fn fill(&mut self, chunks: BTreeMap<ChunkPos, Diff>) {
+    fn fill(&mut self, opened: Opened) {
         self.regions.clear();
-        for (c, d) in chunks {
+        self.retry.clear();
+        self.damaged = opened.damaged;
+        for (c, d) in opened.chunks {
             self.regions
                 .entry(RegionPos::of(c))
                 .or_default()
@@ -485,11 +477,10 @@ impl Owner {
                 Request::Peek { dir, reply } => {
                     let _ = reply.send(open_dir(&dir, self.stamp));
                 }
-                Request::Replace { dir, chunks } => {
+                Request::Replace { dir, opened } => {
                     self.dir = dir;
                     self.failed = None;
-                    self.retry.clear();
-                    self.fill(chunks);
+                    self.fill(opened);
                 }
             }
         }
@@ -513,22 +504,40 @@ impl Owner {
             return Ok(());
         };
         let mut result = Ok(());
+        if !touched.is_empty() {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                self.retry = touched;
+                return Err(StoreError::Io {
+                    dir: dir.clone(),
+                    message: format!("cannot create it: {e}"),
+                });
+            }
+        }
         for pos in touched {
             let file = pos.file_name();
             let chunks = self.regions.get(&pos).cloned().unwrap_or_default();
-            let written = if chunks.is_empty() {
-                match std::fs::remove_file(dir.join(&file)) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                    _ => sync_dir(dir),
-                }
-            } else {
-                let bytes = region::encode(&Region {
-                    pos,
-                    stamp: self.stamp,
-                    chunks,
-                });
-                write_atomic(dir, &file, &bytes)
+            // A damaged file is kept, byte for byte, before anything replaces it.
+            let aside = match self.damaged.contains(&pos) {
+                true => copy_aside(dir, &file).map(|_| {
+                    self.damaged.remove(&pos);
+                }),
+                false => Ok(()),
             };
+            let written = aside.and_then(|()| {
+                if chunks.is_empty() {
+                    match std::fs::remove_file(dir.join(&file)) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                        _ => sync_dir(dir),
+                    }
+                } else {
+                    let bytes = region::encode(&Region {
+                        pos,
+                        stamp: self.stamp,
+                        chunks,
+                    });
+                    write_atomic(dir, &file, &bytes)
+                }
+            });
             if let Err(e) = written {
                 self.retry.insert(pos);
                 result = result.and(Err(StoreError::Write {
