@@ -133,7 +133,7 @@ impl Game {
     ) -> Result<Game, GameError> {
         let invalid = |p: Problem| FileError::invalid(file, p);
         let mut errors: Vec<FileError> = scene.problems().into_iter().map(invalid).collect();
-        let engine = Engine::new(catalog, &scene.kit_entries(), scene.scene_defs());
+        let engine = Engine::new_in(catalog, &scene.kit_entries(), scene.scene_defs(), base_dir);
         let mut engine = match engine {
             Ok(e) => Some(e),
             Err(list) => {

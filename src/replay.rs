@@ -78,6 +78,16 @@ pub struct RecordedMod {
     pub text: String,
 }
 
+/// A region file of the world directory as the recorded run found it (SPEC §13).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedFile {
+    /// The file name, `r.<x>.<z>.wsr`.
+    pub name: String,
+    /// Its bytes, as lowercase hex.
+    pub hex: String,
+}
+
 /// A recorded run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -96,6 +106,48 @@ pub struct Recording {
     pub ticks: u64,
     /// One step per tick that ran.
     pub steps: Vec<Step>,
+    /// With `world.terrain`'s `worldDir`: its region files as the run started (a replay runs
+    /// on a copy of them in a temporary directory, so it neither reads nor writes the real one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub world: Vec<RecordedFile>,
+}
+
+/// The `worldDir` of the scene's `world.terrain` kit, if it has one (as written).
+fn world_dir_of(scene: &Value) -> Option<&str> {
+    scene
+        .get("kits")?
+        .as_array()?
+        .iter()
+        .find(|k| k.get("id").and_then(Value::as_str) == Some(crate::kits::terrain::TERRAIN))?
+        .get("config")?
+        .get("worldDir")?
+        .as_str()
+}
+
+/// Sets the `worldDir` of the scene's `world.terrain` kit (which has one).
+fn set_world_dir(scene: &mut Value, dir: &Path) {
+    let kits = scene.get_mut("kits").and_then(Value::as_array_mut);
+    for k in kits.into_iter().flatten() {
+        if k.get("id").and_then(Value::as_str) == Some(crate::kits::terrain::TERRAIN) {
+            if let Some(config) = k.get_mut("config").and_then(Value::as_object_mut) {
+                config.insert("worldDir".into(), dir.to_string_lossy().into_owned().into());
+            }
+        }
+    }
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// What a replay found.
@@ -175,9 +227,33 @@ impl Recording {
                 text: read_text(&base.join(m))?,
             });
         }
+        // The world directory as the run finds it (region files only).
+        let mut world = Vec::new();
+        if let Some(dir) = world_dir_of(&scene_value) {
+            let dir = base.join(dir);
+            if dir.is_dir() {
+                let reports =
+                    crate::kits::terrain::store::read_dir(&dir).map_err(|e| FileError::Io {
+                        file: display_name(&dir),
+                        message: e.to_string(),
+                    })?;
+                for r in reports {
+                    let path = dir.join(&r.file);
+                    let bytes = std::fs::read(&path).map_err(|e| FileError::Io {
+                        file: display_name(&path),
+                        message: e.to_string(),
+                    })?;
+                    world.push(RecordedFile {
+                        name: r.file,
+                        hex: to_hex(&bytes),
+                    });
+                }
+            }
+        }
         let mut game = Game::from_scene_file(scene_path)?;
         let steps = run_steps(&mut game, inputs, target)?;
         Ok(Recording {
+            world,
             format: REPLAY_FORMAT.into(),
             version: REPLAY_VERSION as u32,
             scene: scene_value,
@@ -300,6 +376,25 @@ impl Recording {
         }
         if let Some(obj) = scene.as_object_mut() {
             obj.insert("mods".into(), Value::Array(paths));
+        }
+        // The world directory: a fresh one holding the recorded region files.
+        if world_dir_of(&scene).is_some() {
+            let world = dir.path().join("world");
+            let io = |e: std::io::Error| FileError::Io {
+                file: display_name(&world),
+                message: e.to_string(),
+            };
+            std::fs::create_dir_all(&world).map_err(io)?;
+            for (i, f) in self.world.iter().enumerate() {
+                let bad =
+                    |m: &str| FileError::invalid("replay", Problem::new(format!("world[{i}]"), m));
+                if crate::kits::terrain::region::RegionPos::parse_file_name(&f.name).is_none() {
+                    return Err(bad("expected a region file name r.<x>.<z>.wsr").into());
+                }
+                let bytes = from_hex(&f.hex).ok_or_else(|| bad("expected lowercase hex bytes"))?;
+                std::fs::write(world.join(&f.name), bytes).map_err(io)?;
+            }
+            set_world_dir(&mut scene, &world);
         }
         let game = Game::from_scene_text(
             &scene.to_string(),

@@ -739,3 +739,97 @@ fn random_edit_flush_release_reload_sequences_match_a_model() {
         assert_eq!(stored(dir.path()), want, "case {case}");
     }
 }
+
+#[test]
+fn world_dir_is_relative_to_the_scene_and_a_replay_runs_on_a_copy_of_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenes = tmp.path().join("scenes");
+    std::fs::create_dir(&scenes).unwrap();
+    let scene_path = scenes.join("scene.json");
+    let mut sc = scene(1, terrain_config(None, 0));
+    sc["kits"][2]["config"]["worldDir"] = json!("world");
+    std::fs::write(&scene_path, sc.to_string()).unwrap();
+    let elsewhere = tmp.path().join("cwd");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let inputs = |name: &str, lines: &[Value]| {
+        let p = tmp.path().join(name);
+        std::fs::write(
+            &p,
+            lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+        )
+        .unwrap();
+        p
+    };
+    let cli = || {
+        let mut c = Command::cargo_bin("world-streaming").unwrap();
+        c.current_dir(&elsewhere);
+        c
+    };
+    // A first run leaves one edit in scenes/world (not in the current directory).
+    let first = inputs(
+        "first.jsonl",
+        &[edit_line(6, cell_pos(c(0, 0), 4, 4), 4444, None)],
+    );
+    cli()
+        .arg("run")
+        .arg(&scene_path)
+        .arg("--inputs")
+        .arg(&first)
+        .args(["--ticks", "8", "--quiet"])
+        .assert()
+        .success();
+    let world = scenes.join("world");
+    assert_eq!(
+        stored(&world).keys().copied().collect::<Vec<_>>(),
+        vec![c(0, 0)]
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // A recorded run starts from that world and edits more.
+    let second = inputs(
+        "second.jsonl",
+        &[
+            edit_line(6, cell_pos(c(0, 0), 5, 5), 5555, None),
+            edit_line(6, cell_pos(c(-1, 0), 5, 5), 5555, None),
+        ],
+    );
+    let rec = tmp.path().join("run.replay.json");
+    cli()
+        .arg("run")
+        .arg(&scene_path)
+        .arg("--inputs")
+        .arg(&second)
+        .args(["--ticks", "10", "--quiet", "--record"])
+        .arg(&rec)
+        .assert()
+        .success();
+    let after_run: BTreeMap<ChunkPos, Diff> = stored(&world);
+    assert_eq!(after_run.len(), 2);
+    let files_before: Vec<(String, Vec<u8>)> = std::fs::read_dir(&world)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    // The replay starts from the world as the recording found it (one edit), not as it is now
+    // (two), and leaves the real directory alone.
+    cli().arg("replay").arg(&rec).assert().success();
+    let files_after: Vec<(String, Vec<u8>)> = std::fs::read_dir(&world)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(files_after, files_before);
+    // Removing the world does not change what the replay sees.
+    std::fs::remove_dir_all(&world).unwrap();
+    cli().arg("replay").arg(&rec).assert().success();
+    assert!(!world.exists());
+}

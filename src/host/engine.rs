@@ -124,6 +124,17 @@ impl Engine {
         kits: &[KitEntry],
         scenes: Vec<SceneDef>,
     ) -> Result<Engine, Vec<EngineError>> {
+        Self::new_in(catalog, kits, scenes, std::path::Path::new("."))
+    }
+
+    /// [`Engine::new`] for a scene file in `base_dir`: kits resolve relative paths of their
+    /// config against it ([`KitSpec::base_dir`]).
+    pub fn new_in(
+        catalog: &KitCatalog,
+        kits: &[KitEntry],
+        scenes: Vec<SceneDef>,
+        base_dir: &std::path::Path,
+    ) -> Result<Engine, Vec<EngineError>> {
         let mut problems = Vec::new();
         let mut built: Vec<Box<dyn Kit>> = Vec::new();
         let mut manifests = Vec::new();
@@ -171,6 +182,7 @@ impl Engine {
                 config: entry.config.as_ref(),
                 config_path: format!("{path}.config"),
                 scenes: &scenes,
+                base_dir,
             };
             match catalog
                 .build(&entry.id, &spec)

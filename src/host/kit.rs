@@ -79,6 +79,9 @@ pub struct KitSpec<'a> {
     pub config_path: String,
     /// The scenes of the file; a kit reads `layers[<its id>]` of each.
     pub scenes: &'a [SceneDef],
+    /// The scene file's directory: relative paths in a config are relative to it, as mod
+    /// paths are.
+    pub base_dir: &'a std::path::Path,
 }
 
 impl KitSpec<'_> {

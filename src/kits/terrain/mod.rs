@@ -97,8 +97,8 @@ pub struct TerrainConfig {
     /// Ticks from a chunk's load to its commit (default 2).
     #[serde(default = "default_latency")]
     pub commit_latency: CommitLatency,
-    /// Where modified chunks are kept (SPEC §13), relative to the current directory; without
-    /// it they live in memory and in game saves.
+    /// Where modified chunks are kept (SPEC §13), relative to the scene file; without it they
+    /// live in memory and in game saves.
     #[serde(default)]
     pub world_dir: Option<String>,
     /// Write back modified chunks on every tick that is a multiple of it (0: only on release,
@@ -530,15 +530,22 @@ pub fn hash_text(hash: u64) -> String {
 impl TerrainKit {
     /// The catalog factory.
     pub fn from_spec(spec: &KitSpec<'_>) -> Result<Box<dyn Kit>, Vec<Problem>> {
-        let config: TerrainConfig = match spec.config {
+        let mut config: TerrainConfig = match spec.config {
             None => TerrainConfig::default(),
             Some(v) => from_value(v, &spec.config_path).map_err(|p| vec![p])?,
         };
-        if config.world_dir.as_deref() == Some("") {
-            return Err(vec![Problem::new(
-                crate::json::join_path(&spec.config_path, "worldDir"),
-                "expected a directory path, got an empty string",
-            )]);
+        if let Some(dir) = &config.world_dir {
+            if dir.is_empty() {
+                return Err(vec![Problem::new(
+                    crate::json::join_path(&spec.config_path, "worldDir"),
+                    "expected a directory path, got an empty string",
+                )]);
+            }
+            // Relative to the scene file, as mod paths are.
+            let base = spec.base_dir;
+            if std::path::Path::new(dir).is_relative() && !matches!(base.to_str(), Some("" | ".")) {
+                config.world_dir = Some(base.join(dir).to_string_lossy().into_owned());
+            }
         }
         Ok(Box::new(TerrainKit::new(config)))
     }
