@@ -720,3 +720,71 @@ fn save_and_load_paths_are_relative_to_the_current_directory() {
     // A fresh run loading it from the same current directory continues exactly.
     assert_eq!(run(&cwd, "load.jsonl", "6"), run(&cwd, "all.jsonl", "6"));
 }
+
+#[test]
+fn a_json_rule_with_a_hook_and_no_cancel_is_valid_but_check_and_run_warn_about_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, v: Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let silent = write(
+        "silent.json",
+        json!({"id": "silent", "hook": "world.chunk.unload", "match": {"x": 0, "z": 0}, "reason": "home"}),
+    );
+    let rules = write(
+        "rules.json",
+        json!({"id": "rules", "rules": [
+            {"hook": "world.chunk.unload", "cancel": false},
+            {"hook": "world.chunk.load"}
+        ]}),
+    );
+    let explicit = write(
+        "explicit.json",
+        json!({"id": "explicit", "hook": "world.chunk.unload", "cancel": false}),
+    );
+    let stderr = |out: std::process::Output| {
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    // SPEC §10: `cancel` defaults to false, so the file is valid (exit 0) …
+    let e = stderr(bin().arg("check").arg(&silent).output().unwrap());
+    // … but the mistake is in sight.
+    assert!(
+        e.contains("warning: ")
+            && e.contains(
+                "silent.json: cancel: a rule with a `hook` and no `cancel` answers nothing"
+            ),
+        "{e}"
+    );
+    let e = stderr(bin().arg("check").arg(&rules).output().unwrap());
+    assert!(
+        e.contains("rules[1].cancel") && !e.contains("rules[0]"),
+        "{e}"
+    );
+    assert_eq!(
+        stderr(bin().arg("check").arg(&explicit).output().unwrap()),
+        ""
+    );
+    // `run` says it too (not with --quiet), and the rule refuses nothing.
+    let scene = write(
+        "scene.json",
+        json!({
+            "kits": [{"id": "world.ground"}, {"id": "world.streaming", "config": {"radius": 0}}],
+            "mods": ["silent.json"],
+            "entities": [{"id": "hero", "tags": ["player"], "position": {"x": 8, "z": 8}}]
+        }),
+    );
+    let e = stderr(bin().arg("run").arg(&scene).output().unwrap());
+    assert!(e.contains("silent.json: cancel"), "{e}");
+    let e = stderr(
+        bin()
+            .arg("run")
+            .arg(&scene)
+            .arg("--quiet")
+            .output()
+            .unwrap(),
+    );
+    assert!(!e.contains("warning"), "{e}");
+}

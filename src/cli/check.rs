@@ -113,9 +113,16 @@ fn check_file(
                     parse_typed(&text, &file).map_err(|e| vec![e.to_string()])?;
                 let base = path.parent().unwrap_or(Path::new("."));
                 Game::from_scene(&scene, &file, base, &builtin_catalog()).map_err(game_errors)?;
+                for w in world_streaming::mods::scene_mod_warnings(path) {
+                    eprintln!("{w}");
+                }
                 Ok(("scene", Some(scene)))
             } else if has("id") || has("hook") || has("set") || has("rules") {
-                check_mod(path).map(|_| ("JSON mod", None))
+                check_mod(path)?;
+                for w in world_streaming::mods::mod_warnings(path) {
+                    eprintln!("{w}");
+                }
+                Ok(("JSON mod", None))
             } else {
                 Err(vec![format!(
                     "{file}: expected a scene (with \"kits\"), a JSON mod (with \"id\"), a save \

@@ -123,6 +123,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         .iter()
         .filter(|l| l.input.tick > target)
         .collect();
+    if !args.quiet {
+        for w in world_streaming::mods::scene_mod_warnings(&args.scene) {
+            eprintln!("{w}");
+        }
+    }
     if let (Some(first), false, None) = (cut.first(), args.quiet, &args.until_ready) {
         eprintln!(
             "warning: --ticks {target} stops before {} input{} of {} (the first at line {}, tick {}); {} never run{}",

@@ -66,8 +66,8 @@ pub struct JsonRule {
     #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
     pub matches: Option<Matches>,
     /// Whether it cancels the matching asks (default false, SPEC §10).
-    #[serde(default)]
-    pub cancel: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<bool>,
     /// The reason recorded with a refusal (default "").
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
@@ -281,6 +281,24 @@ impl JsonMod {
         out
     }
 
+    /// What is valid but almost surely a mistake: a rule with a `hook` and no `cancel` answers
+    /// nothing (`cancel` defaults to false, SPEC §10). `check` and `run` print these as warnings.
+    pub fn warnings(&self) -> Vec<Problem> {
+        let message = "a rule with a `hook` and no `cancel` answers nothing (`cancel` defaults \
+                       to false, SPEC §10): write \"cancel\": true to refuse, or \"cancel\": false \
+                       to say it only watches";
+        let mut out = Vec::new();
+        if self.hook.is_some() && self.cancel.is_none() {
+            out.push(Problem::new("cancel", message));
+        }
+        for (i, r) in self.rules.iter().enumerate() {
+            if r.cancel.is_none() {
+                out.push(Problem::new(format!("rules[{i}].cancel"), message));
+            }
+        }
+        out
+    }
+
     /// The mod's rules in order: its top-level rule, or its `rules`. Each with the JSON path of
     /// its `hook`.
     pub fn rule_specs(&self) -> Vec<(String, RuleSpec)> {
@@ -304,7 +322,7 @@ impl JsonMod {
                         RuleSpec {
                             hook: r.hook.clone(),
                             matches: r.matches.clone(),
-                            cancel: r.cancel,
+                            cancel: r.cancel.unwrap_or(false),
                             reason: r.reason.clone(),
                         },
                     )

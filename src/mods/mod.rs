@@ -46,6 +46,45 @@ pub fn read_mod(path: &Path) -> Result<ModFile, Vec<FileError>> {
     parse_mod(text, path)
 }
 
+/// The warnings of the JSON mods a scene file lists ([`JsonMod::warnings`]), as
+/// `warning: FILE: PATH: message` lines; files that cannot be read or parsed are left to the
+/// errors of loading the scene.
+pub fn scene_mod_warnings(scene_path: &Path) -> Vec<String> {
+    let base = scene_path.parent().unwrap_or(Path::new("."));
+    let Ok(text) = std::fs::read_to_string(scene_path) else {
+        return Vec::new();
+    };
+    let Ok(scene) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    let mods = scene
+        .get("mods")
+        .and_then(|m| m.as_array())
+        .cloned()
+        .unwrap_or_default();
+    mods.iter()
+        .filter_map(|m| m.as_str())
+        .filter(|m| m.ends_with(".json"))
+        .flat_map(|m| mod_warnings(&base.join(m)))
+        .collect()
+}
+
+/// The warnings of one JSON mod file (none for a Lua mod or a file that does not parse).
+pub fn mod_warnings(path: &Path) -> Vec<String> {
+    let file = crate::files::display_name(path);
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    match serde_json::from_str::<JsonMod>(&text) {
+        Ok(m) => m
+            .warnings()
+            .into_iter()
+            .map(|p| format!("warning: {file}: {p}"))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Parses mod text as the file `path` (its extension tells JSON from Lua; a Lua mod's id is the
 /// file stem). Returns every problem found.
 pub fn parse_mod(text: String, path: &Path) -> Result<ModFile, Vec<FileError>> {
