@@ -788,3 +788,55 @@ fn a_json_rule_with_a_hook_and_no_cancel_is_valid_but_check_and_run_warn_about_i
     );
     assert!(!e.contains("warning"), "{e}");
 }
+
+#[test]
+fn relative_save_paths_follow_the_current_directory_and_run_says_so_when_it_is_not_the_inputs_files(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs_dir = dir.path().join("inputs");
+    let elsewhere = dir.path().join("cwd");
+    std::fs::create_dir(&inputs_dir).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    let inputs = inputs_dir.join("in.jsonl");
+    let absolute = dir.path().join("abs.save.json");
+    std::fs::write(
+        &inputs,
+        format!(
+            "{}\n{}\n",
+            json!({"tick": 2, "do": "save", "path": "rel.save.json"}),
+            json!({"tick": 2, "do": "save", "path": absolute.to_str().unwrap()})
+        ),
+    )
+    .unwrap();
+    let scene = repo().join("examples/scenes/seed.json");
+    let run = |cwd: &Path| {
+        bin()
+            .current_dir(cwd)
+            .arg("run")
+            .arg(&scene)
+            .arg("--inputs")
+            .arg(&inputs)
+            .args(["--ticks", "3"])
+            .output()
+            .unwrap()
+    };
+    let out = run(&elsewhere);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        e.contains(
+            "line 1: path: \"rel.save.json\" is relative to the current directory (SPEC §10)"
+        ),
+        "{e}"
+    );
+    assert!(
+        !e.contains("line 2"),
+        "an absolute path is not warned about: {e}"
+    );
+    // SPEC §10: the save lands in the current directory.
+    assert!(elsewhere.join("rel.save.json").is_file());
+    assert!(!inputs_dir.join("rel.save.json").exists());
+    // Run from the inputs file's directory, there is nothing to warn about.
+    let out = run(&inputs_dir);
+    assert!(!String::from_utf8(out.stderr).unwrap().contains("warning"));
+}

@@ -76,6 +76,9 @@ fn check_file(
         "lua" => check_mod(path).map(|_| ("Lua mod", None)),
         "jsonl" => {
             let inputs = Inputs::read(path).map_err(strings)?;
+            for w in inputs.path_warnings(path) {
+                eprintln!("{w}");
+            }
             match scene {
                 Some(scene) => {
                     let errors = inputs.check_against(scene, ticks);

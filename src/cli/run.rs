@@ -124,7 +124,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         .filter(|l| l.input.tick > target)
         .collect();
     if !args.quiet {
-        for w in world_streaming::mods::scene_mod_warnings(&args.scene) {
+        let paths = args.inputs.as_deref().map(|p| inputs.path_warnings(p));
+        for w in world_streaming::mods::scene_mod_warnings(&args.scene)
+            .into_iter()
+            .chain(paths.into_iter().flatten())
+        {
             eprintln!("{w}");
         }
     }

@@ -280,6 +280,40 @@ impl Inputs {
         }
     }
 
+    /// Warnings for `save`/`load` inputs with a relative path when the current directory is not
+    /// the inputs file's (`inputs_path`): SPEC §10 resolves them against the current directory,
+    /// which surprises whoever expects them next to the file (as mod paths are next to the
+    /// scene). One `warning: FILE: line N: path: …` line each.
+    pub fn path_warnings(&self, inputs_path: &std::path::Path) -> Vec<String> {
+        let here = std::env::current_dir().and_then(|d| d.canonicalize()).ok();
+        let parent = inputs_path.parent().filter(|p| !p.as_os_str().is_empty());
+        let beside = parent
+            .unwrap_or(std::path::Path::new("."))
+            .canonicalize()
+            .ok();
+        if self.dir.is_some() || here.is_none() || here == beside {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for l in &self.lines {
+            let (Action::Save { path } | Action::Load { path }) = &l.input.action else {
+                continue;
+            };
+            if std::path::Path::new(path).is_relative() {
+                out.push(format!(
+                    "warning: {}: line {}: path: {path:?} is relative to the current directory \
+                     (SPEC §10), {}, not to this file's directory",
+                    self.file,
+                    l.line,
+                    here.as_deref()
+                        .unwrap_or(std::path::Path::new("."))
+                        .display()
+                ));
+            }
+        }
+        out
+    }
+
     /// The last input's tick (0 without inputs).
     pub fn last_tick(&self) -> u64 {
         self.lines.last().map_or(0, |l| l.input.tick)
