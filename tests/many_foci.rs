@@ -31,15 +31,6 @@ fn loaded(g: &Game) -> Vec<(i64, i64)> {
         .collect()
 }
 
-fn events_named(g: &Game, name: &str) -> Vec<(u64, Value)> {
-    g.engine()
-        .events()
-        .iter()
-        .filter(|e| e.event == name)
-        .map(|e| (e.tick, serde_json::to_value(&e.data).unwrap()))
-        .collect()
-}
-
 fn var(g: &Game, name: &str) -> Value {
     g.engine().variables().get(name).cloned().unwrap()
 }
@@ -209,7 +200,7 @@ fn a_ticket_counts_in_exactly_its_ticks_and_is_ready_once() {
     // Counts in ticks 2 and 3: loaded on tick 2, ready at the end of tick 2.
     assert_eq!(loaded(&g), [(0, 0), (31, 0)]);
     assert_eq!(
-        events_named(&g, "world.ticket.ready"),
+        common::events_named(&g, "world.ticket.ready"),
         [(2, json!({"id": "tp"}))]
     );
     let state = serde_json::to_value(g.state()).unwrap();
@@ -234,7 +225,7 @@ fn a_ticket_counts_in_exactly_its_ticks_and_is_ready_once() {
     run(&mut g, &[], 4);
     assert_eq!(chunk_events(&g, "world.chunk.unloaded"), [(4, 31, 0)]);
     assert_eq!(
-        events_named(&g, "world.ticket.ready").len(),
+        common::events_named(&g, "world.ticket.ready").len(),
         1,
         "announced once"
     );
@@ -308,7 +299,7 @@ fn a_ticket_outside_the_ground_is_ready_at_the_end_of_its_first_tick() {
         1,
     );
     assert_eq!(
-        events_named(&g, "world.ticket.ready"),
+        common::events_named(&g, "world.ticket.ready"),
         [(1, json!({"id": "far"}))]
     );
 }
@@ -380,7 +371,7 @@ fn over_capacity_fails_before_mutation_with_one_event() {
     run(&mut g, &[], 3);
     assert!(loaded(&g).is_empty(), "9 wanted > 8: nothing loads");
     assert_eq!(
-        events_named(&g, "world.streaming.capacity"),
+        common::events_named(&g, "world.streaming.capacity"),
         [(1, json!({"wanted": 9, "cap": 8}))],
         "once, when the state starts"
     );
@@ -523,7 +514,7 @@ fn a_mod_over_its_refusal_cap_is_reported_and_the_chunk_released() {
     // Tick 3: (0,0) and (0,2) are due in row order: the first refusal is held, the second
     // is over the cap: mod.error, then released.
     assert_eq!(chunk_events(&g, "world.chunk.unloaded"), [(3, 0, 2)]);
-    let errors = events_named(&g, "mod.error");
+    let errors = common::events_named(&g, "mod.error");
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].1["mod"], "keep");
     assert_eq!(errors[0].1["hook"], "world.chunk.unload");
@@ -675,7 +666,7 @@ fn a_one_tick_ticket_is_ready_and_gone_at_the_end_of_its_tick() {
     // Its square is the hero's loaded chunk: ready at the end of tick 3, after the ready
     // check removed (ticks 3..=3), and no chunk changed.
     assert_eq!(
-        events_named(&g, "world.ticket.ready"),
+        common::events_named(&g, "world.ticket.ready"),
         [(3, json!({"id": "here"}))]
     );
     assert!(g.tickets().is_empty());
@@ -717,7 +708,7 @@ fn the_refusal_cap_holds_for_evictions_too() {
     let mut g = game_in(&s, &dir);
     run(&mut g, &lru_inputs(), 3);
     // The eviction of (1,0) is cancelled by a mod that may hold none: reported, then evicted.
-    let errors = events_named(&g, "mod.error");
+    let errors = common::events_named(&g, "mod.error");
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].0, 3);
     assert_eq!(chunk_events(&g, "world.chunk.unloaded"), [(3, 1, 0)]);

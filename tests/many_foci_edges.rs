@@ -6,7 +6,7 @@
 
 mod common;
 use common::{apply, game_in, run};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::PathBuf;
 
 fn dir(test: &str, files: &[(&str, &str)]) -> PathBuf {
@@ -16,15 +16,6 @@ fn dir(test: &str, files: &[(&str, &str)]) -> PathBuf {
         std::fs::write(d.join(n), t).unwrap();
     }
     d
-}
-
-fn evs(g: &world_streaming::game::Game, name: &str) -> Vec<(u64, Value)> {
-    g.engine()
-        .events()
-        .iter()
-        .filter(|e| e.event == name)
-        .map(|e| (e.tick, serde_json::to_value(&e.data).unwrap()))
-        .collect()
 }
 
 #[test]
@@ -88,7 +79,7 @@ end)"#,
     });
     let mut g = game_in(&s, &d);
     run(&mut g, &[], 4);
-    let l = evs(&g, "world.chunk.loaded");
+    let l = common::events_named(&g, "world.chunk.loaded");
     // built at start of tick 2 -> request during tick 2 -> should count in tick 3 only
     assert!(
         l.iter()
@@ -112,7 +103,7 @@ fn future_ticket_with_players_quick_path() {
         json!({"tick": 5, "do": "request", "id": "t", "at": {"x": 1000, "z": 1000}, "radius": 0, "ticks": 3}),
     );
     run(&mut g, &[], 8);
-    let l = evs(&g, "world.chunk.loaded");
+    let l = common::events_named(&g, "world.chunk.loaded");
     assert!(
         l.iter().any(|(_, v)| v == &json!({"x": 31, "z": 31})),
         "{l:?} tickets {:?}",
@@ -133,5 +124,8 @@ fn leave_enter_between_over_capacity_ticks() {
         &[json!({"tick": 2, "do": "enter", "scene": "main"})],
         2,
     );
-    assert_eq!(evs(&g, "world.streaming.capacity").len(), 1);
+    assert_eq!(
+        common::events_named(&g, "world.streaming.capacity").len(),
+        1
+    );
 }

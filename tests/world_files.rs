@@ -62,15 +62,6 @@ fn cell_pos(chunk: ChunkPos, i: u32, j: u32) -> Position {
     )
 }
 
-fn events(g: &Game, name: &str) -> Vec<(u64, Value)> {
-    g.engine()
-        .events()
-        .iter()
-        .filter(|e| e.event == name)
-        .map(|e| (e.tick, serde_json::to_value(&e.data).unwrap()))
-        .collect()
-}
-
 /// Moves the hero to the centre of `chunk` and ticks until everything around it is built.
 fn go(g: &mut Game, chunk: ChunkPos) {
     let tick = g.engine().tick_count() + 1;
@@ -94,6 +85,18 @@ fn stored_eventually(dir: &Path, want: &[ChunkPos]) -> BTreeMap<ChunkPos, Diff> 
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     stored(dir)
+}
+
+/// Every file of `dir` with its bytes, by name.
+fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect()
 }
 
 /// What the directory stores: chunk → diff.
@@ -133,7 +136,7 @@ fn an_edit_changes_the_cell_and_tells_builders_once_a_tick() {
     assert_ne!(t.chunk(here).unwrap().hash(), before);
     assert!(t.is_modified(here) && !t.is_modified(c(1, 0)));
     g.tick();
-    let changed: Vec<(u64, Value)> = events(&g, "world.terrain.changed");
+    let changed: Vec<(u64, Value)> = common::events_named(&g, "world.terrain.changed");
     assert_eq!(
         changed,
         vec![
@@ -145,7 +148,7 @@ fn an_edit_changes_the_cell_and_tells_builders_once_a_tick() {
     let tick = g.engine().tick_count() + 1;
     apply(&mut g, edit_line(tick, cell_pos(here, 0, 0), 5, None));
     g.tick();
-    let corner: Vec<Value> = events(&g, "world.terrain.changed")
+    let corner: Vec<Value> = common::events_named(&g, "world.terrain.changed")
         .into_iter()
         .filter(|(t, _)| *t == tick)
         .map(|(_, d)| d)
@@ -177,7 +180,7 @@ fn an_edit_of_a_chunk_not_built_is_refused_with_an_event_and_changes_nothing() {
     apply(&mut g, edit_line(2, cell_pos(c(0, 0), 1, 1), 9, None));
     apply(&mut g, edit_line(2, cell_pos(c(40, 0), 1, 1), 9, None));
     assert_eq!(
-        events(&g, "world.terrain.edit.refused"),
+        common::events_named(&g, "world.terrain.edit.refused"),
         vec![
             (2, json!({"x": 0, "z": 0, "reason": "not built"})),
             (2, json!({"x": 40, "z": 0, "reason": "not loaded"}))
@@ -222,7 +225,7 @@ fn lua_mods_edit_and_hear_refusals() {
     let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
     assert!(log.iter().any(|l| l == "edit\ttrue\tnil\ttrue"), "{log:?}");
     assert!(log.iter().any(|l| l == "far\tfalse\tnot loaded"), "{log:?}");
-    assert!(!events(&g, "world.terrain.edit.refused").is_empty());
+    assert!(!common::events_named(&g, "world.terrain.edit.refused").is_empty());
 }
 
 #[test]
@@ -236,7 +239,7 @@ fn a_neighbour_rebuild_never_writes_a_chunk_and_a_modified_chunk_is_written_with
         edit_line(tick, cell_pos(c(0, 0), 31, 5), 3, Some(0)),
     );
     g.tick();
-    assert_eq!(events(&g, "world.terrain.changed").len(), 2);
+    assert_eq!(common::events_named(&g, "world.terrain.changed").len(), 2);
     assert!(
         stored(dir.path()).is_empty(),
         "nothing is written before the flush tick"
@@ -299,7 +302,7 @@ fn a_released_modified_chunk_is_written_back_and_comes_back_edited() {
     g.run_until_ready("hero", 100).unwrap();
     assert_eq!(terrain(&g).chunk(c(-1, -1)).unwrap().hash(), edited);
     assert!(terrain(&g).is_modified(c(-1, -1)));
-    let built: Vec<(u64, Value)> = events(&g, "world.terrain.built")
+    let built: Vec<(u64, Value)> = common::events_named(&g, "world.terrain.built")
         .into_iter()
         .filter(|(_, d)| d["x"] == -1 && d["z"] == -1)
         .collect();
@@ -455,7 +458,10 @@ fn a_save_without_a_world_directory_carries_the_edits_and_continues_exactly() {
     let mut whole = game(&sc);
     common::run(&mut whole, &lines, 30);
     // (0,0), then (1,1) (its corner neighbours are not loaded), then (0,0) again.
-    assert_eq!(events(&whole, "world.terrain.changed").len(), 3);
+    assert_eq!(
+        common::events_named(&whole, "world.terrain.changed").len(),
+        3
+    );
     for n in [7, 8, 9, 14, 19, 20] {
         let (g, resumed) = common::resumed_from_save(&sc, tmp.path(), &lines, n, 30);
         assert_eq!(
@@ -541,7 +547,7 @@ fn damaged_region_files_fall_back_per_chunk_are_copied_aside_and_the_run_goes_on
 
     let mut g = game(&scene(1, terrain_config(Some(dir.path()), 0)));
     g.tick();
-    let errors = events(&g, "world.terrain.error");
+    let errors = common::events_named(&g, "world.terrain.error");
     let named: Vec<(i64, i64)> = errors
         .iter()
         .map(|(_, d)| (d["x"].as_i64().unwrap(), d["z"].as_i64().unwrap()))
@@ -804,29 +810,11 @@ fn world_dir_is_relative_to_the_scene_and_a_replay_runs_on_a_copy_of_it() {
         .success();
     let after_run: BTreeMap<ChunkPos, Diff> = stored(&world);
     assert_eq!(after_run.len(), 2);
-    let files_before: Vec<(String, Vec<u8>)> = std::fs::read_dir(&world)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
+    let files_before = files_of(&world);
     // The replay starts from the world as the recording found it (one edit), not as it is now
     // (two), and leaves the real directory alone.
     cli().arg("replay").arg(&rec).assert().success();
-    let files_after: Vec<(String, Vec<u8>)> = std::fs::read_dir(&world)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
+    let files_after = files_of(&world);
     assert_eq!(files_after, files_before);
     // Removing the world does not change what the replay sees.
     std::fs::remove_dir_all(&world).unwrap();

@@ -41,6 +41,16 @@ pub fn event_lines(game: &Game) -> Vec<String> {
         .collect()
 }
 
+/// The events named `name`, each with its tick and its data as JSON.
+pub fn events_named(game: &Game, name: &str) -> Vec<(u64, Value)> {
+    game.engine()
+        .events()
+        .iter()
+        .filter(|e| e.event == name)
+        .map(|e| (e.tick, serde_json::to_value(&e.data).unwrap()))
+        .collect()
+}
+
 /// `(x, z)` pairs of the chunk events named `name`, with their ticks.
 pub fn chunk_events(game: &Game, name: &str) -> Vec<(u64, i64, i64)> {
     game.engine()
