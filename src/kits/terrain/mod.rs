@@ -11,6 +11,7 @@
 pub mod generate;
 pub mod pool;
 pub mod region;
+mod save;
 pub mod store;
 
 use std::cell::RefCell;
@@ -34,6 +35,7 @@ use crate::kits::streaming::{BuilderId, StreamingService, STREAMING};
 pub use generate::{ChunkData, Generator, GENERATOR_VERSION};
 use pool::{Built, Job, Pool};
 use region::Diff;
+pub use save::{SaveSection, SavedChunk, SavedEdits};
 use store::{Reported, Store};
 
 /// The kit and service id.
@@ -453,75 +455,6 @@ pub struct TerrainKit {
     published: Option<u64>,
 }
 
-/// A saved chunk: `{x, z}` plus its commit tick (in flight) or its hash (built).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SavedChunk {
-    /// Chunk column.
-    pub x: i64,
-    /// Chunk row.
-    pub z: i64,
-    /// In flight: the tick it commits at.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit_at: Option<u64>,
-    /// Built: its hash (16 hex digits).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hash: Option<String>,
-}
-
-/// A modified chunk carried by the save itself: its cells that differ from the baseline, as
-/// `[index, height, material]` (index `j * cellsPerChunk + i`), ascending; no cells: the chunk
-/// is back to its baseline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SavedEdits {
-    /// Chunk column.
-    pub x: i64,
-    /// Chunk row.
-    pub z: i64,
-    /// `[index, height, material]` per cell.
-    pub cells: Vec<(u32, u16, u8)>,
-}
-
-/// The kit's save section: the generator stamp, the chunks in flight (in commit order) and the
-/// built ones (row order), the wait count, where the edits are. Terrain is never saved: it is
-/// regenerated, and the modified chunks' diffs applied.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SaveSection {
-    /// The generator version that built the chunks.
-    pub generator: u32,
-    /// The seed.
-    pub seed: u64,
-    /// Chunks dispatched and not committed, in commit order.
-    pub in_flight: Vec<SavedChunk>,
-    /// Built chunks, row order.
-    pub built: Vec<SavedChunk>,
-    /// `world.terrain.waits`.
-    pub waits: u64,
-    /// The world directory holding the modified chunks (written back before the save).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub world_dir: Option<String>,
-    /// Modified chunks not in the world directory (all of them without one), row order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub edits: Vec<SavedEdits>,
-    /// Chunks to be told `world.terrain.changed` at the end of the tick, row order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dirty: Vec<ChunkPos>,
-}
-
-struct Prepared {
-    in_flight: Vec<(ChunkPos, u64)>,
-    built: Vec<(ChunkPos, Built)>,
-    waits: u64,
-    world_dir: Option<String>,
-    /// What the world directory holds, and the save's own edits over it.
-    opened: store::Opened,
-    overlay: Vec<(ChunkPos, Option<Diff>)>,
-    dirty: Vec<ChunkPos>,
-    errors: Vec<Reported>,
-}
-
 /// The hash as events and saves write it.
 pub fn hash_text(hash: u64) -> String {
     format!("{hash:016x}")
@@ -762,64 +695,7 @@ impl Kit for TerrainKit {
     }
 
     fn save(&self) -> Option<serde_json::Value> {
-        let st = self.state.borrow();
-        let mut in_flight: Vec<(u64, u64, ChunkPos)> = st
-            .in_flight
-            .iter()
-            .map(|(c, f)| (f.commit_at, f.version, *c))
-            .collect();
-        in_flight.sort();
-        // The edits the world directory does not hold yet (all of them without one).
-        let mut edits: BTreeMap<ChunkPos, Option<&Diff>> = BTreeMap::new();
-        let snapshot;
-        if st.config.world_dir.is_none() {
-            snapshot = st
-                .store
-                .as_ref()
-                .and_then(|s| s.snapshot().ok())
-                .unwrap_or_default();
-            edits.extend(snapshot.iter().map(|(c, d)| (*c, Some(d))));
-        }
-        for c in &st.unsaved {
-            edits.insert(*c, st.diffs.get(c));
-        }
-        let section = SaveSection {
-            generator: GENERATOR_VERSION,
-            seed: st.config.seed.0,
-            in_flight: in_flight
-                .into_iter()
-                .map(|(at, _, c)| SavedChunk {
-                    x: c.x,
-                    z: c.z,
-                    commit_at: Some(at),
-                    hash: None,
-                })
-                .collect(),
-            built: st
-                .built
-                .iter()
-                .map(|(c, d)| SavedChunk {
-                    x: c.x,
-                    z: c.z,
-                    commit_at: None,
-                    hash: Some(hash_text(d.hash())),
-                })
-                .collect(),
-            waits: st.waits,
-            world_dir: st.config.world_dir.clone(),
-            edits: edits
-                .into_iter()
-                .filter(|(_, d)| st.config.world_dir.is_some() || d.is_some())
-                .map(|(c, d)| SavedEdits {
-                    x: c.x,
-                    z: c.z,
-                    cells: d
-                        .map(|d| d.cells.iter().map(|(&i, &(h, m))| (i, h, m)).collect())
-                        .unwrap_or_default(),
-                })
-                .collect(),
-            dirty: st.dirty.iter().copied().collect(),
-        };
+        let section = save::section(&self.state.borrow());
         Some(serde_json::to_value(section).expect("plain data"))
     }
 
@@ -828,128 +704,8 @@ impl Kit for TerrainKit {
         section: Option<&serde_json::Value>,
         _scene: Option<&SceneDef>,
     ) -> Result<Option<PreparedSection>, Problem> {
-        let path = format!("kits.{TERRAIN}");
-        let section = section.ok_or_else(|| Problem::new(&path, "missing section"))?;
-        let s: SaveSection = from_value(section, &path)?;
-        let st = self.state.borrow();
-        if s.generator != GENERATOR_VERSION || s.seed != st.config.seed.0 {
-            return Err(Problem::new(
-                format!("{path}.generator"),
-                format!(
-                    "written by generator {} with seed {}; this scene has generator {} with seed {}: \
-                     its chunks would differ",
-                    s.generator, s.seed, GENERATOR_VERSION, st.config.seed.0
-                ),
-            ));
-        }
-        // What the world directory holds (read by the save thread, changing nothing) …
-        let opened = match &s.world_dir {
-            None => store::Opened::default(),
-            Some(dir) => {
-                let store = st.store.as_ref().ok_or_else(|| {
-                    Problem::new(format!("{path}.worldDir"), "the kit has not started")
-                })?;
-                store
-                    .peek(dir.into())
-                    .map_err(|e| Problem::new(format!("{path}.worldDir"), e.to_string()))?
-            }
-        };
-        let mut stored = opened.chunks.clone();
-        // … and the save's own edits over it.
-        let cells = st.config.cells_per_chunk.0 * st.config.cells_per_chunk.0;
-        let mut overlay = Vec::new();
-        let mut previous: Option<ChunkPos> = None;
-        for (k, e) in s.edits.iter().enumerate() {
-            let p = format!("{path}.edits[{k}]");
-            let chunk = ChunkPos::new(e.x, e.z);
-            if previous.is_some_and(|q| q >= chunk) {
-                return Err(Problem::new(p, "expected chunks in row order, each once"));
-            }
-            previous = Some(chunk);
-            let mut diff = Diff::default();
-            let mut last = None;
-            for (n, &(index, height, material)) in e.cells.iter().enumerate() {
-                if index >= cells || last.is_some_and(|l| l >= index) {
-                    return Err(Problem::new(
-                        format!("{p}.cells[{n}]"),
-                        format!("expected ascending cell indices below {cells}, got {index}"),
-                    ));
-                }
-                last = Some(index);
-                diff.cells.insert(index, (height, material));
-            }
-            let diff = (!diff.is_empty()).then_some(diff);
-            match &diff {
-                Some(d) => stored.insert(chunk, d.clone()),
-                None => stored.remove(&chunk),
-            };
-            overlay.push((chunk, diff));
-        }
-        let mut seen = BTreeSet::new();
-        let mut in_flight = Vec::new();
-        for (i, c) in s.in_flight.iter().enumerate() {
-            let p = format!("{path}.inFlight[{i}]");
-            let chunk = ChunkPos::new(c.x, c.z);
-            let at = c
-                .commit_at
-                .ok_or_else(|| Problem::new(&p, "expected `commitAt`"))?;
-            if c.hash.is_some() || !seen.insert(chunk) {
-                return Err(Problem::new(
-                    p,
-                    format!("chunk {chunk} is listed twice or has a hash"),
-                ));
-            }
-            in_flight.push((chunk, at));
-        }
-        let mut built = Vec::new();
-        for (i, c) in s.built.iter().enumerate() {
-            let p = format!("{path}.built[{i}]");
-            let chunk = ChunkPos::new(c.x, c.z);
-            if c.commit_at.is_some() || !seen.insert(chunk) {
-                return Err(Problem::new(
-                    p,
-                    format!("chunk {chunk} is listed twice or has `commitAt`"),
-                ));
-            }
-            let mut data = st.generator.generate(chunk);
-            let diff = stored.get(&chunk).cloned();
-            if let Some(d) = &diff {
-                data.apply(d);
-            }
-            let hash = hash_text(data.hash());
-            if c.hash.as_deref() != Some(hash.as_str()) {
-                return Err(Problem::new(
-                    format!("{p}.hash"),
-                    format!(
-                        "expected {hash} (the chunk as this generator builds it, with its stored \
-                         edits), got {:?}: the save and its world directory disagree",
-                        c.hash
-                    ),
-                ));
-            }
-            built.push((chunk, Built { data, diff }));
-        }
-        let dirty = s.dirty.clone();
-        if let Some((k, c)) = dirty
-            .iter()
-            .enumerate()
-            .find(|(_, c)| !built.iter().any(|(b, _)| b == *c))
-        {
-            return Err(Problem::new(
-                format!("{path}.dirty[{k}]"),
-                format!("chunk {c} is not built"),
-            ));
-        }
-        Ok(Some(Box::new(Prepared {
-            in_flight,
-            built,
-            waits: s.waits,
-            world_dir: s.world_dir,
-            errors: opened.damage.clone(),
-            opened,
-            overlay,
-            dirty,
-        })))
+        let prepared = save::prepare(&self.state.borrow(), section)?;
+        Ok(Some(Box::new(prepared)))
     }
 
     fn after_load(&mut self, ctx: &mut Ctx<'_>) {
@@ -982,41 +738,10 @@ impl Kit for TerrainKit {
 
     fn commit_load(&mut self, prepared: Option<PreparedSection>, _ctx: &mut Ctx<'_>) {
         let p = prepared
-            .and_then(|p| p.downcast::<Prepared>().ok())
+            .and_then(|p| p.downcast::<save::Prepared>().ok())
             .expect("prepared by prepare_load");
         self.published = None;
-        let mut st = self.state.borrow_mut();
-        // Results of the old run's jobs are stale from here on (their versions are gone), and
-        // its unsaved edits are the old game's: the save's world replaces both.
-        st.in_flight.clear();
-        st.commits.clear();
-        st.arrived.clear();
-        st.unsaved.clear();
-        st.diffs.clear();
-        st.config.world_dir = p.world_dir.clone();
-        if let Some(store) = &st.store {
-            // Before any dispatch below: workers ask the thread after it has the new world.
-            store.replace(p.world_dir.map(Into::into), p.opened);
-            store.write(p.overlay);
-        }
-        st.built = BTreeMap::new();
-        for (c, b) in p.built {
-            if let Some(d) = b.diff {
-                st.diffs.insert(c, d);
-            }
-            st.built.insert(c, Arc::new(b.data));
-        }
-        st.dirty = p.dirty.into_iter().collect();
-        st.errors = p.errors;
-        st.waits = p.waits;
-        for (chunk, at) in p.in_flight {
-            st.dispatch(chunk, at);
-        }
-        if let Some((streaming, id)) = st.builder.clone() {
-            for c in st.built.keys() {
-                streaming.set_built(id, *c, true);
-            }
-        }
+        save::commit(&mut self.state.borrow_mut(), *p);
     }
 }
 
