@@ -821,3 +821,45 @@ fn world_dir_is_relative_to_the_scene_and_a_replay_runs_on_a_copy_of_it() {
     cli().arg("replay").arg(&rec).assert().success();
     assert!(!world.exists());
 }
+
+#[test]
+fn a_save_with_a_world_directory_names_it_and_continues_exactly() {
+    let lines = vec![
+        edit_line(8, cell_pos(c(0, 0), 1, 2), 100, None),
+        edit_line(8, cell_pos(c(1, 1), 31, 31), 200, Some(1)),
+        json!({"tick": 9, "do": "move", "entity": "hero", "to": {"x": 16 + 320, "z": 16}}),
+        json!({"tick": 15, "do": "move", "entity": "hero", "to": {"x": 16, "z": 16}}),
+        edit_line(19, cell_pos(c(0, 0), 5, 5), 300, None),
+    ];
+    let whole_dir = tempfile::tempdir().unwrap();
+    let mut whole = game(&scene(1, terrain_config(Some(whole_dir.path()), 5)));
+    common::run(&mut whole, &lines, 30);
+    whole.engine().flush().unwrap();
+    for n in [7, 8, 9, 14, 19, 20] {
+        let tmp = tempfile::tempdir().unwrap();
+        let world = tmp.path().join("world");
+        let sc = scene(1, terrain_config(Some(&world), 5));
+        let (g, resumed) = common::resumed_from_save(&sc, tmp.path(), &lines, n, 30);
+        assert_eq!(
+            resumed,
+            common::events_after(&whole, n),
+            "saved after tick {n}"
+        );
+        let saved: Value = serde_json::from_str(
+            &std::fs::read_to_string(tmp.path().join("run.save.json")).unwrap(),
+        )
+        .unwrap();
+        let section = &saved["kits"]["world.terrain"];
+        assert_eq!(section["worldDir"], json!(world.to_str().unwrap()));
+        assert!(
+            section.get("edits").is_none(),
+            "written back, not carried: {section}"
+        );
+        drop(g);
+        assert_eq!(
+            stored(&world),
+            stored(whole_dir.path()),
+            "saved after tick {n}"
+        );
+    }
+}
