@@ -939,3 +939,32 @@ fn foci_tickets_and_terrain_heights_are_drawn_when_the_run_has_them() {
     }
     assert!(compared >= 10, "only {compared} pairs compared");
 }
+
+/// Edits change a built chunk's heights: the page's shading follows (`world.terrain.changed`
+/// re-asks the probe), checked against the terrain service at every tick. The world example runs
+/// from a copy, so that its world directory is a temporary one.
+#[test]
+fn terrain_heights_follow_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("world.json");
+    std::fs::copy(repo().join("examples/scenes/world.json"), &scene).unwrap();
+    let text = std::fs::read_to_string(repo().join("examples/scenes/world.inputs.jsonl")).unwrap();
+    let inputs = Inputs::parse(&text, "inputs").unwrap();
+    let recording = Recording::record(&scene, &inputs, 60).unwrap();
+    let data = check_frames_against_the_engine(&recording);
+    // Chunk (0,0) is shaded again on the tick of its edit.
+    let edited = data
+        .frames
+        .iter()
+        .position(|f| {
+            f.events.iter().any(|e| {
+                e.as_array().unwrap().len() == 3
+                    && data.names[e[0].as_u64().unwrap() as usize] == "world.terrain.changed"
+            })
+        })
+        .unwrap();
+    assert!(data.frames[edited]
+        .heights
+        .chunks(3)
+        .any(|h| (h[0], h[1]) == (0.0, 0.0)));
+}

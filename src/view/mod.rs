@@ -231,11 +231,15 @@ impl Seen {
         // The events, and the last chunk event of each chunk (a release or a load).
         let mut last_event: BTreeMap<ChunkPos, bool> = BTreeMap::new();
         let mut loaded_by_events: BTreeSet<ChunkPos> = BTreeSet::new();
+        let mut reshaped: BTreeSet<ChunkPos> = BTreeSet::new();
         for e in events {
             let name = self.name(names, &e.event);
             match chunk_payload(&e.data) {
                 Some(c) => {
                     frame.events.push(json!([name, c.x, c.z]));
+                    if e.event == crate::kits::terrain::TERRAIN_CHANGED {
+                        reshaped.insert(c);
+                    }
                     if e.event == CHUNK_LOADED {
                         last_event.insert(c, true);
                         loaded_by_events.insert(c);
@@ -286,7 +290,8 @@ impl Seen {
                 .copied()
                 .chain(removed.iter().copied())
                 .collect();
-            for c in released {
+            // An edited chunk's height is asked again.
+            for c in released.into_iter().chain(reshaped) {
                 self.heights.remove(&c);
             }
             for c in minus(
