@@ -189,3 +189,18 @@ fn after_a_load_subscribers_hear_releases_first_then_loads_each_in_row_order_as_
     assert_eq!(*heard.borrow(), expected);
     assert!(!service.restoring(), "only while the load tells them");
 }
+
+#[test]
+fn an_edit_makes_the_collider_of_its_chunk_again() {
+    let mut g = game();
+    g.run_until_ready("hero", 100).unwrap();
+    g.tick();
+    let top = g.engine().variables().count("physics.colliders.top");
+    assert!(top < 65535);
+    g.edit(world_streaming::grid::Position::new(8.0, 8.0), 65535, None)
+        .unwrap();
+    // `world.terrain.changed` comes at the end of the tick; the kit publishes on the next.
+    g.tick();
+    g.tick();
+    assert_eq!(g.engine().variables().count("physics.colliders.top"), 65535);
+}

@@ -3,17 +3,19 @@
 //! `world.terrain` built it (`onBuilt`, with the chunk's terrain to shape it) and drops it when
 //! `world.streaming` releases the chunk (`onChunk`). It publishes the count as
 //! `physics.colliders.live` and the highest cell of the live colliders as
-//! `physics.colliders.top`. After a save is loaded (`after_load`), the colliders are made again
-//! for exactly the loaded chunks whose terrain is built.
+//! `physics.colliders.top`. An edit makes the chunks it touches dirty: on
+//! `world.terrain.changed` their colliders are made again. After a save is loaded
+//! (`after_load`), the colliders are made again for exactly the loaded chunks whose terrain is
+//! built.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use world_streaming::grid::ChunkPos;
-use world_streaming::host::{Ctx, Kit, KitError, KitManifest, KitSpec, Problem, Services};
+use world_streaming::host::{Ctx, Event, Kit, KitError, KitManifest, KitSpec, Problem, Services};
 use world_streaming::kits::streaming::{ChunkSubscription, StreamingService, STREAMING};
-use world_streaming::kits::terrain::{TerrainService, TERRAIN};
+use world_streaming::kits::terrain::{TerrainService, TERRAIN, TERRAIN_CHANGED};
 
 /// The kit: one collider (here: the chunk's highest cell) per built, live chunk.
 pub struct ColliderKit {
@@ -90,6 +92,25 @@ impl Kit for ColliderKit {
             }
         })));
         Ok(())
+    }
+
+    fn on_event(&mut self, event: &Event, ctx: &mut Ctx<'_>) {
+        // A dirty chunk (an edit in it or on its edge): its collider is made again.
+        if event.event != TERRAIN_CHANGED {
+            return;
+        }
+        let (Some(x), Some(z)) = (event.data["x"].as_i64(), event.data["z"].as_i64()) else {
+            return;
+        };
+        let chunk = ChunkPos::new(x, z);
+        let terrain = ctx.services.get::<dyn TerrainService>(TERRAIN);
+        let mut live = self.live.borrow_mut();
+        if let (Some(data), true) = (
+            terrain.and_then(|t| t.chunk(chunk)),
+            live.contains_key(&chunk),
+        ) {
+            live.insert(chunk, collider(&data));
+        }
     }
 
     fn after_load(&mut self, ctx: &mut Ctx<'_>) {
