@@ -863,3 +863,34 @@ fn a_save_with_a_world_directory_names_it_and_continues_exactly() {
         );
     }
 }
+
+#[test]
+fn a_save_loads_only_into_a_game_on_its_own_world_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let save = tmp.path().join("a.save.json");
+    let mut g = ready(1, Some(&a), 0);
+    g.edit(cell_pos(c(0, 0), 3, 3), 3, None).unwrap();
+    g.save(&save).unwrap();
+    // Another directory, and no directory: refused, naming both; nothing changes.
+    for other in [Some(b.as_path()), None] {
+        let mut h = ready(1, other, 0);
+        let before = common::event_lines(&h);
+        let err = h.load(&save).unwrap_err().to_string();
+        assert!(
+            err.contains("worldDir") && err.contains("this game's is"),
+            "{err}"
+        );
+        assert!(!terrain(&h).is_modified(c(0, 0)));
+        h.tick();
+        assert!(common::event_lines(&h).starts_with(&before));
+    }
+    assert!(!b.exists(), "nothing was written to the other directory");
+    // The same directory, spelt otherwise, is the same world.
+    let mut sc = scene(1, terrain_config(None, 0));
+    sc["kits"][2]["config"]["worldDir"] = json!(format!("{}/../a", b.display()));
+    std::fs::create_dir(&b).unwrap();
+    let mut h = game(&sc);
+    h.load(&save).unwrap();
+    assert!(terrain(&h).is_modified(c(0, 0)));
+}

@@ -77,7 +77,6 @@ pub(super) struct Prepared {
     in_flight: Vec<(ChunkPos, u64)>,
     built: Vec<(ChunkPos, Built)>,
     waits: u64,
-    world_dir: Option<String>,
     /// What the world directory holds, and the save's own edits over it.
     opened: store::Opened,
     overlay: Vec<(ChunkPos, Option<Diff>)>,
@@ -165,8 +164,23 @@ pub(super) fn prepare(
             ),
         ));
     }
+    // A save belongs to its world: it loads into a game on the same world directory (or, both
+    // without one, carrying its edits). A save never points the game's writes elsewhere.
+    if !same_dir(s.world_dir.as_deref(), st.config.world_dir.as_deref()) {
+        let name =
+            |d: &Option<String>| d.as_deref().map_or("none".to_owned(), |d| format!("{d:?}"));
+        return Err(Problem::new(
+            format!("{path}.worldDir"),
+            format!(
+                "this save's world directory is {}, this game's is {}: load it into a game \
+                 of the same scene",
+                name(&s.world_dir),
+                name(&st.config.world_dir)
+            ),
+        ));
+    }
     // What the world directory holds (read by the save thread, changing nothing) …
-    let opened = match &s.world_dir {
+    let opened = match &st.config.world_dir {
         None => store::Opened::default(),
         Some(dir) => {
             let store = st.store.as_ref().ok_or_else(|| {
@@ -267,7 +281,6 @@ pub(super) fn prepare(
         in_flight,
         built,
         waits: s.waits,
-        world_dir: s.world_dir,
         errors: opened.damage.clone(),
         opened,
         overlay,
@@ -284,10 +297,10 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
     st.arrived.clear();
     st.unsaved.clear();
     st.diffs.clear();
-    st.config.world_dir = p.world_dir.clone();
     if let Some(store) = &st.store {
-        // Before any dispatch below: workers ask the thread after it has the new world.
-        store.replace(p.world_dir.map(Into::into), p.opened);
+        // Before any dispatch below: workers ask the thread after it has the saved world.
+        let dir = st.config.world_dir.clone().map(Into::into);
+        store.replace(dir, p.opened);
         store.write(p.overlay);
     }
     st.built = BTreeMap::new();
@@ -307,5 +320,26 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
         for c in st.built.keys() {
             streaming.set_built(id, *c, true);
         }
+    }
+}
+
+/// Whether two `worldDir`s name the same directory: both absent, or equal, or the same place
+/// once resolved (one may not exist yet).
+fn same_dir(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            a == b
+                || std::path::absolute(a)
+                    .ok()
+                    .zip(std::path::absolute(b).ok())
+                    .is_some_and(|(x, y)| {
+                        x == y
+                            || x.canonicalize()
+                                .ok()
+                                .is_some_and(|x| Some(x) == y.canonicalize().ok())
+                    })
+        }
+        _ => false,
     }
 }
