@@ -894,3 +894,48 @@ fn a_save_loads_only_into_a_game_on_its_own_world_directory() {
     h.load(&save).unwrap();
     assert!(terrain(&h).is_modified(c(0, 0)));
 }
+
+#[test]
+fn a_mod_that_edits_without_end_is_stopped_by_its_budget_and_the_game_goes_on() {
+    let mut g = ready(1, None, 0);
+    g.add_mod(
+        "flood.lua",
+        r#"
+        on("world.chunk.load", function(e)
+          local n = 0
+          while true do
+            terrain.edit({x = 0.5 + n % 32, z = 0.5}, n % 65536)
+            n = n + 1
+            if n % 500 == 0 then log(n) end
+          end
+        end)
+        "#,
+    )
+    .unwrap();
+    let tick = g.engine().tick_count() + 1;
+    apply(
+        &mut g,
+        json!({"tick": tick, "do": "move", "entity": "hero", "to": {"x": 16 + 32, "z": 16}}),
+    );
+    g.tick();
+    let errors = common::events_named(&g, "mod.error");
+    assert!(!errors.is_empty());
+    assert!(
+        errors.iter().all(|(_, d)| d["message"]
+            .as_str()
+            .unwrap()
+            .contains("instruction budget exceeded")),
+        "{errors:?}"
+    );
+    // Each edit was charged for the host's work: about a thousand fit in a call's budget of a
+    // million units, not a hundred thousand.
+    let most = g
+        .take_mod_log()
+        .iter()
+        .filter_map(|l| l.message.parse::<u64>().ok())
+        .max()
+        .unwrap();
+    assert!((500..5000).contains(&most), "{most} edits in one call");
+    assert!(terrain(&g).is_modified(c(0, 0)));
+    g.tick();
+}

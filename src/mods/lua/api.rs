@@ -356,7 +356,10 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
         })?,
     )?;
     if let Some(service) = terrain {
-        r.raw_set("terrain", terrain_functions(lua, service, entry.clone())?)?;
+        r.raw_set(
+            "terrain",
+            terrain_functions(lua, service, entry.clone(), meter.clone())?,
+        )?;
     }
     if let Some(service) = streaming {
         r.raw_set(
@@ -378,6 +381,9 @@ fn ticket_id(v: &Value) -> Result<String, String> {
     }
 }
 
+/// Budget units an edit costs beyond rehashing its chunk (the generator's cell, the diff).
+const EDIT_UNITS: u64 = 64;
+
 /// One `terrain` function: `Err(message)` is a usage error, prefixed with the function's name.
 type TerrainFn = ServiceFn<dyn TerrainService>;
 
@@ -386,6 +392,7 @@ fn terrain_functions(
     lua: &Lua,
     service: Weak<dyn TerrainService>,
     entry: EntrySlot,
+    meter: Rc<Meter>,
 ) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let add = |name, f: TerrainFn| add_service_fn(lua, &t, "terrain", &service, name, f);
@@ -428,6 +435,12 @@ fn terrain_functions(
     add(
         "edit",
         Box::new(move |lua, s, args| {
+            // The host's work is charged like the mod's: an edit rehashes the chunk's
+            // 3·cells² bytes (about one unit per 4 bytes) and evaluates the generator once.
+            let cells = u64::from(s.cells_per_chunk());
+            if let Err(e) = meter.charge(EDIT_UNITS + cells * cells * 3 / 4) {
+                return Ok(Err(e));
+            }
             let at = position_arg(&arg(&args, 0))?;
             let height = integer(&arg(&args, 1))
                 .and_then(|h| u16::try_from(h).ok())
