@@ -391,7 +391,7 @@ impl TerrainKit {
             let (chunk, hash, builder, subscribers) = next;
             ctx.events.emit(
                 TERRAIN_BUILT,
-                serde_json::json!({ "x": chunk.x, "z": chunk.z, "hash": hash_text(hash) }),
+                crate::host::chunk_hash_data(chunk, hash), // {x, z, hash: hash_text(hash)}
             );
             if let Some((streaming, id)) = builder {
                 streaming.set_built(id, chunk, true);
