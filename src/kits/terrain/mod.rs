@@ -194,7 +194,9 @@ impl State {
         // A result still on its way is discarded when it arrives (its version is gone).
         self.in_flight.remove(&chunk);
         self.arrived.remove(&chunk);
-        self.built.remove(&chunk);
+        if let (Some(data), Some(pool)) = (self.built.remove(&chunk), &self.pool) {
+            pool.discard(data); // freed by a worker, off the tick
+        }
     }
 
     /// Files every finished result that is still wanted; drops stale ones.
@@ -481,6 +483,10 @@ impl Kit for TerrainKit {
     }
 
     fn end_tick(&mut self, ctx: &mut Ctx<'_>) {
+        // The tick's dispatches only queued their jobs: one wake for all of them.
+        if let Some(pool) = &self.state.borrow().pool {
+            pool.wake();
+        }
         self.publish(ctx);
     }
 
