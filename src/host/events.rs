@@ -219,14 +219,15 @@ pub fn chunk_data(chunk: crate::grid::ChunkPos) -> EventData {
 /// `{"x": x, "z": z, "hash": "…"}`: the payload of `world.terrain.built`, the hash as 16
 /// lowercase hex digits (as `format!("{hash:016x}")` writes it, without the formatter).
 pub fn chunk_hash_data(chunk: crate::grid::ChunkPos, hash: u64) -> EventData {
-    let hex: String = (0..16)
-        .rev()
-        .map(|i| char::from(b"0123456789abcdef"[(hash >> (4 * i)) as usize & 15]))
-        .collect();
+    let mut hex = [0u8; 16];
+    for (i, digit) in hex.iter_mut().enumerate() {
+        *digit = b"0123456789abcdef"[(hash >> (60 - 4 * i)) as usize & 15];
+    }
+    let hex = std::str::from_utf8(&hex).expect("hex digits are ASCII");
     EventData::XzHash {
         x: Value::from(chunk.x),
         z: Value::from(chunk.z),
-        hash: Value::String(hex),
+        hash: Value::String(hex.to_owned()),
     }
 }
 
