@@ -227,9 +227,16 @@ impl Pool {
         self.results.try_recv().ok()
     }
 
-    /// The next finished chunk, waiting for it (`None` only if every worker is gone).
+    /// The next finished chunk, waiting for it (`None` only if every worker is gone). About to
+    /// block, it wakes a warm worker too rather than let it finish its poll.
     pub fn recv(&self) -> Option<Done> {
-        self.wake();
+        self.unannounced.store(false, Ordering::Relaxed);
+        {
+            let q = self.shared.lock();
+            if !q.jobs.is_empty() && q.sleeping + q.polling > 0 {
+                self.shared.work.notify_one();
+            }
+        }
         self.results.recv().ok()
     }
 
