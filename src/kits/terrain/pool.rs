@@ -123,8 +123,9 @@ fn work(shared: &Shared, results: &Sender<Done>, generator: &Generator) {
                     break (None, std::mem::take(&mut q.trash));
                 }
                 if let Some(job) = q.jobs.pop_front() {
-                    if q.wants_worker() {
-                        shared.work.notify_one(); // more work: the next worker, off the tick
+                    if !q.jobs.is_empty() && q.sleeping + q.polling > 0 {
+                        // More work: the next worker, asleep or warm (this wake is off the tick).
+                        shared.work.notify_one();
                     }
                     break (Some(job), Vec::new());
                 }
