@@ -9,7 +9,9 @@
 //! that finds a worker asleep. [`Pool::dispatch`] only queues; [`Pool::wake`] (the terrain kit
 //! calls it once at the end of a tick) wakes one sleeping worker, and a worker that takes a job
 //! and sees more queued wakes the next one itself, so the tick pays at most one wake however
-//! many chunks it loaded and however many workers there are. Results come back on a
+//! many chunks it loaded and however many workers there are. For 50 ms after its last job a
+//! worker only dozes: it looks at the queue every 0.5 ms by itself, and the tick does not wake
+//! it at all (a drive loads chunks on several ticks in a row). Results come back on a
 //! `crossbeam-channel` (nobody sleeps on it while a tick runs, so a send costs no wake).
 //!
 //! The pool also takes released chunks ([`Pool::discard`]): their buffers (3 KB at 32×32
