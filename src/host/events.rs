@@ -41,9 +41,10 @@ impl Event {
     }
 }
 
-/// An event's payload: JSON, with a fast path for the `{x, z}` of the chunk events (no map is
-/// built; indexing and serializing behave exactly as for the JSON object).
-#[derive(Debug, Clone, PartialEq)]
+/// An event's payload: JSON, with fast paths for the `{x, z}` of the chunk events and the
+/// `{x, z, hash}` of `world.terrain.built` (no map is built; indexing, comparing and
+/// serializing behave exactly as for the JSON object, keys in that order).
+#[derive(Debug, Clone)]
 pub enum EventData {
     /// `{"x": x, "z": z}`, held as two numbers.
     Xz {
@@ -51,6 +52,15 @@ pub enum EventData {
         x: Value,
         /// `z`.
         z: Value,
+    },
+    /// `{"x": x, "z": z, "hash": hash}`, held as three values.
+    XzHash {
+        /// `x`.
+        x: Value,
+        /// `z`.
+        z: Value,
+        /// `hash`.
+        hash: Value,
     },
     /// Any other payload.
     Json(Value),
@@ -65,6 +75,10 @@ impl EventData {
             (EventData::Xz { x, .. }, "x") => Some(x),
             (EventData::Xz { z, .. }, "z") => Some(z),
             (EventData::Xz { .. }, _) => None,
+            (EventData::XzHash { x, .. }, "x") => Some(x),
+            (EventData::XzHash { z, .. }, "z") => Some(z),
+            (EventData::XzHash { hash, .. }, "hash") => Some(hash),
+            (EventData::XzHash { .. }, _) => None,
             (EventData::Json(v), _) => v.get(key),
         }
     }
@@ -73,7 +87,29 @@ impl EventData {
     pub fn to_value(&self) -> Value {
         match self {
             EventData::Xz { x, z } => serde_json::json!({ "x": x, "z": z }),
+            EventData::XzHash { x, z, hash } => {
+                serde_json::json!({ "x": x, "z": z, "hash": hash })
+            }
             EventData::Json(v) => v.clone(),
+        }
+    }
+}
+
+/// Equal when the JSON objects are (a fast-path payload equals the `Json` one it stands for).
+impl PartialEq for EventData {
+    fn eq(&self, other: &EventData) -> bool {
+        match (self, other) {
+            (EventData::Json(a), b) | (b, EventData::Json(a)) => b == a,
+            (EventData::Xz { x, z }, EventData::Xz { x: x2, z: z2 }) => x == x2 && z == z2,
+            (
+                EventData::XzHash { x, z, hash },
+                EventData::XzHash {
+                    x: x2,
+                    z: z2,
+                    hash: h2,
+                },
+            ) => x == x2 && z == z2 && hash == h2,
+            _ => false,
         }
     }
 }
@@ -110,6 +146,13 @@ impl Serialize for EventData {
                 let mut m = s.serialize_map(Some(2))?;
                 m.serialize_entry("x", x)?;
                 m.serialize_entry("z", z)?;
+                m.end()
+            }
+            EventData::XzHash { x, z, hash } => {
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry("x", x)?;
+                m.serialize_entry("z", z)?;
+                m.serialize_entry("hash", hash)?;
                 m.end()
             }
             EventData::Json(v) => v.serialize(s),
@@ -173,6 +216,21 @@ pub fn chunk_data(chunk: crate::grid::ChunkPos) -> EventData {
     }
 }
 
+/// `{"x": x, "z": z, "hash": "…"}`: the payload of `world.terrain.built`, the hash as 16
+/// lowercase hex digits (as `format!("{hash:016x}")` writes it, without the formatter).
+pub fn chunk_hash_data(chunk: crate::grid::ChunkPos, hash: u64) -> EventData {
+    let mut hex = [0u8; 16];
+    for (i, digit) in hex.iter_mut().enumerate() {
+        *digit = b"0123456789abcdef"[(hash >> (60 - 4 * i)) as usize & 15];
+    }
+    let hex = std::str::from_utf8(&hex).expect("hex digits are ASCII");
+    EventData::XzHash {
+        x: Value::from(chunk.x),
+        z: Value::from(chunk.z),
+        hash: Value::String(hex.to_owned()),
+    }
+}
+
 /// One line a mod logged (`log(...)` / `print(...)` in Lua).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine {
@@ -192,3 +250,42 @@ pub type Outbox = std::rc::Rc<std::cell::RefCell<Vec<(Cow<'static, str>, EventDa
 /// A mod's failure outside any hook (e.g. in an `onChunk` callback): `(mod, where, message)`.
 /// The engine reports each as a `mod.error` event when it next settles.
 pub type ModErrors = std::rc::Rc<std::cell::RefCell<Vec<(String, String, String)>>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::ChunkPos;
+    use serde_json::json;
+
+    #[test]
+    fn the_built_payload_is_the_json_object_it_stands_for() {
+        for (x, z, hash) in [
+            (0i64, 0i64, 0u64),
+            (-3, 7, 0x9d01_eaa5_47c9_a46c),
+            (i64::MIN, i64::MAX, u64::MAX),
+            (5, -1, 0xab),
+        ] {
+            let fast = chunk_hash_data(ChunkPos::new(x, z), hash);
+            let json = json!({ "x": x, "z": z, "hash": format!("{hash:016x}") });
+            assert_eq!(
+                serde_json::to_string(&fast).unwrap(),
+                serde_json::to_string(&json).unwrap()
+            );
+            assert_eq!(fast.to_value(), json);
+            assert_eq!(fast, json);
+            assert_eq!(fast, EventData::Json(json.clone()));
+            assert_eq!(EventData::Json(json.clone()), fast);
+            for key in ["x", "z", "hash", "y", "other"] {
+                assert_eq!(fast[key], json[key], "{key}");
+                assert_eq!(fast.get(key), json.get(key), "{key}");
+            }
+        }
+        let a = chunk_hash_data(ChunkPos::new(1, 2), 3);
+        assert_ne!(a, chunk_hash_data(ChunkPos::new(1, 2), 4));
+        assert_ne!(a, chunk_data(ChunkPos::new(1, 2)));
+        assert_eq!(
+            chunk_data(ChunkPos::new(1, 2)),
+            EventData::Json(json!({"x": 1, "z": 2}))
+        );
+    }
+}

@@ -14,8 +14,8 @@ mod variables;
 pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{Entity, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
-    chunk_data, Event, EventBus, EventData, Log, LogLine, ModErrors, Outbox, CHUNK_LOADED,
-    CHUNK_UNLOADED, MOD_ERROR, PLAYER_MOVED,
+    chunk_data, chunk_hash_data, Event, EventBus, EventData, Log, LogLine, ModErrors, Outbox,
+    CHUNK_LOADED, CHUNK_UNLOADED, MOD_ERROR, PLAYER_MOVED,
 };
 pub use hooks::{
     Cancel, HookAnswer, HookArgs, HookError, HookHandler, HookProfile, HookStat, HookValue, Hooks,

@@ -189,7 +189,7 @@ fn flat(chunks: impl IntoIterator<Item = ChunkPos>) -> Vec<i64> {
 fn chunk_payload(data: &EventData) -> Option<ChunkPos> {
     match data {
         EventData::Xz { x, z } => Some(ChunkPos::new(x.as_i64()?, z.as_i64()?)),
-        EventData::Json(_) => None,
+        EventData::XzHash { .. } | EventData::Json(_) => None,
     }
 }
 

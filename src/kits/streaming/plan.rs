@@ -393,11 +393,20 @@ impl Residency {
     fn chunk_ready(&self, c: ChunkPos) -> bool {
         match self.refusal_kind(c) {
             Some(RefusalKind::Load) => true,
-            _ => self.loaded.contains(&c) && self.built_by_all(c),
+            // The bits first: a cheap hash lookup that settles most calls during building.
+            _ => self.built_by_all(c) && self.loaded.contains(&c),
         }
     }
 
+    /// [`Residency::chunk_ready`] for a chunk known to be loaded (no lookup of the loaded set).
+    fn loaded_chunk_ready(&self, c: ChunkPos) -> bool {
+        matches!(self.refusal_kind(c), Some(RefusalKind::Load)) || self.built_by_all(c)
+    }
+
     fn built_by_all(&self, c: ChunkPos) -> bool {
+        if self.builders == 0 {
+            return true;
+        }
         let all = if self.builders >= 64 {
             u64::MAX
         } else {
@@ -685,14 +694,14 @@ impl Residency {
             return;
         }
         let counted = self.is_wanted(chunk);
-        let was_ready = counted && self.chunk_ready(chunk);
+        let was_ready = counted && self.loaded_chunk_ready(chunk);
         let bits = self.built.entry(chunk).or_default();
         if built {
             *bits |= 1 << builder;
         } else {
             *bits &= !(1 << builder);
         }
-        let now_ready = counted && self.chunk_ready(chunk);
+        let now_ready = counted && self.loaded_chunk_ready(chunk);
         match (was_ready, now_ready) {
             (false, true) => self.ready += 1,
             (true, false) => self.ready -= 1,

@@ -255,7 +255,9 @@ impl State {
         // A result still on its way is discarded when it arrives (its version is gone).
         self.in_flight.remove(&chunk);
         self.arrived.remove(&chunk);
-        self.built.remove(&chunk);
+        if let (Some(data), Some(pool)) = (self.built.remove(&chunk), &self.pool) {
+            pool.discard(data); // freed by a worker, off the tick
+        }
         self.dirty.remove(&chunk);
         let diff = self.diffs.remove(&chunk);
         // Written back on release (SPEC §13), before any later dispatch of the chunk can ask
@@ -543,7 +545,7 @@ impl TerrainKit {
             let (chunk, hash, builder, subscribers) = next;
             ctx.events.emit(
                 TERRAIN_BUILT,
-                serde_json::json!({ "x": chunk.x, "z": chunk.z, "hash": hash_text(hash) }),
+                crate::host::chunk_hash_data(chunk, hash), // {x, z, hash: hash_text(hash)}
             );
             if let Some((streaming, id)) = builder {
                 streaming.set_built(id, chunk, true);
@@ -685,6 +687,10 @@ impl Kit for TerrainKit {
             if let Some(store) = &st.store {
                 store.write(changes);
             }
+        }
+        // The tick's dispatches only queued their jobs: one wake for all of them.
+        if let Some(pool) = &st.pool {
+            pool.wake();
         }
         drop(st);
         self.publish(ctx);
