@@ -453,10 +453,7 @@ pub fn decode(bytes: &[u8], pos: RegionPos) -> Decoded {
 type Table = Vec<(ChunkPos, usize, usize)>;
 
 /// The header's stamp and the table.
-fn decode_header(
-    b: &[u8],
-    pos: RegionPos,
-) -> Result<(Stamp, Table), String> {
+fn decode_header(b: &[u8], pos: RegionPos) -> Result<(Stamp, Table), String> {
     if b.len() < HEADER_LEN + 4 {
         return Err(format!(
             "the file has {} bytes, a header needs {}",
