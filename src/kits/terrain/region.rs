@@ -33,6 +33,10 @@ pub const FORMAT_VERSION: u16 = 1;
 pub const RECORD_VERSION: u16 = 1;
 /// Chunk columns per region side.
 pub const REGION_CHUNKS: i64 = 32;
+/// The largest absolute region coordinate: the region of the grid's last chunk
+/// ([`crate::grid::MAX_CHUNK_COORD`]). A region beyond it holds no chunk a game can have, and
+/// its chunk arithmetic would overflow.
+pub const MAX_REGION_COORD: i64 = crate::grid::MAX_CHUNK_COORD / REGION_CHUNKS;
 /// Bytes of the fixed region header.
 pub const HEADER_LEN: usize = 56;
 /// Bytes of one table entry.
@@ -99,7 +103,7 @@ impl RegionPos {
         format!("r.{}.{}.wsr", self.x, self.z)
     }
 
-    /// The region a file name (`r.<x>.<z>.wsr`) names.
+    /// The region a file name (`r.<x>.<z>.wsr`) names; none beyond [`MAX_REGION_COORD`].
     pub fn parse_file_name(name: &str) -> Option<RegionPos> {
         let rest = name.strip_prefix("r.")?.strip_suffix(".wsr")?;
         let (x, z) = rest.split_once('.')?;
@@ -107,7 +111,13 @@ impl RegionPos {
             x: x.parse().ok()?,
             z: z.parse().ok()?,
         };
-        (pos.file_name() == name).then_some(pos)
+        (pos.file_name() == name && pos.in_grid()).then_some(pos)
+    }
+
+    /// Whether it holds chunks of the grid (|x|, |z| ≤ [`MAX_REGION_COORD`]).
+    pub fn in_grid(self) -> bool {
+        self.x.unsigned_abs() <= MAX_REGION_COORD as u64
+            && self.z.unsigned_abs() <= MAX_REGION_COORD as u64
     }
 
     /// `chunk`'s `(local x, local z)` in this region, 0..32 each.
@@ -373,6 +383,9 @@ pub fn decode_record(
     if !left.is_empty() {
         return Err(format!("{} bytes after the payload", left.len()));
     }
+    if p.x.unsigned_abs().max(p.z.unsigned_abs()) > crate::grid::MAX_CHUNK_COORD as u64 {
+        return Err(format!("chunk ({}, {}) is outside the grid", p.x, p.z));
+    }
     let cells_limit = u64::from(p.stamp.cells) * u64::from(p.stamp.cells);
     let mut diff = Diff::default();
     let mut next: u64 = 0;
@@ -508,6 +521,11 @@ fn decode_header(b: &[u8], pos: RegionPos) -> Result<(Stamp, Table), String> {
         return Err(format!(
             "the header says region ({rx}, {rz}), the file name says ({}, {})",
             pos.x, pos.z
+        ));
+    }
+    if !pos.in_grid() {
+        return Err(format!(
+            "region ({rx}, {rz}) is outside the grid (|x|, |z| ≤ {MAX_REGION_COORD})"
         ));
     }
     let data_start = crc_at + 4;
@@ -721,6 +739,38 @@ mod tests {
             &decode(&v2, r.pos).damage[..],
             [Damage::Header(_)]
         ));
+    }
+
+    #[test]
+    fn regions_and_chunks_beyond_the_grid_are_damage_not_an_overflow() {
+        // A file name of a region no game has is not a region file (its origin would overflow).
+        let far = RegionPos { x: i64::MAX, z: 0 };
+        assert_eq!(RegionPos::parse_file_name(&far.file_name()), None);
+        let edge = RegionPos {
+            x: -MAX_REGION_COORD,
+            z: MAX_REGION_COORD,
+        };
+        assert_eq!(RegionPos::parse_file_name(&edge.file_name()), Some(edge));
+        assert_eq!(
+            edge.origin(),
+            ChunkPos::new(-crate::grid::MAX_CHUNK_COORD, crate::grid::MAX_CHUNK_COORD)
+        );
+        // A sound header naming such a region, decoded as that region: damage, no panic (the
+        // table's chunks were computed with an overflowing multiplication).
+        let mut r = region();
+        r.pos = far;
+        r.chunks = [(ChunkPos::new(i64::MAX, 3), diff(&[(1, 2, 3)]))].into();
+        let d = decode(&encode(&r), far);
+        assert!(
+            matches!(&d.damage[..], [Damage::Header(m)] if m.contains("outside the grid")),
+            "{:?}",
+            d.damage
+        );
+        assert!(d.chunks.is_empty(), "{:?}", d.chunks);
+        // A record of a chunk beyond the grid is damaged.
+        let record = encode_record(ChunkPos::new(0, i64::MIN), stamp(), &diff(&[(1, 2, 3)]));
+        let err = decode_record(&record, 0, None).unwrap_err();
+        assert!(err.contains("outside the grid"), "{err}");
     }
 
     #[test]
