@@ -397,7 +397,13 @@ pub fn decode_record(
                 p.stamp.cells
             ));
         }
-        diff.cells.insert(index as u32, (*h, *m));
+        let Ok(cell) = u32::try_from(index) else {
+            return Err(format!(
+                "cell {k}: index {index} is past the largest cell index, {}",
+                u32::MAX
+            ));
+        };
+        diff.cells.insert(cell, (*h, *m));
         next = index + 1;
     }
     Ok((ChunkPos::new(p.x, p.z), p.stamp, diff, total))
@@ -771,6 +777,32 @@ mod tests {
         let record = encode_record(ChunkPos::new(0, i64::MIN), stamp(), &diff(&[(1, 2, 3)]));
         let err = decode_record(&record, 0, None).unwrap_err();
         assert!(err.contains("outside the grid"), "{err}");
+    }
+
+    #[test]
+    fn a_cell_index_past_u32_is_damage_not_truncated() {
+        // 70000 cells per side: cells² > 2^32, so the delta coding can reach an index a Diff
+        // cannot hold; it was truncated to `index as u32` (4294967301 became cell 5).
+        let stamp = Stamp {
+            cells: 70_000,
+            ..stamp()
+        };
+        let raw = postcard::to_allocvec(&Payload {
+            x: 1,
+            z: 2,
+            stamp,
+            cells: vec![(u32::MAX, 1, 1), (5, 2, 2)],
+        })
+        .unwrap();
+        let mut record = RECORD_MAGIC.to_vec();
+        record.extend_from_slice(&RECORD_VERSION.to_le_bytes());
+        record.extend_from_slice(&0u16.to_le_bytes());
+        record.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        record.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        record.extend_from_slice(&crc32fast::hash(&raw).to_le_bytes());
+        record.extend_from_slice(&raw);
+        let err = decode_record(&record, 0, None).unwrap_err();
+        assert!(err.contains("index 4294967301"), "{err}");
     }
 
     #[test]
