@@ -65,6 +65,24 @@ pub struct Stamp {
     pub chunk_size: f64,
 }
 
+impl Stamp {
+    /// The same stamp, bit for bit (as `store::open_dir` compares them): `==` on the `f64` would
+    /// make a NaN chunk size differ from itself and take `0.0` for `-0.0`.
+    pub fn same(&self, other: &Stamp) -> bool {
+        (
+            self.generator,
+            self.seed,
+            self.cells,
+            self.chunk_size.to_bits(),
+        ) == (
+            other.generator,
+            other.seed,
+            other.cells,
+            other.chunk_size.to_bits(),
+        )
+    }
+}
+
 impl std::fmt::Display for Stamp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -426,7 +444,7 @@ pub fn decode(bytes: &[u8], pos: RegionPos) -> Decoded {
                 let record = decode_record(bytes, offset, Some(len)).and_then(|(c, s, diff, _)| {
                     if c != chunk {
                         Err(format!("the record is chunk {c}, the table says {chunk}"))
-                    } else if s != stamp {
+                    } else if !s.same(&stamp) {
                         Err(format!(
                             "the record's stamp ({s}) is not the region's ({stamp})"
                         ))
@@ -803,6 +821,37 @@ mod tests {
         record.extend_from_slice(&raw);
         let err = decode_record(&record, 0, None).unwrap_err();
         assert!(err.contains("index 4294967301"), "{err}");
+    }
+
+    #[test]
+    fn stamps_compare_bit_for_bit() {
+        // A NaN chunk size made every record of its own region "not the region's stamp": the
+        // region did not survive encode → decode.
+        let mut r = region();
+        r.stamp.chunk_size = f64::NAN;
+        let d = decode(&encode(&r), r.pos);
+        assert_eq!(d.damage, vec![]);
+        assert_eq!(d.chunks.len(), 3);
+        // And a record stamped -0.0 is not one of a region stamped 0.0.
+        r.stamp.chunk_size = 0.0;
+        let mut bytes = encode(&r);
+        let (chunk, offset, len) = decode(&bytes, r.pos).entries[0];
+        let record = encode_record(
+            chunk,
+            Stamp {
+                chunk_size: -0.0,
+                ..r.stamp
+            },
+            &r.chunks[&chunk],
+        );
+        assert_eq!(record.len() as u64, len);
+        bytes[offset as usize..(offset + len) as usize].copy_from_slice(&record);
+        let d = decode(&bytes, r.pos);
+        assert!(
+            matches!(&d.damage[..], [Damage::Record { message, .. }] if message.contains("stamp")),
+            "{:?}",
+            d.damage
+        );
     }
 
     #[test]
