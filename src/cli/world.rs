@@ -84,12 +84,6 @@ fn stamp_json(s: &Stamp) -> Value {
     json!({"generator": s.generator, "seed": s.seed, "cells": s.cells, "chunkSize": s.chunk_size})
 }
 
-/// Stamps compare by their bits, as opening the directory does.
-fn same(a: &Stamp, b: &Stamp) -> bool {
-    (a.generator, a.seed, a.cells, a.chunk_size.to_bits())
-        == (b.generator, b.seed, b.cells, b.chunk_size.to_bits())
-}
-
 /// One record as listed: chunk, offset, length, edited cells (if sound), its stamp if the
 /// header is damaged (found by scanning), and what is wrong with it.
 struct Row {
@@ -222,7 +216,7 @@ fn verify(dir: &Path) -> anyhow::Result<()> {
     let mut first: Option<(String, Stamp)> = None;
     let mut check_stamp = |file: &str, what: &str, s: &Stamp, problems: &mut Vec<String>| {
         let (f, expected) = first.get_or_insert_with(|| (file.to_owned(), *s));
-        if !same(expected, s) {
+        if !expected.same(s) {
             problems.push(format!(
                 "{file}: {what}: stamp ({s}) differs from {f}'s ({expected}): no game can open both"
             ));
