@@ -8,13 +8,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
-targets=${*:-scene inputs json_mod lua_mod save}
-mkdir -p fuzz/corpus/{scene,inputs,json_mod,lua_mod,save}
+targets=${*:-scene inputs json_mod lua_mod save region_decode region_record}
+mkdir -p fuzz/corpus/{scene,inputs,json_mod,lua_mod,save,region_decode,region_record}
 cp examples/scenes/*.json fuzz/corpus/scene/
 cp examples/scenes/*.jsonl fuzz/corpus/inputs/
 cp mods/*.json fuzz/corpus/json_mod/
 cp mods/*.lua fuzz/corpus/lua_mod/ 2>/dev/null || true
 cp fuzz/seeds/lua_mod/*.lua fuzz/corpus/lua_mod/  # hostile mods: the budget's known holes
+cp fuzz/seeds/region_decode/* fuzz/corpus/region_decode/  # encoded regions (tests/fuzz_regressions.rs)
+cp fuzz/seeds/region_record/* fuzz/corpus/region_record/
 cargo run -q --release -- run examples/scenes/drive.json --inputs examples/scenes/drive.inputs.jsonl >/dev/null
 printf '{"tick": 60, "do": "save", "path": "fuzz/corpus/save/drive.save.json"}\n' > /tmp/ws-fuzz-save.jsonl
 cargo run -q --release -- run examples/scenes/drive.json --inputs /tmp/ws-fuzz-save.jsonl >/dev/null

@@ -48,3 +48,65 @@ fn lua_mod_regressions() {
 fn save_regressions() {
     each("save", common::save);
 }
+
+#[path = "../fuzz/fuzz_targets/region_checks.rs"]
+mod region_checks;
+
+/// Every file of `fuzz/seeds/<target>` and `fuzz/regressions/<target>` (either may be absent).
+fn region_inputs(target: &str) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let mut files = Vec::new();
+    for dir in [
+        root.join("seeds").join(target),
+        root.join("regressions").join(target),
+    ] {
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            files.extend(entries.map(|e| e.unwrap().path()));
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let data = std::fs::read(&f).unwrap();
+            (f, data)
+        })
+        .collect()
+}
+
+/// The region seeds are the regions `region_checks::seeds` encodes with this build's format;
+/// `WS_BLESS=1` rewrites them.
+#[test]
+fn region_seeds_are_current() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+    for (name, bytes) in region_checks::seeds() {
+        let path = root.join(&name);
+        if std::env::var_os("WS_BLESS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let found = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (WS_BLESS=1 writes it)", path.display()));
+        assert!(found == bytes, "{} is stale (WS_BLESS=1)", path.display());
+    }
+}
+
+#[test]
+fn region_decode_regressions() {
+    let inputs = region_inputs("region_decode");
+    assert!(inputs.len() >= 4);
+    for (file, data) in inputs {
+        let outcome = std::panic::catch_unwind(|| region_checks::region_decode(&data));
+        assert!(outcome.is_ok(), "{} panicked", file.display());
+    }
+}
+
+#[test]
+fn region_record_regressions() {
+    let inputs = region_inputs("region_record");
+    assert!(inputs.len() >= 3);
+    for (file, data) in inputs {
+        let outcome = std::panic::catch_unwind(|| region_checks::region_record(&data));
+        assert!(outcome.is_ok(), "{} panicked", file.display());
+    }
+}

@@ -6,6 +6,7 @@ mod profile;
 mod run;
 mod schema;
 mod view;
+mod world;
 
 use std::path::PathBuf;
 
@@ -24,7 +25,8 @@ use clap::{Parser, Subcommand};
         world-streaming run examples/scenes/seed.json --inputs examples/scenes/seed.inputs.jsonl --state -\n  \
         world-streaming check examples/scenes/*.json mods/*\n  \
         world-streaming schema --check\n  \
-        world-streaming view run.replay.json --out view.html\n\n\
+        world-streaming view run.replay.json --out view.html\n  \
+        world-streaming world verify saves/world\n\n\
         Exit status: 0 ok, 1 bad input (the message names the file and JSON path or line), 2 usage."
 )]
 struct Cli {
@@ -85,6 +87,12 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
+    /// Inspect or verify the region files of a world directory (the terrain kit's `worldDir`),
+    /// reading only.
+    World {
+        #[command(subcommand)]
+        command: world::WorldCommand,
+    },
 }
 
 /// Runs the command line; returns the exit status.
@@ -103,6 +111,7 @@ pub fn main() -> i32 {
         Some(Command::Schema { out, check }) => schema::run(out, check),
         Some(Command::Replay { file }) => run::replay(&file),
         Some(Command::View { replay, out }) => view::run(&replay, &out),
+        Some(Command::World { command }) => world::run(command),
     };
     match result {
         Ok(()) => 0,

@@ -33,6 +33,10 @@ pub const FORMAT_VERSION: u16 = 1;
 pub const RECORD_VERSION: u16 = 1;
 /// Chunk columns per region side.
 pub const REGION_CHUNKS: i64 = 32;
+/// The largest absolute region coordinate: the region of the grid's last chunk
+/// ([`crate::grid::MAX_CHUNK_COORD`]). A region beyond it holds no chunk a game can have, and
+/// its chunk arithmetic would overflow.
+pub const MAX_REGION_COORD: i64 = crate::grid::MAX_CHUNK_COORD / REGION_CHUNKS;
 /// Bytes of the fixed region header.
 pub const HEADER_LEN: usize = 56;
 /// Bytes of one table entry.
@@ -59,6 +63,24 @@ pub struct Stamp {
     pub cells: u32,
     /// Chunk side in metres.
     pub chunk_size: f64,
+}
+
+impl Stamp {
+    /// The same stamp, bit for bit (as `store::open_dir` compares them): `==` on the `f64` would
+    /// make a NaN chunk size differ from itself and take `0.0` for `-0.0`.
+    pub fn same(&self, other: &Stamp) -> bool {
+        (
+            self.generator,
+            self.seed,
+            self.cells,
+            self.chunk_size.to_bits(),
+        ) == (
+            other.generator,
+            other.seed,
+            other.cells,
+            other.chunk_size.to_bits(),
+        )
+    }
 }
 
 impl std::fmt::Display for Stamp {
@@ -112,7 +134,7 @@ impl RegionPos {
         format!("r.{}.{}.wsr", self.x, self.z)
     }
 
-    /// The region a file name (`r.<x>.<z>.wsr`) names.
+    /// The region a file name (`r.<x>.<z>.wsr`) names; none beyond [`MAX_REGION_COORD`].
     pub fn parse_file_name(name: &str) -> Option<RegionPos> {
         let rest = name.strip_prefix("r.")?.strip_suffix(".wsr")?;
         let (x, z) = rest.split_once('.')?;
@@ -120,7 +142,13 @@ impl RegionPos {
             x: x.parse().ok()?,
             z: z.parse().ok()?,
         };
-        (pos.file_name() == name).then_some(pos)
+        (pos.file_name() == name && pos.in_grid()).then_some(pos)
+    }
+
+    /// Whether it holds chunks of the grid (|x|, |z| ≤ [`MAX_REGION_COORD`]).
+    pub fn in_grid(self) -> bool {
+        self.x.unsigned_abs() <= MAX_REGION_COORD as u64
+            && self.z.unsigned_abs() <= MAX_REGION_COORD as u64
     }
 
     /// `chunk`'s `(local x, local z)` in this region, 0..32 each.
@@ -386,6 +414,9 @@ pub fn decode_record(
     if !left.is_empty() {
         return Err(format!("{} bytes after the payload", left.len()));
     }
+    if p.x.unsigned_abs().max(p.z.unsigned_abs()) > crate::grid::MAX_CHUNK_COORD as u64 {
+        return Err(format!("chunk ({}, {}) is outside the grid", p.x, p.z));
+    }
     let cells_limit = u64::from(p.stamp.cells) * u64::from(p.stamp.cells);
     let mut diff = Diff::default();
     let mut next: u64 = 0;
@@ -397,7 +428,13 @@ pub fn decode_record(
                 p.stamp.cells
             ));
         }
-        diff.cells.insert(index as u32, (*h, *m));
+        let Ok(cell) = u32::try_from(index) else {
+            return Err(format!(
+                "cell {k}: index {index} is past the largest cell index, {}",
+                u32::MAX
+            ));
+        };
+        diff.cells.insert(cell, (*h, *m));
         next = index + 1;
     }
     Ok((ChunkPos::new(p.x, p.z), p.stamp, diff, total))
@@ -420,7 +457,7 @@ pub fn decode(bytes: &[u8], pos: RegionPos) -> Decoded {
                 let record = decode_record(bytes, offset, Some(len)).and_then(|(c, s, diff, _)| {
                     if c != chunk {
                         Err(format!("the record is chunk {c}, the table says {chunk}"))
-                    } else if s != stamp {
+                    } else if !s.same(&stamp) {
                         Err(format!(
                             "the record's stamp ({s}) is not the region's ({stamp})"
                         ))
@@ -521,6 +558,11 @@ fn decode_header(b: &[u8], pos: RegionPos) -> Result<(Stamp, Table), String> {
         return Err(format!(
             "the header says region ({rx}, {rz}), the file name says ({}, {})",
             pos.x, pos.z
+        ));
+    }
+    if !pos.in_grid() {
+        return Err(format!(
+            "region ({rx}, {rz}) is outside the grid (|x|, |z| ≤ {MAX_REGION_COORD})"
         ));
     }
     let data_start = crc_at + 4;
@@ -734,6 +776,95 @@ mod tests {
             &decode(&v2, r.pos).damage[..],
             [Damage::Header(_)]
         ));
+    }
+
+    #[test]
+    fn regions_and_chunks_beyond_the_grid_are_damage_not_an_overflow() {
+        // A file name of a region no game has is not a region file (its origin would overflow).
+        let far = RegionPos { x: i64::MAX, z: 0 };
+        assert_eq!(RegionPos::parse_file_name(&far.file_name()), None);
+        let edge = RegionPos {
+            x: -MAX_REGION_COORD,
+            z: MAX_REGION_COORD,
+        };
+        assert_eq!(RegionPos::parse_file_name(&edge.file_name()), Some(edge));
+        assert_eq!(
+            edge.origin(),
+            ChunkPos::new(-crate::grid::MAX_CHUNK_COORD, crate::grid::MAX_CHUNK_COORD)
+        );
+        // A sound header naming such a region, decoded as that region: damage, no panic (the
+        // table's chunks were computed with an overflowing multiplication).
+        let mut r = region();
+        r.pos = far;
+        r.chunks = [(ChunkPos::new(i64::MAX, 3), diff(&[(1, 2, 3)]))].into();
+        let d = decode(&encode(&r), far);
+        assert!(
+            matches!(&d.damage[..], [Damage::Header(m)] if m.contains("outside the grid")),
+            "{:?}",
+            d.damage
+        );
+        assert!(d.chunks.is_empty(), "{:?}", d.chunks);
+        // A record of a chunk beyond the grid is damaged.
+        let record = encode_record(ChunkPos::new(0, i64::MIN), stamp(), &diff(&[(1, 2, 3)]));
+        let err = decode_record(&record, 0, None).unwrap_err();
+        assert!(err.contains("outside the grid"), "{err}");
+    }
+
+    #[test]
+    fn a_cell_index_past_u32_is_damage_not_truncated() {
+        // 70000 cells per side: cells² > 2^32, so the delta coding can reach an index a Diff
+        // cannot hold; it was truncated to `index as u32` (4294967301 became cell 5).
+        let stamp = Stamp {
+            cells: 70_000,
+            ..stamp()
+        };
+        let raw = postcard::to_allocvec(&Payload {
+            x: 1,
+            z: 2,
+            stamp,
+            cells: vec![(u32::MAX, 1, 1), (5, 2, 2)],
+        })
+        .unwrap();
+        let mut record = RECORD_MAGIC.to_vec();
+        record.extend_from_slice(&RECORD_VERSION.to_le_bytes());
+        record.extend_from_slice(&0u16.to_le_bytes());
+        record.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        record.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        record.extend_from_slice(&crc32fast::hash(&raw).to_le_bytes());
+        record.extend_from_slice(&raw);
+        let err = decode_record(&record, 0, None).unwrap_err();
+        assert!(err.contains("index 4294967301"), "{err}");
+    }
+
+    #[test]
+    fn stamps_compare_bit_for_bit() {
+        // A NaN chunk size made every record of its own region "not the region's stamp": the
+        // region did not survive encode → decode.
+        let mut r = region();
+        r.stamp.chunk_size = f64::NAN;
+        let d = decode(&encode(&r), r.pos);
+        assert_eq!(d.damage, vec![]);
+        assert_eq!(d.chunks.len(), 3);
+        // And a record stamped -0.0 is not one of a region stamped 0.0.
+        r.stamp.chunk_size = 0.0;
+        let mut bytes = encode(&r);
+        let (chunk, offset, len) = decode(&bytes, r.pos).entries[0];
+        let record = encode_record(
+            chunk,
+            Stamp {
+                chunk_size: -0.0,
+                ..r.stamp
+            },
+            &r.chunks[&chunk],
+        );
+        assert_eq!(record.len() as u64, len);
+        bytes[offset as usize..(offset + len) as usize].copy_from_slice(&record);
+        let d = decode(&bytes, r.pos);
+        assert!(
+            matches!(&d.damage[..], [Damage::Record { message, .. }] if message.contains("stamp")),
+            "{:?}",
+            d.damage
+        );
     }
 
     #[test]
