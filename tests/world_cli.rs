@@ -231,13 +231,14 @@ fn verify_names_each_damaged_record_and_header_and_exits_1() {
         "{}",
         lines[0]
     );
+    // Regions in row order (z, then x), like chunks.
     assert!(
-        lines[1].starts_with("r.0.1.wsr: header: CRC-32 mismatch"),
+        lines[1].starts_with("r.1.0.wsr: chunk 33 0: the table says"),
         "{}",
         lines[1]
     );
     assert!(
-        lines[2].starts_with("r.1.0.wsr: chunk 33 0: the table says"),
+        lines[2].starts_with("r.0.1.wsr: header: CRC-32 mismatch"),
         "{}",
         lines[2]
     );

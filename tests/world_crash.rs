@@ -2,7 +2,8 @@
 //! the new image, never a mix"). The test re-runs its own binary as a child that rewrites one
 //! region file forever, image after image, and kills it with SIGKILL at seeded random moments;
 //! after each kill the file must be exactly one image the child had started or finished, the
-//! only debris a `.tmp` file, which `store::open_dir` removes.
+//! only debris a `.tmp` file, which opening leaves alone (opening changes nothing on disk) and
+//! the save thread's first write removes.
 //!
 //! Half the rounds write through `store::write_atomic`, half through the save thread
 //! (`Store::flush`), which is what the game uses.
@@ -240,24 +241,41 @@ fn a_region_file_killed_mid_write_is_the_old_or_the_new_image() {
         if !debris.is_empty() {
             tmp_left += 1;
         }
-        // Opening the directory removes the temporary file and finds no damage.
+        // Opening the directory finds no damage and changes nothing.
         if found.is_some() || !debris.is_empty() {
             let opened = store::open_dir(&dir, stamp()).unwrap();
             assert_eq!(opened.damage, vec![], "round {round}");
             assert_eq!(opened.chunks, found.map(image).unwrap_or_default());
-            let expected: BTreeSet<String> = found.map(|_| POS.file_name()).into_iter().collect();
-            assert_eq!(names(&dir), expected, "round {round}");
+            assert_eq!(names(&dir), files, "round {round}");
         }
         current = found;
         from = last.map_or(from, |l| l + 1);
     }
 
-    // A game's save thread opens what is left: no damage, the last image.
+    // A game's save thread opens what is left: no damage, the last image; its first write
+    // removes a temporary file left behind.
     let (store, damage) = Store::start(Some(dir.clone()), stamp()).unwrap();
     assert_eq!(damage, vec![]);
     assert_eq!(
         store.snapshot().unwrap(),
         current.map(image).unwrap_or_default()
+    );
+    std::fs::write(
+        dir.join(format!("{}.tmp", POS.file_name())),
+        b"left by a kill",
+    )
+    .unwrap();
+    store
+        .flush(vec![(
+            ChunkPos::new(5, 5),
+            Some(Diff {
+                cells: [(1, (2, 3))].into(),
+            }),
+        )])
+        .unwrap();
+    assert_eq!(
+        names(&dir),
+        [POS.file_name()].into_iter().collect::<BTreeSet<_>>()
     );
     drop(store);
     assert!(

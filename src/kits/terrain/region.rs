@@ -480,9 +480,22 @@ pub fn decode(bytes: &[u8], pos: RegionPos) -> Decoded {
         Err(message) => {
             out.damage.push(Damage::Header(message));
             // Records carry their own chunk, stamp and checksum: keep every sound one found.
+            // Each candidate costs a checksum over the payload its header claims; a file full
+            // of false headers could make that quadratic, so the scan checksums at most a few
+            // times the file's size, then stops and says so.
+            let mut budget = SCAN_BUDGET_FACTOR * bytes.len() + RECORD_HEADER_LEN;
             let mut at = 0;
             while at + RECORD_HEADER_LEN <= bytes.len() {
                 if bytes[at..at + 4] == RECORD_MAGIC {
+                    let claimed = u32_at(bytes, at + 8) as usize;
+                    if claimed > budget {
+                        out.damage.push(Damage::Header(format!(
+                            "the scan for records stopped at byte {at}: too many false record \
+                             headers"
+                        )));
+                        break;
+                    }
+                    budget -= claimed.min(bytes.len() - at);
                     if let Ok((c, s, diff, len)) = decode_record(bytes, at, None) {
                         if RegionPos::of(c) == pos {
                             out.entries.push((c, at as u64, len as u64));
@@ -498,6 +511,9 @@ pub fn decode(bytes: &[u8], pos: RegionPos) -> Decoded {
     }
     out
 }
+
+/// How many times its own size a damaged file's scan for records may checksum.
+const SCAN_BUDGET_FACTOR: usize = 4;
 
 /// A table as read: `(chunk, offset, length)` in file order.
 type Table = Vec<(ChunkPos, usize, usize)>;
@@ -862,6 +878,29 @@ mod tests {
         let d = decode(&bytes, r.pos);
         assert!(
             matches!(&d.damage[..], [Damage::Record { message, .. }] if message.contains("stamp")),
+            "{:?}",
+            d.damage
+        );
+    }
+
+    #[test]
+    fn a_file_full_of_false_record_headers_is_scanned_in_linear_time() {
+        // 40 000 false headers each claiming the rest of the file: without a bound the scan
+        // would checksum ~16 GB; with it, at most 4× the file's 800 KB.
+        let mut bytes = vec![0u8; 800_000];
+        for at in (0..bytes.len() - RECORD_HEADER_LEN).step_by(RECORD_HEADER_LEN) {
+            bytes[at..at + 4].copy_from_slice(&RECORD_MAGIC);
+            bytes[at + 4..at + 6].copy_from_slice(&RECORD_VERSION.to_le_bytes());
+            let rest = (bytes.len() - at - RECORD_HEADER_LEN) as u32;
+            bytes[at + 8..at + 12].copy_from_slice(&rest.to_le_bytes());
+            bytes[at + 12..at + 16].copy_from_slice(&10u32.to_le_bytes());
+        }
+        let d = decode(&bytes, RegionPos { x: 0, z: 0 });
+        assert!(d.chunks.is_empty());
+        assert!(
+            d.damage
+                .iter()
+                .any(|x| x.to_string().contains("scan for records stopped")),
             "{:?}",
             d.damage
         );

@@ -205,6 +205,28 @@ pub fn copy_aside(dir: &Path, file: &str) -> std::io::Result<String> {
     unreachable!("some name is free")
 }
 
+/// Removes the temporary files (`r.x.z.wsr.tmp`, `r.x.z.wsr.damaged….tmp`) a write killed
+/// midway left in `dir`; they are never read.
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".tmp") else {
+            continue;
+        };
+        let region = stem.split_once(".wsr").map(|(r, _)| format!("{r}.wsr"));
+        if region
+            .as_deref()
+            .and_then(RegionPos::parse_file_name)
+            .is_some()
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Replaces `dir/name` with `bytes` atomically: `name.tmp`, fsync, rename, fsync the directory.
 /// A reader (or a crash) sees the old file or the new one, never a mix.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
@@ -419,6 +441,9 @@ struct Owner {
     retry: BTreeSet<RegionPos>,
     /// Regions whose file was found damaged and is not copied aside yet.
     damaged: BTreeSet<RegionPos>,
+    /// Whether the temporary files a killed write left were removed (at the first write:
+    /// opening changes nothing on disk).
+    swept: bool,
 }
 
 impl Owner {
@@ -430,6 +455,7 @@ impl Owner {
             failed: None,
             retry: BTreeSet::new(),
             damaged: BTreeSet::new(),
+            swept: false,
         };
         owner.fill(opened);
         owner
@@ -511,6 +537,11 @@ impl Owner {
                     dir: dir.clone(),
                     message: format!("cannot create it: {e}"),
                 });
+            }
+            if !self.swept {
+                // Best effort: a temporary file left behind is harmless, only untidy.
+                remove_stale_temporaries(dir);
+                self.swept = true;
             }
         }
         for pos in touched {
