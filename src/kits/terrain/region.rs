@@ -478,24 +478,24 @@ pub fn decode(bytes: &[u8], pos: RegionPos) -> Decoded {
             }
         }
         Err(message) => {
-            out.damage.push(Damage::Header(message));
             // Records carry their own chunk, stamp and checksum: keep every sound one found.
             // Each candidate costs a checksum over the payload its header claims; a file full
             // of false headers could make that quadratic, so the scan checksums at most a few
             // times the file's size, then stops and says so.
-            let mut budget = SCAN_BUDGET_FACTOR * bytes.len() + RECORD_HEADER_LEN;
+            let mut budget = SCAN_BUDGET_FACTOR * bytes.len();
+            let mut stopped = None;
             let mut at = 0;
             while at + RECORD_HEADER_LEN <= bytes.len() {
                 if bytes[at..at + 4] == RECORD_MAGIC {
+                    // Only a payload that fits in the file is checksummed.
                     let claimed = u32_at(bytes, at + 8) as usize;
-                    if claimed > budget {
-                        out.damage.push(Damage::Header(format!(
-                            "the scan for records stopped at byte {at}: too many false record \
-                             headers"
-                        )));
-                        break;
+                    if claimed <= bytes.len() - at - RECORD_HEADER_LEN {
+                        if claimed > budget {
+                            stopped = Some(at);
+                            break;
+                        }
+                        budget -= claimed;
                     }
-                    budget -= claimed.min(bytes.len() - at);
                     if let Ok((c, s, diff, len)) = decode_record(bytes, at, None) {
                         if RegionPos::of(c) == pos {
                             out.entries.push((c, at as u64, len as u64));
@@ -507,6 +507,13 @@ pub fn decode(bytes: &[u8], pos: RegionPos) -> Decoded {
                 }
                 at += 1;
             }
+            out.damage.push(Damage::Header(match stopped {
+                None => message,
+                Some(at) => format!(
+                    "{message}; the scan for records stopped at byte {at}: too many false \
+                     record headers"
+                ),
+            }));
         }
     }
     out
