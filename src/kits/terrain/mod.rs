@@ -15,7 +15,7 @@ mod save;
 pub mod store;
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -219,13 +219,17 @@ struct State {
     pool: Option<Pool>,
     store: Option<Store>,
     next_version: u64,
-    in_flight: BTreeMap<ChunkPos, Flight>,
-    /// Commits due, in order: (tick, dispatch order) → chunk and version.
-    commits: BTreeMap<(u64, u64), (ChunkPos, u64)>,
+    /// Chunks dispatched and not committed (hashed: looked up on every commit and release;
+    /// saves sort them).
+    in_flight: FxHashMap<ChunkPos, Flight>,
+    /// Commits due, in (tick, dispatch order): a queue, since dispatches come in that order
+    /// (a commit tick is the dispatch tick plus a fixed latency).
+    commits: VecDeque<(u64, u64, ChunkPos)>,
     /// Results that came back before their commit, by chunk (the version tells a stale one;
     /// `None`: the worker failed and the commit builds the chunk itself).
     arrived: FxHashMap<ChunkPos, (u64, Option<Built>)>,
-    built: BTreeMap<ChunkPos, Arc<ChunkData>>,
+    /// Built chunks (hashed; saves list them in row order).
+    built: FxHashMap<ChunkPos, Arc<ChunkData>>,
     /// Built chunks that differ from their baseline: the cells that differ (*modified*).
     diffs: BTreeMap<ChunkPos, Diff>,
     /// Built chunks whose stored form is behind (`diffs` changed since the last write back).
@@ -245,7 +249,11 @@ impl State {
         let version = self.next_version;
         self.next_version += 1;
         self.in_flight.insert(chunk, Flight { version, commit_at });
-        self.commits.insert((commit_at, version), (chunk, version));
+        // In order at the back, except after a load whose saved commits come later.
+        let at = self
+            .commits
+            .partition_point(|&(t, v, _)| (t, v) < (commit_at, version));
+        self.commits.insert(at, (commit_at, version, chunk));
         if let Some(pool) = &self.pool {
             pool.dispatch(Job { chunk, version });
         }
@@ -500,10 +508,10 @@ impl TerrainKit {
                 pool: None,
                 store: None,
                 next_version: 0,
-                in_flight: BTreeMap::new(),
-                commits: BTreeMap::new(),
+                in_flight: FxHashMap::default(),
+                commits: VecDeque::new(),
                 arrived: FxHashMap::default(),
-                built: BTreeMap::new(),
+                built: FxHashMap::default(),
                 diffs: BTreeMap::new(),
                 unsaved: BTreeSet::new(),
                 dirty: BTreeSet::new(),
@@ -522,13 +530,13 @@ impl TerrainKit {
         loop {
             let next = {
                 let mut st = self.state.borrow_mut();
-                let Some((&(at, seq), &(chunk, version))) = st.commits.first_key_value() else {
+                let Some(&(at, version, chunk)) = st.commits.front() else {
                     break;
                 };
                 if at > ctx.tick {
                     break;
                 }
-                st.commits.remove(&(at, seq));
+                st.commits.pop_front();
                 if st.in_flight.get(&chunk).map(|f| f.version) != Some(version) {
                     continue; // released (or reloaded) since: nothing to commit
                 }
@@ -723,7 +731,7 @@ impl Kit for TerrainKit {
             return;
         };
         let loaded: BTreeSet<ChunkPos> = streaming.loaded().into_iter().collect();
-        let stale: Vec<ChunkPos> = st
+        let stale: BTreeSet<ChunkPos> = st
             .built
             .keys()
             .chain(st.in_flight.keys())

@@ -118,9 +118,8 @@ pub(super) fn section(st: &State) -> SaveSection {
                 hash: None,
             })
             .collect(),
-        built: st
-            .built
-            .iter()
+        built: sorted(&st.built)
+            .into_iter()
             .map(|(c, d)| SavedChunk {
                 x: c.x,
                 z: c.z,
@@ -303,7 +302,7 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
         store.replace(dir, p.opened);
         store.write(p.overlay);
     }
-    st.built = BTreeMap::new();
+    st.built.clear();
     for (c, b) in p.built {
         if let Some(d) = b.diff {
             st.diffs.insert(c, d);
@@ -342,4 +341,11 @@ fn same_dir(a: Option<&str>, b: Option<&str>) -> bool {
         }
         _ => false,
     }
+}
+
+/// A hashed map's entries in row order.
+fn sorted<V>(map: &rustc_hash::FxHashMap<ChunkPos, V>) -> Vec<(&ChunkPos, &V)> {
+    let mut v: Vec<_> = map.iter().collect();
+    v.sort_unstable_by_key(|(c, _)| **c);
+    v
 }
