@@ -384,6 +384,27 @@ fn ticket_id(v: &Value) -> Result<String, String> {
 /// Budget units an edit costs beyond rehashing its chunk (the generator's cell, the diff).
 const EDIT_UNITS: u64 = 64;
 
+/// The callback a subscribing function (`onBuilt`, `onChunk`) was given and the running mod,
+/// once the mod's subscriptions (`live`) are below [`MAX_SUBSCRIPTIONS`].
+fn subscriber(
+    callback: &Value,
+    entry: &EntrySlot,
+    live: &Cell<usize>,
+) -> Result<(Function, Rc<super::sandbox::Entry>), String> {
+    let Value::Function(f) = callback else {
+        return Err(format!("expected a function, got {}", got(callback)));
+    };
+    let Some(entry) = entry.get().and_then(Weak::upgrade) else {
+        return Err("the mod is not running".to_owned());
+    };
+    if live.get() >= MAX_SUBSCRIPTIONS {
+        return Err(format!(
+            "too many subscriptions (at most {MAX_SUBSCRIPTIONS} a mod)"
+        ));
+    }
+    Ok((f.clone(), entry))
+}
+
 /// One `terrain` function: `Err(message)` is a usage error, prefixed with the function's name.
 type TerrainFn = ServiceFn<dyn TerrainService>;
 
@@ -474,17 +495,7 @@ fn terrain_functions(
     add(
         "onBuilt",
         Box::new(move |lua, s, args| {
-            let Value::Function(f) = arg(&args, 0) else {
-                return Err(format!("expected a function, got {}", got(&arg(&args, 0))));
-            };
-            let Some(entry) = entry.get().and_then(Weak::upgrade) else {
-                return Err("the mod is not running".to_owned());
-            };
-            if live.get() >= MAX_SUBSCRIPTIONS {
-                return Err(format!(
-                    "too many subscriptions (at most {MAX_SUBSCRIPTIONS} a mod)"
-                ));
-            }
+            let (f, entry) = subscriber(&arg(&args, 0), &entry, &live)?;
             live.set(live.get() + 1);
             s.on_built(Box::new(move |chunk, hash| {
                 entry.built_callback(&f, chunk, hash)
@@ -771,17 +782,7 @@ fn streaming_functions(
     add(
         "onChunk",
         Box::new(move |lua, s, args| {
-            let Value::Function(f) = arg(&args, 0) else {
-                return Err(format!("expected a function, got {}", got(&arg(&args, 0))));
-            };
-            let Some(entry) = entry.get().and_then(Weak::upgrade) else {
-                return Err("the mod is not running".to_owned());
-            };
-            if live.get() >= MAX_SUBSCRIPTIONS {
-                return Err(format!(
-                    "too many subscriptions (at most {MAX_SUBSCRIPTIONS} a mod)"
-                ));
-            }
+            let (f, entry) = subscriber(&arg(&args, 0), &entry, &live)?;
             let service = service_for_callback.clone();
             let subscription = s.on_chunk(Box::new(move |chunk, loaded| {
                 let restored = service.upgrade().is_some_and(|s| s.restoring());
