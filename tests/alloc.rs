@@ -4,6 +4,9 @@
 //! a JSON mod. It also counts bytes: loading a big scene peaks under 5× the file's size and keeps
 //! a bounded number of bytes per entity.
 
+#[path = "common/big_scene.rs"]
+mod big_scene;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -111,20 +114,7 @@ fn a_steady_tick_allocates_nothing() {
 fn a_big_scene_loads_within_5x_its_size_and_keeps_a_few_hundred_bytes_per_entity() {
     // 20 000 streamable crates with two tags (as examples/big_scene.rs, which times 100 000).
     let n = 20_000;
-    let mut text = String::from(
-        r#"{"kits": [{"id": "world.ground"}, {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 2}}],
-"entities": [{"id": "hero", "tags": ["player"], "position": {"x": 8, "z": 8}}"#,
-    );
-    for i in 0..n {
-        let (x, z) = (
-            (i % 1000) as f64 * 3.25 - 1500.0,
-            (i / 1000) as f64 * 7.5 - 400.0,
-        );
-        text.push_str(&format!(
-            ",\n{{\"id\": \"crate-{i:06}\", \"tags\": [\"streamable\", \"loot\"], \"position\": {{\"x\": {x}, \"y\": 1.5, \"z\": {z}}}}}"
-        ));
-    }
-    text.push_str("]}\n");
+    let text = big_scene::scene_text(n);
     let catalog = world_streaming::kits::builtin_catalog();
     // Interned tag names and lazily built statics are made once, before counting.
     drop(world_streaming::game::Game::from_scene_text(
