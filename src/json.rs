@@ -96,7 +96,10 @@ fn plain_type(expected: &str) -> String {
     }
     match e {
         "i64" | "i32" | "i8" | "i16" => "an integer".to_owned(),
-        "u64" | "u32" | "usize" | "u8" | "u16" => "an integer >= 0".to_owned(),
+        "u8" => "an integer 0..=255".to_owned(),
+        "u16" => "an integer 0..=65535".to_owned(),
+        "u32" => "an integer 0..=4294967295".to_owned(),
+        "u64" | "usize" => "an integer >= 0".to_owned(),
         "f64" | "f32" => "a number".to_owned(),
         "a sequence" => "an array".to_owned(),
         "a borrowed string" => "a string".to_owned(),
@@ -289,8 +292,16 @@ mod tests {
         let p = from_value::<crate::grid::Position>(&serde_json::json!({"x": "1", "z": 0}), "to")
             .unwrap_err();
         assert_eq!(p.to_string(), "to.x: expected a number, got \"1\"");
-        let p = from_value::<Vec<u32>>(&serde_json::json!([1, -2]), "").unwrap_err();
+        let p = from_value::<Vec<u64>>(&serde_json::json!([1, -2]), "").unwrap_err();
         assert_eq!(p.to_string(), "[1]: expected an integer >= 0, got -2");
+        // Narrow integers say their range (an edit's height and material).
+        let p = from_value::<Vec<u16>>(&serde_json::json!([70000]), "").unwrap_err();
+        assert_eq!(
+            p.to_string(),
+            "[0]: expected an integer 0..=65535, got 70000"
+        );
+        let p = from_value::<Vec<u8>>(&serde_json::json!([300]), "").unwrap_err();
+        assert_eq!(p.to_string(), "[0]: expected an integer 0..=255, got 300");
     }
 
     #[test]

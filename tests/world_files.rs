@@ -939,3 +939,24 @@ fn a_mod_that_edits_without_end_is_stopped_by_its_budget_and_the_game_goes_on() 
     assert!(terrain(&g).is_modified(c(0, 0)));
     g.tick();
 }
+
+#[test]
+fn a_bad_edit_line_names_its_line_and_field_with_the_range() {
+    let text = "{\"tick\": 1, \"do\": \"edit\", \"at\": {\"x\": 1, \"z\": 2}, \"height\": 7}\n\
+                {\"tick\": 2, \"do\": \"edit\", \"at\": {\"x\": 1, \"z\": 2}, \"height\": 70000}\n\
+                {\"tick\": 3, \"do\": \"edit\", \"at\": {\"x\": 1, \"z\": 2}, \"height\": 7, \"material\": 256}\n\
+                {\"tick\": 4, \"do\": \"edit\", \"at\": {\"x\": 1}, \"height\": 7}\n";
+    let errors: Vec<String> = world_streaming::files::inputs::Inputs::parse(text, "in.jsonl")
+        .unwrap_err()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "in.jsonl: line 2: height: expected an integer 0..=65535, got 70000",
+            "in.jsonl: line 3: material: expected an integer 0..=255, got 256",
+            "in.jsonl: line 4: at.z: missing field",
+        ]
+    );
+}
