@@ -88,11 +88,67 @@ fn load(c: &mut Criterion) {
     );
 }
 
+/// A game on a world directory with 200 edited chunks around the player, who then leaves:
+/// the release tick and the write back it causes, until it is on disk.
+fn release(c: &mut Criterion) {
+    use serde_json::json;
+    use world_streaming::game::Game;
+    use world_streaming::grid::Position;
+    let mut g = c.benchmark_group("world release");
+    g.sample_size(10);
+    let dir = tempfile::tempdir().unwrap();
+    let scene = json!({
+        "kits": [
+            { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 7, "budgetMs": 64 } },
+            { "id": "world.terrain", "config": { "seed": 7, "worldDir": dir.path(), "flushEveryTicks": 0 } }
+        ],
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } } ]
+    })
+    .to_string();
+    let catalog = world_streaming::kits::builtin_catalog();
+    g.bench_function(
+        "200 edited chunks released in one tick, written back",
+        |b| {
+            b.iter_batched(
+                || {
+                    let mut game =
+                        Game::from_scene_text(&scene, "bench", ".".as_ref(), &catalog).unwrap();
+                    game.run_until_ready("hero", 100).unwrap();
+                    for k in 0..200i64 {
+                        let at = Position::new(
+                            (k % 15 - 7) as f64 * 32.0 + 5.5,
+                            (k / 15 - 7) as f64 * 32.0 + 5.5,
+                        );
+                        game.edit(at, 1000 + k as u16, None).unwrap();
+                    }
+                    game.tick();
+                    game
+                },
+                |mut game| {
+                    let to = Position::new(100_000.0, 16.0);
+                    let tick = game.engine().tick_count() + 1;
+                    game.engine_mut().input(tick, |e| {
+                        e.world_mut()
+                            .move_to(&world_streaming::host::EntityId::new("hero"), to)
+                            .unwrap()
+                    });
+                    game.tick();
+                    game.engine().flush().unwrap();
+                    game
+                },
+                criterion::BatchSize::PerIteration,
+            )
+        },
+    );
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
 }
 
-criterion_group! { name = benches; config = config(); targets = flush, load }
+criterion_group! { name = benches; config = config(); targets = flush, load, release }
 criterion_main!(benches);

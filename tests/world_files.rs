@@ -989,3 +989,25 @@ fn a_world_of_another_generator_version_is_a_clear_error_too() {
     );
     assert_eq!(std::fs::read(dir.path().join("r.-1.0.wsr")).unwrap(), bytes);
 }
+
+#[test]
+fn a_chunk_released_and_loaded_again_before_the_end_of_a_tick_keeps_its_edits() {
+    // `leave` releases every chunk and `enter` has them loaded on the same tick: the release's
+    // write back reaches the save thread before the reload's worker asks it.
+    for dir in [None, Some(tempfile::tempdir().unwrap())] {
+        let mut g = ready(1, dir.as_ref().map(|d| d.path()), 0);
+        g.edit(cell_pos(c(0, 0), 9, 9), 4321, Some(2)).unwrap();
+        let edited = terrain(&g).chunk(c(0, 0)).unwrap().hash();
+        let tick = g.engine().tick_count() + 1;
+        apply(&mut g, json!({"tick": tick, "do": "leave"}));
+        apply(
+            &mut g,
+            json!({"tick": tick, "do": "enter", "scene": "main"}),
+        );
+        assert!(!terrain(&g).is_built(c(0, 0)));
+        g.tick();
+        g.run_until_ready("hero", 100).unwrap();
+        assert_eq!(terrain(&g).chunk(c(0, 0)).unwrap().hash(), edited);
+        assert!(terrain(&g).is_modified(c(0, 0)));
+    }
+}

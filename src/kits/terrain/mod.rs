@@ -234,6 +234,9 @@ struct State {
     diffs: BTreeMap<ChunkPos, Diff>,
     /// Built chunks whose stored form is behind (`diffs` changed since the last write back).
     unsaved: BTreeSet<ChunkPos>,
+    /// Chunks released unsaved this tick, with their diffs (`None`: back to the baseline),
+    /// written back together.
+    released: Vec<(ChunkPos, Option<Diff>)>,
     /// Built chunks to rebuild (*dirty*): told `world.terrain.changed` at the end of the tick.
     dirty: BTreeSet<ChunkPos>,
     /// Stored edits found damaged, reported at the start of the next tick.
@@ -246,6 +249,7 @@ struct State {
 
 impl State {
     fn dispatch(&mut self, chunk: ChunkPos, commit_at: u64) {
+        self.send_released(); // before the job: its worker may ask for this chunk
         let version = self.next_version;
         self.next_version += 1;
         self.in_flight.insert(chunk, Flight { version, commit_at });
@@ -268,25 +272,38 @@ impl State {
         }
         self.dirty.remove(&chunk);
         let diff = self.diffs.remove(&chunk);
-        // Written back on release (SPEC §13), before any later dispatch of the chunk can ask
-        // the save thread for it: the thread answers in the order it is asked.
+        // Written back on release (SPEC §13): gathered, and sent as one write at the end of
+        // the tick — or before any dispatch, so that a reload asks the save thread after it
+        // has the chunk (the thread answers in the order it is asked).
         if self.unsaved.remove(&chunk) {
+            self.released.push((chunk, diff));
+        }
+    }
+
+    /// Sends the released chunks' write back, if any (one message, one rewrite a region).
+    fn send_released(&mut self) {
+        if !self.released.is_empty() {
+            let changes = std::mem::take(&mut self.released);
             if let Some(store) = &self.store {
-                store.write(vec![(chunk, diff)]);
+                store.write(changes);
             }
         }
     }
 
-    /// The write back of every unsaved chunk.
+    /// The write back of every released and every unsaved chunk.
     fn take_unsaved(&mut self) -> Vec<(ChunkPos, Option<Diff>)> {
-        std::mem::take(&mut self.unsaved)
-            .into_iter()
-            .map(|c| (c, self.diffs.get(&c).cloned()))
-            .collect()
+        let mut changes = std::mem::take(&mut self.released);
+        changes.extend(
+            std::mem::take(&mut self.unsaved)
+                .into_iter()
+                .map(|c| (c, self.diffs.get(&c).cloned())),
+        );
+        changes
     }
 
-    /// Writes back every unsaved chunk and waits until it is stored. On failure the chunks
-    /// stay unsaved (and the save thread retries their regions with every later write).
+    /// Writes back every released and unsaved chunk and waits until it is stored. On failure
+    /// the resident chunks stay unsaved (and the save thread, which has them all, retries
+    /// their regions with every later write).
     fn flush(&mut self) -> Result<(), store::StoreError> {
         if self.store.is_none() {
             return Ok(());
@@ -514,6 +531,7 @@ impl TerrainKit {
                 built: FxHashMap::default(),
                 diffs: BTreeMap::new(),
                 unsaved: BTreeSet::new(),
+                released: Vec::new(),
                 dirty: BTreeSet::new(),
                 errors: Vec::new(),
                 waits: 0,
@@ -696,6 +714,7 @@ impl Kit for TerrainKit {
                 store.write(changes);
             }
         }
+        st.send_released();
         // The tick's dispatches only queued their jobs: one wake for all of them.
         if let Some(pool) = &st.pool {
             pool.wake();

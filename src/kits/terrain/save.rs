@@ -103,6 +103,9 @@ pub(super) fn section(st: &State) -> SaveSection {
             .unwrap_or_default();
         edits.extend(snapshot.iter().map(|(c, d)| (*c, Some(d))));
     }
+    for (c, d) in &st.released {
+        edits.insert(*c, d.as_ref());
+    }
     for c in &st.unsaved {
         edits.insert(*c, st.diffs.get(c));
     }
@@ -295,6 +298,7 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
     st.commits.clear();
     st.arrived.clear();
     st.unsaved.clear();
+    st.released.clear();
     st.diffs.clear();
     if let Some(store) = &st.store {
         // Before any dispatch below: workers ask the thread after it has the saved world.
