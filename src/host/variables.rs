@@ -1,12 +1,14 @@
 //! Engine variables: named values kits publish (e.g. `world.chunks.loaded`) for others to read.
 
 use indexmap::IndexMap;
+use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 
-/// Variables by name, in first-set order.
+/// Variables by name, in first-set order (the order never depends on the hasher, so a fast
+/// one does: kits set theirs on every tick something changed).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Variables {
-    values: IndexMap<String, Value>,
+    values: IndexMap<String, Value, FxBuildHasher>,
 }
 
 impl Variables {
@@ -37,7 +39,7 @@ impl Variables {
     }
 
     /// Replaces every variable (used by save loading).
-    pub(crate) fn replace(&mut self, values: IndexMap<String, Value>) {
-        self.values = values;
+    pub(crate) fn replace(&mut self, values: impl IntoIterator<Item = (String, Value)>) {
+        self.values = values.into_iter().collect();
     }
 }

@@ -386,9 +386,16 @@ impl StreamingKit {
             progress: st.residency.progress(),
             over: st.over_capacity,
         };
-        if self.published != Some(now) {
+        // Only what changed (a builder's commit moves the progress alone).
+        let all = self.published.is_none();
+        let was = self.published.unwrap_or(now);
+        if all || was.loaded != now.loaded {
             ctx.variables.set(VAR_LOADED, now.loaded as u64);
+        }
+        if all || was.pending != now.pending {
             ctx.variables.set(VAR_PENDING, now.pending as u64);
+        }
+        if all || was.progress != now.progress {
             let (ready, wanted) = now.progress;
             let progress = if wanted == 0 {
                 1.0
@@ -396,9 +403,11 @@ impl StreamingKit {
                 ready as f64 / wanted as f64
             };
             ctx.variables.set(VAR_PROGRESS, progress);
-            ctx.variables.set(VAR_OVER_CAPACITY, u64::from(now.over));
-            self.published = Some(now);
         }
+        if all || was.over != now.over {
+            ctx.variables.set(VAR_OVER_CAPACITY, u64::from(now.over));
+        }
+        self.published = Some(now);
     }
 }
 
