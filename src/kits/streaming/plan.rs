@@ -150,7 +150,8 @@ pub struct Residency {
     ready: usize,
     /// How many builders readiness waits for (at most 64).
     builders: u32,
-    /// Which builders built each loaded chunk (bit `i`: builder `i`).
+    /// Which builders built each loaded chunk (bit `i`: builder `i`). Every loaded chunk has
+    /// an entry, so one hashed lookup also tells whether a chunk is loaded.
     built: FxHashMap<ChunkPos, u64>,
 }
 
@@ -393,26 +394,23 @@ impl Residency {
     fn chunk_ready(&self, c: ChunkPos) -> bool {
         match self.refusal_kind(c) {
             Some(RefusalKind::Load) => true,
-            // The bits first: a cheap hash lookup that settles most calls during building.
-            _ => self.built_by_all(c) && self.loaded.contains(&c),
+            // Loaded, and built by every builder: one hashed lookup.
+            _ => self.built.get(&c).is_some_and(|bits| self.all_built(*bits)),
         }
-    }
-
-    /// [`Residency::chunk_ready`] for a chunk known to be loaded (no lookup of the loaded set).
-    fn loaded_chunk_ready(&self, c: ChunkPos) -> bool {
-        matches!(self.refusal_kind(c), Some(RefusalKind::Load)) || self.built_by_all(c)
     }
 
     fn built_by_all(&self, c: ChunkPos) -> bool {
-        if self.builders == 0 {
-            return true;
-        }
+        self.all_built(self.built.get(&c).copied().unwrap_or(0))
+    }
+
+    /// Whether `bits` hold every builder's bit (always, with no builder).
+    fn all_built(&self, bits: u64) -> bool {
         let all = if self.builders >= 64 {
             u64::MAX
         } else {
             (1u64 << self.builders) - 1
         };
-        self.built.get(&c).copied().unwrap_or(0) & all == all
+        bits & all == all
     }
 
     /// `c` joined the union.
@@ -547,6 +545,7 @@ impl Residency {
         if !self.loaded.insert(chunk) {
             return;
         }
+        self.built.insert(chunk, 0);
         self.pending.swap_remove(&chunk);
         if self.is_wanted(chunk) {
             if self.chunk_ready(chunk) {
@@ -689,23 +688,33 @@ impl Residency {
     }
 
     /// Builder `builder` built (or unbuilt) a loaded chunk; ignored for a chunk not loaded.
+    /// A builder's commit calls it for every chunk: one hashed lookup when it changes no
+    /// readiness.
     pub fn set_built(&mut self, builder: u32, chunk: ChunkPos, built: bool) {
-        if builder >= self.builders || !self.loaded.contains(&chunk) {
+        if builder >= self.builders {
             return;
         }
-        let counted = self.is_wanted(chunk);
-        let was_ready = counted && self.loaded_chunk_ready(chunk);
-        let bits = self.built.entry(chunk).or_default();
+        let Some(bits) = self.built.get_mut(&chunk) else {
+            return; // not loaded
+        };
+        let was = *bits;
         if built {
             *bits |= 1 << builder;
         } else {
             *bits &= !(1 << builder);
         }
-        let now_ready = counted && self.loaded_chunk_ready(chunk);
-        match (was_ready, now_ready) {
-            (false, true) => self.ready += 1,
-            (true, false) => self.ready -= 1,
-            _ => {}
+        let now = *bits;
+        // Readiness moves with the bits, unless a load refusal makes the chunk ready anyway.
+        let (was_ready, now_ready) = (self.all_built(was), self.all_built(now));
+        if was_ready != now_ready
+            && self.is_wanted(chunk)
+            && self.refusal_kind(chunk) != Some(RefusalKind::Load)
+        {
+            if now_ready {
+                self.ready += 1;
+            } else {
+                self.ready -= 1;
+            }
         }
     }
 
@@ -764,6 +773,7 @@ impl Residency {
                 self.last_wanted.insert(*c, *lw);
             }
         }
+        self.built = loaded.iter().map(|c| (*c, 0)).collect();
         self.loaded = loaded;
         self.refusals = refusals;
         // Every loaded chunk starts outside the union (an eviction candidate at its saved
@@ -820,6 +830,53 @@ mod tests {
         for c in batch {
             r.mark_loaded(c);
         }
+    }
+
+    #[test]
+    fn readiness_follows_every_builder_through_loads_releases_and_restores() {
+        let mut r = res();
+        let (a, b) = (r.add_builder().unwrap(), r.add_builder().unwrap());
+        let check = |r: &Residency| assert_eq!(r.progress().0, r.recount_ready());
+        fill(&mut r, Position::new(8.0, 8.0), 1);
+        assert_eq!(r.progress(), (0, 9));
+        let c = ChunkPos::new(0, 0);
+        r.set_built(a, c, true);
+        assert_eq!(r.progress(), (0, 9), "one builder of two");
+        r.set_built(b, c, true);
+        r.set_built(b, c, true); // again: no change
+        assert_eq!(r.progress(), (1, 9));
+        assert!(r.is_built_by(a, c) && r.is_built_by(b, c));
+        r.set_built(a, c, false);
+        assert_eq!(r.progress(), (0, 9));
+        r.set_built(a, c, true);
+        // Not loaded, or no such builder: ignored.
+        r.set_built(a, ChunkPos::new(5, 5), true);
+        r.set_built(7, c, true);
+        assert!(!r.is_built_by(a, ChunkPos::new(5, 5)));
+        check(&r);
+        // Released: forgotten; loaded again: built by nobody.
+        r.mark_released(c);
+        assert_eq!(r.progress(), (0, 9));
+        assert!(!r.is_built_by(a, c));
+        r.mark_loaded(c);
+        assert!(!r.is_built_by(a, c));
+        r.set_built(a, c, true);
+        r.set_built(b, c, true);
+        assert_eq!(r.progress(), (1, 9));
+        check(&r);
+        // A restored chunk is loaded: its builders can tell it built.
+        let loaded: BTreeSet<ChunkPos> = [c, ChunkPos::new(1, 0)].into();
+        let foci = [FocusView {
+            pos: Position::new(8.0, 8.0),
+            radius: 1,
+        }];
+        r.restore(loaded, BTreeMap::new(), &foci, BTreeMap::new(), 3);
+        assert_eq!(r.progress(), (0, 9));
+        for builder in [a, b] {
+            r.set_built(builder, ChunkPos::new(1, 0), true);
+        }
+        assert_eq!(r.progress(), (1, 9));
+        check(&r);
     }
 
     #[test]
