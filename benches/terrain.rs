@@ -41,13 +41,16 @@ fn pool(c: &mut Criterion) {
             BenchmarkId::new("64 chunks", format!("{workers} workers")),
             |b| {
                 b.iter(|| {
-                    for i in 0..64 {
-                        version += 1;
-                        pool.dispatch(Job {
-                            chunk: ChunkPos::new(i, version as i64),
-                            version,
-                        });
-                    }
+                    let mut jobs: Vec<Job> = (0..64)
+                        .map(|i| {
+                            version += 1;
+                            Job {
+                                chunk: ChunkPos::new(i, version as i64),
+                                version,
+                            }
+                        })
+                        .collect();
+                    pool.submit(&mut jobs, &mut Vec::new());
                     for _ in 0..64 {
                         pool.recv().unwrap();
                     }
@@ -82,73 +85,105 @@ fn drive_game(terrain: bool) -> Game {
     .unwrap()
 }
 
-/// 30 m/s at 60 ticks/s, radius 8, budget 4, default latency (2), default workers.
+/// One of the two drives: a game, its car's position, and its terrain service (if on).
+struct Drive {
+    game: Game,
+    x: f64,
+    terrain: Option<std::rc::Rc<dyn TerrainService>>,
+}
+
+impl Drive {
+    /// A drive at radius 8, budget 4, filled and built (289 chunks at 4 a tick).
+    fn new(terrain: bool) -> Drive {
+        let mut game = drive_game(terrain);
+        for _ in 0..200 {
+            game.tick();
+        }
+        let terrain = game.engine().service::<dyn TerrainService>(TERRAIN);
+        Drive {
+            game,
+            x: 16.0,
+            terrain,
+        }
+    }
+
+    /// One tick 0.5 m further east (30 m/s at 60 ticks a second); returns the tick's time.
+    fn tick(&mut self, car: &EntityId) -> Duration {
+        self.x += 0.5;
+        let tick = self.game.engine().tick_count() + 1;
+        let to = Position::new(self.x, 16.0);
+        let start = Instant::now();
+        self.game
+            .engine_mut()
+            .input(tick, |e| e.world_mut().move_to(car, to).unwrap());
+        self.game.tick();
+        let spent = start.elapsed();
+        self.game.engine_mut().take_events();
+        spent
+    }
+
+    fn waits(&self) -> u64 {
+        self.game.engine().variables().count("world.terrain.waits")
+    }
+}
+
+/// Radius 8, budget 4, default latency (2) and workers; terrain on and off, timed A/B.
+///
+/// Only the tick is timed. Between ticks the workers get the time a game's frame would give
+/// them (here: until they are idle), and that wait (a `sched_yield` loop of up to a
+/// millisecond) slows whatever tick comes next, terrain or not: the terrain-off drive alone,
+/// given the same waits before the same ticks, went from 580–740 to 875–965 ns a tick. So the
+/// two drives run in lockstep and see the same waits: every step waits for idle workers, then
+/// ticks both drives, alternating which goes first (A B, B A); each benchmark times its own
+/// drive's ticks.
 fn drive(c: &mut Criterion) {
     let mut g = c.benchmark_group("terrain drive");
     g.measurement_time(Duration::from_secs(6));
     let car = EntityId::new("car");
-    for terrain in [false, true] {
-        let mut game = drive_game(terrain);
-        for _ in 0..200 {
-            game.tick(); // 289 chunks at 4 a tick: filled, and built
-        }
-        let waits_before = game.engine().variables().count("world.terrain.waits");
-        if terrain {
-            // Paced like a game running 16 times faster than 60 ticks a second (1 ms a frame):
-            // 640 ticks of driving, 10 chunk borders, 170 chunks generated.
-            let mut x = 16.0;
-            for _ in 0..640 {
-                x += 0.5;
-                let tick = game.engine().tick_count() + 1;
-                let to = Position::new(x, 16.0);
-                game.engine_mut()
-                    .input(tick, |e| e.world_mut().move_to(&car, to).unwrap());
-                game.tick();
-                game.engine_mut().take_events();
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            let waits = game.engine().variables().count("world.terrain.waits") - waits_before;
-            println!("terrain drive paced at 1 ms a tick: world.terrain.waits grew by {waits} over 640 ticks");
-        }
-        let waits_before = game.engine().variables().count("world.terrain.waits");
-        let mut x = 16.0;
-        let label = if terrain { "terrain on" } else { "terrain off" };
-        let service = game.engine().service::<dyn TerrainService>(TERRAIN);
-        // Only the tick is timed. Between ticks the workers get the time a game's frame would
-        // give them (here: until they are idle), as they would at 60 ticks a second.
+    let mut drives = [Drive::new(false), Drive::new(true)];
+    // Paced like a game running 16 times faster than 60 ticks a second (1 ms a frame): 640
+    // ticks of driving, 10 chunk borders, 170 chunks generated.
+    let waits_before = drives[1].waits();
+    for _ in 0..640 {
+        drives[1].tick(&car);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    println!(
+        "terrain drive paced at 1 ms a tick: world.terrain.waits grew by {} over 640 ticks",
+        drives[1].waits() - waits_before
+    );
+    let waits_before = drives[1].waits();
+    let ticks_before = drives[1].game.engine().tick_count();
+    let mut step = 0u64;
+    for (timed, label) in [(0, "terrain off"), (1, "terrain on")] {
         g.bench_function(BenchmarkId::new("radius 8, budget 4", label), |b| {
             b.iter_custom(|iters| {
                 let mut spent = Duration::ZERO;
                 for _ in 0..iters {
-                    // The same pause before every timed tick, terrain on or off (a frame's other
-                    // work happens there in a game), then, with terrain, until the workers idle.
                     std::thread::yield_now();
-                    if let Some(t) = &service {
+                    if let Some(t) = &drives[1].terrain {
                         while t.generating() > 0 {
                             std::thread::yield_now();
                         }
                     }
-                    x += 0.5;
-                    let tick = game.engine().tick_count() + 1;
-                    let to = Position::new(x, 16.0);
-                    let start = Instant::now();
-                    game.engine_mut()
-                        .input(tick, |e| e.world_mut().move_to(&car, to).unwrap());
-                    game.tick();
-                    spent += start.elapsed();
-                    game.engine_mut().take_events();
+                    step += 1;
+                    let first = (step % 2) as usize;
+                    for d in [first, 1 - first] {
+                        let time = drives[d].tick(&car);
+                        if d == timed {
+                            spent += time;
+                        }
+                    }
                 }
                 spent
             })
         });
-        if terrain {
-            let waits = game.engine().variables().count("world.terrain.waits") - waits_before;
-            println!(
-                "terrain drive: world.terrain.waits grew by {waits} over {} ticks of driving",
-                game.engine().tick_count() - 200
-            );
-        }
     }
+    println!(
+        "terrain drive: world.terrain.waits grew by {} over {} ticks of driving",
+        drives[1].waits() - waits_before,
+        drives[1].game.engine().tick_count() - ticks_before
+    );
     g.finish();
 }
 

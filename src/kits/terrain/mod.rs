@@ -205,10 +205,13 @@ pub trait TerrainService {
 }
 
 /// A chunk dispatched and not committed yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 struct Flight {
     version: u64,
     commit_at: u64,
+    /// What its worker sent back, once it has (`Some(None)`: the worker failed, and the
+    /// commit builds the chunk itself).
+    done: Option<Option<Built>>,
 }
 
 struct State {
@@ -219,15 +222,18 @@ struct State {
     pool: Option<Pool>,
     store: Option<Store>,
     next_version: u64,
-    /// Chunks dispatched and not committed (hashed: looked up on every commit and release;
-    /// saves sort them).
+    /// Chunks dispatched and not committed, with their results once back (hashed: looked up
+    /// on every result, commit and release; saves sort them).
     in_flight: FxHashMap<ChunkPos, Flight>,
+    /// How many of `in_flight` have their result.
+    arrived: usize,
     /// Commits due, in (tick, dispatch order): a queue, since dispatches come in that order
     /// (a commit tick is the dispatch tick plus a fixed latency).
     commits: VecDeque<(u64, u64, ChunkPos)>,
-    /// Results that came back before their commit, by chunk (the version tells a stale one;
-    /// `None`: the worker failed and the commit builds the chunk itself).
-    arrived: FxHashMap<ChunkPos, (u64, Option<Built>)>,
+    /// Jobs dispatched this tick and released chunks' data, handed to the pool together at
+    /// the end of the tick (one lock, at most one wake) or before waiting for a result.
+    jobs: Vec<Job>,
+    trash: Vec<Arc<ChunkData>>,
     /// Built chunks (hashed; saves list them in row order).
     built: FxHashMap<ChunkPos, Arc<ChunkData>>,
     /// Built chunks that differ from their baseline: the cells that differ (*modified*).
@@ -252,23 +258,40 @@ impl State {
         self.send_released(); // before the job: its worker may ask for this chunk
         let version = self.next_version;
         self.next_version += 1;
-        self.in_flight.insert(chunk, Flight { version, commit_at });
-        // In order at the back, except after a load whose saved commits come later.
-        let at = self
-            .commits
-            .partition_point(|&(t, v, _)| (t, v) < (commit_at, version));
-        self.commits.insert(at, (commit_at, version, chunk));
-        if let Some(pool) = &self.pool {
-            pool.dispatch(Job { chunk, version });
+        let flight = Flight {
+            version,
+            commit_at,
+            done: None,
+        };
+        if let Some(old) = self.in_flight.insert(chunk, flight) {
+            self.arrived -= usize::from(old.done.is_some());
         }
+        // In order at the back, except after a load whose saved commits come later.
+        let entry = (commit_at, version, chunk);
+        if self
+            .commits
+            .back()
+            .is_none_or(|&(t, v, _)| (t, v) < (commit_at, version))
+        {
+            self.commits.push_back(entry);
+        } else {
+            let at = self
+                .commits
+                .partition_point(|&(t, v, _)| (t, v) < (commit_at, version));
+            self.commits.insert(at, entry);
+        }
+        self.jobs.push(Job { chunk, version });
     }
 
     fn release(&mut self, chunk: ChunkPos) {
         // A result still on its way is discarded when it arrives (its version is gone).
-        self.in_flight.remove(&chunk);
-        self.arrived.remove(&chunk);
-        if let (Some(data), Some(pool)) = (self.built.remove(&chunk), &self.pool) {
-            pool.discard(data); // freed by a worker, off the tick
+        if let Some(flight) = self.in_flight.remove(&chunk) {
+            self.arrived -= usize::from(flight.done.is_some());
+            // Not handed to the pool yet (dispatched this tick): never generated at all.
+            self.jobs.retain(|j| j.chunk != chunk);
+        }
+        if let Some(data) = self.built.remove(&chunk) {
+            self.trash.push(data); // freed by a worker, off the tick
         }
         self.dirty.remove(&chunk);
         let diff = self.diffs.remove(&chunk);
@@ -277,6 +300,13 @@ impl State {
         // has the chunk (the thread answers in the order it is asked).
         if self.unsaved.remove(&chunk) {
             self.released.push((chunk, diff));
+        }
+    }
+
+    /// Hands the tick's jobs and released data to the pool.
+    fn submit(&mut self) {
+        if let Some(pool) = &self.pool {
+            pool.submit(&mut self.jobs, &mut self.trash);
         }
     }
 
@@ -327,34 +357,47 @@ impl State {
         )
     }
 
-    /// Files every finished result that is still wanted; drops stale ones.
+    /// Files a finished result with its flight if it is still wanted; drops a stale one.
     fn take(&mut self, done: pool::Done) {
-        let current = self.in_flight.get(&done.job.chunk).map(|f| f.version);
-        if current == Some(done.job.version) {
-            self.arrived
-                .insert(done.job.chunk, (done.job.version, done.built));
+        if let Some(flight) = self.in_flight.get_mut(&done.job.chunk) {
+            if flight.version == done.job.version && flight.done.is_none() {
+                flight.done = Some(done.built);
+                self.arrived += 1;
+            }
         }
     }
 
-    /// The chunk of an in-flight job, waiting for its worker if needed; `true` if it waited.
-    fn result(&mut self, chunk: ChunkPos, version: u64) -> (Built, bool) {
+    /// Files every result the workers have sent back.
+    fn drain(&mut self) {
         while let Some(done) = self.pool.as_ref().and_then(Pool::try_recv) {
             self.take(done);
         }
+    }
+
+    /// Commits the in-flight `chunk` if it is still the dispatch `version`, waiting for its
+    /// worker if needed: its terrain and whether it waited.
+    fn land(&mut self, chunk: ChunkPos, version: u64) -> Option<(Built, bool)> {
         let mut waited = false;
         loop {
-            if let Some((v, _)) = self.arrived.get(&chunk) {
-                if *v == version {
-                    let (_, built) = self.arrived.remove(&chunk).expect("just found");
-                    let built = built.unwrap_or_else(|| self.build_here(chunk));
-                    return (built, waited);
-                }
+            let flight = self
+                .in_flight
+                .get(&chunk)
+                .filter(|f| f.version == version)?;
+            if flight.done.is_some() {
+                let flight = self.in_flight.remove(&chunk).expect("just found");
+                self.arrived -= 1;
+                let built = flight.done.flatten();
+                return Some((built.unwrap_or_else(|| self.build_here(chunk)), waited));
             }
             waited = true;
+            self.submit(); // the job may still be here
             match self.pool.as_ref().and_then(Pool::recv) {
                 Some(done) => self.take(done),
                 // No worker left (cannot happen while the pool lives): build here.
-                None => return (self.build_here(chunk), waited),
+                None => {
+                    self.in_flight.remove(&chunk);
+                    return Some((self.build_here(chunk), waited));
+                }
             }
         }
     }
@@ -451,10 +494,9 @@ impl TerrainService for Handle {
 
     fn generating(&self) -> usize {
         let mut st = self.0.borrow_mut();
-        while let Some(done) = st.pool.as_ref().and_then(Pool::try_recv) {
-            st.take(done);
-        }
-        st.in_flight.len() - st.arrived.len()
+        st.submit(); // work dispatched outside a tick (a load) is outstanding too
+        st.drain();
+        st.in_flight.len() - st.arrived
     }
 
     fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused> {
@@ -526,8 +568,10 @@ impl TerrainKit {
                 store: None,
                 next_version: 0,
                 in_flight: FxHashMap::default(),
+                arrived: 0,
                 commits: VecDeque::new(),
-                arrived: FxHashMap::default(),
+                jobs: Vec::new(),
+                trash: Vec::new(),
                 built: FxHashMap::default(),
                 diffs: BTreeMap::new(),
                 unsaved: BTreeSet::new(),
@@ -543,10 +587,21 @@ impl TerrainKit {
         }
     }
 
-    /// Commits the chunks due at `tick`, in dispatch order.
+    /// Commits the chunks due at `tick`, in dispatch order: each is built, then streaming is
+    /// told, then its `onBuilt` callbacks run (they see the chunks before it built, and the
+    /// ones after it not yet).
     fn commit(&mut self, ctx: &mut Ctx<'_>) {
+        let (builder, subscribers) = {
+            let mut st = self.state.borrow_mut();
+            match st.commits.front() {
+                Some(&(at, _, _)) if at <= ctx.tick => {}
+                _ => return,
+            }
+            st.drain();
+            (st.builder.clone(), st.subscribers.clone())
+        };
         loop {
-            let next = {
+            let (chunk, hash) = {
                 let mut st = self.state.borrow_mut();
                 let Some(&(at, version, chunk)) = st.commits.front() else {
                     break;
@@ -555,26 +610,24 @@ impl TerrainKit {
                     break;
                 }
                 st.commits.pop_front();
-                if st.in_flight.get(&chunk).map(|f| f.version) != Some(version) {
-                    continue; // released (or reloaded) since: nothing to commit
-                }
-                let (built, waited) = st.result(chunk, version);
+                // None: released (or reloaded) since, nothing to commit.
+                let Some((built, waited)) = st.land(chunk, version) else {
+                    continue;
+                };
                 st.waits += u64::from(waited);
-                st.in_flight.remove(&chunk);
                 let hash = built.data.hash();
-                st.built.insert(chunk, Arc::new(built.data));
+                st.built.insert(chunk, built.data);
                 if let Some(diff) = built.diff {
                     st.diffs.insert(chunk, diff);
                 }
-                (chunk, hash, st.builder.clone(), st.subscribers.clone())
+                ctx.events.emit(TERRAIN_BUILT, built.event);
+                (chunk, hash)
             };
-            let (chunk, hash, builder, subscribers) = next;
-            ctx.events.emit(
-                TERRAIN_BUILT,
-                crate::host::chunk_hash_data(chunk, hash), // {x, z, hash: hash_text(hash)}
-            );
-            if let Some((streaming, id)) = builder {
-                streaming.set_built(id, chunk, true);
+            if let Some((streaming, id)) = &builder {
+                streaming.set_built(*id, chunk, true);
+            }
+            if subscribers.borrow().is_empty() {
+                continue;
             }
             // On a snapshot, with no borrow held: a callback may subscribe another one.
             let snapshot: Vec<Rc<RefCell<BuiltCallback>>> = subscribers.borrow().clone();
@@ -599,6 +652,9 @@ impl TerrainKit {
 
     /// Tells builders which chunks changed this tick, once each, row order.
     fn report_changed(&mut self, ctx: &mut Ctx<'_>) {
+        if self.state.borrow().dirty.is_empty() {
+            return;
+        }
         let dirty = std::mem::take(&mut self.state.borrow_mut().dirty);
         for c in dirty {
             ctx.events.emit(TERRAIN_CHANGED, crate::host::chunk_data(c));
@@ -715,10 +771,7 @@ impl Kit for TerrainKit {
             }
         }
         st.send_released();
-        // The tick's dispatches only queued their jobs: one wake for all of them.
-        if let Some(pool) = &st.pool {
-            pool.wake();
-        }
+        st.submit(); // the tick's jobs and released data: one lock, at most one wake
         drop(st);
         self.publish(ctx);
     }
@@ -767,6 +820,7 @@ impl Kit for TerrainKit {
             }
             streaming.set_built(id, c, st.built.contains_key(&c));
         }
+        st.submit(); // outside a tick: the workers start now
     }
 
     fn commit_load(&mut self, prepared: Option<PreparedSection>, _ctx: &mut Ctx<'_>) {

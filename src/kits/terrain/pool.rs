@@ -3,20 +3,23 @@
 //! stops the workers and joins them: a worker finishes at most the chunk it is generating, then
 //! sees the stop flag; queued jobs are abandoned.
 //!
-//! The job queue is a `Mutex<VecDeque>` with a `Condvar`, so that queuing a job and waking a
-//! worker are two steps: waking a sleeping thread is a `futex` system call and an interrupt to
-//! the idle core (3 to 12 µs on the 2-core development VM), which a channel pays on every send
-//! that finds a worker asleep. [`Pool::dispatch`] only queues; [`Pool::wake`] (the terrain kit
-//! calls it once at the end of a tick) wakes one sleeping worker, and a worker that takes a job
-//! and sees more queued wakes the next one itself, so the tick pays at most one wake however
-//! many chunks it loaded and however many workers there are. For 50 ms after its last job a
-//! worker only dozes: it looks at the queue every 0.5 ms by itself, and the tick does not wake
-//! it at all (a drive loads chunks on several ticks in a row). Results come back on a
-//! `crossbeam-channel` (nobody sleeps on it while a tick runs, so a send costs no wake).
+//! The job queue is a `Mutex<VecDeque>` with a `Condvar`, so that queuing jobs and waking a
+//! worker are one step a tick, not one a chunk: waking a sleeping thread is a `futex` system
+//! call and an interrupt to the idle core (3 to 12 µs on the 2-core development VM), which a
+//! channel pays on every send that finds a worker asleep, and even taking the lock costs a
+//! cache miss when a worker took it last. The terrain kit gathers a tick's jobs and calls
+//! [`Pool::submit`] once at the end of the tick: one lock, and at most one wake (a worker that
+//! takes a job and sees more queued wakes the next one itself), however many chunks the tick
+//! loaded and however many workers there are. For 50 ms after its last job a worker only dozes:
+//! it looks at the queue every 0.5 ms by itself, and the tick does not wake it at all (a drive
+//! loads chunks on several ticks in a row). Results come back on a `crossbeam-channel` (nobody
+//! sleeps on it while a tick runs, so a send costs no wake).
 //!
-//! The pool also takes released chunks ([`Pool::discard`]): their buffers (3 KB at 32×32
-//! cells, allocated by a worker) are freed by a worker when it next looks at the queue, not on
-//! the tick.
+//! A worker hands back everything the commit needs ready-made ([`Built`]): the terrain already
+//! shared (`Arc`), and the payload of its `world.terrain.built` event. The pool also takes
+//! released chunks (the `trash` of [`Pool::submit`]): their buffers (3 KB at 32×32 cells,
+//! allocated by a worker) are freed by a worker when it next looks at the queue, not on the
+//! tick.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +30,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::grid::ChunkPos;
+use crate::host::{chunk_hash_data, EventData};
 
 use super::generate::{ChunkData, Generator};
 use super::region::Diff;
@@ -41,16 +45,28 @@ pub struct Job {
     pub version: u64,
 }
 
-/// A chunk as a worker built it: the baseline with its stored diff applied.
+/// A chunk as a worker built it (the baseline with its stored diff applied), with what its
+/// commit needs made ready, so that the tick only moves it.
 #[derive(Debug)]
 pub struct Built {
     /// The terrain.
-    pub data: ChunkData,
+    pub data: Arc<ChunkData>,
     /// The stored diff it carries, if the chunk is modified.
     pub diff: Option<Diff>,
+    /// The payload of its `world.terrain.built` event: `{x, z, hash}`.
+    pub event: EventData,
 }
 
 impl Built {
+    /// `data`, the terrain of `chunk` carrying `diff`.
+    pub fn new(chunk: ChunkPos, data: ChunkData, diff: Option<Diff>) -> Built {
+        Built {
+            event: chunk_hash_data(chunk, data.hash()),
+            data: Arc::new(data),
+            diff,
+        }
+    }
+
     /// Generates `chunk` and applies its stored diff, read through `reader` (the save thread).
     pub fn make(generator: &Generator, reader: Option<&Reader>, chunk: ChunkPos) -> Built {
         let mut data = generator.generate(chunk);
@@ -58,7 +74,7 @@ impl Built {
         if let Some(d) = &diff {
             data.apply(d);
         }
-        Built { data, diff }
+        Built::new(chunk, data, diff)
     }
 }
 
@@ -72,7 +88,7 @@ pub struct Done {
 }
 
 /// Released chunks kept for the workers to free beyond this many wake a worker at the next
-/// [`Pool::wake`] even with no job queued (below it they wait for the next job).
+/// [`Pool::submit`] even with no job queued (below it they wait for the next job).
 const TRASH_WAKE: usize = 64;
 
 /// For this long after its last job a worker stays warm: it looks at the queue every [`POLL`]
@@ -121,8 +137,6 @@ impl Shared {
 pub struct Pool {
     shared: Arc<Shared>,
     results: Receiver<Done>,
-    /// Jobs or trash were queued since the last [`Pool::wake`].
-    unannounced: AtomicBool,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -200,7 +214,6 @@ impl Pool {
         let mut pool = Pool {
             shared,
             results: result_rx,
-            unannounced: AtomicBool::new(false),
             threads: Vec::new(),
         };
         for i in 0..workers.max(1) {
@@ -227,45 +240,31 @@ impl Pool {
         self.threads.len()
     }
 
-    /// Queues a job without waking anyone: [`Pool::wake`] (or waiting for a result) does.
-    pub fn dispatch(&self, job: Job) {
-        self.shared.lock().jobs.push_back(job);
-        self.unannounced.store(true, Ordering::Relaxed);
-    }
-
-    /// Hands over a released chunk's data: a worker frees it (when it next looks at the
-    /// queue), not the caller.
-    pub fn discard(&self, data: Arc<ChunkData>) {
-        let mut q = self.shared.lock();
-        q.trash.push(data);
-        if q.trash.len() >= TRASH_WAKE {
-            self.unannounced.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Wakes one sleeping worker if jobs were queued since the last call and no worker is
-    /// awake to take them (a worker that takes a job wakes the next one if more are queued).
-    /// One `futex` call at most; nothing when nothing was queued.
-    pub fn wake(&self) {
-        if !self.unannounced.load(Ordering::Relaxed) {
+    /// Queues `jobs` in order and hands over `trash`, released chunks' data for a worker to
+    /// free (when it next looks at the queue), leaving both empty: one lock. Wakes one
+    /// sleeping worker if there is work and no worker is awake to take it (a worker that takes
+    /// a job wakes the next one if more are queued): one `futex` call at most, none when
+    /// nothing was queued.
+    pub fn submit(&self, jobs: &mut Vec<Job>, trash: &mut Vec<Arc<ChunkData>>) {
+        if jobs.is_empty() && trash.is_empty() {
             return;
         }
-        self.unannounced.store(false, Ordering::Relaxed);
-        if self.shared.lock().wants_worker() {
+        let mut q = self.shared.lock();
+        q.jobs.extend(jobs.drain(..));
+        q.trash.append(trash);
+        if q.wants_worker() {
             self.shared.work.notify_one();
         }
     }
 
-    /// A finished chunk, if one is waiting (wakes the workers first if jobs are unannounced).
+    /// A finished chunk, if one is waiting.
     pub fn try_recv(&self) -> Option<Done> {
-        self.wake();
         self.results.try_recv().ok()
     }
 
     /// The next finished chunk, waiting for it (`None` only if every worker is gone). About to
     /// block, it wakes a warm worker too rather than let it finish its poll.
     pub fn recv(&self) -> Option<Done> {
-        self.unannounced.store(false, Ordering::Relaxed);
         {
             let q = self.shared.lock();
             if !q.jobs.is_empty() && q.sleeping + q.polling > 0 {
@@ -307,25 +306,30 @@ mod tests {
     }
 
     #[test]
-    fn queued_jobs_run_once_woken_or_waited_for() {
+    fn submitted_jobs_wake_sleeping_workers() {
         let gen = Arc::new(Generator::new(3, 4, 32.0));
         for workers in [1, 3] {
             let pool = Pool::new(workers, gen.clone(), None).unwrap();
-            // Let the workers go to sleep (past their warm time), then queue without waking.
+            // Let the workers go to sleep (past their warm time), then submit: one wakes.
             std::thread::sleep(WARM + Duration::from_millis(20));
-            for i in 0..10 {
-                pool.dispatch(job(i));
-            }
-            pool.wake();
+            let mut jobs: Vec<Job> = (0..10).map(job).collect();
+            pool.submit(&mut jobs, &mut Vec::new());
+            assert!(jobs.is_empty());
             let mut got: Vec<u64> = (0..10).map(|_| pool.recv().unwrap().job.version).collect();
             got.sort_unstable();
             assert_eq!(got, (0..10).collect::<Vec<_>>());
-            // Queued and never announced: waiting for a result wakes a worker.
-            std::thread::sleep(WARM + Duration::from_millis(20));
-            pool.dispatch(job(11));
-            let done = pool.recv().unwrap();
+            let done = {
+                std::thread::sleep(WARM + Duration::from_millis(20));
+                pool.submit(&mut vec![job(11)], &mut Vec::new());
+                pool.recv().unwrap()
+            };
             assert_eq!(done.job, job(11));
-            assert_eq!(done.built.unwrap().data, gen.generate(job(11).chunk));
+            let built = done.built.unwrap();
+            assert_eq!(*built.data, gen.generate(job(11).chunk));
+            assert_eq!(
+                built.event,
+                crate::host::chunk_hash_data(job(11).chunk, built.data.hash())
+            );
             assert_eq!(pool.queued(), 0);
         }
     }
@@ -336,9 +340,8 @@ mod tests {
         let pool = Pool::new(1, gen.clone(), None).unwrap();
         let data = Arc::new(gen.generate(ChunkPos::new(0, 0)));
         let weak = Arc::downgrade(&data);
-        pool.discard(data);
-        pool.dispatch(job(1));
-        pool.wake();
+        pool.submit(&mut Vec::new(), &mut vec![data]);
+        pool.submit(&mut vec![job(1)], &mut Vec::new());
         pool.recv().unwrap();
         assert!(weak.upgrade().is_none(), "dropped before the next job ran");
     }

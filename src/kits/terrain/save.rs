@@ -3,7 +3,6 @@
 //! own `edits`), and the dirty chunks. Loading validates everything before anything changes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -266,7 +265,7 @@ pub(super) fn prepare(
                 ),
             ));
         }
-        built.push((chunk, Built { data, diff }));
+        built.push((chunk, Built::new(chunk, data, diff)));
     }
     let dirty = s.dirty.clone();
     if let Some((k, c)) = dirty
@@ -295,8 +294,9 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
     // Results of the old run's jobs are stale from here on (their versions are gone), and
     // its unsaved edits are the old game's: the save's world replaces both.
     st.in_flight.clear();
+    st.arrived = 0;
     st.commits.clear();
-    st.arrived.clear();
+    st.jobs.clear();
     st.unsaved.clear();
     st.released.clear();
     st.diffs.clear();
@@ -311,7 +311,7 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
         if let Some(d) = b.diff {
             st.diffs.insert(c, d);
         }
-        st.built.insert(c, Arc::new(b.data));
+        st.built.insert(c, b.data);
     }
     st.dirty = p.dirty.into_iter().collect();
     st.errors = p.errors;
