@@ -837,6 +837,70 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A kit with a running pool of one worker (no streaming kit, no store).
+    fn kit_with_pool() -> TerrainKit {
+        let kit = TerrainKit::new(TerrainConfig::default());
+        {
+            let mut st = kit.state.borrow_mut();
+            st.pool = Some(Pool::new(1, st.generator.clone(), None).unwrap());
+        }
+        kit
+    }
+
+    #[test]
+    fn a_chunk_released_before_its_job_leaves_the_tick_is_never_generated() {
+        let kit = kit_with_pool();
+        let mut st = kit.state.borrow_mut();
+        let c = ChunkPos::new(3, -2);
+        st.dispatch(c, 5);
+        st.release(c);
+        st.submit();
+        assert!(st.jobs.is_empty() && st.in_flight.is_empty() && st.commits.len() == 1);
+        // One worker takes jobs in order: had c been handed over, its result would come first.
+        let d = ChunkPos::new(4, -2);
+        st.dispatch(d, 6);
+        st.submit();
+        let done = st.pool.as_ref().unwrap().recv().unwrap();
+        assert_eq!(done.job.chunk, d, "c was never generated");
+    }
+
+    #[test]
+    fn results_of_released_or_superseded_dispatches_are_discarded_on_arrival() {
+        let kit = kit_with_pool();
+        let mut st = kit.state.borrow_mut();
+        let c = ChunkPos::new(1, 1);
+        st.dispatch(c, 5); // version 0
+        st.submit();
+        st.release(c); // the job is the pool's now: its result comes back
+        let stale = st.pool.as_ref().unwrap().recv().unwrap();
+        assert_eq!(stale.job.version, 0);
+        st.take(stale);
+        assert!(st.in_flight.is_empty());
+        assert_eq!(st.arrived, 0, "discarded on arrival");
+        // Loaded again: a result of the first dispatch is stale, the second one's is filed.
+        st.dispatch(c, 9); // version 1
+        st.submit();
+        let fresh = st.pool.as_ref().unwrap().recv().unwrap();
+        assert_eq!(fresh.job.version, 1);
+        let again = pool::Done {
+            job: Job {
+                chunk: c,
+                version: 0,
+            },
+            built: None,
+        };
+        st.take(again);
+        assert_eq!(st.arrived, 0, "a stale version is dropped");
+        st.take(fresh);
+        assert_eq!(st.arrived, 1);
+        // Its commit: the old queue entry (version 0) commits nothing, the new one lands.
+        assert!(st.land(c, 0).is_none());
+        let (built, waited) = st.land(c, 1).unwrap();
+        assert!(!waited);
+        assert_eq!(*built.data, st.generator.generate(c));
+        assert_eq!((st.arrived, st.in_flight.len()), (0, 0));
+    }
+
     #[test]
     fn the_manifest_documents_every_config_key_with_its_default() {
         let m = manifest();
