@@ -322,6 +322,20 @@ pub fn encode_record(chunk: ChunkPos, stamp: Stamp, diff: &Diff) -> Vec<u8> {
     out
 }
 
+/// Checks the 4-byte magic and the u16 version after it (a header or a record, `b` at least
+/// 6 bytes): `what` names the version in the error.
+fn magic_and_version(b: &[u8], magic: &[u8; 4], what: &str, version: u16) -> Result<(), String> {
+    if b[..4] != *magic {
+        let name = String::from_utf8_lossy(magic);
+        return Err(format!("expected magic {name}, got {:02x?}", &b[..4]));
+    }
+    let found = u16_at(b, 4);
+    if found != version {
+        return Err(format!("{what} {found}, this build reads {version}"));
+    }
+    Ok(())
+}
+
 fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
@@ -360,15 +374,7 @@ pub fn decode_record(
             rest.len()
         ));
     }
-    if rest[..4] != RECORD_MAGIC {
-        return Err(format!("expected magic WSCK, got {:02x?}", &rest[..4]));
-    }
-    let version = u16_at(rest, 4);
-    if version != RECORD_VERSION {
-        return Err(format!(
-            "record version {version}, this build reads {RECORD_VERSION}"
-        ));
-    }
+    magic_and_version(rest, &RECORD_MAGIC, "record version", RECORD_VERSION)?;
     let flags = u16_at(rest, 6);
     if flags & !FLAG_LZ4 != 0 {
         return Err(format!("unknown record flags {flags:#06x}"));
@@ -534,15 +540,7 @@ fn decode_header(b: &[u8], pos: RegionPos) -> Result<(Stamp, Table), String> {
             HEADER_LEN + 4
         ));
     }
-    if b[..4] != REGION_MAGIC {
-        return Err(format!("expected magic WSRG, got {:02x?}", &b[..4]));
-    }
-    let version = u16_at(b, 4);
-    if version != FORMAT_VERSION {
-        return Err(format!(
-            "format version {version}, this build reads {FORMAT_VERSION}"
-        ));
-    }
+    magic_and_version(b, &REGION_MAGIC, "format version", FORMAT_VERSION)?;
     let entries = u32_at(b, 48) as usize;
     let free = u32_at(b, 52) as usize;
     if entries > (REGION_CHUNKS * REGION_CHUNKS) as usize {
@@ -795,10 +793,24 @@ mod tests {
         );
         let mut v2 = bytes.clone();
         v2[4] = 2;
+        let header = |b: &[u8]| decode_header(b, r.pos).map(|_| ()).unwrap_err();
         assert!(matches!(
             &decode(&v2, r.pos).damage[..],
             [Damage::Header(_)]
         ));
+        assert_eq!(header(&v2), "format version 2, this build reads 1");
+        let mut magic = bytes.clone();
+        magic[0] = b'X';
+        assert_eq!(header(&magic), "expected magic WSRG, got [58, 53, 52, 47]");
+        // A record says the same of its own magic and version.
+        let (_, at, _) = decode(&bytes, r.pos).entries[0];
+        let record = |b: &[u8]| decode_record(b, at as usize, None).map(|_| ()).unwrap_err();
+        let mut rv = bytes.clone();
+        rv[at as usize + 4] = 7;
+        assert_eq!(record(&rv), "record version 7, this build reads 1");
+        let mut rm = bytes.clone();
+        rm[at as usize] = b'X';
+        assert_eq!(record(&rm), "expected magic WSCK, got [58, 53, 43, 4b]");
     }
 
     #[test]
