@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{game, run};
+use common::{game, run, scene_error};
 use serde_json::{json, Value};
 use world_streaming::game::Game;
 use world_streaming::grid::ChunkPos;
@@ -265,15 +265,7 @@ fn a_save_mid_generation_continues_exactly() {
 
 #[test]
 fn bad_config_and_another_seeds_save_are_clear_errors() {
-    let err = Game::from_scene_text(
-        &scene(1, 1.0, json!({ "cellsPerChunk": 0 })).to_string(),
-        "scene.json",
-        ".".as_ref(),
-        &world_streaming::kits::builtin_catalog(),
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    let err = scene_error(&scene(1, 1.0, json!({ "cellsPerChunk": 0 })));
     assert!(
         err.contains("kits[2].config.cellsPerChunk: expected an integer 1..=256, got 0"),
         "{err}"

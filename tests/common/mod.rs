@@ -20,6 +20,19 @@ pub fn game(scene: &Value) -> Game {
     game_in(scene, Path::new("."))
 }
 
+/// The error a scene is refused with (panics if it starts).
+pub fn scene_error(scene: &Value) -> String {
+    match Game::from_scene_text(
+        &scene.to_string(),
+        "scene.json",
+        Path::new("."),
+        &builtin_catalog(),
+    ) {
+        Ok(_) => panic!("the scene started: {scene}"),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// Parses JSON Lines inputs.
 pub fn inputs(lines: &[Value]) -> Inputs {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
