@@ -109,6 +109,12 @@ fn stored(dir: &Path) -> BTreeMap<ChunkPos, Diff> {
     out
 }
 
+/// Applies an edit stamped with the next tick.
+fn edit_next(g: &mut Game, at: Position, height: u16, material: Option<u8>) {
+    let tick = g.engine().tick_count() + 1;
+    apply(g, edit_line(tick, at, height, material));
+}
+
 fn edit_line(tick: u64, at: Position, height: u16, material: Option<u8>) -> Value {
     let mut l = json!({"tick": tick, "do": "edit", "at": {"x": at.x, "z": at.z}, "height": height});
     if let Some(m) = material {
@@ -164,8 +170,7 @@ fn an_edit_changes_the_cell_and_tells_builders_once_a_tick() {
     );
     // Setting a cell to what it holds changes nothing.
     let n = g.engine().events().len();
-    let tick = g.engine().tick_count() + 1;
-    apply(&mut g, edit_line(tick, cell_pos(here, 3, 4), 1234, Some(4)));
+    edit_next(&mut g, cell_pos(here, 3, 4), 1234, Some(4));
     g.tick();
     assert!(g.engine().events()[n..]
         .iter()
@@ -233,11 +238,7 @@ fn a_neighbour_rebuild_never_writes_a_chunk_and_a_modified_chunk_is_written_with
     let dir = tempfile::tempdir().unwrap();
     let mut g = ready(1, Some(dir.path()), 10);
     // An edge edit: (0,0) modified, (1,0) only dirty.
-    let tick = g.engine().tick_count() + 1;
-    apply(
-        &mut g,
-        edit_line(tick, cell_pos(c(0, 0), 31, 5), 3, Some(0)),
-    );
+    edit_next(&mut g, cell_pos(c(0, 0), 31, 5), 3, Some(0));
     g.tick();
     assert_eq!(common::events_named(&g, "world.terrain.changed").len(), 2);
     assert!(
@@ -253,15 +254,11 @@ fn a_neighbour_rebuild_never_writes_a_chunk_and_a_modified_chunk_is_written_with
     assert_eq!(s[&c(0, 0)].cells.len(), 1);
     // Restoring the cell's baseline makes the chunk unmodified: its record goes at the flush.
     let base = baseline(c(0, 0));
-    let tick = g.engine().tick_count() + 1;
-    apply(
+    edit_next(
         &mut g,
-        edit_line(
-            tick,
-            cell_pos(c(0, 0), 31, 5),
-            base.height(31, 5),
-            Some(base.material(31, 5)),
-        ),
+        cell_pos(c(0, 0), 31, 5),
+        base.height(31, 5),
+        Some(base.material(31, 5)),
     );
     assert!(!terrain(&g).is_modified(c(0, 0)));
     for _ in 0..10 {
@@ -596,8 +593,7 @@ fn a_world_of_another_seed_is_a_clear_error_not_a_regeneration() {
     let dir = tempfile::tempdir().unwrap();
     {
         let mut g = ready(1, Some(dir.path()), 0);
-        let tick = g.engine().tick_count() + 1;
-        apply(&mut g, edit_line(tick, cell_pos(c(0, 0), 1, 1), 1, None));
+        edit_next(&mut g, cell_pos(c(0, 0), 1, 1), 1, None);
     }
     let files = stored(dir.path());
     assert_eq!(files.len(), 1, "written back on close");
@@ -616,8 +612,7 @@ fn a_failed_save_leaves_the_game_as_it_was() {
     let tmp = tempfile::tempdir().unwrap();
     let world = tmp.path().join("world");
     let mut g = ready(1, Some(&world), 0);
-    let tick = g.engine().tick_count() + 1;
-    apply(&mut g, edit_line(tick, cell_pos(c(0, 0), 1, 1), 1, None));
+    edit_next(&mut g, cell_pos(c(0, 0), 1, 1), 1, None);
     // A file where the world directory is to be created: the write back fails, so does the
     // save. (Opening the world created nothing: nothing was written yet.)
     assert!(!world.exists());
