@@ -47,3 +47,8 @@ pub mod prelude {
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The book's Rust chapter, compiled and run as doctests like the README.
+#[doc = include_str!("../docs/rust.md")]
+#[cfg(doctest)]
+pub struct BookRustDoctests;

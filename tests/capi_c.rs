@@ -1,4 +1,4 @@
-//! The C ABI from C: the programs in `tests/c/` (and the README's C example) are compiled with
+//! The C ABI from C: the programs in `tests/c/` (and the book's C example, `docs/capi.md`) are compiled with
 //! the system C compiler (`$CC`, else `cc`) against `include/world_streaming.h`, linked against
 //! the crate's `cdylib`, and run. When `valgrind` is on the PATH they run under it, and any
 //! memory error or leak fails the test; `.ci/run` installs valgrind and sets
@@ -171,14 +171,10 @@ fn bad_input_null_pointers_and_freed_handles_are_errors_not_crashes() {
     }
 }
 
-/// The README's "From C, Godot, Unity" example, compiled and run exactly as printed there.
+/// The book's C example (`docs/capi.md`), compiled and run exactly as printed there.
 #[test]
-fn the_readme_c_example_compiles_and_runs() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let section = readme
-        .split("## From C, Godot, Unity")
-        .nth(1)
-        .expect("the README has a section \"From C, Godot, Unity\"");
+fn the_book_c_example_compiles_and_runs() {
+    let section = std::fs::read_to_string(repo().join("docs/capi.md")).unwrap();
     let code = section
         .split("```c\n")
         .nth(1)

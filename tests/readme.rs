@@ -1,12 +1,48 @@
-//! The README's snippets are the shipped files: every `json` or `lua` block of the README is
-//! preceded by `<!-- file: PATH -->` and is that file byte for byte, and every such file checks.
+//! The README and the book (`docs/`) are checked like code:
+//! - every `json` or `lua` block is preceded by `<!-- file: PATH -->` and is that shipped file
+//!   byte for byte, and every such file passes `check`;
+//! - every relative link (and image) points at a file of the repository, and a `#fragment` into a
+//!   Markdown file at one of its headings;
+//! - `docs/SUMMARY.md` lists every chapter, and the documentation names no path outside the
+//!   repository.
+//!
+//! The Rust blocks are doctests (`src/lib.rs` includes the README and `docs/rust.md`); the C block
+//! of `docs/capi.md` is compiled and run by `tests/capi_c.rs`.
 
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The README and every Markdown file under `docs/`, in path order.
+fn documents() -> Vec<PathBuf> {
+    let mut out = vec![repo().join("README.md"), repo().join("ARCHITECTURE.md")];
+    let mut stack = vec![repo().join("docs")];
+    let mut book = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                book.push(path);
+            }
+        }
+    }
+    book.sort();
+    out.extend(book);
+    out
+}
+
+fn rel(path: &Path) -> String {
+    path.strip_prefix(repo())
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// `(marker, language, body)` of every fenced block, the marker being the line before the fence
@@ -36,22 +72,96 @@ fn blocks(text: &str) -> Vec<(Option<String>, String, String)> {
     out
 }
 
-#[test]
-fn every_json_and_lua_snippet_of_the_readme_is_a_shipped_file_byte_for_byte() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let mut files = Vec::new();
-    for (marker, lang, body) in blocks(&readme) {
-        if lang != "json" && lang != "lua" {
+/// The text outside fenced blocks and inline code spans, where links live.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
             continue;
         }
-        let path = marker.unwrap_or_else(|| {
-            panic!("a {lang} snippet without `<!-- file: PATH -->` before it:\n{body}")
-        });
-        let shipped =
-            std::fs::read_to_string(repo().join(&path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-        assert_eq!(body, shipped, "the README's {path} differs from the file");
-        files.push(path);
+        if !fenced {
+            // Inline code spans are not links.
+            let mut inside = false;
+            for part in line.split('`') {
+                if !inside {
+                    out.push_str(part);
+                }
+                inside = !inside;
+            }
+            out.push('\n');
+        }
     }
+    out
+}
+
+/// Every `](target)` of the prose.
+fn links(text: &str) -> Vec<String> {
+    let prose = prose(text);
+    let mut out = Vec::new();
+    let mut rest = prose.as_str();
+    while let Some(i) = rest.find("](") {
+        rest = &rest[i + 2..];
+        if let Some(end) = rest.find(')') {
+            out.push(rest[..end].to_owned());
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+/// The fragment a heading gets (GitHub's and mdBook's rule: lowercase, spaces to `-`, keep
+/// letters, digits, `-` and `_`).
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn headings(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.insert(slug(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_json_and_lua_snippet_of_the_readme_and_the_book_is_a_shipped_file_byte_for_byte() {
+    let mut files = Vec::new();
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for (marker, lang, body) in blocks(&text) {
+            if lang != "json" && lang != "lua" {
+                continue;
+            }
+            let path = marker.unwrap_or_else(|| {
+                panic!(
+                    "{}: a {lang} snippet without `<!-- file: PATH -->` before it:\n{body}",
+                    rel(&doc)
+                )
+            });
+            let shipped = std::fs::read_to_string(repo().join(&path))
+                .unwrap_or_else(|e| panic!("{}: {path}: {e}", rel(&doc)));
+            assert_eq!(body, shipped, "{}: {path} differs from the file", rel(&doc));
+            files.push(path);
+        }
+    }
+    files.sort();
+    files.dedup();
     assert!(files.len() >= 6, "{files:?}");
     let out = Command::cargo_bin("world-streaming")
         .unwrap()
@@ -64,5 +174,87 @@ fn every_json_and_lua_snippet_of_the_readme_is_a_shipped_file_byte_for_byte() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn every_relative_link_of_the_readme_and_the_book_points_at_a_file_and_heading_of_the_repository() {
+    let root = repo().canonicalize().unwrap();
+    let mut checked = 0;
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for link in links(&text) {
+            if link.starts_with("https://") || link.starts_with("http://") {
+                continue; // a public page (a crate's docs), not a path
+            }
+            let (file, fragment) = match link.split_once('#') {
+                Some((f, frag)) => (f, Some(frag)),
+                None => (link.as_str(), None),
+            };
+            let target = if file.is_empty() {
+                doc.clone()
+            } else {
+                doc.parent().unwrap().join(file)
+            };
+            let target = target
+                .canonicalize()
+                .unwrap_or_else(|e| panic!("{}: link {link}: {e}", rel(&doc)));
+            assert!(
+                target.starts_with(&root),
+                "{}: link {link} leaves the repository",
+                rel(&doc)
+            );
+            if let Some(fragment) = fragment {
+                let heads = headings(&std::fs::read_to_string(&target).unwrap());
+                assert!(
+                    heads.contains(fragment),
+                    "{}: link {link}: no heading #{fragment} in {} (it has {heads:?})",
+                    rel(&doc),
+                    rel(&target)
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} links found");
+}
+
+#[test]
+fn the_summary_lists_every_chapter_of_the_book_and_nothing_points_outside_the_repository() {
+    let summary = std::fs::read_to_string(repo().join("docs/SUMMARY.md")).unwrap();
+    let listed: BTreeSet<String> = links(&summary).into_iter().collect();
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for outside in ["../shared", "shared/SPEC", "seeds/"] {
+            assert!(
+                !text.contains(outside),
+                "{}: names `{outside}`, a path outside the repository",
+                rel(&doc)
+            );
+        }
+        let Ok(chapter) = doc.strip_prefix(repo().join("docs")) else {
+            continue;
+        };
+        let chapter = chapter.display().to_string();
+        if chapter != "SUMMARY.md" {
+            assert!(
+                listed.contains(&chapter),
+                "docs/SUMMARY.md does not list {chapter}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_readme_stays_a_short_page() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 250,
+        "the README has {lines} lines: the book under docs/ holds the rest"
+    );
+    assert!(
+        readme.starts_with("# world-streaming\n\n```sh\ncargo run --release"),
+        "the README opens with the two commands"
     );
 }
