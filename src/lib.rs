@@ -10,9 +10,10 @@
 //! (JSON, or sandboxed Lua) may cancel the hooks `world.chunk.load` / `world.chunk.unload`.
 //!
 //! The layout follows the architecture:
-//! - [`grid`]: positions, chunks, ring distance, the nearest-first order, bounds;
+//! - [`limits`], [`json`], [`grid`] (the ground floor): shared limits and name rules, JSON
+//!   helpers, positions, chunks, ring distance, the nearest-first order, bounds;
 //! - [`host`]: the `game.engine` host (entities, events, hooks, services, variables, scenes, kits,
-//!   the tick loop);
+//!   the tick loop, the save document);
 //! - [`kits`]: `world.ground` and `world.streaming` (its pure planner in `kits::streaming::plan`);
 //! - [`mods`]: JSON mods and the Lua sandbox;
 //! - [`files`]: the public file formats (scene, inputs, state, saves) and their schemas;
@@ -30,6 +31,7 @@ pub mod grid;
 pub mod host;
 pub mod json;
 pub mod kits;
+pub mod limits;
 pub mod mods;
 pub mod replay;
 pub mod view;

@@ -12,8 +12,7 @@ use crate::kits::streaming::Radius;
 
 use super::FileError;
 
-/// Largest tick an input may carry, and the largest `--ticks`: a run is bounded.
-pub const MAX_TICK: u64 = 10_000_000;
+pub use crate::limits::MAX_TICK;
 /// Most lines an inputs file may hold.
 pub const MAX_INPUT_LINES: usize = 1_000_000;
 

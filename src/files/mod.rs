@@ -14,17 +14,7 @@ use serde_json::Value;
 
 use crate::json::Problem;
 
-/// Checks a name (entity id, tag, scene id, mod id): 1..=256 bytes.
-pub fn check_name(name: &str) -> Result<(), String> {
-    let max = scene::MAX_ID_LEN;
-    if name.is_empty() || name.len() > max {
-        return Err(format!(
-            "expected a name of 1..={max} bytes, got {} bytes",
-            name.len()
-        ));
-    }
-    Ok(())
-}
+pub use crate::limits::check_name;
 
 /// Largest file the tool reads (scene, inputs, mod, save): 16 MiB.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;

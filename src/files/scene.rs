@@ -14,14 +14,11 @@ use crate::grid::Position;
 use crate::host::{Entity, EntityId, KitEntry, SceneDef};
 use crate::json::{from_value, Problem};
 
-/// Most entities a scene file may hold.
-pub const MAX_ENTITIES: usize = 1_000_000;
+pub use crate::limits::{MAX_ENTITIES, MAX_ID_LEN};
 /// Most mods a scene file may list.
 pub const MAX_MODS: usize = 1_000;
 /// Most scenes and kits a scene file may list.
 pub const MAX_SCENES: usize = 1_000;
-/// Longest id (entity, scene, kit, tag) in bytes.
-pub const MAX_ID_LEN: usize = 256;
 
 /// A scene file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -8,10 +8,10 @@ use super::entity::{EntityError, World};
 use super::events::{Event, EventBus};
 use super::hooks::Hooks;
 use super::kit::{unmet_requirements, Install, Kit, KitCatalog, KitError, KitSpec, Problem};
+use super::save::{SaveDoc, SAVE_FORMAT, SAVE_VERSION};
 use super::scene::SceneDef;
 use super::services::Services;
 use super::variables::Variables;
-use crate::files::save::{SaveDoc, SAVE_FORMAT, SAVE_VERSION};
 
 /// A [`Ctx`] over the engine's fields, borrowed field by field so `self.kits` stays free.
 macro_rules! ctx {
@@ -437,7 +437,7 @@ impl Engine {
         value: &Value,
         restore: impl FnOnce(),
     ) -> Result<(), Problem> {
-        let (doc, world) = crate::files::save::parse(value)?;
+        let (doc, world) = super::save::parse(value, super::save::any_storage)?;
         let active = match &doc.scene {
             None => None,
             Some(name) => Some(

@@ -7,6 +7,7 @@ mod entity;
 mod events;
 mod hooks;
 mod kit;
+pub mod save;
 mod scene;
 mod services;
 mod variables;

@@ -22,8 +22,7 @@ use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, ModId};
 use crate::json::Problem;
 use crate::kits::streaming::Overrides;
 
-/// Longest `reason` a mod may give, in bytes (refusals are held and saved with the game).
-pub const MAX_REASON_LEN: usize = 1024;
+pub use crate::limits::MAX_REASON_LEN;
 /// Most rules one JSON mod file may hold.
 pub const MAX_RULES: usize = 10_000;
 
@@ -231,7 +230,7 @@ impl JsonMod {
     /// Rules serde cannot express, each with its JSON path.
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();
-        if let Err(m) = crate::files::check_name(&self.id) {
+        if let Err(m) = crate::limits::check_name(&self.id) {
             out.push(Problem::new("id", m));
         }
         let reason = |path: String, reason: &str, out: &mut Vec<Problem>| {

@@ -204,17 +204,17 @@ impl State {
                     format!("chunk {c} lies outside the world.ground bounds"),
                 ));
             }
-            if r.reason.len() > crate::mods::json::MAX_REASON_LEN {
+            if r.reason.len() > crate::limits::MAX_REASON_LEN {
                 return Err(Problem::new(
                     format!("{path}.reason"),
                     format!(
                         "expected at most {} bytes, got {}",
-                        crate::mods::json::MAX_REASON_LEN,
+                        crate::limits::MAX_REASON_LEN,
                         r.reason.len()
                     ),
                 ));
             }
-            crate::files::check_name(&r.by).map_err(|m| Problem::new(format!("{path}.mod"), m))?;
+            crate::limits::check_name(&r.by).map_err(|m| Problem::new(format!("{path}.mod"), m))?;
             let kind = match r.hook.as_str() {
                 HOOK_CHUNK_LOAD => RefusalKind::Load,
                 HOOK_CHUNK_UNLOAD => RefusalKind::Unload,
@@ -278,7 +278,7 @@ impl State {
         }
         // At most one focus per entity (and the fallback), plus one per ticket: a hostile save
         // cannot ask for millions of squares.
-        let most = crate::files::scene::MAX_ENTITIES + 1 + MAX_TICKETS;
+        let most = crate::limits::MAX_ENTITIES + 1 + MAX_TICKETS;
         if list.len() > most {
             return Err(Problem::new(
                 "foci",

@@ -25,7 +25,7 @@ pub(super) const MAX_HANDLERS: usize = 1000;
 /// Most `onChunk` subscriptions one mod may hold at once.
 pub(super) const MAX_SUBSCRIPTIONS: usize = 64;
 /// Longest cancel reason, in bytes (refusals are held and saved with the game).
-pub(super) const MAX_REASON_BYTES: usize = crate::mods::json::MAX_REASON_LEN;
+pub(super) const MAX_REASON_BYTES: usize = crate::limits::MAX_REASON_LEN;
 
 fn reason_too_long() -> String {
     format!(

@@ -125,8 +125,8 @@ use std::rc::Rc;
 
 use mlua::{ChunkMode, Function, Lua};
 
-use crate::files::save::ModSave;
 use crate::files::FileError;
+use crate::host::save::ModSave;
 use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, Log, ModErrors, ModFailure, ModId};
 use crate::json::Problem;
 use crate::kits::streaming::StreamingService;
@@ -227,7 +227,7 @@ impl LuaModState {
     /// Checks a saved state (as [`ModSave::check`] does) and builds its `storage` in the mod's
     /// Lua state, changing nothing the mod sees. `path` locates `saved` in the save file.
     pub fn prepare(&self, saved: &ModSave, path: &str) -> Result<PreparedModState, Problem> {
-        let random = saved.check(path)?;
+        let random = saved.check(path, check_storage)?;
         let storage = storage::decode(self.entry.lua(), &saved.storage).map_err(|e| {
             Problem::new(
                 format!("{path}.storage"),
