@@ -9,7 +9,7 @@
 //! player and against the baseline extended to the union; a drive under `maxLoaded` 10 000 that
 //! evicts on every load).
 
-#[path = "baseline.rs"]
+#[path = "common/baseline.rs"]
 mod baseline;
 
 use std::time::Duration;

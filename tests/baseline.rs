@@ -1,7 +1,7 @@
-//! The benchmarks' baseline (`benches/baseline.rs`, the naive per-tick reconcile) must stream
+//! The benchmarks' baseline (`benches/common/baseline.rs`, the naive per-tick reconcile) must stream
 //! exactly like the kit, or the speed ratios in the README would compare different work.
 
-#[path = "../benches/baseline.rs"]
+#[path = "../benches/common/baseline.rs"]
 mod baseline;
 
 use serde_json::json;
