@@ -60,9 +60,9 @@ pub const TICKET_READY: &str = "world.ticket.ready";
 /// Event: the wanted chunks outnumber the cap `{wanted, cap}` (when that state starts).
 pub const CAPACITY: &str = "world.streaming.capacity";
 
-/// The kit's manifest, read from `kit.json`.
+/// The kit's manifest, read from `kit.json` beside this file.
 pub fn manifest() -> KitManifest {
-    serde_json::from_str(include_str!("../../../kit.json")).expect("kit.json is a valid manifest")
+    serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
 /// Checks a saved `world.streaming` section on its own (default chunk size, no bounds).

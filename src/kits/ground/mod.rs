@@ -13,19 +13,9 @@ use crate::json::from_value;
 /// The kit and service id.
 pub const GROUND: &str = "world.ground";
 
-/// The kit's manifest.
+/// The kit's manifest, read from `kit.json` beside this file.
 pub fn manifest() -> KitManifest {
-    let mut m = KitManifest::simple(GROUND, "1.0.0");
-    m.requires.insert(
-        "game.engine".into(),
-        "^1".parse().expect("valid requirement"),
-    );
-    m.config.insert(
-        "bounds".into(),
-        serde_json::json!({ "type": "object", "default": null,
-            "doc": "half-open rectangle {minX, minZ, maxX, maxZ} in metres; absent = unbounded" }),
-    );
-    m
+    serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
 /// `world.ground` config.
