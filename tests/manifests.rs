@@ -75,7 +75,10 @@ fn every_kit_manifest_agrees_with_its_config_type() {
     ];
     let ids: Vec<&str> = catalog.ids().filter(|id| *id != "game.engine").collect();
     let listed: Vec<&str> = kits.iter().map(|(m, _)| m.id.as_str()).collect();
-    assert_eq!(ids, listed, "a kit of the catalog without its manifest check here");
+    assert_eq!(
+        ids, listed,
+        "a kit of the catalog without its manifest check here"
+    );
     let mut ranges = 0;
     for (manifest, schema_file) in &kits {
         assert_eq!(
