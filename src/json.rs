@@ -166,7 +166,7 @@ pub enum ValueError {
         /// The type, e.g. `Radius`.
         name: &'static str,
         /// What it accepts, e.g. `an integer 0..=64`.
-        expected: &'static str,
+        expected: String,
         /// The value given.
         got: String,
     },
@@ -184,10 +184,38 @@ pub fn describe(value: &Value) -> String {
 
 /// Implements `Deserialize` and `JsonSchema` for a numeric newtype with a checked range, so a bad
 /// value reads `expected an integer 0..=64, got -1`.
+///
+/// An integer range is declared once, `integer LO..=HI` (or `null or integer LO..=HI` for an
+/// optional one): its check, its message and its schema's `minimum`/`maximum` all come from it.
+/// Other checks give the message, the check and the schema by hand.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! checked_number {
-    ($(#[$m:meta])* $name:ident($inner:ty), $expected:literal, $check:expr, $schema:tt) => {
+    ($(#[$m:meta])* $name:ident($inner:ty), integer $lo:tt ..= $hi:tt, $desc:literal) => {
+        $crate::checked_number!(
+            $(#[$m])* $name($inner),
+            format!("an integer {}..={}", $lo, $hi),
+            |v| $crate::json::as_integer(v)
+                .filter(|n| (($lo as i64)..=($hi as i64)).contains(n))
+                .map(|n| n as $inner),
+            { "type": "integer", "minimum": $lo, "maximum": $hi, "description": $desc }
+        );
+    };
+    ($(#[$m:meta])* $name:ident(Option<$inner:ty>), null or integer $lo:tt ..= $hi:tt, $desc:literal) => {
+        $crate::checked_number!(
+            $(#[$m])* $name(Option<$inner>),
+            format!("null or an integer {}..={}", $lo, $hi),
+            |v| if v.is_null() {
+                Some(None)
+            } else {
+                $crate::json::as_integer(v)
+                    .filter(|n| (($lo as i64)..=($hi as i64)).contains(n))
+                    .map(|n| Some(n as $inner))
+            },
+            { "type": ["integer", "null"], "minimum": $lo, "maximum": $hi, "description": $desc }
+        );
+    };
+    ($(#[$m:meta])* $name:ident($inner:ty), $expected:expr, $check:expr, $schema:tt) => {
         $(#[$m])*
         ///
         /// Built only checked: [`Self::new`] (or from a file), so a value out of range cannot
@@ -213,7 +241,7 @@ macro_rules! checked_number {
                     Some(_) => Ok($name(v)),
                     None => Err($crate::json::ValueError::OutOfRange {
                         name: stringify!($name),
-                        expected: $expected,
+                        expected: ($expected).to_string(),
                         got: format!("{v:?}"),
                     }),
                 }

@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::checked_number;
-use crate::json::as_integer;
 
 /// Largest accepted radius.
 pub const MAX_RADIUS: u32 = 64;
@@ -19,11 +18,10 @@ checked_number!(
 );
 
 checked_number!(
-    /// How many rings of chunks around the focus chunk are wanted: an integer 0..=64.
+    /// How many rings of chunks around the focus chunk are wanted: an integer 0..=[`MAX_RADIUS`].
     Radius(u32),
-    "an integer 0..=64",
-    |v| as_integer(v).filter(|r| (0..=i64::from(MAX_RADIUS)).contains(r)).map(|r| r as u32),
-    { "type": "integer", "minimum": 0, "maximum": 64, "description": "rings of chunks around the focus chunk" }
+    integer 0..=MAX_RADIUS,
+    "rings of chunks around the focus chunk"
 );
 
 checked_number!(
@@ -35,23 +33,17 @@ checked_number!(
 );
 
 checked_number!(
-    /// The resident cap: `null` (no cap) or an integer 1..=1 000 000 (SPEC §11).
+    /// The resident cap: `null` (no cap) or an integer 1..=[`MAX_LOADED`] (SPEC §11).
     MaxLoaded(Option<u32>),
-    "null or an integer 1..=1000000",
-    |v| if v.is_null() {
-        Some(None)
-    } else {
-        as_integer(v).filter(|n| (1..=i64::from(MAX_LOADED)).contains(n)).map(|n| Some(n as u32))
-    },
-    { "type": ["integer", "null"], "minimum": 1, "maximum": 1000000, "description": "most chunks loaded at once (held unload refusals included); null: no cap" }
+    null or integer 1..=MAX_LOADED,
+    "most chunks loaded at once (held unload refusals included); null: no cap"
 );
 
 checked_number!(
-    /// How many unload refusals one mod may hold: an integer 0..=65 536.
+    /// How many unload refusals one mod may hold: an integer 0..=[`MAX_REFUSALS_PER_MOD`].
     MaxRefusals(u32),
-    "an integer 0..=65536",
-    |v| as_integer(v).filter(|n| (0..=i64::from(MAX_REFUSALS_PER_MOD)).contains(n)).map(|n| n as u32),
-    { "type": "integer", "minimum": 0, "maximum": 65536, "description": "most unload refusals one mod may hold" }
+    integer 0..=MAX_REFUSALS_PER_MOD,
+    "most unload refusals one mod may hold"
 );
 
 /// Largest accepted `maxLoaded`.
