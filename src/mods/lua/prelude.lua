@@ -6,7 +6,7 @@
 -- sees copies. The library functions are Lua's own: the VM they run on (vendor/lua-5.4.7)
 -- charges their work to the budget, never shows an address, seeds nothing from the clock, sorts
 -- deterministically and ignores `__gc` on tables and `__mode`. Only `pairs` (a fixed key order)
--- and `print`/`log` are written here. `R` holds the Rust half (see sandbox.rs and api.rs).
+-- and `print`/`log` are written here. `R` holds the Rust half (see sandbox.rs and api/).
 local R = ...
 
 local native_pcall, native_error = pcall, error

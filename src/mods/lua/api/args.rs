@@ -1,0 +1,205 @@
+//! The arguments and results the API functions share: reading Lua values as chunk
+//! coordinates, positions and checked settings, building `{x, z}` tables, and the usage-error
+//! wording (`expected …, got a table`).
+
+use std::cell::Cell;
+use std::rc::{Rc, Weak};
+
+use mlua::{Function, Lua, Table, Value};
+use serde_json::json;
+
+use crate::grid::{ChunkPos, Position};
+use crate::kits::streaming::Refusal;
+
+use super::super::sandbox::{lua_type, Entry, EntrySlot, Meter};
+use super::MAX_SUBSCRIPTIONS;
+
+/// `a table`, `nil`, `a string` … for "got …".
+pub(super) fn got(v: &Value) -> String {
+    match v {
+        Value::Nil => "nil".to_owned(),
+        other => format!("a {}", lua_type(other)),
+    }
+}
+
+/// Whole numbers as Lua integers (so `32` prints as `32`, not `32.0`), others as floats.
+pub(super) fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        Value::Integer(v as i64)
+    } else {
+        Value::Number(v)
+    }
+}
+
+/// `{x = …, z = …}`.
+pub(in crate::mods::lua) fn chunk_table(lua: &Lua, c: ChunkPos) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 2)?;
+    t.raw_set("x", c.x)?;
+    t.raw_set("z", c.z)?;
+    Ok(t)
+}
+
+/// Budget units per table the API builds for a mod, on top of the memory it allocates (which the
+/// VM charges): building one through mlua costs about as much time as this many instructions.
+pub(super) const UNITS_PER_TABLE: u64 = 8;
+
+pub(super) fn chunk_list(lua: &Lua, meter: &Meter, chunks: Vec<ChunkPos>) -> mlua::Result<Table> {
+    meter.charge(UNITS_PER_TABLE * chunks.len() as u64)?;
+    let t = lua.create_table_with_capacity(chunks.len(), 0)?;
+    for (i, c) in chunks.into_iter().enumerate() {
+        t.raw_set(i + 1, chunk_table(lua, c)?)?;
+    }
+    Ok(t)
+}
+
+pub(super) fn refusal_table(lua: &Lua, r: Refusal) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 5)?;
+    t.raw_set("x", r.x)?;
+    t.raw_set("z", r.z)?;
+    t.raw_set("hook", r.hook)?;
+    t.raw_set("mod", r.by)?;
+    t.raw_set("reason", r.reason)?;
+    Ok(t)
+}
+
+pub(super) fn integer(v: &Value) -> Option<i64> {
+    match v {
+        Value::Integer(i) => Some(*i),
+        Value::Number(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(*f as i64),
+        _ => None,
+    }
+}
+
+pub(super) fn float(v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Number(f) => Some(*f),
+        _ => None,
+    }
+}
+
+/// `(x, z)` chunk coordinates.
+pub(super) fn chunk_args(x: &Value, z: &Value) -> Result<ChunkPos, String> {
+    match (integer(x), integer(z)) {
+        (Some(x), Some(z)) => Ok(ChunkPos::new(x, z)),
+        _ => {
+            let (name, v) = if integer(x).is_none() {
+                ("x", x)
+            } else {
+                ("z", z)
+            };
+            Err(format!(
+                "{name}: expected an integer chunk coordinate, got {}",
+                got(v)
+            ))
+        }
+    }
+}
+
+/// A position table `{x = …, z = …}` (`y` optional), fields read raw.
+pub(super) fn position_arg(v: &Value) -> Result<Position, String> {
+    let Value::Table(t) = v else {
+        return Err(format!(
+            "expected a position {{x = …, z = …}}, got {}",
+            got(v)
+        ));
+    };
+    let field = |name: &str, optional: bool| -> Result<f64, String> {
+        let v: Value = t.raw_get(name).map_err(|e| e.to_string())?;
+        match float(&v) {
+            Some(f) => Ok(f),
+            None if optional && v.is_nil() => Ok(0.0),
+            None => Err(format!(
+                "{name}: expected a number of metres, got {}",
+                got(&v)
+            )),
+        }
+    };
+    let p = Position {
+        x: field("x", false)?,
+        y: field("y", true)?,
+        z: field("z", false)?,
+    };
+    p.check().map_err(|p| p.to_string())?;
+    Ok(p)
+}
+
+/// A Lua number as JSON for the kit's checked settings; `Err(rendering)` when JSON has none.
+pub(super) fn setting(v: &Value) -> Result<serde_json::Value, String> {
+    match v {
+        Value::Integer(i) => Ok(json!(i)),
+        Value::Number(f) => serde_json::Number::from_f64(*f)
+            .map(serde_json::Value::Number)
+            .ok_or_else(|| {
+                // As Lua prints them.
+                match (f.is_nan(), f.is_sign_negative()) {
+                    (true, _) => "nan".to_owned(),
+                    (false, true) => "-inf".to_owned(),
+                    (false, false) => "inf".to_owned(),
+                }
+            }),
+        Value::String(s) => Ok(json!(s.to_string_lossy())),
+        other => Err(got(other)),
+    }
+}
+
+/// A mod's setting checked by the kit config's own parser, so a bad value reads exactly as it
+/// would in a scene file (`expected an integer 0..=64, got 65`).
+pub(super) fn checked<T>(
+    v: &Value,
+    parse: fn(&serde_json::Value) -> Result<T, String>,
+) -> Result<T, String> {
+    match setting(v) {
+        Ok(json) => parse(&json),
+        Err(rendering) => Err(expected_got(
+            parse(&serde_json::Value::Null).map(drop),
+            &rendering,
+        )),
+    }
+}
+
+/// `expected …, got <rendering>` from a checked parser's own wording.
+pub(super) fn expected_got(parse_null: Result<(), String>, rendering: &str) -> String {
+    let message = parse_null.err().unwrap_or_default();
+    format!(
+        "{}{rendering}",
+        message.strip_suffix("null").unwrap_or(&message)
+    )
+}
+
+/// A ticket id argument.
+pub(super) fn ticket_id(v: &Value) -> Result<String, String> {
+    match v {
+        Value::String(id) => Ok(id.to_string_lossy()),
+        other => Err(format!(
+            "expected a ticket id (a string), got {}",
+            got(other)
+        )),
+    }
+}
+
+/// The callback a subscribing function (`onBuilt`, `onChunk`) was given and the running mod,
+/// once the mod's subscriptions (`live`) are below [`MAX_SUBSCRIPTIONS`].
+pub(super) fn subscriber(
+    callback: &Value,
+    entry: &EntrySlot,
+    live: &Cell<usize>,
+) -> Result<(Function, Rc<Entry>), String> {
+    let Value::Function(f) = callback else {
+        return Err(format!("expected a function, got {}", got(callback)));
+    };
+    let Some(entry) = entry.get().and_then(Weak::upgrade) else {
+        return Err("the mod is not running".to_owned());
+    };
+    if live.get() >= MAX_SUBSCRIPTIONS {
+        return Err(format!(
+            "too many subscriptions (at most {MAX_SUBSCRIPTIONS} a mod)"
+        ));
+    }
+    Ok((f.clone(), entry))
+}
+
+/// Argument `i` of a call (`nil` past the end).
+pub(super) fn arg(args: &mlua::MultiValue, i: usize) -> Value {
+    args.get(i).cloned().unwrap_or(Value::Nil)
+}

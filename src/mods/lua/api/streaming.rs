@@ -1,0 +1,295 @@
+//! The `streaming` table (SPEC §5, §11): one Rust function per Lua function, listed in
+//! [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list).
+
+use std::cell::{Cell, RefCell};
+use std::rc::{Rc, Weak};
+
+use mlua::{Lua, MultiValue, Table, Value};
+use serde_json::json;
+
+use crate::host::{EntityId, ModId};
+use crate::kits::streaming::config::MAX_RADIUS;
+use crate::kits::streaming::{
+    BudgetMs, FocusMode, MaxLoaded, MaxRefusals, Overrides, Radius, StreamingService,
+};
+
+use super::super::sandbox::{EntrySlot, Meter};
+use super::args::{
+    arg, checked, chunk_args, chunk_list, chunk_table, got, integer, number, position_arg,
+    refusal_table, subscriber, ticket_id, UNITS_PER_TABLE,
+};
+use super::{add_service_fn, ok, Answer, Subscription};
+
+/// What the functions share: the mod, its budget, its running sandbox (for callbacks), its
+/// count of live `onChunk` subscriptions and the service (for `restoring()` in callbacks).
+pub(super) struct Ctx {
+    id: ModId,
+    meter: Rc<Meter>,
+    entry: EntrySlot,
+    live: Rc<Cell<usize>>,
+    service: Weak<dyn StreamingService>,
+}
+
+/// One `streaming` function: `Err(message)` is a usage error, prefixed with its name.
+type Fun = fn(&Lua, &dyn StreamingService, &Ctx, &MultiValue) -> Answer;
+
+/// Every function of the table, by its Lua name.
+pub(super) const FUNCTIONS: &[(&str, Fun)] = &[
+    ("isLoaded", is_loaded),
+    ("chunkSize", chunk_size),
+    ("loaded", loaded),
+    ("pending", pending),
+    ("chunkOf", chunk_of),
+    ("around", around),
+    ("refusals", refusals),
+    ("release", release),
+    ("focus", focus),
+    ("radius", radius),
+    ("setRadius", set_radius),
+    ("setBudgetMs", set_budget_ms),
+    ("setFocus", set_focus),
+    ("setMaxLoaded", set_max_loaded),
+    ("setMaxRefusalsPerMod", set_max_refusals_per_mod),
+    ("request", request),
+    ("drop", drop_ticket),
+    ("tickets", tickets),
+    ("foci", foci),
+    ("ready", ready),
+    ("ticketReady", ticket_ready),
+    ("progress", progress),
+    ("onChunk", on_chunk),
+];
+
+/// The table, each function bound to the live service (or failing once the kit is gone).
+pub(super) fn table(
+    lua: &Lua,
+    service: Weak<dyn StreamingService>,
+    id: ModId,
+    entry: EntrySlot,
+    meter: Rc<Meter>,
+) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let ctx = Rc::new(Ctx {
+        id,
+        meter,
+        entry,
+        live: Rc::new(Cell::new(0)),
+        service: service.clone(),
+    });
+    for &(name, f) in FUNCTIONS {
+        let ctx = ctx.clone();
+        add_service_fn(
+            lua,
+            &t,
+            "streaming",
+            &service,
+            name,
+            Box::new(move |lua, s, args| f(lua, s, &ctx, &args)),
+        )?;
+    }
+    Ok(t)
+}
+
+fn is_loaded(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
+    let c = chunk_args(&arg(args, 0), &arg(args, 1))?;
+    Ok(ok(lua, s.is_loaded(c)))
+}
+
+fn chunk_size(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answer {
+    Ok(ok(lua, number(s.chunk_size())))
+}
+
+fn loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
+    Ok(chunk_list(lua, &ctx.meter, s.loaded()).and_then(|t| ok(lua, t)))
+}
+
+fn pending(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
+    Ok(chunk_list(lua, &ctx.meter, s.pending()).and_then(|t| ok(lua, t)))
+}
+
+fn chunk_of(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
+    let p = position_arg(&arg(args, 0))?;
+    Ok(chunk_table(lua, s.chunk_of(p)).and_then(|t| ok(lua, t)))
+}
+
+fn around(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let p = position_arg(&arg(args, 0))?;
+    Ok(chunk_list(lua, &ctx.meter, s.around(p)).and_then(|t| ok(lua, t)))
+}
+
+fn refusals(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
+    let build = || -> mlua::Result<Table> {
+        let list = s.refusals();
+        ctx.meter.charge(UNITS_PER_TABLE * list.len() as u64)?;
+        let t = lua.create_table_with_capacity(list.len(), 0)?;
+        for (i, r) in list.into_iter().enumerate() {
+            t.raw_set(i + 1, refusal_table(lua, r)?)?;
+        }
+        Ok(t)
+    };
+    Ok(build().and_then(|t| ok(lua, t)))
+}
+
+fn release(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
+    let c = chunk_args(&arg(args, 0), &arg(args, 1))?;
+    Ok(ok(lua, s.release(c)))
+}
+
+fn focus(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answer {
+    Ok(match s.focus() {
+        None => ok(lua, Value::Nil),
+        Some(p) => (|| {
+            let t = lua.create_table_with_capacity(0, 2)?;
+            t.raw_set("x", number(p.x))?;
+            t.raw_set("z", number(p.z))?;
+            ok(lua, t)
+        })(),
+    })
+}
+
+fn radius(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answer {
+    Ok(ok(lua, i64::from(s.radius())))
+}
+
+fn set_radius(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let radius = checked(&arg(args, 0), Radius::parse)?;
+    s.set_radius(&ctx.id, radius);
+    Ok(ok(lua, ()))
+}
+
+fn set_budget_ms(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let budget = checked(&arg(args, 0), BudgetMs::parse)?;
+    s.set_budget_ms(&ctx.id, budget);
+    Ok(ok(lua, ()))
+}
+
+fn set_focus(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let focus = match arg(args, 0) {
+        Value::String(m) => FocusMode::parse(&json!(m.to_string_lossy()))?,
+        other => FocusMode::parse(&serde_json::Value::Null)
+            .map_err(|e| format!("{}{}", e.trim_end_matches("null"), got(&other)))?,
+    };
+    let overrides = Overrides {
+        focus: Some(focus),
+        ..Overrides::default()
+    };
+    s.set(&ctx.id, overrides);
+    Ok(ok(lua, ()))
+}
+
+fn set_max_loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let cap = match arg(args, 0) {
+        Value::Nil => MaxLoaded::new(None).expect("null is always a cap"),
+        v => checked(&v, MaxLoaded::parse)?,
+    };
+    let overrides = Overrides {
+        max_loaded: Some(cap),
+        ..Overrides::default()
+    };
+    s.set(&ctx.id, overrides);
+    Ok(ok(lua, ()))
+}
+
+fn set_max_refusals_per_mod(
+    lua: &Lua,
+    s: &dyn StreamingService,
+    ctx: &Ctx,
+    args: &MultiValue,
+) -> Answer {
+    let overrides = Overrides {
+        max_refusals_per_mod: Some(checked(&arg(args, 0), MaxRefusals::parse)?),
+        ..Overrides::default()
+    };
+    s.set(&ctx.id, overrides);
+    Ok(ok(lua, ()))
+}
+
+fn request(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
+    let id = ticket_id(&arg(args, 0))?;
+    let at = position_arg(&arg(args, 1))?;
+    let radius = integer(&arg(args, 2)).ok_or_else(|| {
+        format!(
+            "expected a radius 0..={MAX_RADIUS}, got {}",
+            got(&arg(args, 2))
+        )
+    })?;
+    let ticks = integer(&arg(args, 3))
+        .ok_or_else(|| format!("expected ticks 1..=2147483647, got {}", got(&arg(args, 3))))?;
+    s.request_around(&id, at, radius, ticks)
+        .map_err(|e| e.to_string())?;
+    Ok(ok(lua, ()))
+}
+
+fn drop_ticket(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
+    let id = ticket_id(&arg(args, 0))?;
+    Ok(ok(lua, s.drop_ticket(&id)))
+}
+
+fn tickets(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
+    let build = || -> mlua::Result<Table> {
+        let list = s.tickets();
+        ctx.meter.charge(UNITS_PER_TABLE * list.len() as u64)?;
+        let t = lua.create_table_with_capacity(list.len(), 0)?;
+        for (i, k) in list.into_iter().enumerate() {
+            let e = lua.create_table_with_capacity(0, 5)?;
+            e.raw_set("id", k.id)?;
+            e.raw_set("x", number(k.x))?;
+            e.raw_set("z", number(k.z))?;
+            e.raw_set("radius", k.radius)?;
+            e.raw_set("ticksLeft", k.ticks_left)?;
+            t.raw_set(i + 1, e)?;
+        }
+        Ok(t)
+    };
+    Ok(build().and_then(|t| ok(lua, t)))
+}
+
+fn foci(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
+    let build = || -> mlua::Result<Table> {
+        let list = s.foci();
+        ctx.meter.charge(UNITS_PER_TABLE * list.len() as u64)?;
+        let t = lua.create_table_with_capacity(list.len(), 0)?;
+        for (i, p) in list.into_iter().enumerate() {
+            let e = lua.create_table_with_capacity(0, 2)?;
+            e.raw_set("x", number(p.x))?;
+            e.raw_set("z", number(p.z))?;
+            t.raw_set(i + 1, e)?;
+        }
+        Ok(t)
+    };
+    Ok(build().and_then(|t| ok(lua, t)))
+}
+
+fn ready(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
+    let Value::String(id) = arg(args, 0) else {
+        return Err(format!(
+            "expected an entity id (a string), got {}",
+            got(&arg(args, 0))
+        ));
+    };
+    Ok(ok(lua, s.ready(&EntityId::new(&id.to_string_lossy()))))
+}
+
+fn ticket_ready(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
+    let id = ticket_id(&arg(args, 0))?;
+    Ok(ok(lua, s.ticket_ready(&id)))
+}
+
+fn progress(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answer {
+    Ok(ok(lua, s.progress()))
+}
+
+fn on_chunk(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let (f, entry) = subscriber(&arg(args, 0), &ctx.entry, &ctx.live)?;
+    let service = ctx.service.clone();
+    let subscription = s.on_chunk(Box::new(move |chunk, loaded| {
+        let restored = service.upgrade().is_some_and(|s| s.restoring());
+        entry.chunk_callback(&f, chunk, loaded, restored)
+    }));
+    ctx.live.set(ctx.live.get() + 1);
+    let handle = Subscription {
+        subscription: RefCell::new(Some(subscription)),
+        live: ctx.live.clone(),
+    };
+    Ok(lua.create_userdata(handle).and_then(|ud| ok(lua, ud)))
+}
