@@ -144,7 +144,9 @@ impl Game {
         let mut mod_files = Vec::new();
         for (i, m) in scene.mods.iter().enumerate() {
             let path = base_dir.join(m);
-            if !path.is_file() {
+            // What exists but is not a regular file (a directory, a FIFO, `/dev/zero`) is
+            // refused by the read, which says what it is.
+            if !path.exists() {
                 errors.push(invalid(Problem::new(
                     format!("mods[{i}]"),
                     format!(

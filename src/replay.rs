@@ -239,10 +239,11 @@ impl Recording {
                     })?;
                 for r in reports {
                     let path = dir.join(&r.file);
-                    let bytes = std::fs::read(&path).map_err(|e| FileError::Io {
-                        file: display_name(&path),
-                        message: e.to_string(),
-                    })?;
+                    // Through the cap, regular files only: a FIFO or a link to `/dev/zero`
+                    // in the world directory is refused, not read forever.
+                    let bytes =
+                        crate::user_file::read(&path, crate::kits::terrain::region::MAX_FILE_LEN)
+                            .map_err(FileError::from)?;
                     world.push(RecordedFile {
                         name: r.file,
                         hex: to_hex(&bytes),
