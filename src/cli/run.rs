@@ -110,6 +110,16 @@ impl ModErrorReport {
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let inputs = read_inputs(args.inputs.as_deref())?;
+    if args.record.is_some() {
+        // Before anything runs: a save or load its replay could not run in its own directory.
+        world_streaming::replay::check_recordable(&inputs).map_err(|errors| {
+            anyhow::anyhow!(errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n"))
+        })?;
+    }
     let mut target = args.ticks.unwrap_or(if args.until_ready.is_some() {
         UNTIL_READY_TICKS
     } else {
