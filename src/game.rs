@@ -56,7 +56,7 @@ pub enum GameError {
     #[error("{0}")]
     Terrain(String),
     /// `run_until_ready` ran out of ticks.
-    #[error("{entity} was not ready after {ticks} ticks")]
+    #[error("{} was not ready after {ticks} ticks", crate::escape::escape(entity))]
     NotReady {
         /// The entity waited for.
         entity: String,

@@ -241,11 +241,14 @@ pub struct Divergence {
     pub actual: Option<Step>,
 }
 
+/// The recorded side comes from a file that may have been tampered with: its digests and
+/// events are printed escaped ([`crate::escape`]), one event a line.
 impl fmt::Display for Divergence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::escape::escape;
         let digest = |s: &Option<Step>| {
             s.as_ref()
-                .map_or("(no tick)".to_owned(), |s| s.digest.clone())
+                .map_or("(no tick)".to_owned(), |s| escape(&s.digest).into_owned())
         };
         writeln!(
             f,
@@ -259,7 +262,7 @@ impl fmt::Display for Divergence {
             match step {
                 Some(s) if !s.events.is_empty() => {
                     for e in &s.events {
-                        writeln!(f, "  {e}")?;
+                        writeln!(f, "  {}", escape(e))?;
                     }
                 }
                 _ => writeln!(f, "  (no events)")?,

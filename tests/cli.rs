@@ -991,3 +991,89 @@ fn a_file_over_the_cap_is_refused_after_reading_at_most_the_cap() {
         "in.jsonl: the file is larger than the 16 MiB limit (the limit is 16777216 bytes)\n"
     );
 }
+
+/// The control characters of `out` but line feeds (C0, DEL, C1), as `U+XXXX`.
+fn control_chars(out: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(out)
+        .chars()
+        .filter(|c| *c != '\n' && c.is_control())
+        .map(|c| format!("U+{:04X}", u32::from(c)))
+        .collect()
+}
+
+#[test]
+fn text_from_files_reaches_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = "\u{1b}]0;pwned\u{7}\r\u{1b}[2J\u{9b}m\nOK: fake";
+    // A kit id, an entity id in the inputs, a Lua mod's log and error, a file name.
+    std::fs::write(
+        dir.path().join("kit.json"),
+        json!({"kits": [{"id": evil}], "entities": []}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("scene.json"), good_scene()).unwrap();
+    std::fs::write(
+        dir.path().join("in.jsonl"),
+        format!(
+            "{}\n",
+            json!({"tick": 1, "do": "move", "entity": evil, "to": {"x": 0, "z": 0}})
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("loud.lua"),
+        "log('\\27]0;pwned\\7\\r\\27[2J\\n[loud] OK')\n\
+         on('world.chunk.load', function(c) error('\\27[2J\\nOK: fake') end)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("modded.json"),
+        scene_with(json!({}), json!({ "mods": ["loud.lua"] })),
+    )
+    .unwrap();
+    let odd_name = "a\u{1b}[2J\nOK.json";
+    std::fs::write(dir.path().join(odd_name), good_scene()).unwrap();
+    let cases: [(&[&str], i32, &str); 4] = [
+        (
+            &["run", "kit.json"],
+            1,
+            "kits[0].id: kit \"\\u001b]0;pwned\\u0007\\r\\u001b[2J\\u{9b}m\\nOK: … is not installed",
+        ),
+        (
+            &["run", "scene.json", "--inputs", "in.jsonl"],
+            1,
+            "in.jsonl: line 1: no such entity `\\u{1b}]0;pwned\\u{7}\\u{d}\\u{1b}[2J\\u{9b}m\\u{a}OK: fake`",
+        ),
+        (&["run", "modded.json", "--ticks", "1"], 0, "[loud] \\u{1b}]0;pwned\\u{7}\\u{d}\\u{1b}[2J\\u{a}[loud] OK\nmod.error: tick 1: mod loud: world.chunk.load: loud.lua:2: \\u{1b}[2J\\u{a}OK: fake\n"),
+        (&["check", odd_name], 0, "a\\u{1b}[2J\\u{a}OK.json: ok (scene)"),
+    ];
+    for (args, code, expect) in cases {
+        let out = bin().current_dir(dir.path()).args(args).output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert_eq!(
+            control_chars(&out.stdout),
+            Vec::<String>::new(),
+            "{args:?}: {stdout}"
+        );
+        assert_eq!(
+            control_chars(&out.stderr),
+            Vec::<String>::new(),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stdout.contains(expect) || stderr.contains(expect),
+            "{args:?}: {expect}\nstdout: {stdout}\nstderr: {stderr}"
+        );
+        assert!(
+            !stdout
+                .lines()
+                .chain(stderr.lines())
+                .any(|l| l.starts_with("OK")),
+            "{args:?}: a fake line\nstdout: {stdout}\nstderr: {stderr}"
+        );
+    }
+}

@@ -434,3 +434,64 @@ fn a_recorded_save_into_a_subdirectory_replays() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The control bytes of `out` (C0 but line feed, DEL, and the C1 controls as UTF-8), if any.
+fn control_bytes(out: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(out);
+    text.chars()
+        .filter(|c| *c != '\n' && c.is_control())
+        .map(|c| format!("U+{:04X}", u32::from(c)))
+        .collect()
+}
+
+#[test]
+fn a_tampered_recordings_events_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = record("drive", dir.path());
+    let mut rec: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let step = rec["steps"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|s| !s["events"].as_array().unwrap().is_empty())
+        .expect("the drive has events");
+    let tick = step["tick"].as_u64().unwrap();
+    step["events"][0] = Value::String(
+        "\u{1b}]0;pwned\u{7}\r\u{1b}[2J\u{9b}2J\nOK: 999 ticks replayed, every digest matches"
+            .into(),
+    );
+    step["digest"] = Value::String("\u{1b}[31mdeadbeef\r".into());
+    std::fs::write(&file, rec.to_string()).unwrap();
+    for args in [
+        &["replay", file.to_str().unwrap()][..],
+        &["view", file.to_str().unwrap(), "--out", "-"][..],
+    ] {
+        let out = bin().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(control_bytes(&out.stdout), Vec::<String>::new(), "{stdout}");
+        assert_eq!(control_bytes(&out.stderr), Vec::<String>::new(), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "tick {tick}: the events differ (expected digest \\u{{1b}}[31mdeadbeef\\u{{d}}, got "
+            )),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(
+                "\n  \\u{1b}]0;pwned\\u{7}\\u{d}\\u{1b}[2J\\u{9b}2J\\u{a}OK: 999 ticks replayed, every digest matches\n"
+            ),
+            "{stderr}"
+        );
+        assert!(
+            !stdout
+                .lines()
+                .chain(stderr.lines())
+                .any(|l| l.starts_with("OK")),
+            "a fake OK line: {stderr}"
+        );
+    }
+}

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::Args;
+use world_streaming::escape::escape;
 use world_streaming::files::display_name;
 use world_streaming::files::inputs::{Inputs, MAX_TICK};
 use world_streaming::game::Game;
@@ -78,7 +79,8 @@ impl ModErrorReport {
             if e.event != MOD_ERROR {
                 continue;
             }
-            let field = |k: &str| e.data[k].as_str().unwrap_or_default().to_owned();
+            // A mod's id, hook and message are text from the scene's mods: escaped.
+            let field = |k: &str| escape(e.data[k].as_str().unwrap_or_default()).into_owned();
             let by = field("mod");
             if !quiet {
                 eprintln!(
@@ -168,7 +170,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             );
         }
         let ticks = game.run_until_ready_with(entity, target, &inputs)?;
-        eprintln!("{entity} ready after {ticks} ticks");
+        eprintln!("{} ready after {ticks} ticks", escape(entity));
         target = game.engine().tick_count();
     }
     if let Some(path) = &args.record {
@@ -186,7 +188,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let print_log = || {
         for line in log.borrow_mut().drain(..) {
             if !quiet {
-                eprintln!("[{}] {}", line.source, line.message);
+                eprintln!("[{}] {}", escape(&line.source), escape(&line.message));
             }
         }
     };

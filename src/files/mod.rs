@@ -64,7 +64,7 @@ pub enum FileError {
         problem: Problem,
     },
     /// A line of a JSON Lines file (or of a Lua source) is wrong.
-    #[error("{file}: line {line}: {message}")]
+    #[error("{file}: line {line}: {}", crate::escape::escape(message))]
     Line {
         /// The file.
         file: String,
