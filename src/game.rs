@@ -56,7 +56,7 @@ pub enum GameError {
     #[error("{0}")]
     Terrain(String),
     /// `run_until_ready` ran out of ticks.
-    #[error("{entity} was not ready after {ticks} ticks")]
+    #[error("{} was not ready after {ticks} ticks", crate::escape::escape(entity))]
     NotReady {
         /// The entity waited for.
         entity: String,
@@ -144,7 +144,9 @@ impl Game {
         let mut mod_files = Vec::new();
         for (i, m) in scene.mods.iter().enumerate() {
             let path = base_dir.join(m);
-            if !path.is_file() {
+            // What exists but is not a regular file (a directory, a FIFO, `/dev/zero`) is
+            // refused by the read, which says what it is.
+            if !path.exists() {
                 errors.push(invalid(Problem::new(
                     format!("mods[{i}]"),
                     format!(

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// A problem located by JSON path inside a file, e.g. `kits[2].config.radius`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{message}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
+#[error("{}{}", if path.is_empty() { String::new() } else { format!("{}: ", crate::escape::escape(path)) }, crate::escape::escape(message))]
 pub struct Problem {
     /// JSON path of the offending value (empty for the whole document).
     pub path: String,

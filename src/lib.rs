@@ -20,11 +20,14 @@
 //! - [`game`]: a scene file made running: inputs applied, ticks run, state and saves written;
 //! - [`replay`]: recorded runs and their verification;
 //! - [`view`]: the replay viewer, one self-contained HTML page per recorded run;
-//! - [`capi`]: the C ABI for engines (Godot, Unity, Unreal), the crate's reviewed `unsafe`.
+//! - [`capi`]: the C ABI for engines (Godot, Unity, Unreal), the crate's reviewed `unsafe`;
+//! - the ground floor every room uses: [`user_file`] (a user's file read through its cap, only
+//!   if it is a regular file) and [`escape`] (untrusted text made safe to print).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod capi;
+pub mod escape;
 pub mod files;
 pub mod game;
 pub mod grid;
@@ -34,6 +37,7 @@ pub mod kits;
 pub mod limits;
 pub mod mods;
 pub mod replay;
+pub mod user_file;
 pub mod view;
 
 /// The names most programs need.

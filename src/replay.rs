@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::files::inputs::{parse_line, InputLine, Inputs, NumberedInput, MAX_TICK};
+use crate::files::inputs::{parse_line, Action, InputLine, Inputs, NumberedInput, MAX_TICK};
 use crate::files::scene::SceneFile;
 use crate::files::{display_name, parse_json, read_text, write_atomic, FileError};
 use crate::game::{Game, GameError};
@@ -150,6 +150,74 @@ fn from_hex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Why `path`, a `save` or `load` path, cannot be part of a recording, or `None` when it can.
+///
+/// A replay runs a recording's saves and loads in a fresh temporary directory, so a recorded
+/// path must name a file inside it: not empty, no NUL byte, relative (no root, no drive or UNC
+/// prefix), and no `..` component (`.` components are harmless). Nothing else can lead out:
+/// the directory is new, and the only things a replay puts in it are its saves (regular files)
+/// and the directories those saves' paths name, never a symbolic link.
+pub fn recorded_path_problem(path: &str) -> Option<&'static str> {
+    use std::path::Component;
+    if path.is_empty() {
+        return Some("is empty");
+    }
+    if path.contains('\0') {
+        return Some("holds a NUL byte");
+    }
+    let mut names = 0;
+    for c in Path::new(path).components() {
+        match c {
+            Component::Prefix(_) => return Some("has a drive or UNC prefix"),
+            Component::RootDir => return Some("is an absolute path"),
+            Component::ParentDir => return Some("has a `..` component"),
+            Component::CurDir => {}
+            Component::Normal(_) => names += 1,
+        }
+    }
+    if names == 0 {
+        return Some("names no file");
+    }
+    None
+}
+
+/// The `save`/`load` path of an input, with the action's name.
+fn saved_path(input: &InputLine) -> Option<(&'static str, &str)> {
+    match &input.action {
+        Action::Save { path } => Some(("save", path)),
+        Action::Load { path } => Some(("load", path)),
+        _ => None,
+    }
+}
+
+/// Checks that `inputs` can be recorded: every `save`/`load` path passes
+/// [`recorded_path_problem`] (a recording of one that does not could not be replayed, and
+/// opening it would be refused). Every bad line is reported, naming its file and line.
+pub fn check_recordable(inputs: &Inputs) -> Result<(), Vec<FileError>> {
+    let errors: Vec<FileError> = inputs
+        .lines
+        .iter()
+        .filter_map(|l| {
+            let (_, path) = saved_path(&l.input)?;
+            let problem = recorded_path_problem(path)?;
+            Some(FileError::Line {
+                file: inputs.file.clone(),
+                line: l.line,
+                message: format!(
+                    "path: {path:?} {problem}; a recorded run's save and load paths must be \
+                     relative and stay below the current directory (no root, no `..`): its \
+                     replay runs them in a directory of its own"
+                ),
+            })
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
 /// What a replay found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -173,11 +241,14 @@ pub struct Divergence {
     pub actual: Option<Step>,
 }
 
+/// The recorded side comes from a file that may have been tampered with: its digests and
+/// events are printed escaped ([`crate::escape`]), one event a line.
 impl fmt::Display for Divergence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::escape::escape;
         let digest = |s: &Option<Step>| {
             s.as_ref()
-                .map_or("(no tick)".to_owned(), |s| s.digest.clone())
+                .map_or("(no tick)".to_owned(), |s| escape(&s.digest).into_owned())
         };
         writeln!(
             f,
@@ -191,7 +262,7 @@ impl fmt::Display for Divergence {
             match step {
                 Some(s) if !s.events.is_empty() => {
                     for e in &s.events {
-                        writeln!(f, "  {e}")?;
+                        writeln!(f, "  {}", escape(e))?;
                     }
                 }
                 _ => writeln!(f, "  (no events)")?,
@@ -215,7 +286,10 @@ pub fn run_steps(game: &mut Game, inputs: &Inputs, target: u64) -> Result<Vec<St
 
 impl Recording {
     /// Runs the scene file with `inputs` to `target` and records it.
+    /// Its inputs must pass [`check_recordable`] (checked first, before anything is read or
+    /// run).
     pub fn record(scene_path: &Path, inputs: &Inputs, target: u64) -> Result<Recording, GameError> {
+        check_recordable(inputs).map_err(GameError::Files)?;
         let file = display_name(scene_path);
         let scene_value = parse_json(&read_text(scene_path)?, &file)?;
         let scene = SceneFile::from_json(&scene_value).map_err(|p| FileError::invalid(&file, p))?;
@@ -239,10 +313,11 @@ impl Recording {
                     })?;
                 for r in reports {
                     let path = dir.join(&r.file);
-                    let bytes = std::fs::read(&path).map_err(|e| FileError::Io {
-                        file: display_name(&path),
-                        message: e.to_string(),
-                    })?;
+                    // Through the cap, regular files only: a FIFO or a link to `/dev/zero`
+                    // in the world directory is refused, not read forever.
+                    let bytes =
+                        crate::user_file::read(&path, crate::kits::terrain::region::MAX_FILE_LEN)
+                            .map_err(FileError::from)?;
                     world.push(RecordedFile {
                         name: r.file,
                         hex: to_hex(&bytes),
@@ -271,7 +346,8 @@ impl Recording {
         write_atomic(path, &bytes)
     }
 
-    /// Reads a recording.
+    /// Reads a recording, checked as a whole before anything runs: its format and version, its
+    /// inputs as an inputs file's, and its `save`/`load` paths ([`recorded_path_problem`]).
     pub fn read(path: &Path) -> Result<Recording, FileError> {
         let file = display_name(path);
         let value = parse_json(&read_text(path)?, &file)?;
@@ -338,12 +414,40 @@ impl Recording {
             }
             last = input.tick;
         }
+        rec.check_paths(&file)?;
         Ok(rec)
+    }
+
+    /// Refuses the first `save`/`load` input whose path fails [`recorded_path_problem`],
+    /// naming its step (1-based, in the recording's order), its tick and the path.
+    fn check_paths(&self, file: &str) -> Result<(), FileError> {
+        for (i, input) in self.inputs.iter().enumerate() {
+            let Some((what, path)) = saved_path(input) else {
+                continue;
+            };
+            if let Some(problem) = recorded_path_problem(path) {
+                return Err(FileError::invalid(
+                    file,
+                    Problem::new(
+                        format!("inputs[{i}].path"),
+                        format!(
+                            "step {} (a {what} at tick {}): {path:?} {problem}; a recording's \
+                             save and load paths must be relative and stay inside the replay's \
+                             directory (no root, no `..`); nothing was run",
+                            i + 1,
+                            input.tick
+                        ),
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Re-runs the recording (its mods written to a temporary directory) and compares every
     /// tick's digest. Its `save` and `load` inputs use that temporary directory too (so a
-    /// recording that loads a save it did not write itself cannot be replayed).
+    /// recording that loads a save it did not write itself cannot be replayed), and a path that
+    /// would lead out of it is refused before the directory is made.
     pub fn verify(&self) -> Result<Verdict, GameError> {
         let (_dir, mut game, inputs) = self.game()?;
         let actual = run_steps(&mut game, &inputs, self.ticks)?;
@@ -353,6 +457,9 @@ impl Recording {
     /// The recorded game, built afresh and not yet run, with its inputs: its mods are written to
     /// the returned temporary directory (keep it while the game runs).
     pub fn game(&self) -> Result<(tempfile::TempDir, Game, Inputs), GameError> {
+        // Before the temporary directory exists: a path that would lead out of it is refused
+        // before anything is written (a recording built in memory skips `read`'s check).
+        self.check_paths("replay")?;
         let dir = tempfile::tempdir().map_err(|e| FileError::Io {
             file: "replay".into(),
             message: e.to_string(),
@@ -405,6 +512,20 @@ impl Recording {
         // `save`/`load` inputs are resolved in the temporary directory: a replay never writes
         // where it is run from.
         let files = dir.path().join("files");
+        // With the directories the paths name (`saves/a.json`): the recorded run found them in
+        // its current directory. Checked above: each stays inside `files`.
+        for path in self
+            .inputs
+            .iter()
+            .filter_map(|i| saved_path(i).map(|(_, p)| p))
+        {
+            let parent = Path::new(path).parent().unwrap_or(Path::new(""));
+            let full = files.join(parent);
+            std::fs::create_dir_all(&full).map_err(|e| FileError::Io {
+                file: display_name(&full),
+                message: e.to_string(),
+            })?;
+        }
         std::fs::create_dir_all(&files).map_err(|e| FileError::Io {
             file: display_name(&files),
             message: e.to_string(),
@@ -454,5 +575,34 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
         assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
         assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+    }
+
+    #[test]
+    fn a_recorded_path_is_a_relative_path_below_the_replay_directory() {
+        for ok in [
+            "a.json",
+            "saves/a.json",
+            "./a.json",
+            "saves/./a.json",
+            "a/",
+            "..a",
+            "a..b",
+        ] {
+            assert_eq!(recorded_path_problem(ok), None, "{ok}");
+        }
+        for (bad, problem) in [
+            ("", "is empty"),
+            ("a\0b", "holds a NUL byte"),
+            ("/tmp/a.json", "is an absolute path"),
+            ("//a", "is an absolute path"),
+            ("..", "has a `..` component"),
+            ("../a.json", "has a `..` component"),
+            ("saves/../../a.json", "has a `..` component"),
+            ("a/..", "has a `..` component"),
+            (".", "names no file"),
+            ("./", "names no file"),
+        ] {
+            assert_eq!(recorded_path_problem(bad), Some(problem), "{bad:?}");
+        }
     }
 }

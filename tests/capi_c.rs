@@ -83,6 +83,16 @@ fn run(program: &Path, args: &[&Path]) -> String {
         );
         Command::new(program)
     };
+    // The library just built, not a stale copy: cargo's LD_LIBRARY_PATH lists `target/debug`
+    // (where only `cargo build` refreshes the library) and outranks the program's rpath.
+    let mut paths = vec![library_dir()];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
+    ));
+    command.env(
+        "LD_LIBRARY_PATH",
+        std::env::join_paths(paths).expect("library paths"),
+    );
     let out = command.args(args).output().expect("run the C program");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);

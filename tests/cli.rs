@@ -840,3 +840,240 @@ fn relative_save_paths_follow_the_current_directory_and_run_says_so_when_it_is_n
     let out = run(&inputs_dir);
     assert!(!String::from_utf8(out.stderr).unwrap().contains("warning"));
 }
+
+/// Runs `command` to its end; a run still going after a minute is killed and fails the test (a
+/// guard against a hang, not a measure of speed).
+#[cfg(unix)]
+fn output_or_hang(mut command: std::process::Command) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..600 {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    panic!(
+        "still running after a minute (blocked on a FIFO?): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_as_scene_inputs_or_replay_is_refused_without_waiting_for_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("scene.json"), good_scene()).unwrap();
+    mkfifo(&dir.path().join("fifo.json"));
+    mkfifo(&dir.path().join("fifo.jsonl"));
+    let cases: [&[&str]; 4] = [
+        &["run", "fifo.json"],
+        &["run", "scene.json", "--inputs", "fifo.jsonl"],
+        &["check", "fifo.json", "fifo.jsonl"],
+        &["replay", "fifo.json"],
+    ];
+    for args in cases {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_world-streaming"));
+        command.current_dir(dir.path()).args(args);
+        let out = output_or_hang(command);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(": expected a regular file, found a FIFO (a named or unnamed pipe)"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn dev_zero_as_inputs_scene_or_mod_is_refused_without_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("scene.json"), good_scene()).unwrap();
+    std::fs::write(
+        dir.path().join("modded.json"),
+        scene_with(json!({}), json!({ "mods": ["/dev/zero"] })),
+    )
+    .unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["run", "scene.json", "--inputs", "/dev/zero"],
+            "/dev/zero: expected a regular file, found a character device",
+        ),
+        (
+            &["run", "/dev/zero"],
+            "/dev/zero: expected a regular file, found a character device",
+        ),
+        (
+            &["run", "modded.json"],
+            "/dev/zero: expected a regular file, found a character device",
+        ),
+    ];
+    for (args, expect) in cases {
+        let out = bin().current_dir(dir.path()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn check_of_dev_stdin_fed_by_an_endless_pipe_is_refused_not_read() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_world-streaming"))
+        .args(["check", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // `yes`: writes until the reader goes away (a broken pipe), at most 64 MiB.
+    let writer = std::thread::spawn(move || {
+        let line = b"y\n".repeat(8192);
+        let mut written = 0u64;
+        while written < 64 << 20 && stdin.write_all(&line).is_ok() {
+            written += line.len() as u64;
+        }
+        written
+    });
+    let out = child.wait_with_output().unwrap();
+    let written = writer.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("/dev/stdin: expected a regular file, found a FIFO"),
+        "{err}"
+    );
+    assert!(
+        written < 64 << 20,
+        "the pipe was read to the end: {written} bytes"
+    );
+}
+
+#[test]
+fn a_file_over_the_cap_is_refused_after_reading_at_most_the_cap() {
+    // A file that grows past what `stat` said, or a /proc-like file reporting 0 bytes, is
+    // bounded by the read itself; a regular file reporting its size is refused before reading.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("{\"tick\": 1, \"do\": \"leave\"}\n");
+    while text.len() as u64 <= 16 * 1024 * 1024 {
+        text.push_str(&" ".repeat(1 << 20));
+    }
+    std::fs::write(dir.path().join("scene.json"), good_scene()).unwrap();
+    std::fs::write(dir.path().join("in.jsonl"), text).unwrap();
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["run", "scene.json", "--inputs", "in.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "in.jsonl: the file is larger than the 16 MiB limit (the limit is 16777216 bytes)\n"
+    );
+}
+
+/// The control characters of `out` but line feeds (C0, DEL, C1), as `U+XXXX`.
+fn control_chars(out: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(out)
+        .chars()
+        .filter(|c| *c != '\n' && c.is_control())
+        .map(|c| format!("U+{:04X}", u32::from(c)))
+        .collect()
+}
+
+#[test]
+fn text_from_files_reaches_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = "\u{1b}]0;pwned\u{7}\r\u{1b}[2J\u{9b}m\nOK: fake";
+    // A kit id, an entity id in the inputs, a Lua mod's log and error, a file name.
+    std::fs::write(
+        dir.path().join("kit.json"),
+        json!({"kits": [{"id": evil}], "entities": []}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("scene.json"), good_scene()).unwrap();
+    std::fs::write(
+        dir.path().join("in.jsonl"),
+        format!(
+            "{}\n",
+            json!({"tick": 1, "do": "move", "entity": evil, "to": {"x": 0, "z": 0}})
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("loud.lua"),
+        "log('\\27]0;pwned\\7\\r\\27[2J\\n[loud] OK')\n\
+         on('world.chunk.load', function(c) error('\\27[2J\\nOK: fake') end)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("modded.json"),
+        scene_with(json!({}), json!({ "mods": ["loud.lua"] })),
+    )
+    .unwrap();
+    let odd_name = "a\u{1b}[2J\nOK.json";
+    std::fs::write(dir.path().join(odd_name), good_scene()).unwrap();
+    let cases: [(&[&str], i32, &str); 4] = [
+        (
+            &["run", "kit.json"],
+            1,
+            "kits[0].id: kit \"\\u001b]0;pwned\\u0007\\r\\u001b[2J\\u{9b}m\\nOK: … is not installed",
+        ),
+        (
+            &["run", "scene.json", "--inputs", "in.jsonl"],
+            1,
+            "in.jsonl: line 1: no such entity `\\u{1b}]0;pwned\\u{7}\\u{d}\\u{1b}[2J\\u{9b}m\\u{a}OK: fake`",
+        ),
+        (&["run", "modded.json", "--ticks", "1"], 0, "[loud] \\u{1b}]0;pwned\\u{7}\\u{d}\\u{1b}[2J\\u{a}[loud] OK\nmod.error: tick 1: mod loud: world.chunk.load: loud.lua:2: \\u{1b}[2J\\u{a}OK: fake\n"),
+        (&["check", odd_name], 0, "a\\u{1b}[2J\\u{a}OK.json: ok (scene)"),
+    ];
+    for (args, code, expect) in cases {
+        let out = bin().current_dir(dir.path()).args(args).output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert_eq!(
+            control_chars(&out.stdout),
+            Vec::<String>::new(),
+            "{args:?}: {stdout}"
+        );
+        assert_eq!(
+            control_chars(&out.stderr),
+            Vec::<String>::new(),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stdout.contains(expect) || stderr.contains(expect),
+            "{args:?}: {expect}\nstdout: {stdout}\nstderr: {stderr}"
+        );
+        assert!(
+            !stdout
+                .lines()
+                .chain(stderr.lines())
+                .any(|l| l.starts_with("OK")),
+            "{args:?}: a fake line\nstdout: {stdout}\nstderr: {stderr}"
+        );
+    }
+}

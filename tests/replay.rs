@@ -247,3 +247,251 @@ fn a_replay_that_saves_writes_nothing_where_it_runs() {
         "the replay wrote nothing"
     );
 }
+
+/// A recording of the seed scene that saves at tick 2 and loads at tick 4, made by `run
+/// --record` in `work`; returns its JSON.
+fn recording_with_a_save(work: &Path) -> Value {
+    std::fs::create_dir_all(work).unwrap();
+    std::fs::write(
+        work.join("in.jsonl"),
+        "{\"tick\": 2, \"do\": \"save\", \"path\": \"mid.save.json\"}\n{\"tick\": 4, \"do\": \"load\", \"path\": \"mid.save.json\"}\n",
+    )
+    .unwrap();
+    bin()
+        .current_dir(work)
+        .arg("run")
+        .arg(repo().join("examples/scenes/seed.json"))
+        .args([
+            "--inputs",
+            "in.jsonl",
+            "--ticks",
+            "6",
+            "--record",
+            "r.replay.json",
+        ])
+        .assert()
+        .success();
+    serde_json::from_str(&std::fs::read_to_string(work.join("r.replay.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_recording_whose_save_leads_out_of_the_replay_directory_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let good = recording_with_a_save(&work);
+    let outside = dir.path().join("escaped.json");
+    // The replay's directory is TMPDIR/.tmpXXXX/files: three `..` lead to `dir`.
+    let cases = [
+        (
+            outside.to_string_lossy().into_owned(),
+            "is an absolute path",
+        ),
+        ("../../../escaped.json".to_owned(), "has a `..` component"),
+        ("../x".to_owned(), "has a `..` component"),
+        ("saves/../../x".to_owned(), "has a `..` component"),
+        ("".to_owned(), "is empty"),
+        ("./.".to_owned(), "names no file"),
+    ];
+    for (path, problem) in &cases {
+        for (step, what, tick) in [(0, "save", 2), (1, "load", 4)] {
+            let mut rec = good.clone();
+            rec["inputs"][step]["path"] = Value::String(path.clone());
+            std::fs::write(work.join("bad.replay.json"), rec.to_string()).unwrap();
+            let expect = format!(
+                "bad.replay.json: inputs[{step}].path: step {} (a {what} at tick {tick}): {path:?} {problem}; ",
+                step + 1
+            );
+            for args in [
+                &["replay", "bad.replay.json"][..],
+                &["view", "bad.replay.json", "--out", "page.html"][..],
+            ] {
+                let out = bin()
+                    .current_dir(&work)
+                    .env("TMPDIR", &tmp)
+                    .args(args)
+                    .output()
+                    .unwrap();
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(1), "{args:?} {path}: {err}");
+                assert!(err.starts_with(&expect), "{args:?} {path}: {err}");
+                assert!(!outside.exists(), "{args:?} {path}: wrote {outside:?}");
+                assert!(!work.join("page.html").exists(), "{args:?} {path}");
+                assert_eq!(
+                    std::fs::read_dir(&tmp).unwrap().count(),
+                    0,
+                    "{args:?} {path}: the replay made its directory before refusing"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_recording_built_in_memory_with_an_absolute_save_is_refused_by_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = recording_with_a_save(&dir.path().join("work"));
+    let mut rec: Recording = serde_json::from_value(good).unwrap();
+    let outside = dir.path().join("escaped.json");
+    if let world_streaming::files::inputs::Action::Save { path } = &mut rec.inputs[0].action {
+        *path = outside.to_string_lossy().into_owned();
+    }
+    let err = rec.verify().unwrap_err().to_string();
+    assert!(
+        err.starts_with("replay: inputs[0].path: step 1 (a save at tick 2): "),
+        "{err}"
+    );
+    assert!(!outside.exists());
+}
+
+#[test]
+fn run_record_refuses_saves_and_loads_its_replay_could_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let outside = dir.path().join("abs.save.json");
+    std::fs::write(
+        work.join("in.jsonl"),
+        format!(
+            "{}\n{}\n{}\n",
+            serde_json::json!({"tick": 1, "do": "save", "path": outside}),
+            serde_json::json!({"tick": 2, "do": "save", "path": "ok.save.json"}),
+            serde_json::json!({"tick": 3, "do": "load", "path": "../up.save.json"}),
+        ),
+    )
+    .unwrap();
+    let out = bin()
+        .current_dir(&work)
+        .arg("run")
+        .arg(repo().join("examples/scenes/seed.json"))
+        .args(["--inputs", "in.jsonl", "--record", "r.replay.json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "in.jsonl: line 1: path: {:?} is an absolute path; a recorded run's save and load paths must be relative",
+            outside.to_string_lossy()
+        )),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("in.jsonl: line 3: path: \"../up.save.json\" has a `..` component; "),
+        "{err}"
+    );
+    // Nothing ran: no save, no recording.
+    assert!(!outside.exists());
+    let left: Vec<_> = std::fs::read_dir(&work).unwrap().collect();
+    assert_eq!(left.len(), 1, "only in.jsonl: {left:?}");
+    // Without --record the same inputs run (SPEC §10 lets a run save where it likes).
+    bin()
+        .current_dir(&work)
+        .arg("run")
+        .arg(repo().join("examples/scenes/seed.json"))
+        .args(["--inputs", "in.jsonl", "--ticks", "2"])
+        .assert()
+        .success();
+    assert!(outside.is_file());
+}
+
+#[test]
+fn a_recorded_save_into_a_subdirectory_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("saves")).unwrap();
+    std::fs::write(
+        work.join("in.jsonl"),
+        "{\"tick\": 2, \"do\": \"save\", \"path\": \"saves/./mid.json\"}\n{\"tick\": 4, \"do\": \"load\", \"path\": \"saves/mid.json\"}\n",
+    )
+    .unwrap();
+    bin()
+        .current_dir(&work)
+        .arg("run")
+        .arg(repo().join("examples/scenes/seed.json"))
+        .args([
+            "--inputs",
+            "in.jsonl",
+            "--ticks",
+            "6",
+            "--record",
+            "r.replay.json",
+        ])
+        .assert()
+        .success();
+    let out = bin()
+        .current_dir(&work)
+        .args(["replay", "r.replay.json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The control bytes of `out` (C0 but line feed, DEL, and the C1 controls as UTF-8), if any.
+fn control_bytes(out: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(out);
+    text.chars()
+        .filter(|c| *c != '\n' && c.is_control())
+        .map(|c| format!("U+{:04X}", u32::from(c)))
+        .collect()
+}
+
+#[test]
+fn a_tampered_recordings_events_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = record("drive", dir.path());
+    let mut rec: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let step = rec["steps"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|s| !s["events"].as_array().unwrap().is_empty())
+        .expect("the drive has events");
+    let tick = step["tick"].as_u64().unwrap();
+    step["events"][0] = Value::String(
+        "\u{1b}]0;pwned\u{7}\r\u{1b}[2J\u{9b}2J\nOK: 999 ticks replayed, every digest matches"
+            .into(),
+    );
+    step["digest"] = Value::String("\u{1b}[31mdeadbeef\r".into());
+    std::fs::write(&file, rec.to_string()).unwrap();
+    for args in [
+        &["replay", file.to_str().unwrap()][..],
+        &["view", file.to_str().unwrap(), "--out", "-"][..],
+    ] {
+        let out = bin().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(control_bytes(&out.stdout), Vec::<String>::new(), "{stdout}");
+        assert_eq!(control_bytes(&out.stderr), Vec::<String>::new(), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "tick {tick}: the events differ (expected digest \\u{{1b}}[31mdeadbeef\\u{{d}}, got "
+            )),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(
+                "\n  \\u{1b}]0;pwned\\u{7}\\u{d}\\u{1b}[2J\\u{9b}2J\\u{a}OK: 999 ticks replayed, every digest matches\n"
+            ),
+            "{stderr}"
+        );
+        assert!(
+            !stdout
+                .lines()
+                .chain(stderr.lines())
+                .any(|l| l.starts_with("OK")),
+            "a fake OK line: {stderr}"
+        );
+    }
+}

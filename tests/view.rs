@@ -288,15 +288,17 @@ fn a_load_that_restores_chunks_without_events_is_carried_as_a_correction() {
     let dir = tempfile::tempdir().unwrap();
     let scene = dir.path().join("scene.json");
     std::fs::copy(repo().join("examples/scenes/seed.json"), &scene).unwrap();
-    let save = dir.path().join("save.json");
-    let save = save.to_str().unwrap();
+    // A recording's save paths are relative (an absolute one would lead out of the replay's
+    // directory): the recorded run resolves them in `dir`.
+    let save = "save.json";
     let lines = [
         json!({"tick": 6, "do": "save", "path": save}),
         json!({"tick": 7, "do": "move", "entity": "hero", "to": {"x": 300, "z": 8}}),
         json!({"tick": 12, "do": "load", "path": save}),
     ];
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let inputs = Inputs::parse(&text, "inputs").unwrap();
+    let mut inputs = Inputs::parse(&text, "inputs").unwrap();
+    inputs.dir = Some(dir.path().to_path_buf());
     let recording = Recording::record(&scene, &inputs, 16).unwrap();
     let data = check_frames_against_the_engine(&recording);
     let json = serde_json::to_value(&data).unwrap();

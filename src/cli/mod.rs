@@ -116,7 +116,12 @@ pub fn main() -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("{e:#}");
+            // The last guard: whatever text from a file an error quotes, no control character
+            // but the line breaks of the message itself reaches the terminal.
+            eprintln!(
+                "{}",
+                world_streaming::escape::escape_lines(&format!("{e:#}"))
+            );
             1
         }
     }

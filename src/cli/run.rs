@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::Args;
+use world_streaming::escape::escape;
 use world_streaming::files::display_name;
 use world_streaming::files::inputs::{Inputs, MAX_TICK};
 use world_streaming::game::Game;
@@ -78,7 +79,8 @@ impl ModErrorReport {
             if e.event != MOD_ERROR {
                 continue;
             }
-            let field = |k: &str| e.data[k].as_str().unwrap_or_default().to_owned();
+            // A mod's id, hook and message are text from the scene's mods: escaped.
+            let field = |k: &str| escape(e.data[k].as_str().unwrap_or_default()).into_owned();
             let by = field("mod");
             if !quiet {
                 eprintln!(
@@ -110,6 +112,16 @@ impl ModErrorReport {
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let inputs = read_inputs(args.inputs.as_deref())?;
+    if args.record.is_some() {
+        // Before anything runs: a save or load its replay could not run in its own directory.
+        world_streaming::replay::check_recordable(&inputs).map_err(|errors| {
+            anyhow::anyhow!(errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n"))
+        })?;
+    }
     let mut target = args.ticks.unwrap_or(if args.until_ready.is_some() {
         UNTIL_READY_TICKS
     } else {
@@ -158,7 +170,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             );
         }
         let ticks = game.run_until_ready_with(entity, target, &inputs)?;
-        eprintln!("{entity} ready after {ticks} ticks");
+        eprintln!("{} ready after {ticks} ticks", escape(entity));
         target = game.engine().tick_count();
     }
     if let Some(path) = &args.record {
@@ -176,7 +188,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let print_log = || {
         for line in log.borrow_mut().drain(..) {
             if !quiet {
-                eprintln!("[{}] {}", line.source, line.message);
+                eprintln!("[{}] {}", escape(&line.source), escape(&line.message));
             }
         }
     };

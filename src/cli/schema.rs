@@ -10,7 +10,7 @@ pub fn run(out: Option<PathBuf>, check: Option<PathBuf>) -> anyhow::Result<()> {
         let mut drift = Vec::new();
         for (name, text) in schemas::all() {
             let path = dir.join(name);
-            let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+            let on_disk = world_streaming::files::read_text(&path).unwrap_or_default();
             if on_disk != text {
                 drift.push(format!("{}:\n{}", path.display(), diff(&on_disk, &text)));
             }

@@ -32,7 +32,7 @@ pub fn run(replay: &Path, out: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("{}: cannot write the page", out.display()))?;
         eprintln!(
             "wrote {} ({} ticks, {} bytes)",
-            out.display(),
+            display_name(out),
             data.ticks,
             page.len()
         );

@@ -1,6 +1,7 @@
 //! The public file formats of SPEC §9 (scene, inputs, state, saves) and reading them safely:
-//! size limits before reading, JSON syntax errors with line and column, shape errors with the JSON
-//! path, and every message prefixed with the file's name.
+//! regular files only, read through the size cap ([`crate::user_file`]), JSON syntax errors
+//! with line and column, shape errors with the JSON path, and every message prefixed with the
+//! file's name.
 
 pub mod inputs;
 pub mod save;
@@ -16,8 +17,7 @@ use crate::json::Problem;
 
 pub use crate::limits::check_name;
 
-/// Largest file the tool reads (scene, inputs, mod, save): 16 MiB.
-pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+pub use crate::user_file::MAX_FILE_BYTES;
 
 /// Why a file was refused.
 #[derive(Debug, thiserror::Error)]
@@ -30,14 +30,9 @@ pub enum FileError {
         /// What the system said.
         message: String,
     },
-    /// It is larger than [`MAX_FILE_BYTES`].
-    #[error("{file}: the file is {size} bytes; the limit is {MAX_FILE_BYTES}")]
-    TooLarge {
-        /// The file.
-        file: String,
-        /// Its size.
-        size: u64,
-    },
+    /// It is not a regular file, or larger than [`MAX_FILE_BYTES`] ([`crate::user_file`]).
+    #[error(transparent)]
+    Read(crate::user_file::ReadError),
     /// It is not JSON.
     #[error("{file}: line {line} column {column}: {message}")]
     Syntax {
@@ -59,7 +54,7 @@ pub enum FileError {
         problem: Problem,
     },
     /// A line of a JSON Lines file (or of a Lua source) is wrong.
-    #[error("{file}: line {line}: {message}")]
+    #[error("{file}: line {line}: {}", crate::escape::escape(message))]
     Line {
         /// The file.
         file: String,
@@ -80,32 +75,26 @@ impl FileError {
     }
 }
 
-/// The name to show for `path` in messages.
-pub fn display_name(path: &Path) -> String {
-    path.display().to_string()
+impl From<crate::user_file::ReadError> for FileError {
+    fn from(e: crate::user_file::ReadError) -> Self {
+        match e {
+            crate::user_file::ReadError::Io { file, message } => FileError::Io { file, message },
+            other => FileError::Read(other),
+        }
+    }
 }
 
-/// Reads a text file, refusing files over [`MAX_FILE_BYTES`] before reading them.
+/// The name to show for `path` in messages: as given, control characters escaped
+/// ([`crate::escape`]).
+pub fn display_name(path: &Path) -> String {
+    crate::user_file::name(path)
+}
+
+/// Reads a UTF-8 text file of at most [`MAX_FILE_BYTES`]; what is not a regular file is refused
+/// ([`crate::user_file::read`]).
 pub fn read_text(path: &Path) -> Result<String, FileError> {
     let file = display_name(path);
-    let io = |e: std::io::Error| FileError::Io {
-        file: file.clone(),
-        message: e.to_string(),
-    };
-    let meta = std::fs::metadata(path).map_err(io)?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(FileError::TooLarge {
-            file: file.clone(),
-            size: meta.len(),
-        });
-    }
-    let bytes = std::fs::read(path).map_err(io)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(FileError::TooLarge {
-            file,
-            size: bytes.len() as u64,
-        });
-    }
+    let bytes = crate::user_file::read(path, MAX_FILE_BYTES)?;
     String::from_utf8(bytes).map_err(|e| FileError::Io {
         file: file.clone(),
         message: format!(

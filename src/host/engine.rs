@@ -50,7 +50,10 @@ pub struct Ctx<'a> {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EngineError {
     /// The scene file enables a kit the catalog does not have.
-    #[error("{path}: kit {id} is not installed; installed kits: {known}")]
+    #[error(
+        "{path}: kit {} is not installed; installed kits: {known}",
+        crate::escape::escape(id)
+    )]
     UnknownKit {
         /// JSON path of the kit entry.
         path: String,
@@ -60,7 +63,7 @@ pub enum EngineError {
         known: String,
     },
     /// The same kit is enabled twice.
-    #[error("{path}: kit `{id}` is enabled twice")]
+    #[error("{path}: kit `{}` is enabled twice", crate::escape::escape(id))]
     DuplicateKit {
         /// JSON path of the second entry.
         path: String,
@@ -80,7 +83,11 @@ pub enum EngineError {
     #[error(transparent)]
     Entity(#[from] EntityError),
     /// A scene that does not exist.
-    #[error("no such scene `{name}`; scenes: {known}")]
+    #[error(
+        "no such scene `{}`; scenes: {}",
+        crate::escape::escape(name),
+        crate::escape::escape(known)
+    )]
     NoSuchScene {
         /// The name asked for.
         name: String,

@@ -212,19 +212,19 @@ impl Entity {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EntityError {
     /// The entity named does not exist.
-    #[error("no such entity `{0}`")]
+    #[error("no such entity `{}`", crate::escape::escape(.0.as_str()))]
     NoSuchEntity(EntityId),
     /// The vehicle named does not exist.
-    #[error("no such vehicle `{0}`")]
+    #[error("no such vehicle `{}`", crate::escape::escape(.0.as_str()))]
     NoSuchVehicle(EntityId),
     /// Spawning an id that is already taken.
-    #[error("an entity `{0}` already exists")]
+    #[error("an entity `{}` already exists", crate::escape::escape(.0.as_str()))]
     Duplicate(EntityId),
     /// A `rides` link that would close a loop.
-    #[error("`{0}` riding `{1}` would close a loop of rides")]
+    #[error("`{}` riding `{}` would close a loop of rides", crate::escape::escape(.0.as_str()), crate::escape::escape(.1.as_str()))]
     RideLoop(EntityId, EntityId),
     /// A position that is not finite or absurdly large.
-    #[error("position of `{0}`: {1}")]
+    #[error("position of `{}`: {}", crate::escape::escape(.0.as_str()), .1)]
     BadPosition(EntityId, String),
 }
 

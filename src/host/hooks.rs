@@ -117,7 +117,10 @@ pub type HookProfile = std::rc::Rc<std::cell::RefCell<IndexMap<String, HookStat>
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum HookError {
     /// No kit declared a hook of that name.
-    #[error("unknown hook `{hook}`; expected one of: {known}")]
+    #[error(
+        "unknown hook `{}`; expected one of: {known}",
+        crate::escape::escape(hook)
+    )]
     UnknownHook {
         /// The name asked for.
         hook: String,

@@ -51,7 +51,7 @@ pub fn read_mod(path: &Path) -> Result<ModFile, Vec<FileError>> {
 /// errors of loading the scene.
 pub fn scene_mod_warnings(scene_path: &Path) -> Vec<String> {
     let base = scene_path.parent().unwrap_or(Path::new("."));
-    let Ok(text) = std::fs::read_to_string(scene_path) else {
+    let Ok(text) = read_text(scene_path) else {
         return Vec::new();
     };
     let Ok(scene) = serde_json::from_str::<serde_json::Value>(&text) else {
@@ -72,7 +72,7 @@ pub fn scene_mod_warnings(scene_path: &Path) -> Vec<String> {
 /// The warnings of one JSON mod file (none for a Lua mod or a file that does not parse).
 pub fn mod_warnings(path: &Path) -> Vec<String> {
     let file = crate::files::display_name(path);
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(text) = read_text(path) else {
         return Vec::new();
     };
     match serde_json::from_str::<JsonMod>(&text) {

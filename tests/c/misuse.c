@@ -164,6 +164,10 @@ int main(int argc, char **argv) {
     EXPECT(WS_STATUS_SAVE_FAILED, "save.json", ws_game_save(game, path, &error));
     snprintf(path, sizeof path, "%s/missing.json", dir);
     EXPECT(WS_STATUS_LOAD_FAILED, "missing.json", ws_game_load(game, path, &error));
+    /* Not a regular file: refused without reading (a device that never ends, a FIFO nobody writes). */
+    EXPECT(WS_STATUS_LOAD_FAILED, "/dev/zero: expected a regular file, found a character device",
+           ws_game_load(game, "/dev/zero", &error));
+    EXPECT(WS_STATUS_LOAD_FAILED, "expected a regular file, found a directory", ws_game_load(game, dir, &error));
     snprintf(path, sizeof path, "%s/corrupt.json", dir);
     {
         FILE *f = fopen(path, "w");

@@ -1,0 +1,205 @@
+//! Reading a user's file (a scene, inputs, a mod, a save, a recording, a schema) through its
+//! cap. The size a file system reports is not trusted: `/dev/zero` and a pipe report 0 bytes and
+//! never end, a file may grow while it is read. So a file is
+//!
+//! 1. looked at (`stat`, following links): what is not a regular file is refused before it is
+//!    opened (a FIFO nobody writes to would block `open` forever, a device may act on `open`);
+//! 2. opened without blocking (`O_NONBLOCK` on Unix: if a FIFO took the file's place since step
+//!    1, the open still returns; on a regular file the flag changes nothing) and looked at
+//!    again through the opened handle (`fstat`), which is what is read;
+//! 3. read at most `cap + 1` bytes: one more than the cap means it is too large, refused
+//!    without reading the rest.
+//!
+//! Standard input is never read by path: `/dev/stdin` is a pipe or a terminal, not a regular
+//! file, and is refused like any other.
+
+use std::fs::{File, FileType};
+use std::io::Read;
+use std::path::Path;
+
+/// Largest file the tool reads (scene, inputs, mod, save, recording): 16 MiB.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Why a file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The system refused to open or read it.
+    #[error("{file}: {message}")]
+    Io {
+        /// The file (escaped for printing).
+        file: String,
+        /// What the system said.
+        message: String,
+    },
+    /// It is a directory, a FIFO, a device or a socket.
+    #[error("{file}: expected a regular file, found {found}")]
+    NotRegular {
+        /// The file (escaped for printing).
+        file: String,
+        /// What it is instead (`a FIFO`, `a character device`, …).
+        found: &'static str,
+    },
+    /// It holds more than the cap.
+    #[error("{file}: the file is larger than the {} limit (the limit is {limit} bytes)", human(*.limit))]
+    TooLarge {
+        /// The file (escaped for printing).
+        file: String,
+        /// The cap, in bytes.
+        limit: u64,
+    },
+}
+
+/// `16 MiB`, `1 GiB`, or bytes.
+fn human(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    match bytes {
+        b if b >= 1024 * MIB && b.is_multiple_of(1024 * MIB) => format!("{} GiB", b / (1024 * MIB)),
+        b if b >= MIB && b.is_multiple_of(MIB) => format!("{} MiB", b / MIB),
+        b => format!("{b}-byte"),
+    }
+}
+
+/// The name of `path` in messages: as given, with control characters escaped.
+pub fn name(path: &Path) -> String {
+    crate::escape::escape(&path.display().to_string()).into_owned()
+}
+
+/// What a file type is, in words.
+fn kind(t: &FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO (a named or unnamed pipe)";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "something else (not a regular file)"
+    }
+}
+
+/// Opens `path` for reading without blocking on a FIFO.
+fn open(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
+/// The bytes of the regular file at `path` (links followed), at most `cap` of them; see the
+/// module's steps.
+pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    let file = name(path);
+    let io = |e: std::io::Error| ReadError::Io {
+        file: file.clone(),
+        message: e.to_string(),
+    };
+    let regular = |meta: &std::fs::Metadata| {
+        if meta.is_file() {
+            Ok(())
+        } else {
+            Err(ReadError::NotRegular {
+                file: file.clone(),
+                found: kind(&meta.file_type()),
+            })
+        }
+    };
+    regular(&std::fs::metadata(path).map_err(io)?)?;
+    let handle = open(path).map_err(io)?;
+    let meta = handle.metadata().map_err(io)?;
+    regular(&meta)?;
+    if meta.len() > cap {
+        return Err(ReadError::TooLarge { file, limit: cap });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    read_capped(handle, &mut bytes, cap).map_err(io)?;
+    if bytes.len() as u64 > cap {
+        return Err(ReadError::TooLarge { file, limit: cap });
+    }
+    Ok(bytes)
+}
+
+/// Reads `source` to its end or to `cap + 1` bytes, whichever comes first, into `bytes`:
+/// more than `cap` bytes read means the source is over the cap.
+pub fn read_capped(source: impl Read, bytes: &mut Vec<u8>, cap: u64) -> std::io::Result<()> {
+    source.take(cap.saturating_add(1)).read_to_end(bytes)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regular_file_under_the_cap_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        std::fs::write(&path, b"12345").unwrap();
+        assert_eq!(read(&path, 5).unwrap(), b"12345");
+        let err = read(&path, 4).unwrap_err().to_string();
+        assert!(
+            err.ends_with(
+                "a.json: the file is larger than the 4-byte limit (the limit is 4 bytes)"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_endless_source_costs_the_cap_plus_one_byte() {
+        let mut bytes = Vec::new();
+        read_capped(std::io::repeat(b'y'), &mut bytes, 1000).unwrap();
+        assert_eq!(bytes.len(), 1001);
+    }
+
+    #[test]
+    fn a_directory_is_not_a_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read(dir.path(), MAX_FILE_BYTES).unwrap_err().to_string();
+        assert!(
+            err.ends_with(": expected a regular file, found a directory"),
+            "{err}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn dev_zero_is_refused_without_reading() {
+        let err = read(Path::new("/dev/zero"), MAX_FILE_BYTES)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "/dev/zero: expected a regular file, found a character device"
+        );
+    }
+
+    #[test]
+    fn the_limit_reads_in_binary_units() {
+        assert_eq!(human(MAX_FILE_BYTES), "16 MiB");
+        assert_eq!(human(1 << 30), "1 GiB");
+        assert_eq!(human(1000), "1000-byte");
+    }
+
+    #[test]
+    fn names_are_escaped() {
+        assert_eq!(name(Path::new("a\u{1b}[2J.json")), "a\\u{1b}[2J.json");
+    }
+}
