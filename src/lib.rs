@@ -9,9 +9,10 @@
 //! through `world.chunk.loaded` / `world.chunk.unloaded` events and `on_chunk` callbacks. Mods
 //! (JSON, or sandboxed Lua) may cancel the hooks `world.chunk.load` / `world.chunk.unload`.
 //!
-//! The layout follows the architecture:
-//! - [`limits`], [`json`], [`grid`] (the ground floor): shared limits and name rules, JSON
-//!   helpers, positions, chunks, ring distance, the nearest-first order, bounds;
+//! The layout follows the architecture (`ARCHITECTURE.md`: floors that depend downward only):
+//! - the ground floor: [`limits`] (shared limits and name rules), [`json`] (JSON helpers),
+//!   [`grid`] (positions, chunks, ring distance, the nearest-first order, bounds), [`escape`]
+//!   (untrusted text for a terminal), [`user_file`] and [`fileio`] (reading and writing files);
 //! - [`host`]: the `game.engine` host (entities, events, hooks, services, variables, scenes, kits,
 //!   the tick loop, the save document);
 //! - [`kits`]: `world.ground` and `world.streaming` (its pure planner in `kits::streaming::plan`);
@@ -28,6 +29,7 @@
 
 pub mod capi;
 pub mod escape;
+pub mod fileio;
 pub mod files;
 pub mod game;
 pub mod grid;

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use indexmap::IndexMap;
 use serde_json::json;
 
-use crate::files::{parse_json, read_text, FileError};
+use crate::fileio::{parse_json, read_text, FileError};
 use crate::host::{Engine, HookHandler, Log, ModId, MOD_ERROR};
 use crate::json::{from_value, Problem};
 use crate::kits::streaming::{StreamingService, STREAMING};
@@ -71,7 +71,7 @@ pub fn scene_mod_warnings(scene_path: &Path) -> Vec<String> {
 
 /// The warnings of one JSON mod file (none for a Lua mod or a file that does not parse).
 pub fn mod_warnings(path: &Path) -> Vec<String> {
-    let file = crate::files::display_name(path);
+    let file = crate::fileio::display_name(path);
     let Ok(text) = read_text(path) else {
         return Vec::new();
     };
@@ -88,7 +88,7 @@ pub fn mod_warnings(path: &Path) -> Vec<String> {
 /// Parses mod text as the file `path` (its extension tells JSON from Lua; a Lua mod's id is the
 /// file stem). Returns every problem found.
 pub fn parse_mod(text: String, path: &Path) -> Result<ModFile, Vec<FileError>> {
-    let file = crate::files::display_name(path);
+    let file = crate::fileio::display_name(path);
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => {
             let value = parse_json(&text, &file).map_err(|e| vec![e])?;

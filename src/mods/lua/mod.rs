@@ -125,7 +125,7 @@ use std::rc::Rc;
 
 use mlua::{ChunkMode, Function, Lua};
 
-use crate::files::FileError;
+use crate::fileio::FileError;
 use crate::host::save::ModSave;
 use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, Log, ModErrors, ModFailure, ModId};
 use crate::json::Problem;

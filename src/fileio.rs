@@ -1,0 +1,227 @@
+//! Reading and writing the tool's own files (scene, inputs, mods, saves, states, recordings):
+//! regular files only, read through the size cap ([`crate::user_file`]), UTF-8, JSON syntax
+//! errors with line and column, shape errors with the JSON path, every message prefixed with the
+//! file's name; and atomic writes (temp file, fsync, rename). On the ground floor, so that every
+//! room reading a file (the formats of `files/`, the mods of `mods/`) reads it the same way.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::json::Problem;
+
+pub use crate::user_file::MAX_FILE_BYTES;
+
+/// Why a file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// It could not be read or written.
+    #[error("{file}: {message}")]
+    Io {
+        /// The file.
+        file: String,
+        /// What the system said.
+        message: String,
+    },
+    /// It is not a regular file, or larger than [`MAX_FILE_BYTES`] ([`crate::user_file`]).
+    #[error(transparent)]
+    Read(crate::user_file::ReadError),
+    /// It is not JSON.
+    #[error("{file}: line {line} column {column}: {message}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the parser said.
+        message: String,
+    },
+    /// A value is wrong (JSON path inside the file).
+    #[error("{file}: {problem}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// Where and what.
+        problem: Problem,
+    },
+    /// A line of a JSON Lines file (or of a Lua source) is wrong.
+    #[error("{file}: line {line}: {}", crate::escape::escape(message))]
+    Line {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl FileError {
+    /// A path problem in `file`.
+    pub fn invalid(file: &str, problem: Problem) -> Self {
+        FileError::Invalid {
+            file: file.to_owned(),
+            problem,
+        }
+    }
+}
+
+impl From<crate::user_file::ReadError> for FileError {
+    fn from(e: crate::user_file::ReadError) -> Self {
+        match e {
+            crate::user_file::ReadError::Io { file, message } => FileError::Io { file, message },
+            other => FileError::Read(other),
+        }
+    }
+}
+
+/// The name to show for `path` in messages: as given, control characters escaped
+/// ([`crate::escape`]).
+pub fn display_name(path: &Path) -> String {
+    crate::user_file::name(path)
+}
+
+/// Reads a UTF-8 text file of at most [`MAX_FILE_BYTES`]; what is not a regular file is refused
+/// ([`crate::user_file::read`]).
+pub fn read_text(path: &Path) -> Result<String, FileError> {
+    let file = display_name(path);
+    let bytes = crate::user_file::read(path, MAX_FILE_BYTES)?;
+    String::from_utf8(bytes).map_err(|e| FileError::Io {
+        file: file.clone(),
+        message: format!(
+            "expected UTF-8 text, found an invalid byte at offset {}",
+            e.utf8_error().valid_up_to()
+        ),
+    })
+}
+
+/// Parses JSON text; a syntax error names the line and column (nesting deeper than 128 levels is
+/// refused by the parser, never a stack overflow).
+pub fn parse_json(text: &str, file: &str) -> Result<Value, FileError> {
+    serde_json::from_str(text).map_err(|e| FileError::Syntax {
+        file: file.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    })
+}
+
+/// Parses JSON text straight into `T` (no JSON value tree: a large scene costs its typed size),
+/// with the errors of [`parse_json`] for syntax and of [`crate::json::from_value`] for shape:
+/// the JSON path and plain words (`entities[3].position.z: missing field`).
+pub fn parse_typed<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T, FileError> {
+    let syntax = |e: &serde_json::Error| FileError::Syntax {
+        file: file.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    };
+    // The fast path: no path tracking (it allocates a string per key visited). Only a file that
+    // fails is parsed again, tracked, for the JSON path of its first problem.
+    if let Ok(value) = serde_json::from_str(text) {
+        return Ok(value);
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let inner = e.inner();
+        if inner.classify() != serde_json::error::Category::Data {
+            return syntax(inner);
+        }
+        // Only now, on the cold path, the value tree: for "got …" in the message, and because a
+        // syntax error later in the file (which the typed parse stopped short of) comes first.
+        let tree: Value = match serde_json::from_str(text) {
+            Ok(tree) => tree,
+            Err(e) => return syntax(&e),
+        };
+        let found = crate::json::value_at(&tree, e.path());
+        let problem = crate::json::problem_at(
+            &e.path().to_string(),
+            &strip_position(&inner.to_string()),
+            found,
+        );
+        FileError::invalid(file, problem)
+    })?;
+    de.end().map_err(|e| syntax(&e))?;
+    Ok(value)
+}
+
+/// serde_json appends " at line L column C"; the message already says where.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename over
+/// the target, fsync of the directory. On any failure the previous file is left as it was.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    write_atomic_with(path, bytes, |_| Ok(()))
+}
+
+/// [`write_atomic`] with a step run between the write and the rename (tests use it to simulate a
+/// crash there).
+pub fn write_atomic_with(
+    path: &Path,
+    bytes: &[u8],
+    before_rename: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> Result<(), FileError> {
+    use std::io::Write;
+    let file = display_name(path);
+    let io = |e: std::io::Error| FileError::Io {
+        file: file.clone(),
+        message: e.to_string(),
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path.file_name().ok_or_else(|| FileError::Io {
+        file: file.clone(),
+        message: "expected a file path, got a directory".into(),
+    })?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        before_rename(&tmp)?;
+        std::fs::rename(&tmp, path)?;
+        if let Ok(d) = std::fs::File::open(&dir) {
+            d.sync_all()?;
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_errors_name_line_and_column() {
+        let err = parse_json("{\n  \"a\": ,\n}", "s.json").unwrap_err();
+        assert_eq!(err.to_string(), "s.json: line 2 column 8: expected value");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let text = "[".repeat(100_000);
+        let err = parse_json(&text, "deep.json").unwrap_err();
+        assert!(
+            err.to_string().contains("recursion limit exceeded"),
+            "{err}"
+        );
+    }
+}
