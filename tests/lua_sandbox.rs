@@ -374,6 +374,45 @@ fn next_and_the_real_globals_are_not_there() {
     assert_walled("local x = _ENV.os.getenv('HOME')", "global 'os'");
 }
 
+/// The mod's globals are the allow-list (README "Lua mods", `src/mods/lua/mod.rs`) and the API,
+/// nothing else: Lua's `_G`, `_VERSION` and `warn` are not there either (a read is `nil`, a call
+/// the usual error).
+#[test]
+fn a_mod_sees_the_allow_list_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "globals.lua",
+        r#"
+local names = {}
+for name in pairs(_ENV) do names[#names + 1] = name end
+print(table.concat(names, " "))
+local absent = {}
+for _, name in ipairs({"_G", "_VERSION", "warn", "next", "load", "loadstring", "dofile",
+    "loadfile", "require", "collectgarbage", "module", "package", "io", "os", "debug",
+    "coroutine", "unpack"}) do
+  absent[#absent + 1] = name .. "=" .. tostring(_ENV[name])
+end
+print(table.concat(absent, " "))
+print(_VERSION, pcall(function() warn("@on") end))
+"#,
+    );
+    let out = play(dir.path(), &["globals.lua"], "", 1);
+    assert_eq!(out.mod_errors(), vec![]);
+    assert_eq!(
+        out.log_messages(),
+        vec![
+            "assert cancel error getmetatable ipairs log math mod on pairs pcall print rawequal \
+             rawget rawlen rawset select setmetatable storage streaming string table tonumber \
+             tostring type utf8 xpcall",
+            "_G=nil _VERSION=nil warn=nil next=nil load=nil loadstring=nil dofile=nil \
+             loadfile=nil require=nil collectgarbage=nil module=nil package=nil io=nil os=nil \
+             debug=nil coroutine=nil unpack=nil",
+            "nil\tfalse\tglobals.lua:12: attempt to call a nil value (global 'warn')",
+        ]
+    );
+}
+
 #[test]
 fn addresses_never_leak() {
     assert_walled(
@@ -1028,6 +1067,85 @@ show(string.format("%5.1f|%d|%s|%q", 3.14159, 42, nil, "a\nb"))
         ]
     );
 }
+
+/// A back-reference to a position capture (`()`) never matches in Lua 5.4.7: the capture's
+/// length is the marker `CAP_POSITION` (-2), which `match_capture` reads as a `size_t` longer
+/// than any subject. The metering patch charged that length (2^64 - 2 bytes compared), so every
+/// such pattern raised an uncatchable "instruction budget exceeded" (210 of 71 292 cases of a
+/// differential run against pristine Lua).
+///
+/// The expected lines are pristine Lua 5.4.7's output for this same mod body: the vendored
+/// sources as first committed, unmodified (commit 2520b2e), compiled with
+/// `scripts/pristine-lua.sh` (`LUA_COMPAT_5_3`, `LUA_USE_LINUX`, a `luaL_dofile` driver) and run
+/// on the body below. Errors are `pcall`'d C functions, so their messages carry no position.
+#[test]
+fn back_references_to_a_position_capture_answer_as_in_lua() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "positions.lua", POSITION_BACKREFERENCES);
+    let out = play(dir.path(), &["positions.lua"], "", 1);
+    assert_eq!(out.mod_errors(), vec![]);
+    assert_eq!(
+        out.log_messages(),
+        vec![
+            "nil",
+            "nil",
+            "nil",
+            "nil",
+            "nil",
+            "nil",
+            "error: \"invalid capture index %1\"",
+            "error: \"invalid capture index %2\"",
+            "\"a\"",
+            "nil",
+            "nil",
+            "nil",
+            "2, 1, 2",
+            "\"abc\", 0",
+            "\"abc\", 0",
+            "\"1a2b3c4\", 4",
+            "0, \"\"",
+            "0, \"\"",
+            "2, \"\\\"a\\\", 2; \\\"a\\\", 4\"",
+        ]
+    );
+}
+
+/// The mod of [`back_references_to_a_position_capture_answer_as_in_lua`]; plain Lua 5.4 (it
+/// runs unchanged in `lua`).
+const POSITION_BACKREFERENCES: &str = r##"
+local function show(ok, ...)
+  local t = {}
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    t[i] = type(v) == "string" and ("%q"):format(v) or tostring(v)
+  end
+  return (ok and "" or "error: ") .. table.concat(t, ", ")
+end
+local function gm(s, p)
+  local t = {}
+  for a, b in string.gmatch(s, p) do t[#t + 1] = show(true, a, b) end
+  return #t, table.concat(t, "; ")
+end
+print(show(pcall(string.match, "", "()%1")))
+print(show(pcall(string.match, "ab", "()ab%1(b)*")))
+print(show(pcall(string.match, "aa", "()a%1")))
+print(show(pcall(string.match, "abab", "(a)()b%2")))
+print(show(pcall(string.match, "x", "()%1?")))
+print(show(pcall(string.match, "", "(()%2)")))
+print(show(pcall(string.match, "", "(%1)")))
+print(show(pcall(string.match, "", "()%2")))
+print(show(pcall(string.match, "aXa", "(a)X%1")))
+print(show(pcall(string.match, string.rep("a", 100000), "()%1")))
+print(show(pcall(string.find, "abc", "()%1")))
+print(show(pcall(string.find, "abc", "b()%1")))
+print(show(pcall(string.find, "abc", "()", 2)))
+print(show(pcall(string.gsub, "abc", "()%1", "x")))
+print(show(pcall(string.gsub, "abc", "(b)()%2", "%1")))
+print(show(pcall(string.gsub, "abc", "()", "%1")))
+print(show(pcall(gm, "abc", "()%1")))
+print(show(pcall(gm, "aaa", "a()%1")))
+print(show(pcall(gm, "abab", "(a)()")))
+"##;
 
 #[test]
 fn the_instruction_budget_is_per_call() {

@@ -87,7 +87,7 @@ static int luaB_tonumber (lua_State *L) {
     else {
       size_t l;
       const char *s = lua_tolstring(L, 1, &l);
-      if (s != NULL && l <= WS_MAXNUMERAL  /* WS: see lstate.h */
+      if (s != NULL && l <= WS_MAXNUMERAL  /* WS: see luaconf.h */
           && lua_stringtonumber(L, s) == l + 1)
         return 1;  /* successful conversion to number */
       /* else not a number */

@@ -624,11 +624,15 @@ static const char *match_capture (MatchState *ms, const char *s, int l) {
   size_t len;
   l = check_capture(ms, l);
   len = ms->capture[l].len;
-  ws_add(ms, len >> 4);  /* WS: bytes compared */
-  if ((size_t)(ms->src_end-s) >= len &&
-      memcmp(ms->capture[l].init, s, len) == 0)
-    return s+len;
-  else return NULL;
+  /* WS: the bytes 'memcmp' compares, charged only when it runs. A position
+  ** capture's length is CAP_POSITION, (size_t)-2 here: as in Lua, its
+  ** back-reference never matches, and it compares (and costs) nothing */
+  if ((size_t)(ms->src_end-s) >= len) {
+    ws_add(ms, len >> 4);
+    if (memcmp(ms->capture[l].init, s, len) == 0)
+      return s+len;
+  }
+  return NULL;
 }
 
 

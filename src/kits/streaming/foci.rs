@@ -36,9 +36,10 @@ pub enum TicketError {
     /// 1024 tickets are held and this id is not one of them.
     #[error("too many tickets: at most {MAX_TICKETS} are held at once")]
     Full,
-    /// The position is not finite.
-    #[error("expected a finite position")]
-    Position,
+    /// A coordinate of the position is not finite or beyond ±1e15 m (what every file accepts,
+    /// so that a game never writes a save it would refuse to load).
+    #[error("at.{0}")]
+    Position(crate::json::Problem),
 }
 
 /// A preload ticket: a focus at `at` with its own radius, counting in ticks `from..=until`.
@@ -68,9 +69,7 @@ impl Ticket {
         from: u64,
     ) -> Result<Ticket, TicketError> {
         check_id(id)?;
-        if !(at.x.is_finite() && at.z.is_finite() && at.y.is_finite()) {
-            return Err(TicketError::Position);
-        }
+        at.check().map_err(TicketError::Position)?;
         if !(0..=i64::from(MAX_RADIUS)).contains(&radius) {
             return Err(TicketError::Radius(radius));
         }
@@ -434,6 +433,23 @@ mod tests {
             Err(TicketError::Ticks(1 << 31))
         );
         assert!(Ticket::new("a", p, 64, (1 << 31) - 1, 1).is_ok());
+        assert!(Ticket::new("a", at(1e15, -1e15), 64, 1, 1).is_ok());
+        for (bad, name) in [
+            (at(1e300, 0.0), "x"),
+            (at(0.0, -2e15), "z"),
+            (at(f64::NAN, 0.0), "x"),
+        ] {
+            match Ticket::new("a", bad, 1, 1, 1) {
+                Err(TicketError::Position(p)) => assert_eq!(p.path, name, "{bad:?}"),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            Ticket::new("a", at(2e15, 0.0), 1, 1, 1)
+                .unwrap_err()
+                .to_string(),
+            "at.x: expected a finite number of metres within ±1e15, got 2000000000000000"
+        );
     }
 
     #[test]

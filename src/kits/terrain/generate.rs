@@ -24,6 +24,33 @@ const OCTAVES: [(f64, f64); 4] = [
     (64.0, 0.09375),
 ];
 
+/// `noise`'s Perlin noise is total below this magnitude of a lattice coordinate (2^63).
+const NOISE_LIMIT: f64 = 9_223_372_036_854_775_808.0;
+
+/// `p`, a coordinate in an octave's lattice units (metres × frequency), as the noise is fed it.
+///
+/// `noise` 0.9's Perlin noise converts `floor(p)` to `isize`: it panics once `p >= 2^63` or
+/// `p < -2^63` (and overflows at `-2^63`), and on a non-finite `p`. A `chunkSize` of `1e21`
+/// reaches that on chunk 1. Its permutation table repeats every 256 lattice units (the hash
+/// takes `corner & 0xff`), so the noise is periodic and a far coordinate can be brought back to
+/// one that is the same point of the noise:
+///
+/// - `|p| < 2^63`: `p` itself, so every chunk the generator made before is unchanged (the
+///   generator's version stays 1);
+/// - `|p| >= 2^63` (an integer there): `p % 256 + 256·sign(p)`, exact in `f64` (`%` is exact),
+///   in `256..512` or `-512..=-256`: the same corner modulo 256 and the same fraction (none);
+/// - `±∞` (a cell centre past `f64::MAX` metres) is taken as `±f64::MAX`, NaN as 0.
+fn lattice(p: f64) -> f64 {
+    if p.abs() < NOISE_LIMIT {
+        return p;
+    }
+    if p.is_nan() {
+        return 0.0;
+    }
+    let p = p.clamp(-f64::MAX, f64::MAX);
+    p % 256.0 + 256.0f64.copysign(p)
+}
+
 /// Materials, by height band.
 pub mod material {
     /// Below the water line.
@@ -156,11 +183,12 @@ impl Generator {
         }
     }
 
-    /// The normalised height 0..=1 at world position `(x, z)`.
+    /// The normalised height 0..=1 at world position `(x, z)`. Total: any `f64` gives a height
+    /// (see [`lattice`]).
     fn height_at(&self, x: f64, z: f64) -> f64 {
         let mut sum = 0.0;
         for (perlin, frequency, weight) in &self.octaves {
-            sum += perlin.get([x * frequency, z * frequency]) * weight;
+            sum += perlin.get([lattice(x * frequency), lattice(z * frequency)]) * weight;
         }
         (sum * 0.5 + 0.5).clamp(0.0, 1.0)
     }
@@ -202,6 +230,142 @@ impl Generator {
             cells: n,
             bytes,
             hash,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::MAX_CHUNK_COORD;
+    use proptest::prelude::*;
+
+    /// Chunk coordinates the grid can want: clamped focus chunks ± the largest radius and one.
+    fn chunk_coord() -> impl Strategy<Value = i64> {
+        let edge = MAX_CHUNK_COORD + 65;
+        prop_oneof![
+            -edge..=edge,
+            (0..=130i64).prop_map(move |d| edge - d),
+            (0..=130i64).prop_map(move |d| d - edge),
+            -70..=70i64,
+        ]
+    }
+
+    /// Chunk sizes a scene may give: any finite positive `f64`, the extremes more often.
+    fn chunk_size() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            (1u64..0x7ff0_0000_0000_0000).prop_map(f64::from_bits),
+            Just(f64::MAX),
+            Just(f64::MIN_POSITIVE),
+            Just(5e-324),
+            Just(1e-300),
+            Just(1e21),
+            Just(1e300),
+            0.001..1e6f64,
+        ]
+    }
+
+    #[test]
+    fn a_chunk_size_of_1e21_generates_chunk_1_instead_of_panicking() {
+        // Chunk 1's first cell centre is at 32.5 cells of 3.125e19 m = 1.016e21 m: 1.6e19 units
+        // of the 64 m octave's lattice, >= 2^63, which the noise library converted to isize
+        // and panicked on (exit 101 from `run`).
+        let g = Generator::new(1, 32, 1e21);
+        let a = g.generate(ChunkPos::new(1, 0));
+        let b = g.generate(ChunkPos::new(1, 0));
+        assert_eq!(a, b, "deterministic");
+        assert_eq!(a.bytes.len(), 32 * 32 * 3);
+    }
+
+    #[test]
+    fn the_largest_chunks_at_the_clamp_edge_generate() {
+        for size in [f64::MAX, 1e300, 1e21, 2048.0, 1e-300, 5e-324] {
+            let g = Generator::new(7, 2, size);
+            for c in [
+                ChunkPos::new(MAX_CHUNK_COORD + 65, -MAX_CHUNK_COORD - 65),
+                ChunkPos::new(-MAX_CHUNK_COORD, MAX_CHUNK_COORD),
+                ChunkPos::new(-1, 0),
+            ] {
+                let data = g.generate(c);
+                assert_eq!(data.bytes.len(), 12, "{size} {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn lattice_coordinates_the_noise_takes_are_passed_unchanged() {
+        // Below 2^63 nothing changes: the chunks generated before keep their bytes.
+        let below = f64::from_bits(NOISE_LIMIT.to_bits() - 1);
+        for p in [
+            0.0,
+            -0.0,
+            0.5,
+            -1.0,
+            1e15,
+            -1e18,
+            below,
+            -below,
+            2f64.powi(53),
+        ] {
+            assert_eq!(lattice(p).to_bits(), p.to_bits(), "{p}");
+        }
+    }
+
+    #[test]
+    fn far_lattice_coordinates_come_back_to_the_same_point_of_the_periodic_noise() {
+        // On the positive side the library still computes at 2^53..2^63 (integers there, the
+        // fraction 0): the wrapped coordinate gives bit for bit the value it gives.
+        let perlin = Perlin::new(12345);
+        let mut p = 2f64.powi(53);
+        while p < NOISE_LIMIT {
+            for q in [0.25, 3.5, -7.75, p] {
+                let wrapped = p % 256.0 + 256.0;
+                assert!((256.0..512.0).contains(&wrapped));
+                assert_eq!(
+                    perlin.get([p, q]).to_bits(),
+                    perlin.get([wrapped, q]).to_bits(),
+                    "{p} {q}"
+                );
+            }
+            p = p * 1.75 + 3.0 * 2f64.powi(11);
+        }
+        for (p, expected) in [
+            (NOISE_LIMIT, 256.0),
+            (-NOISE_LIMIT, -256.0),
+            (NOISE_LIMIT + 2048.0 * 3.0, 256.0),
+            (1e300, 1e300 % 256.0 + 256.0),
+            (f64::INFINITY, f64::MAX % 256.0 + 256.0),
+            (f64::NEG_INFINITY, -(f64::MAX % 256.0) - 256.0),
+            (f64::NAN, 0.0),
+        ] {
+            assert_eq!(lattice(p), expected, "{p}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn every_cell_of_every_chunk_the_grid_can_want_has_a_height(
+            seed in any::<u64>(),
+            cells in 1u32..=256,
+            size in chunk_size(),
+            x in chunk_coord(),
+            z in chunk_coord(),
+            i in any::<u32>(),
+            j in any::<u32>(),
+        ) {
+            let g = Generator::new(seed, cells, size);
+            let (i, j) = (i % cells, j % cells);
+            let a = g.cell(ChunkPos::new(x, z), i, j);
+            prop_assert_eq!(a, g.cell(ChunkPos::new(x, z), i, j));
+        }
+
+        #[test]
+        fn the_height_field_is_total_over_every_f64(x in any::<f64>(), z in any::<f64>()) {
+            let g = Generator::new(3, 32, 32.0);
+            let h = g.height_at(x, z);
+            prop_assert!((0.0..=1.0).contains(&h), "{}", h);
         }
     }
 }

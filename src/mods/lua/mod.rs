@@ -74,8 +74,9 @@
 //!   `pcall`, `rawequal`, `rawget`, `rawlen`, `rawset`, `select`, `setmetatable`, `tonumber`,
 //!   `tostring`, `type`, `xpcall`, and the tables `string` (no `dump`), `table`, `math`, `utf8`:
 //!   Lua's own functions, metered by the VM.
-//!   Not available: `io`, `os`, `package`, `require`, `debug`, `dofile`, `loadfile`, `load`,
-//!   `loadstring`, `collectgarbage`, `next`, `coroutine`, `string.dump`, `_G`.
+//!   Not available (`nil` in a mod): `io`, `os`, `package`, `require`, `debug`, `dofile`,
+//!   `loadfile`, `load`, `loadstring`, `collectgarbage`, `next`, `coroutine`, `string.dump`,
+//!   `warn`, `_G`, `_VERSION` (`tests/lua_sandbox.rs` lists what a mod sees).
 //!
 //! # Determinism
 //!
@@ -584,7 +585,8 @@ local patterns = {"", "a", ".", "a*", "a-", "a+", "a?", "^a", "a$", "^$", "$", "
   "[]]", "[^]]", "[]", "%%", "%.", "(a*(.)%w(%s*))", "(.)%1", "^(%s*)(.-)(%s*)$", "[%]]", "x%zy", "%x+", "%p", "%c+",
   "%u%l*", "%S+", "[%d.]+", "e?3", ".-b", "a.-c", "(h)(e)(l)(l)(o)", "%", "[a", "(", ")", "%b", "%b(", "%f", "%fa",
   "(()", "%1", "[%", "((a)", "(a%1)", "[a-]", "[-a]", "[%a-z]", "^(a+)", "(o)(.-)%2", ".*", ".-", "(.*)%s", "^.-$",
-  "[\128-\255]+", "%W+", "%D", "%L+", "%U", "%P+", "%X", "%C", "%G+"}
+  "[\128-\255]+", "%W+", "%D", "%L+", "%U", "%P+", "%X", "%C", "%G+", "()%1", "()a%1", "(a)()%2",
+  "()ab%1(b)*"}
 local inits = {false, 1, 3, -2, 0, 100, -100}
 local function ser(...)
   local n = select("#", ...)
@@ -622,6 +624,33 @@ for _, s in ipairs(subjects) do
   end
 end
 "##;
+
+    #[test]
+    fn a_back_reference_is_charged_the_bytes_it_compares() {
+        // A position capture's back-reference compares nothing (it never matches): it costs
+        // what a failing literal costs, not 2^64 - 2 bytes.
+        let scan = |p: &str| {
+            units(&format!(
+                "local s = string.rep('a', 100000) local r = string.match(s, '{p}')"
+            ))
+        };
+        let (position, literal) = (scan("()%1"), scan("()x"));
+        assert!(literal.abs_diff(position) <= 64, "{position} vs {literal}");
+        // A real capture's back-reference: one unit per 16 bytes compared, here 50 000 (both
+        // fail at the `$`, so neither makes a capture string).
+        let half = units(
+            "local s = string.rep('a', 100000) .. 'b' local r = s:match('^(' .. \
+                          string.rep('a', 50000) .. ')%1$')",
+        );
+        let none = units(
+            "local s = string.rep('a', 100000) .. 'b' local r = s:match('^(' .. \
+                          string.rep('a', 50000) .. ')$')",
+        );
+        assert!(
+            (50_000 / 16..=50_000 / 16 + 64).contains(&(half - none)),
+            "{half} - {none}"
+        );
+    }
 
     #[test]
     fn the_sandboxed_pattern_functions_answer_like_plain_lua() {
