@@ -1,14 +1,11 @@
 //! The `world-streaming` binary: every subcommand's success and failure paths, exit codes, the
 //! seed example's exact state, and a table of bad files each refused with a clear message.
 
+mod common;
+use common::bin;
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::{json, Value};
-
-fn bin() -> Command {
-    Command::cargo_bin("world-streaming").unwrap()
-}
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,19 +1,16 @@
 //! Replays: recorded runs of every example scene replay OK, and an altered recording is caught at
 //! the right tick, through the binary and through the library.
 
+mod common;
+use common::bin;
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::Value;
 use world_streaming::files::inputs::Inputs;
 use world_streaming::replay::{compare, Recording, Verdict};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bin() -> Command {
-    Command::cargo_bin("world-streaming").unwrap()
 }
 
 fn record(name: &str, dir: &Path) -> std::path::PathBuf {

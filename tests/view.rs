@@ -9,11 +9,12 @@
 #[path = "common/chromium.rs"]
 mod chromium;
 
+mod common;
+use common::bin;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use assert_cmd::Command;
 use serde_json::{json, Value};
 use world_streaming::files::inputs::Inputs;
 use world_streaming::game::Game;
@@ -23,10 +24,6 @@ use world_streaming::view::{capture, render, terrain_height, ViewData};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bin() -> Command {
-    Command::cargo_bin("world-streaming").unwrap()
 }
 
 /// `target/`, where the screenshots go.

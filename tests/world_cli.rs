@@ -3,17 +3,14 @@
 //! killed process damages them; `verify` names each damaged record or header and exits 1,
 //! `inspect` lists every region and record, and neither touches the directory.
 
+mod common;
+use common::bin;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::Value;
 use world_streaming::grid::ChunkPos;
 use world_streaming::kits::terrain::region::{self, Diff, Region, RegionPos, Stamp};
-
-fn bin() -> Command {
-    Command::cargo_bin("world-streaming").unwrap()
-}
 
 fn stamp() -> Stamp {
     Stamp {

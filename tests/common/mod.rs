@@ -3,11 +3,17 @@
 
 use std::path::Path;
 
+use assert_cmd::Command;
 use serde_json::Value;
 use world_streaming::files::inputs::Inputs;
 use world_streaming::game::Game;
 use world_streaming::grid::ChunkPos;
 use world_streaming::kits::builtin_catalog;
+
+/// The `world-streaming` binary, ready for its arguments.
+pub fn bin() -> Command {
+    Command::cargo_bin("world-streaming").unwrap()
+}
 
 /// A game from scene JSON (mod paths relative to `dir`).
 pub fn game_in(scene: &Value, dir: &Path) -> Game {
