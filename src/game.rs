@@ -12,11 +12,12 @@ use crate::files::scene::SceneFile;
 use crate::files::state::{FocusXZ, StateDoc};
 use crate::files::{display_name, parse_json, read_text, write_atomic, FileError};
 use crate::host::KitCatalog;
-use crate::host::{Engine, EngineError, Log, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, PLAYER_MOVED};
+use crate::host::{Engine, EngineError, Log, PLAYER_MOVED};
 use crate::json::{number, Problem};
 use crate::kits::builtin_catalog;
 use crate::kits::streaming::dormancy::DORMANT;
 use crate::kits::streaming::{StreamingService, TicketInfo, STREAMING};
+use crate::kits::streaming::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use crate::kits::terrain::{TerrainService, TERRAIN};
 use crate::mods;
 

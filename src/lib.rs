@@ -48,7 +48,7 @@ pub mod prelude {
     pub use crate::grid::{ChunkPos, Position};
     pub use crate::host::{Engine, EntityId, Event, Kit, KitCatalog};
     pub use crate::kits::builtin_catalog;
-    pub use crate::kits::streaming::{StreamingService, STREAMING};
+    pub use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
 }
 
 /// The README's Rust examples, compiled and run as doctests so they cannot rot.

@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 use world_streaming::game::{Game, GameError};
 use world_streaming::grid::{ChunkPos, Position};
 use world_streaming::host::{Entity, EntityError, EntityId};
-use world_streaming::kits::streaming::{BudgetMs, ChunkSize, MaxLoaded, Radius, StreamingKit};
+use world_streaming::kits::streaming::{
+    BudgetMs, ChunkEvent, ChunkSize, MaxLoaded, Radius, StreamingKit,
+};
 
 fn seed_scene() -> Value {
     json!({

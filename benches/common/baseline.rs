@@ -13,14 +13,16 @@ use world_streaming::grid::{Bounds, ChunkPos, Grid, Position};
 use world_streaming::host::KitCatalog;
 use world_streaming::host::{
     chunk_data, Cancel, Ctx, Event, HookArgs, HookValue, Install, Kit, KitError, KitSpec, Problem,
-    SceneDef, Services, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD,
-    PLAYER_MOVED,
+    SceneDef, Services, PLAYER_MOVED,
 };
 use world_streaming::json::from_value;
 use world_streaming::kits::builtin_catalog;
 use world_streaming::kits::ground::{GroundService, GROUND};
 use world_streaming::kits::streaming::{
     manifest, FocusMode, Overrides, StreamingConfig, STREAMING,
+};
+use world_streaming::kits::streaming::{
+    CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD,
 };
 
 #[derive(PartialEq)]

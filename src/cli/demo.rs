@@ -9,8 +9,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use world_streaming::files::inputs::Inputs;
 use world_streaming::game::Game;
 use world_streaming::grid::ChunkPos;
-use world_streaming::host::{Engine, CHUNK_LOADED, CHUNK_UNLOADED, MOD_ERROR};
+use world_streaming::host::{Engine, MOD_ERROR};
 use world_streaming::kits::streaming::{StreamingService, CAPACITY, TICKET_READY};
+use world_streaming::kits::streaming::{CHUNK_LOADED, CHUNK_UNLOADED};
 use world_streaming::kits::terrain::{TerrainService, TERRAIN};
 
 const SCENE: &str = include_str!("../../examples/scenes/party.json");

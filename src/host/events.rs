@@ -7,10 +7,6 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-/// Emitted when a chunk became live: `{x, z}`.
-pub const CHUNK_LOADED: &str = "world.chunk.loaded";
-/// Emitted when a chunk was released: `{x, z}`.
-pub const CHUNK_UNLOADED: &str = "world.chunk.unloaded";
 /// Emitted by the `player.moved` input: `{x, y?, z}`.
 pub const PLAYER_MOVED: &str = "player.moved";
 /// Emitted when a mod failed: `{mod, hook, message}`.
@@ -27,22 +23,8 @@ pub struct Event {
     pub data: EventData,
 }
 
-impl Event {
-    /// The chunk of a `world.chunk.loaded` (`Some((chunk, true))`) or `world.chunk.unloaded`
-    /// (`Some((chunk, false))`) event; `None` for any other event.
-    pub fn chunk(&self) -> Option<(crate::grid::ChunkPos, bool)> {
-        let loaded = match &*self.event {
-            CHUNK_LOADED => true,
-            CHUNK_UNLOADED => false,
-            _ => return None,
-        };
-        let coord = |k: &str| self.data.get(k).and_then(Value::as_i64);
-        Some((crate::grid::ChunkPos::new(coord("x")?, coord("z")?), loaded))
-    }
-}
-
-/// An event's payload: JSON, with fast paths for the `{x, z}` of the chunk events and the
-/// `{x, z, hash}` of `world.terrain.built` (no map is built; indexing, comparing and
+/// An event's payload: JSON, with fast paths for the two shapes kits emit most, `{x, z}` (a
+/// chunk) and `{x, z, hash}` (a chunk and its content's hash) (no map is built; indexing, comparing and
 /// serializing behave exactly as for the JSON object, keys in that order).
 #[derive(Debug, Clone)]
 pub enum EventData {

@@ -11,11 +11,6 @@ use serde_json::json;
 
 use super::events::{EventBus, MOD_ERROR};
 
-/// Asked before a chunk loads: `{x, z}`.
-pub const HOOK_CHUNK_LOAD: &str = "world.chunk.load";
-/// Asked before a loaded chunk is released: `{x, z}`.
-pub const HOOK_CHUNK_UNLOAD: &str = "world.chunk.unload";
-
 /// The id of a mod (a JSON mod's `id`, a Lua mod's file stem).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]

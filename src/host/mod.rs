@@ -16,11 +16,11 @@ pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{Entity, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
     chunk_data, chunk_hash_data, Event, EventBus, EventData, Log, LogLine, ModErrors, Outbox,
-    CHUNK_LOADED, CHUNK_UNLOADED, MOD_ERROR, PLAYER_MOVED,
+    MOD_ERROR, PLAYER_MOVED,
 };
 pub use hooks::{
     Cancel, HookAnswer, HookArgs, HookError, HookHandler, HookProfile, HookStat, HookValue, Hooks,
-    ModFailure, ModId, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD,
+    ModFailure, ModId,
 };
 pub use kit::{
     join_path, unmet_requirements, AsAny, Install, Kit, KitCatalog, KitError, KitFactory,

@@ -31,8 +31,9 @@ use serde_json::{json, Map, Value};
 use crate::files::FileError;
 use crate::game::{Game, GameError};
 use crate::grid::ChunkPos;
-use crate::host::{Event, EventData, CHUNK_LOADED, CHUNK_UNLOADED};
+use crate::host::{Event, EventData};
 use crate::kits::streaming::dormancy::DORMANT;
+use crate::kits::streaming::{CHUNK_LOADED, CHUNK_UNLOADED};
 use crate::kits::terrain::{TerrainService, TERRAIN, VAR_WAITS};
 use crate::replay::{compare, Divergence, Recording, Step, Verdict};
 

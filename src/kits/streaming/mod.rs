@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod dormancy;
+mod events;
 pub mod foci;
 pub mod plan;
 pub mod service;
@@ -25,8 +26,7 @@ use indexmap::IndexMap;
 use crate::grid::{ChunkPos, Grid, Position};
 use crate::host::{
     chunk_data, Cancel, Ctx, EntityId, Event, HookArgs, HookValue, Install, Kit, KitError,
-    KitManifest, KitSpec, PreparedSection, Problem, SceneDef, CHUNK_LOADED, CHUNK_UNLOADED,
-    HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, MOD_ERROR, PLAYER_MOVED,
+    KitManifest, KitSpec, PreparedSection, Problem, SceneDef, MOD_ERROR, PLAYER_MOVED,
 };
 use crate::json::from_value;
 use crate::kits::ground::{GroundService, GROUND};
@@ -35,6 +35,7 @@ pub use config::{
     BudgetMs, ChunkSize, FocusMode, MaxLoaded, MaxRefusals, Overrides, Radius, Settings,
     StreamingConfig,
 };
+pub use events::{ChunkEvent, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
 pub use plan::{FocusView, Held, RefusalKind, Residency};

@@ -11,7 +11,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::grid::{ChunkPos, Grid, Position};
-use crate::host::{EntityId, ModId, Problem, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
+use crate::host::{EntityId, ModId, Problem};
+
+use super::events::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 
 use super::config::{Overrides, Settings, StreamingConfig, MAX_RADIUS};
 use super::dormancy::Dormancy;

@@ -30,7 +30,7 @@ use crate::host::{
     Services,
 };
 use crate::json::{as_integer, from_value};
-use crate::kits::streaming::{BuilderId, StreamingService, STREAMING};
+use crate::kits::streaming::{BuilderId, ChunkEvent, StreamingService, STREAMING};
 
 pub use generate::{ChunkData, Generator, GENERATOR_VERSION};
 use pool::{Built, Job, Pool};
