@@ -1,11 +1,11 @@
-//! The worker pool of `seeds/chunk_streaming_server.txt`: one shared job queue feeding the
+//! The worker pool of a chunk-streaming server (SPEC §12): one shared job queue feeding the
 //! workers, one result queue back. Workers share one immutable generator. Dropping the pool
 //! stops the workers and joins them: a worker finishes at most the chunk it is generating, then
 //! sees the stop flag; queued jobs are abandoned.
 //!
 //! The job queue is a `Mutex<VecDeque>` with a `Condvar`, so that queuing jobs and waking a
 //! worker are one step a tick, not one a chunk: waking a sleeping thread is a `futex` system
-//! call and an interrupt to the idle core (3 to 12 µs on the 2-core development VM), which a
+//! call and an interrupt to the idle core (microseconds: the book's Terrain chapter measures it), which a
 //! channel pays on every send that finds a worker asleep, and even taking the lock costs a
 //! cache miss when a worker took it last. The terrain kit gathers a tick's jobs and calls
 //! [`Pool::submit`] once at the end of the tick: one lock, and at most one wake (a worker that
