@@ -4,7 +4,7 @@
 # after a first build of the dependencies of ~8 min).
 #
 #   scripts/mutants.sh                                   # the core: grid, kits, hooks, save format
-#   scripts/mutants.sh src/kits/streaming/plan.rs        # one file (globs allowed)
+#   scripts/mutants.sh src/kits/streaming/residency.rs        # one file (globs allowed)
 #   MUTANTS_ARGS="-o /tmp/m --baseline skip --timeout 300" scripts/mutants.sh src/host/hooks.rs
 #                                                        # more cargo-mutants options
 #

@@ -15,7 +15,8 @@
 //!   (untrusted text for a terminal), [`user_file`] and [`fileio`] (reading and writing files);
 //! - [`host`]: the `game.engine` host (entities, events, hooks, services, variables, scenes, kits,
 //!   the tick loop, the save document);
-//! - [`kits`]: `world.ground` and `world.streaming` (its pure planner in `kits::streaming::plan`);
+//! - [`kits`]: `world.ground` and `world.streaming` (its host-free residency in `kits::streaming::residency`)
+//!   and `world.terrain`;
 //! - [`mods`]: JSON mods and the Lua sandbox;
 //! - [`files`]: the public file formats (scene, inputs, state, saves) and their schemas;
 //! - [`game`]: a scene file made running: inputs applied, ticks run, state and saves written;

@@ -4,16 +4,22 @@
 //!
 //! - [`config`]: settings and their precedence;
 //! - [`foci`]: anchors and preload tickets;
-//! - [`plan`]: the pure planner over any number of foci (what is due, pending, evictable, ready);
+//! - [`residency`]: the host-free, incremental record of what is loaded, wanted, pending,
+//!   refused, evictable and ready over any number of foci;
 //! - [`dormancy`]: streamable entities indexed by chunk;
-//! - [`service`]: the service other kits reach it through;
+//! - `events.rs`: the kit's event and hook names;
+//! - [`service`]: the service other kits reach it through, and `handle.rs` that service over the
+//!   state;
+//! - `state.rs` the state, `save.rs` its save section (one check per key);
 //! - this file: the kit, which resolves the focus and applies the plan.
 
 pub mod config;
 pub mod dormancy;
 mod events;
 pub mod foci;
-pub mod plan;
+mod handle;
+pub mod residency;
+mod save;
 pub mod service;
 mod state;
 
@@ -38,13 +44,14 @@ pub use config::{
 pub use events::{ChunkEvent, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
-pub use plan::{FocusView, Held, RefusalKind, Residency};
+use handle::Handle;
+pub use residency::{FocusView, Held, RefusalKind, Residency};
+pub use save::SaveSection;
 pub use service::{
     BuilderId, ChunkCallback, ChunkCtx, ChunkSubscription, ChunkWorldCallback, Refusal,
     StreamingService, TicketInfo,
 };
-pub use state::SaveSection;
-use state::{Handle, State};
+use state::State;
 
 /// The kit and service id.
 pub const STREAMING: &str = "world.streaming";
@@ -363,7 +370,7 @@ impl StreamingKit {
             world: ctx.world,
             events: ctx.events,
         };
-        state::notify(&self.state, &mut chunk_ctx, chunk, loaded);
+        handle::notify(&self.state, &mut chunk_ctx, chunk, loaded);
         ctx.events.emit(
             if loaded { CHUNK_LOADED } else { CHUNK_UNLOADED },
             chunk_data(chunk),
@@ -611,7 +618,7 @@ impl Kit for StreamingKit {
 
     fn commit_load(&mut self, prepared: Option<PreparedSection>, ctx: &mut Ctx<'_>) {
         let prepared = prepared
-            .and_then(|p| p.downcast::<state::Prepared>().ok())
+            .and_then(|p| p.downcast::<save::Prepared>().ok())
             .expect("prepared by prepare_load");
         self.published = None;
         self.cache.invalidate();
@@ -650,7 +657,7 @@ impl Kit for StreamingKit {
             events: ctx.events,
         };
         for (chunk, loaded) in changes {
-            state::notify(&self.state, &mut chunk_ctx, chunk, loaded);
+            handle::notify(&self.state, &mut chunk_ctx, chunk, loaded);
         }
         self.state.borrow().restoring.set(false);
     }

@@ -1,7 +1,8 @@
-//! The pure planner: which chunks are loaded, which are pending, which refusals are held, and what
-//! each tick must release, load and evict, around any number of foci (SPEC §3, §11). Plain data
-//! over [`Grid`] math, no host types, so it can be unit-tested and benchmarked alone; the kit
-//! resolves the foci, asks the hooks and applies the answers.
+//! The residency: the kit's record of which chunks are loaded, wanted, pending and refused, kept
+//! up to date incrementally as foci move, and the queries each tick plans with (what is due for
+//! release, what to load next, what to evict) around any number of foci (SPEC §3, §11). Stateful,
+//! but plain data over [`Grid`] math with no host types, so it is unit-tested and benchmarked
+//! alone; the kit resolves the foci, asks the hooks and applies the answers.
 //!
 //! Work is proportional to what changed. Each chunk near a focus carries two counts: how many
 //! foci want it (ring `<= r`) and how many keep it (ring `<= r + 1`). When a focus moves to

@@ -1,0 +1,219 @@
+//! The `world.streaming` service over the kit's state: the handle registered in the service
+//! registry, and the `onChunk` subscribers it keeps.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use crate::grid::{ChunkPos, Position};
+use crate::host::{EntityId, ModId};
+
+use super::config::{Overrides, Settings};
+use super::foci::TicketError;
+use super::service::{
+    BuilderId, Callback, ChunkCallback, ChunkCtx, ChunkSubscription, ChunkWorldCallback, Refusal,
+    StreamingService, Subscriber, TicketInfo,
+};
+use super::state::{refusal_list, State};
+
+/// Runs the `onChunk` callbacks, in subscription order, with no borrow of the state held.
+pub(crate) fn notify(
+    state: &RefCell<State>,
+    ctx: &mut ChunkCtx<'_>,
+    chunk: ChunkPos,
+    loaded: bool,
+) {
+    let list = state.borrow().subscribers.clone();
+    if list.borrow().is_empty() {
+        return;
+    }
+    let snapshot: Vec<Rc<Subscriber>> = list.borrow().clone();
+    for s in snapshot {
+        if s.alive.get() {
+            match &mut *s.callback.borrow_mut() {
+                Callback::Plain(f) => f(chunk, loaded),
+                Callback::World(f) => f(ctx, chunk, loaded),
+            }
+        }
+    }
+}
+
+/// Adds a subscriber at the end of the subscription order.
+fn subscribe(state: &RefCell<State>, callback: Callback) -> ChunkSubscription {
+    let list = state.borrow().subscribers.clone();
+    let subscriber = Rc::new(Subscriber {
+        alive: Cell::new(true),
+        callback: RefCell::new(callback),
+    });
+    list.borrow_mut().push(subscriber.clone());
+    ChunkSubscription {
+        subscriber: Rc::downgrade(&subscriber),
+        list: Rc::downgrade(&list),
+    }
+}
+
+/// The service handle registered as `world.streaming`.
+pub(crate) struct Handle(pub(crate) Rc<RefCell<State>>);
+
+impl StreamingService for Handle {
+    fn loaded(&self) -> Vec<ChunkPos> {
+        self.0.borrow().residency.loaded().collect()
+    }
+
+    fn pending(&self) -> Vec<ChunkPos> {
+        self.0.borrow().residency.pending()
+    }
+
+    fn is_loaded(&self, chunk: ChunkPos) -> bool {
+        self.0.borrow().residency.is_loaded(chunk)
+    }
+
+    fn chunk_of(&self, pos: Position) -> ChunkPos {
+        self.0.borrow().residency.grid().chunk_of(pos)
+    }
+
+    fn around(&self, pos: Position) -> Vec<ChunkPos> {
+        let st = self.0.borrow();
+        st.residency
+            .grid()
+            .around(pos, st.settings().radius, st.residency.bounds())
+    }
+
+    fn on_chunk(&self, callback: ChunkCallback) -> ChunkSubscription {
+        subscribe(&self.0, Callback::Plain(callback))
+    }
+
+    fn on_chunk_with(&self, callback: ChunkWorldCallback) -> ChunkSubscription {
+        subscribe(&self.0, Callback::World(callback))
+    }
+
+    fn chunk_size(&self) -> f64 {
+        self.0.borrow().residency.grid().size()
+    }
+
+    fn refusals(&self) -> Vec<Refusal> {
+        refusal_list(&self.0.borrow().residency)
+    }
+
+    fn release(&self, chunk: ChunkPos) -> bool {
+        self.0.borrow_mut().residency.release_refusal(chunk)
+    }
+
+    fn focus(&self) -> Option<Position> {
+        self.0.borrow().residency.focus()
+    }
+
+    fn radius(&self) -> u32 {
+        self.0.borrow().settings().radius
+    }
+
+    fn loads_per_tick(&self) -> usize {
+        self.0.borrow().settings().loads_per_tick
+    }
+
+    fn bounds(&self) -> Option<crate::grid::Bounds> {
+        self.0.borrow().residency.bounds().copied()
+    }
+
+    fn set(&self, _by: &ModId, overrides: Overrides) {
+        let mut st = self.0.borrow_mut();
+        st.overrides = overrides.over(st.overrides);
+    }
+
+    fn settings(&self) -> Settings {
+        self.0.borrow().settings()
+    }
+
+    fn foci(&self) -> Vec<Position> {
+        self.0.borrow().residency.foci().map(|v| v.pos).collect()
+    }
+
+    fn request(
+        &self,
+        id: &str,
+        at: Position,
+        radius: i64,
+        ticks: i64,
+        from: Option<u64>,
+    ) -> Result<(), TicketError> {
+        let mut st = self.0.borrow_mut();
+        let from = from.unwrap_or(st.now + 1);
+        st.request(id, at, radius, ticks, from)
+    }
+
+    fn drop_ticket(&self, id: &str) -> bool {
+        let mut st = self.0.borrow_mut();
+        st.foci_dirty = true;
+        st.tickets.drop_ticket(id)
+    }
+
+    fn tickets(&self) -> Vec<TicketInfo> {
+        let st = self.0.borrow();
+        st.tickets
+            .iter()
+            .map(|(id, t)| TicketInfo {
+                id: id.to_owned(),
+                x: t.at.x,
+                z: t.at.z,
+                radius: t.radius,
+                ticks_left: t.until.saturating_sub(st.now),
+            })
+            .collect()
+    }
+
+    fn ready(&self, entity: &EntityId) -> bool {
+        let st = self.0.borrow();
+        let Some(i) = st
+            .anchor_ids
+            .iter()
+            .position(|a| a.as_ref() == Some(entity))
+        else {
+            return false;
+        };
+        st.active
+            && st
+                .residency
+                .foci()
+                .nth(i)
+                .is_some_and(|v| st.residency.square_ready(v))
+    }
+
+    fn ticket_ready(&self, id: &str) -> bool {
+        let st = self.0.borrow();
+        st.active
+            && st
+                .tickets
+                .get(id)
+                .is_some_and(|t| st.residency.square_ready(State::ticket_view(t)))
+    }
+
+    fn progress(&self) -> f64 {
+        let (ready, wanted) = self.0.borrow().residency.progress();
+        if wanted == 0 {
+            1.0
+        } else {
+            ready as f64 / wanted as f64
+        }
+    }
+
+    fn register_builder(&self, name: &str) -> Option<BuilderId> {
+        let mut st = self.0.borrow_mut();
+        let index = st.residency.add_builder()?;
+        st.builders.push(name.to_owned());
+        Some(BuilderId(index))
+    }
+
+    fn set_built(&self, builder: BuilderId, chunk: ChunkPos, built: bool) {
+        self.0
+            .borrow_mut()
+            .residency
+            .set_built(builder.0, chunk, built);
+    }
+
+    fn clear_overrides(&self) {
+        self.0.borrow_mut().overrides = Overrides::default();
+    }
+
+    fn restoring(&self) -> bool {
+        self.0.borrow().restoring.get()
+    }
+}

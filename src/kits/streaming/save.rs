@@ -1,0 +1,446 @@
+//! The streaming kit's save section (SPEC §6, §11): what it holds, writing it from the state,
+//! checking a loaded one completely (one check per key) before anything changes, and restoring it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::grid::{ChunkPos, Position};
+use crate::host::Problem;
+use crate::limits::{check_name, MAX_ENTITIES, MAX_REASON_LEN};
+
+use super::config::{Overrides, MAX_RADIUS};
+use super::events::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
+use super::foci::{check_id, Ticket, Tickets, MAX_TICKETS};
+use super::residency::{FocusView, Held, RefusalKind};
+use super::service::Refusal;
+use super::state::{refusal_list, State};
+
+/// A focus in force, as saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SavedFocus {
+    /// Where.
+    pub at: Position,
+    /// Its radius.
+    pub radius: u32,
+    /// Whether it stands for a ticket.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ticket: bool,
+}
+
+/// A ticket, as saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SavedTicket {
+    /// Its id.
+    pub id: String,
+    /// The ticket.
+    #[serde(flatten)]
+    pub ticket: Ticket,
+}
+
+/// The last tick a loaded chunk was wanted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LastWanted {
+    /// Chunk column.
+    pub x: i64,
+    /// Chunk row.
+    pub z: i64,
+    /// The tick.
+    pub tick: u64,
+}
+
+/// The kit's section of a save.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SaveSection {
+    /// Loaded chunks, in row order.
+    pub loaded: Vec<ChunkPos>,
+    /// The last focus (`null` when there is none).
+    pub focus: Option<Position>,
+    /// The position of the last `player.moved` event in this scene.
+    pub last_moved: Option<Position>,
+    /// Held refusals, in row order.
+    pub refusals: Vec<Refusal>,
+    /// Settings set by mods.
+    pub overrides: Overrides,
+    /// The foci in force, in order: non-ticket ones, then tickets (version 2; a version-1
+    /// section has `focus` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foci: Option<Vec<SavedFocus>>,
+    /// Held tickets in id order (version 2).
+    #[serde(default)]
+    pub tickets: Vec<SavedTicket>,
+    /// The last tick each loaded chunk was wanted, row order; absent: 0 (version 2).
+    #[serde(default)]
+    pub last_wanted: Vec<LastWanted>,
+    /// Whether the wanted chunks outnumbered the cap (version 2).
+    #[serde(default)]
+    pub over_capacity: bool,
+}
+
+/// A validated section, ready to apply.
+pub(crate) struct Prepared {
+    loaded: BTreeSet<ChunkPos>,
+    refusals: BTreeMap<ChunkPos, Held>,
+    last_moved: Option<Position>,
+    overrides: Overrides,
+    foci: Vec<FocusView>,
+    anchors: usize,
+    /// Saved before foci had radii: the one focus takes the radius in force.
+    version_1: bool,
+    tickets: Tickets,
+    last_wanted: BTreeMap<ChunkPos, u64>,
+    over_capacity: bool,
+}
+
+impl State {
+    pub(crate) fn save_section(&self) -> SaveSection {
+        let foci = self
+            .residency
+            .foci()
+            .enumerate()
+            .map(|(i, v)| SavedFocus {
+                at: v.pos,
+                radius: v.radius,
+                ticket: i >= self.anchor_foci,
+            })
+            .collect();
+        SaveSection {
+            loaded: self.residency.loaded().collect(),
+            focus: self.residency.focus(),
+            last_moved: self.last_moved,
+            refusals: refusal_list(&self.residency),
+            overrides: self.overrides,
+            foci: Some(foci),
+            tickets: self
+                .tickets
+                .iter()
+                .map(|(id, t)| SavedTicket {
+                    id: id.to_owned(),
+                    ticket: *t,
+                })
+                .collect(),
+            last_wanted: self
+                .residency
+                .loaded()
+                .map(|c| LastWanted {
+                    x: c.x,
+                    z: c.z,
+                    tick: self.residency.last_wanted(c),
+                })
+                .filter(|l| l.tick > 0)
+                .collect(),
+            over_capacity: self.over_capacity,
+        }
+    }
+
+    /// Validates a save section completely against this kit's grid and bounds, and against
+    /// whether the save has an active scene: one check per key, in the section's order, so the
+    /// first problem found is always the same one.
+    pub(crate) fn check_section(&self, s: SaveSection, active: bool) -> Result<Prepared, Problem> {
+        check_scene_less(&s, active)?;
+        let loaded = self.check_loaded(&s.loaded)?;
+        let refusals = self.check_refusals(s.refusals, &loaded)?;
+        for (name, p) in [("focus", s.focus), ("lastMoved", s.last_moved)] {
+            if let Some(p) = p {
+                p.check().map_err(|p| p.under(name))?;
+            }
+        }
+        let version_1 = s.foci.is_none();
+        let (foci, anchors) = check_foci(s.foci, s.focus, active)?;
+        let tickets = check_tickets(s.tickets, active)?;
+        let last_wanted = check_last_wanted(&s.last_wanted, &loaded)?;
+        Ok(Prepared {
+            loaded,
+            refusals,
+            last_moved: s.last_moved,
+            overrides: s.overrides,
+            foci,
+            anchors,
+            version_1,
+            tickets,
+            last_wanted,
+            over_capacity: s.over_capacity,
+        })
+    }
+
+    /// `loaded`: inside the ground, each chunk once.
+    fn check_loaded(&self, list: &[ChunkPos]) -> Result<BTreeSet<ChunkPos>, Problem> {
+        let grid = self.residency.grid();
+        let mut loaded = BTreeSet::new();
+        for (i, c) in list.iter().enumerate() {
+            if !grid.overlaps(*c, self.residency.bounds()) {
+                return Err(Problem::new(
+                    format!("loaded[{i}]"),
+                    format!("chunk {c} lies outside the world.ground bounds"),
+                ));
+            }
+            if !loaded.insert(*c) {
+                return Err(Problem::new(
+                    format!("loaded[{i}]"),
+                    format!("chunk {c} is listed twice"),
+                ));
+            }
+        }
+        Ok(loaded)
+    }
+
+    /// `refusals`: inside the ground, a reason and a mod id within their limits, a hook of this
+    /// kit, an unload refusal of a loaded chunk or a load refusal of an unloaded one, one a chunk.
+    fn check_refusals(
+        &self,
+        list: Vec<Refusal>,
+        loaded: &BTreeSet<ChunkPos>,
+    ) -> Result<BTreeMap<ChunkPos, Held>, Problem> {
+        let grid = self.residency.grid();
+        let mut refusals = BTreeMap::new();
+        for (i, r) in list.into_iter().enumerate() {
+            let c = ChunkPos::new(r.x, r.z);
+            let path = format!("refusals[{i}]");
+            if !grid.overlaps(c, self.residency.bounds()) {
+                return Err(Problem::new(
+                    path,
+                    format!("chunk {c} lies outside the world.ground bounds"),
+                ));
+            }
+            if r.reason.len() > MAX_REASON_LEN {
+                return Err(Problem::new(
+                    format!("{path}.reason"),
+                    format!(
+                        "expected at most {MAX_REASON_LEN} bytes, got {}",
+                        r.reason.len()
+                    ),
+                ));
+            }
+            check_name(&r.by).map_err(|m| Problem::new(format!("{path}.mod"), m))?;
+            let kind = match r.hook.as_str() {
+                HOOK_CHUNK_LOAD => RefusalKind::Load,
+                HOOK_CHUNK_UNLOAD => RefusalKind::Unload,
+                other => {
+                    return Err(Problem::new(
+                        format!("{path}.hook"),
+                        format!("expected {HOOK_CHUNK_LOAD} or {HOOK_CHUNK_UNLOAD}, got {other:?}"),
+                    ))
+                }
+            };
+            match (kind, loaded.contains(&c)) {
+                (RefusalKind::Unload, false) => {
+                    return Err(Problem::new(
+                        path,
+                        format!("an unload refusal of chunk {c}, which is not loaded"),
+                    ))
+                }
+                (RefusalKind::Load, true) => {
+                    return Err(Problem::new(
+                        path,
+                        format!("a load refusal of chunk {c}, which is loaded"),
+                    ))
+                }
+                _ => {}
+            }
+            let held = Held {
+                kind,
+                by: r.by,
+                reason: r.reason,
+            };
+            if refusals.insert(c, held).is_some() {
+                return Err(Problem::new(path, format!("a second refusal of chunk {c}")));
+            }
+        }
+        Ok(refusals)
+    }
+
+    pub(crate) fn restore(&mut self, mut p: Prepared, scene: Option<&str>, tick: u64) {
+        self.active = scene.is_some();
+        self.layer = scene
+            .and_then(|s| self.layers.get(s))
+            .copied()
+            .unwrap_or_default();
+        self.overrides = p.overrides;
+        self.last_moved = p.last_moved;
+        self.now = tick;
+        self.tickets = p.tickets;
+        self.anchor_foci = p.anchors;
+        self.anchor_ids = vec![None; p.anchors];
+        self.over_capacity = p.over_capacity;
+        self.foci_dirty = true;
+        if p.version_1 {
+            let radius = self.settings().radius;
+            p.foci.iter_mut().for_each(|f| f.radius = radius);
+        }
+        self.residency
+            .restore(p.loaded, p.refusals, &p.foci, p.last_wanted, tick);
+    }
+}
+
+/// A section without an active scene holds no chunk, refusal or focus; chunks or refusals need a
+/// focus.
+fn check_scene_less(s: &SaveSection, active: bool) -> Result<(), Problem> {
+    if !active {
+        for (key, empty) in [
+            ("loaded", s.loaded.is_empty()),
+            ("refusals", s.refusals.is_empty()),
+            ("focus", s.focus.is_none()),
+            ("lastMoved", s.last_moved.is_none()),
+        ] {
+            if !empty {
+                return Err(Problem::new(key, NO_SCENE));
+            }
+        }
+    }
+    if s.focus.is_none() && !(s.loaded.is_empty() && s.refusals.is_empty()) {
+        return Err(Problem::new(
+            "focus",
+            "expected a focus: chunks are loaded or refused, which needs one",
+        ));
+    }
+    Ok(())
+}
+
+const NO_SCENE: &str = "expected nothing here: the save has no active scene (\"scene\": null)";
+
+/// `foci` (a version-1 section: its one `focus`): positions, radii, the non-ticket foci first,
+/// bounded counts, `focus` the first of them. Returns the foci and how many are not tickets.
+fn check_foci(
+    saved: Option<Vec<SavedFocus>>,
+    focus: Option<Position>,
+    active: bool,
+) -> Result<(Vec<FocusView>, usize), Problem> {
+    let list = match saved {
+        Some(list) => list,
+        // A version-1 section: its one focus, at the radius in force (set in `restore`).
+        None => focus
+            .map(|at| SavedFocus {
+                at,
+                radius: 0,
+                ticket: false,
+            })
+            .into_iter()
+            .collect(),
+    };
+    if !active && !list.is_empty() {
+        return Err(Problem::new("foci", NO_SCENE));
+    }
+    // At most one focus per entity (and the fallback), plus one per ticket: a hostile save
+    // cannot ask for millions of squares.
+    let most = MAX_ENTITIES + 1 + MAX_TICKETS;
+    if list.len() > most {
+        return Err(Problem::new(
+            "foci",
+            format!("expected at most {most} foci, got {}", list.len()),
+        ));
+    }
+    let mut foci = Vec::new();
+    let mut anchors = 0;
+    for (i, f) in list.iter().enumerate() {
+        let path = format!("foci[{i}]");
+        f.at.check().map_err(|p| p.under(&path))?;
+        check_radius(f.radius, &path)?;
+        if !f.ticket {
+            if anchors < i {
+                return Err(Problem::new(
+                    path,
+                    "expected the non-ticket foci first, then the tickets",
+                ));
+            }
+            anchors += 1;
+        }
+        foci.push(FocusView {
+            pos: f.at,
+            radius: f.radius,
+        });
+    }
+    if foci.len() - anchors > MAX_TICKETS {
+        return Err(Problem::new(
+            "foci",
+            format!(
+                "expected at most {MAX_TICKETS} ticket foci, got {}",
+                foci.len() - anchors
+            ),
+        ));
+    }
+    if focus != foci.first().map(|f| f.pos) {
+        return Err(Problem::new("focus", "expected the first of `foci`"));
+    }
+    Ok((foci, anchors))
+}
+
+/// A saved radius: 0..=[`MAX_RADIUS`].
+fn check_radius(radius: u32, path: &str) -> Result<(), Problem> {
+    if radius > MAX_RADIUS {
+        return Err(Problem::new(
+            format!("{path}.radius"),
+            format!("expected an integer 0..={MAX_RADIUS}, got {radius}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `tickets`: at most [`MAX_TICKETS`], each id valid and once, positions, radii and tick ranges;
+/// none without an active scene.
+fn check_tickets(list: Vec<SavedTicket>, active: bool) -> Result<Tickets, Problem> {
+    if list.len() > MAX_TICKETS {
+        return Err(Problem::new(
+            "tickets",
+            format!("expected at most {MAX_TICKETS} tickets, got {}", list.len()),
+        ));
+    }
+    let mut tickets = Tickets::default();
+    for (i, t) in list.into_iter().enumerate() {
+        let path = format!("tickets[{i}]");
+        check_id(&t.id).map_err(|e| Problem::new(format!("{path}.id"), e.to_string()))?;
+        t.ticket
+            .at
+            .check()
+            .map_err(|p| p.under(&format!("{path}.at")))?;
+        check_radius(t.ticket.radius, &path)?;
+        if t.ticket.until < t.ticket.from {
+            return Err(Problem::new(
+                format!("{path}.until"),
+                "expected a tick at or after `from`",
+            ));
+        }
+        if tickets.get(&t.id).is_some() {
+            return Err(Problem::new(
+                format!("{path}.id"),
+                format!("ticket {:?} is listed twice", t.id),
+            ));
+        }
+        tickets.request(&t.id, t.ticket, 0).expect("checked above");
+    }
+    if !active && !tickets.is_empty() {
+        return Err(Problem::new(
+            "tickets",
+            "expected nothing here: leaving a scene drops the tickets",
+        ));
+    }
+    Ok(tickets)
+}
+
+/// `lastWanted`: loaded chunks, each once.
+fn check_last_wanted(
+    list: &[LastWanted],
+    loaded: &BTreeSet<ChunkPos>,
+) -> Result<BTreeMap<ChunkPos, u64>, Problem> {
+    let mut last_wanted = BTreeMap::new();
+    for (i, l) in list.iter().enumerate() {
+        let c = ChunkPos::new(l.x, l.z);
+        if !loaded.contains(&c) {
+            return Err(Problem::new(
+                format!("lastWanted[{i}]"),
+                format!("chunk {c} is not loaded"),
+            ));
+        }
+        if last_wanted.insert(c, l.tick).is_some() {
+            return Err(Problem::new(
+                format!("lastWanted[{i}]"),
+                format!("chunk {c} is listed twice"),
+            ));
+        }
+    }
+    Ok(last_wanted)
+}
