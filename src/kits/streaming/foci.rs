@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 use crate::grid::Position;
 use crate::host::{EntityId, World, PLAYER_TAG};
 
-use super::config::{FocusMode, MAX_RADIUS};
+use super::config::MAX_RADIUS;
 
 /// At most this many tickets are held at once.
 pub const MAX_TICKETS: usize = 1024;
@@ -234,16 +234,6 @@ impl Tickets {
     }
 }
 
-/// The non-ticket foci of this tick, appended to `out` in anchor order; empty when the mode
-/// finds none (the caller then falls back to the last `player.moved`, then the previous foci).
-pub fn anchor_foci(world: &World, mode: FocusMode, out: &mut Vec<Position>) {
-    let focus_of = |e| world.vehicle_of(e).unwrap_or(e).position;
-    match mode {
-        FocusMode::Player => out.extend(world.player().map(focus_of)),
-        FocusMode::Players => out.extend(world.anchors().map(focus_of)),
-    }
-}
-
 /// What [`AnchorCache::refresh`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refresh {
@@ -453,10 +443,11 @@ mod tests {
         let mut t = Tickets::default();
         t.request("a", Ticket::new("a", at(0.0, 0.0), 0, 3, 1).unwrap(), 0)
             .unwrap();
+        assert!(!t.is_empty() && t.get("a").is_some_and(|a| a.until == 3));
         t.request("a", Ticket::new("a", at(0.0, 0.0), 0, 2, 1).unwrap(), 5)
             .unwrap();
         assert!(
-            t.is_empty(),
+            t.is_empty() && t.get("a").is_none(),
             "ticks 1..=2 are spent at tick 5: the request removes `a`"
         );
         t.request("b", Ticket::new("b", at(0.0, 0.0), 0, 2, 3).unwrap(), 2)
