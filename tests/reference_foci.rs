@@ -125,6 +125,9 @@ struct Scenario {
     ticks: Vec<Vec<Op>>,
     /// Save before this tick's inputs and continue in a fresh game loaded from the save.
     save_at: Option<usize>,
+    /// Instead: keep playing the same game this many ticks, then load the save back into it
+    /// and play on from the save (the world it had then replaced by the saved one).
+    rewind: Option<usize>,
 }
 
 fn mode() -> impl Strategy<Value = Mode> {
@@ -180,6 +183,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         proptest::collection::vec(json_mod(), 0..4),
         proptest::collection::vec(proptest::collection::vec(op(), 0..4), 1..28),
         proptest::option::weighted(0.7, 1..28usize),
+        proptest::option::weighted(0.3, 1..6usize),
     )
         .prop_map(
             |(
@@ -189,6 +193,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 mods,
                 ticks,
                 save_at,
+                rewind,
             )| Scenario {
                 mode,
                 radius,
@@ -202,6 +207,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 mods,
                 ticks,
                 save_at,
+                rewind,
             },
         )
 }
@@ -262,6 +268,7 @@ struct Tk {
     announced: bool,
 }
 
+#[derive(Clone)]
 struct Reference {
     s: Scenario,
     entities: Vec<Ent>,
@@ -969,16 +976,38 @@ fn play(s: &Scenario, seen_kinds: &mut Seen) -> Result<(), TestCaseError> {
     let mut reference = Reference::new(s);
     let mut seen = 0;
     let mut lines = Vec::new();
-    for (i, ops) in s.ticks.iter().enumerate() {
+    let path = dir.path().join("run.save.json");
+    let (mut snapshot, mut rewound) = (None, false);
+    let mut i = 0;
+    while i < s.ticks.len() {
         let tick = i as u64 + 1;
-        if s.save_at == Some(i) {
-            let path = dir.path().join("run.save.json");
+        if s.save_at == Some(i) && !rewound {
             game.save(&path).unwrap();
-            game = build(&scene, dir.path());
-            seen = game.engine().events().len();
-            game.load(&path).unwrap();
-            lines.push(format!("(saved after tick {i}, loaded into a fresh game)"));
+            if s.rewind.is_some() {
+                snapshot = Some(reference.clone());
+                lines.push(format!("(saved after tick {i})"));
+            } else {
+                game = build(&scene, dir.path());
+                seen = game.engine().events().len();
+                game.load(&path).unwrap();
+                lines.push(format!("(saved after tick {i}, loaded into a fresh game)"));
+            }
         }
+        if let (Some(at), Some(k), false) = (s.save_at, s.rewind, rewound) {
+            if i == at + k {
+                game.load(&path).unwrap();
+                seen = game.engine().events().len();
+                reference = snapshot.take().unwrap();
+                rewound = true;
+                i = at;
+                lines.push(format!(
+                    "(the save of tick {at} loaded back into the same game)"
+                ));
+                continue;
+            }
+        }
+        let ops = &s.ticks[i];
+        i += 1;
         for op in ops {
             let (line, ok) = reference.apply(tick, op);
             let applied = game.apply(&parse_line(&line.to_string()).unwrap());

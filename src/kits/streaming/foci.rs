@@ -533,6 +533,14 @@ mod tests {
         assert_eq!(cache.moved(), [1]);
         assert_eq!(xs(&cache), [1.0, 60.0]);
         cache.clear_moved();
+        // An anchor moving on foot moves itself only.
+        w.move_to(&EntityId::new("a"), at(5.0, 0.0)).unwrap();
+        let changed = w.take_changed();
+        cache.entities_changed(&changed, &w);
+        assert_eq!(cache.refresh(&w), Refresh::Moved);
+        assert_eq!(cache.moved(), [0]);
+        assert_eq!(xs(&cache), [5.0, 60.0]);
+        cache.clear_moved();
         // A crate that is not an anchor changes nothing.
         w.spawn(entity("crate", &["streamable"], 9.0)).unwrap();
         let changed = w.take_changed();
@@ -552,6 +560,14 @@ mod tests {
         }
         // b, c (both in the car), then the controlled crate.
         assert_eq!(xs(&cache), [60.0, 60.0, 9.0]);
+        // The controlled crate (not tagged `player`) moves: only its focus moves.
+        w.move_to(&EntityId::new("crate"), at(10.0, 0.0)).unwrap();
+        let changed = w.take_changed();
+        cache.entities_changed(&changed, &w);
+        assert_eq!(cache.refresh(&w), Refresh::Moved);
+        assert_eq!(cache.moved(), [2]);
+        assert_eq!(xs(&cache), [60.0, 60.0, 10.0]);
+        cache.clear_moved();
         // b despawned and spawned again in one batch: now after c in spawn order.
         w.despawn(&EntityId::new("b")).unwrap();
         w.spawn(entity("b", &["player"], 70.0)).unwrap();
