@@ -12,6 +12,7 @@
 # The tests run against each mutant are the ones that hold the planner, hooks and saves to the
 # contract with independent expectations; tests/invariants.rs is left out (the reference test in
 # tests/reference.rs checks everything it does against an independent planner, in half the time).
+# SPEC §11 (anchors, tickets, the cap) is held by tests/reference_foci.rs and tests/many_foci*.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo-mutants >/dev/null; then
@@ -29,4 +30,5 @@ done
 # keeps the dependencies built between runs (and away from the working tree's target lock).
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target/mutants}"
 exec cargo mutants --jobs 1 ${args[@]+"${args[@]}"} \
-    -- --lib --test world_streaming --test hooks --test reference --test saves --test baseline
+    -- --lib --test world_streaming --test hooks --test reference --test reference_foci \
+    --test many_foci --test many_foci_edges --test many_foci_props --test saves --test baseline

@@ -129,3 +129,59 @@ fn leave_enter_between_over_capacity_ticks() {
         1
     );
 }
+
+/// Found by tests/reference_foci.rs: a ticket that expired outside a scene put the tickets left
+/// back into the plan, so `pending()` (and `world.chunks.pending`) listed chunks with no scene
+/// active, against SPEC §10.
+#[test]
+fn outside_a_scene_nothing_is_pending_even_when_a_ticket_expires() {
+    let s = json!({
+        "kits": common::kits(json!({"radius": 0, "chunkSize": 16})),
+        "scenes": [{"id": "a", "entry": {"x": 0, "z": 0}}],
+    });
+    let mut g = common::game(&s);
+    let lines = [
+        json!({"tick": 1, "do": "leave"}),
+        json!({"tick": 2, "do": "request", "id": "short", "at": {"x": 0, "z": 0}, "radius": 0, "ticks": 1}),
+        json!({"tick": 2, "do": "request", "id": "long", "at": {"x": 40, "z": 0}, "radius": 1, "ticks": 5}),
+    ];
+    run(&mut g, &lines, 2);
+    assert_eq!(g.tickets().len(), 1, "`short` expired at the end of tick 2");
+    let state = g.state();
+    assert_eq!(state.scene, None);
+    assert!(state.pending.is_empty(), "pending {:?}", state.pending);
+    assert_eq!(g.engine().variables().count("world.chunks.pending"), 0);
+    // Entering a scene brings the ticket left into the plan.
+    run(
+        &mut g,
+        &[json!({"tick": 3, "do": "enter", "scene": "a"})],
+        3,
+    );
+    assert_eq!(g.state().foci.len(), 2, "the entry, then the ticket");
+}
+
+/// Found by tests/reference_foci.rs: a ticket requested outside a scene is kept (SPEC §11), but
+/// a save holding one was refused ("leaving a scene drops the tickets"): the game could not be
+/// loaded back.
+#[test]
+fn a_save_made_outside_a_scene_with_a_ticket_loads_and_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = json!({
+        "kits": common::kits(json!({"radius": 0, "chunkSize": 16})),
+        "scenes": [{"id": "a", "entry": {"x": 0, "z": 0}}],
+    });
+    let lines = [
+        json!({"tick": 1, "do": "leave"}),
+        json!({"tick": 2, "do": "request", "id": "t", "at": {"x": 40, "z": 0}, "radius": 0, "ticks": 6}),
+        json!({"tick": 4, "do": "enter", "scene": "a"}),
+    ];
+    let mut whole = common::game(&s);
+    run(&mut whole, &lines, 8);
+    let (resumed, events) = common::resumed_from_save(&s, dir.path(), &lines, 3, 8);
+    assert_eq!(events, common::events_after(&whole, 3));
+    assert_eq!(resumed.state(), whole.state());
+    assert!(
+        common::chunk_events(&whole, "world.chunk.loaded").contains(&(4, 2, 0)),
+        "the ticket's chunk is loaded once the scene is entered"
+    );
+}

@@ -737,6 +737,44 @@ fn the_tick_limit_is_inclusive_and_a_version_0_save_is_refused_as_unknown() {
     );
 }
 
+/// Each held ticket is saved once under its id: a save listing an id twice is refused, naming
+/// the second entry, and the running game is unchanged.
+#[test]
+fn a_save_listing_a_ticket_id_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut g = game(&seed_scene());
+    run(
+        &mut g,
+        &[
+            json!({"tick": 1, "do": "request", "id": "gate", "at": {"x": 200, "z": 0}, "radius": 1, "ticks": 50}),
+        ],
+        3,
+    );
+    g.save(&d.join("good.json")).unwrap();
+    let good = std::fs::read_to_string(d.join("good.json")).unwrap();
+    let mut fresh = game(&seed_scene());
+    fresh.load(&d.join("good.json")).unwrap();
+    assert_eq!(
+        fresh.tickets(),
+        g.tickets(),
+        "one ticket, saved and restored"
+    );
+    refused(
+        &mut g,
+        d,
+        "duplicate_ticket",
+        &edit(&good, |v| {
+            let t = v["kits"]["world.streaming"]["tickets"][0].clone();
+            v["kits"]["world.streaming"]["tickets"]
+                .as_array_mut()
+                .unwrap()
+                .push(t);
+        }),
+        "kits.world.streaming.tickets[1].id: ticket \"gate\" is listed twice",
+    );
+}
+
 #[test]
 fn checking_a_save_alone_finds_what_loading_it_would() {
     use world_streaming::files::save::check;

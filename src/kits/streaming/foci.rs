@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 use crate::grid::Position;
 use crate::host::{EntityId, World, PLAYER_TAG};
 
-use super::config::{FocusMode, MAX_RADIUS};
+use super::config::MAX_RADIUS;
 
 /// At most this many tickets are held at once.
 pub const MAX_TICKETS: usize = 1024;
@@ -230,16 +230,6 @@ impl Tickets {
     /// Drops them all (leaving a scene).
     pub fn clear(&mut self) {
         *self = Tickets::default();
-    }
-}
-
-/// The non-ticket foci of this tick, appended to `out` in anchor order; empty when the mode
-/// finds none (the caller then falls back to the last `player.moved`, then the previous foci).
-pub fn anchor_foci(world: &World, mode: FocusMode, out: &mut Vec<Position>) {
-    let focus_of = |e| world.vehicle_of(e).unwrap_or(e).position;
-    match mode {
-        FocusMode::Player => out.extend(world.player().map(focus_of)),
-        FocusMode::Players => out.extend(world.anchors().map(focus_of)),
     }
 }
 
@@ -469,10 +459,11 @@ mod tests {
         let mut t = Tickets::default();
         t.request("a", Ticket::new("a", at(0.0, 0.0), 0, 3, 1).unwrap(), 0)
             .unwrap();
+        assert!(!t.is_empty() && t.get("a").is_some_and(|a| a.until == 3));
         t.request("a", Ticket::new("a", at(0.0, 0.0), 0, 2, 1).unwrap(), 5)
             .unwrap();
         assert!(
-            t.is_empty(),
+            t.is_empty() && t.get("a").is_none(),
             "ticks 1..=2 are spent at tick 5: the request removes `a`"
         );
         t.request("b", Ticket::new("b", at(0.0, 0.0), 0, 2, 3).unwrap(), 2)
@@ -558,6 +549,14 @@ mod tests {
         assert_eq!(cache.moved(), [1]);
         assert_eq!(xs(&cache), [1.0, 60.0]);
         cache.clear_moved();
+        // An anchor moving on foot moves itself only.
+        w.move_to(&EntityId::new("a"), at(5.0, 0.0)).unwrap();
+        let changed = w.take_changed();
+        cache.entities_changed(&changed, &w);
+        assert_eq!(cache.refresh(&w), Refresh::Moved);
+        assert_eq!(cache.moved(), [0]);
+        assert_eq!(xs(&cache), [5.0, 60.0]);
+        cache.clear_moved();
         // A crate that is not an anchor changes nothing.
         w.spawn(entity("crate", &["streamable"], 9.0)).unwrap();
         let changed = w.take_changed();
@@ -577,6 +576,14 @@ mod tests {
         }
         // b, c (both in the car), then the controlled crate.
         assert_eq!(xs(&cache), [60.0, 60.0, 9.0]);
+        // The controlled crate (not tagged `player`) moves: only its focus moves.
+        w.move_to(&EntityId::new("crate"), at(10.0, 0.0)).unwrap();
+        let changed = w.take_changed();
+        cache.entities_changed(&changed, &w);
+        assert_eq!(cache.refresh(&w), Refresh::Moved);
+        assert_eq!(cache.moved(), [2]);
+        assert_eq!(xs(&cache), [60.0, 60.0, 10.0]);
+        cache.clear_moved();
         // b despawned and spawned again in one batch: now after c in spawn order.
         w.despawn(&EntityId::new("b")).unwrap();
         w.spawn(entity("b", &["player"], 70.0)).unwrap();

@@ -584,8 +584,11 @@ impl Kit for StreamingKit {
             if st.tickets.expire(ctx.tick) {
                 st.foci_dirty = true;
                 self.foci.clear();
-                self.foci.extend(st.residency.foci().take(st.anchor_foci));
-                st.ticket_foci(ctx.tick, &mut self.foci);
+                // Outside a scene nothing is wanted: the tickets left wait for one.
+                if st.active {
+                    self.foci.extend(st.residency.foci().take(st.anchor_foci));
+                    st.ticket_foci(ctx.tick, &mut self.foci);
+                }
                 st.residency.set_foci(&self.foci);
             }
         }

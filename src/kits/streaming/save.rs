@@ -152,7 +152,7 @@ impl State {
         }
         let version_1 = s.foci.is_none();
         let (foci, anchors) = check_foci(s.foci, s.focus, active)?;
-        let tickets = check_tickets(s.tickets, active)?;
+        let tickets = check_tickets(s.tickets)?;
         let last_wanted = check_last_wanted(&s.last_wanted, &loaded)?;
         Ok(Prepared {
             loaded,
@@ -380,9 +380,9 @@ fn check_radius(radius: u32, path: &str) -> Result<(), Problem> {
     Ok(())
 }
 
-/// `tickets`: at most [`MAX_TICKETS`], each id valid and once, positions, radii and tick ranges;
-/// none without an active scene.
-fn check_tickets(list: Vec<SavedTicket>, active: bool) -> Result<Tickets, Problem> {
+/// `tickets`: at most [`MAX_TICKETS`], each id valid and once, positions, radii and tick ranges
+/// (a ticket requested outside a scene is kept, SPEC §11, so a scene-less save may hold some).
+fn check_tickets(list: Vec<SavedTicket>) -> Result<Tickets, Problem> {
     if list.len() > MAX_TICKETS {
         return Err(Problem::new(
             "tickets",
@@ -411,12 +411,6 @@ fn check_tickets(list: Vec<SavedTicket>, active: bool) -> Result<Tickets, Proble
             ));
         }
         tickets.request(&t.id, t.ticket, 0).expect("checked above");
-    }
-    if !active && !tickets.is_empty() {
-        return Err(Problem::new(
-            "tickets",
-            "expected nothing here: leaving a scene drops the tickets",
-        ));
     }
     Ok(tickets)
 }
