@@ -174,7 +174,12 @@ fn a_failed_write_back_is_an_event_is_retried_and_ends_well_once_the_fault_is_go
         .map(|r| r.file)
         .collect();
     assert_eq!(files, ["r.-1.0.wsr"]);
-    // The fault gone, the next write back writes it, with no new edit.
+    // The fault gone (once the write in flight is done: it still fails), the next write back
+    // writes it, with no new edit.
+    let terrain = g
+        .kit::<world_streaming::kits::terrain::TerrainKit>()
+        .unwrap();
+    assert!(terrain.flush().is_err());
     std::fs::remove_dir_all(&squatter).unwrap();
     let seen = errors.len();
     for _ in 0..4 {

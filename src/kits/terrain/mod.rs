@@ -739,12 +739,16 @@ impl Drop for TerrainKit {
         // Write back on close (unless closed already). Nobody is left to tell of a failure but
         // the terminal; `Game::close` and the CLI report it as an error instead.
         if let Ok(mut st) = self.state.try_borrow_mut() {
-            if st.closed {
-                return;
+            if !st.closed {
+                if let Err(e) = st.flush() {
+                    eprintln!("world.terrain: edits not written back on close: {e}");
+                }
             }
-            if let Err(e) = st.flush() {
-                eprintln!("world.terrain: edits not written back on close: {e}");
-            }
+            // The directory is released with the kit, even when a service handle outlives it:
+            // the pool first (its workers ask the store), then the store (its thread joined,
+            // its lock released).
+            drop(st.pool.take());
+            drop(st.store.take());
         }
     }
 }
