@@ -220,7 +220,10 @@ pub enum Capped {
 /// Reads `path` if it is a regular file, never following a link or blocking on a FIFO, and
 /// never reading more than `cap + 1` bytes, whatever size the file system reports.
 pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Capped> {
-    if let Some(kind) = kind_of(std::fs::symlink_metadata(path)?.file_type()) {
+    // Not opened at all: FIFOs, devices, directories, sockets. A link goes on to the open,
+    // which refuses it (`O_NOFOLLOW`), as it refuses a file replaced by a link since the look.
+    let t = std::fs::symlink_metadata(path)?.file_type();
+    if let Some(kind) = kind_of(t).filter(|_| cfg!(not(unix)) || !t.is_symlink()) {
         return Ok(Capped::NotRegular(kind));
     }
     let mut options = std::fs::OpenOptions::new();
@@ -228,7 +231,6 @@ pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Capped> {
     no_follow(&mut options);
     let file = match options.open(path) {
         Ok(f) => f,
-        // Replaced by a link since the look.
         #[cfg(unix)]
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
             return Ok(Capped::NotRegular("a symbolic link"))
@@ -1374,6 +1376,27 @@ mod tests {
         assert_eq!(
             read_capped(&fifo, 10).unwrap(),
             Capped::NotRegular("a FIFO")
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_are_opened_without_following_a_final_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"t").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        no_follow(&mut options);
+        let err = options.open(&link).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP));
+        assert!(options.open(&target).is_ok());
+        // fsync through the seam refuses the link too.
+        assert_eq!(
+            RealFs.fsync(&link).unwrap_err().raw_os_error(),
+            Some(libc::ELOOP)
         );
     }
 
