@@ -1379,6 +1379,30 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_first_write_sweeps_every_stale_temporary_file_of_a_region_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in [
+            "r.9.9.wsr.tmp",
+            "r.0.0.wsr.damaged.1.tmp",
+            "notes.tmp",
+            "r.x.wsr.tmp",
+        ] {
+            std::fs::write(dir.path().join(f), b"left").unwrap();
+        }
+        let fs = Arc::new(FaultyFs::default());
+        let store = start(dir.path(), &fs);
+        assert_eq!(names(dir.path()).len(), 5, "opening removes nothing");
+        store.flush(image(1)).unwrap();
+        assert_eq!(
+            names(dir.path()),
+            ["notes.tmp", "r.0.0.wsr", "r.x.wsr.tmp", LOCK_FILE]
+                .map(String::from)
+                .into()
+        );
+        assert_eq!(format!("{store:?}"), "Store { .. }");
+    }
+
     #[cfg(unix)]
     #[test]
     fn files_are_opened_without_following_a_final_link() {
