@@ -1380,6 +1380,20 @@ mod tests {
     }
 
     #[test]
+    fn edits_reverted_before_their_region_was_ever_written_leave_no_file_and_no_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Arc::new(FaultyFs::default());
+        let store = start(dir.path(), &fs);
+        fs.set(Some(Op::Write));
+        assert!(store.flush(image(1)).is_err());
+        fs.set(None);
+        let reverted = image(1).into_iter().map(|(c, _)| (c, None)).collect();
+        store.flush(reverted).unwrap();
+        assert_eq!(names(dir.path()), [LOCK_FILE.to_owned()].into());
+        assert_eq!(store.read(ChunkPos::new(1, 2)), None);
+    }
+
+    #[test]
     fn the_first_write_sweeps_every_stale_temporary_file_of_a_region_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
         for f in [
