@@ -1394,6 +1394,25 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_removal_of_an_emptied_region_is_reported_and_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Arc::new(FaultyFs::default());
+        let store = start(dir.path(), &fs);
+        store.flush(image(1)).unwrap();
+        fs.set(Some(Op::Remove));
+        let reverted: Vec<_> = image(1).into_iter().map(|(c, _)| (c, None)).collect();
+        assert!(store.flush(reverted).is_err());
+        assert_eq!(
+            stored(dir.path()),
+            as_map(&image(1)),
+            "the old file stays whole"
+        );
+        fs.set(None);
+        store.flush(vec![]).unwrap();
+        assert_eq!(names(dir.path()), [LOCK_FILE.to_owned()].into());
+    }
+
+    #[test]
     fn the_first_write_sweeps_every_stale_temporary_file_of_a_region_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
         for f in [
