@@ -48,6 +48,12 @@ typedef enum WsStatus {
   WS_STATUS_UNKNOWN_STRING = 14,
   // A call panicked inside the library (a bug: please report the message).
   WS_STATUS_PANIC = 15,
+  // The scene's world directory (`worldDir`) is held by another game, in this process or
+  // another (its `session.lock`); the message names both.
+  WS_STATUS_WORLD_IN_USE = 16,
+  // `ws_game_free` could not write every edit back to the world directory: the message
+  // names each region file and how many chunks are lost (the game is freed all the same).
+  WS_STATUS_EDITS_LOST = 17,
 } WsStatus;
 
 // A game handle. 0 is never a game; every other value names at most one game, ever.
@@ -94,7 +100,10 @@ enum WsStatus ws_game_new(const char *scene_json,
                           WsGame *out_game,
                           char **out_error);
 
-// Frees a game. A handle already freed (or never created) is `WS_STATUS_INVALID_HANDLE`.
+// Frees a game, writing its edits back to the world directory first (and releasing the
+// directory). A handle already freed (or never created) is `WS_STATUS_INVALID_HANDLE`; edits
+// that could not be written are `WS_STATUS_EDITS_LOST`, the message naming each region file and
+// how many chunks (the game is freed all the same).
 //
 // # Safety
 // `out_error` is null or writable.

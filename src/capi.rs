@@ -78,6 +78,12 @@ pub enum WsStatus {
     UnknownString = 14,
     /// A call panicked inside the library (a bug: please report the message).
     Panic = 15,
+    /// The scene's world directory (`worldDir`) is held by another game, in this process or
+    /// another (its `session.lock`); the message names both.
+    WorldInUse = 16,
+    /// `ws_game_free` could not write every edit back to the world directory: the message
+    /// names each region file and how many chunks are lost (the game is freed all the same).
+    EditsLost = 17,
 }
 
 /// One chunk: the `{x, z}` of SPEC §1.
@@ -166,6 +172,9 @@ enum CapiError {
         "ws_string_free: {0:#x} is not a string this library handed out (or it was already freed)"
     )]
     UnknownString(usize),
+    /// The last write back failed (`ws_game_free`).
+    #[error("{0}")]
+    Close(GameError),
     /// A panic, caught.
     #[error("internal error (a panic, caught at the C boundary): {0}")]
     Panic(String),
@@ -179,7 +188,9 @@ impl CapiError {
             CapiError::TooLong { .. } | CapiError::Ticks { .. } => WsStatus::OutOfRange,
             CapiError::Handle(_) | CapiError::Busy(_) => WsStatus::InvalidHandle,
             CapiError::Poisoned(_) => WsStatus::Poisoned,
+            CapiError::Scene(GameError::WorldInUse { .. }) => WsStatus::WorldInUse,
             CapiError::Scene(_) => WsStatus::BadScene,
+            CapiError::Close(_) => WsStatus::EditsLost,
             CapiError::BadInput(_) => WsStatus::BadInput,
             CapiError::Input(_) => WsStatus::InputFailed,
             CapiError::NoStreaming => WsStatus::NoStreaming,
@@ -397,6 +408,8 @@ pub extern "C" fn ws_status_name(status: i32) -> *const c_char {
         13 => "WS_STATUS_NO_SUCH_VARIABLE\0",
         14 => "WS_STATUS_UNKNOWN_STRING\0",
         15 => "WS_STATUS_PANIC\0",
+        16 => "WS_STATUS_WORLD_IN_USE\0",
+        17 => "WS_STATUS_EDITS_LOST\0",
         _ => "WS_STATUS_UNKNOWN\0",
     };
     name.as_ptr().cast()
@@ -469,7 +482,10 @@ pub unsafe extern "C" fn ws_game_new(
     }
 }
 
-/// Frees a game. A handle already freed (or never created) is `WS_STATUS_INVALID_HANDLE`.
+/// Frees a game, writing its edits back to the world directory first (and releasing the
+/// directory). A handle already freed (or never created) is `WS_STATUS_INVALID_HANDLE`; edits
+/// that could not be written are `WS_STATUS_EDITS_LOST`, the message naming each region file and
+/// how many chunks (the game is freed all the same).
 ///
 /// # Safety
 /// `out_error` is null or writable.
@@ -482,8 +498,7 @@ pub unsafe extern "C" fn ws_game_free(game: WsGame, out_error: *mut *mut c_char)
                 let mut games = games.try_borrow_mut().map_err(|_| CapiError::Busy(game))?;
                 games.remove(&game).ok_or(CapiError::Handle(game))
             })?;
-            drop(slot);
-            Ok(())
+            slot.game.close().map_err(CapiError::Close)
         })
     }
 }
@@ -841,6 +856,8 @@ mod tests {
             (WsStatus::Ok, "WS_STATUS_OK"),
             (WsStatus::BadInput, "WS_STATUS_BAD_INPUT"),
             (WsStatus::Panic, "WS_STATUS_PANIC"),
+            (WsStatus::WorldInUse, "WS_STATUS_WORLD_IN_USE"),
+            (WsStatus::EditsLost, "WS_STATUS_EDITS_LOST"),
         ] {
             // SAFETY: ws_status_name returns a static NUL-terminated string.
             let got = unsafe { CStr::from_ptr(ws_status_name(status_of(status))) };
@@ -916,5 +933,103 @@ mod tests {
             unsafe { ws_game_free(game, std::ptr::null_mut()) },
             WsStatus::InvalidHandle
         );
+    }
+
+    /// `ws_game_new` on a world scene; the status and the message (if any).
+    fn new_game(scene: &str) -> (WsStatus, WsGame, String) {
+        let scene = CString::new(scene).unwrap();
+        let dot = CString::new(".").unwrap();
+        let mut game: WsGame = 0;
+        let mut error: *mut c_char = std::ptr::null_mut();
+        // SAFETY: valid strings and out-pointers.
+        let status = unsafe { ws_game_new(scene.as_ptr(), dot.as_ptr(), &mut game, &mut error) };
+        (status, game, take_message(error))
+    }
+
+    fn take_message(error: *mut c_char) -> String {
+        if error.is_null() {
+            return String::new();
+        }
+        // SAFETY: a string handed out by the library.
+        let text = unsafe { CStr::from_ptr(error) }
+            .to_str()
+            .unwrap()
+            .to_owned();
+        // SAFETY: handed out, freed once.
+        assert_eq!(unsafe { ws_string_free(error) }, WsStatus::Ok);
+        text
+    }
+
+    fn free_game(game: WsGame) -> (WsStatus, String) {
+        let mut error: *mut c_char = std::ptr::null_mut();
+        // SAFETY: a writable out-pointer.
+        let status = unsafe { ws_game_free(game, &mut error) };
+        (status, take_message(error))
+    }
+
+    fn world_scene(dir: &Path) -> String {
+        serde_json::json!({
+            "kits": [
+                {"id": "world.ground"},
+                {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 1}},
+                {"id": "world.terrain", "config": {"worldDir": dir.to_str().unwrap()}}
+            ],
+            "entities": [{"id": "hero", "tags": ["player"], "position": {"x": 16, "z": 16}}],
+            "control": "hero"
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_second_game_on_a_world_directory_is_world_in_use_until_the_first_is_freed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("world");
+        let (status, first, _) = new_game(&world_scene(&dir));
+        assert_eq!(status, WsStatus::Ok);
+        let (status, second, message) = new_game(&world_scene(&dir));
+        assert_eq!((status, second), (WsStatus::WorldInUse, 0));
+        assert_eq!(
+            message,
+            format!(
+                "world directory {} is in use by another game (lock file {} held)",
+                dir.display(),
+                dir.join("session.lock").display()
+            )
+        );
+        assert_eq!(free_game(first), (WsStatus::Ok, String::new()));
+        let (status, third, _) = new_game(&world_scene(&dir));
+        assert_eq!(status, WsStatus::Ok);
+        assert_eq!(free_game(third).0, WsStatus::Ok);
+    }
+
+    #[test]
+    fn freeing_a_game_whose_edits_cannot_be_written_is_edits_lost() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("world");
+        // A directory squatting the temporary file's name: r.0.0.wsr cannot be written.
+        std::fs::create_dir_all(dir.join("r.0.0.wsr.tmp").join("in")).unwrap();
+        let (status, game, _) = new_game(&world_scene(&dir));
+        assert_eq!(status, WsStatus::Ok);
+        with_game(game, |g| -> Result<(), CapiError> {
+            g.run_until_ready("hero", 100).unwrap();
+            let line = crate::files::inputs::parse_line(&format!(
+                r#"{{"tick": {}, "do": "edit", "at": {{"x": 5.5, "z": 5.5}}, "height": 9}}"#,
+                g.engine().tick_count() + 1
+            ));
+            g.apply(&line.unwrap()).unwrap();
+            Ok(())
+        })
+        .unwrap();
+        let (status, message) = free_game(game);
+        assert_eq!(status, WsStatus::EditsLost);
+        assert!(
+            message.contains(&format!(
+                "1 modified chunk not written: {} (1 chunk: ",
+                dir.join("r.0.0.wsr").display()
+            )),
+            "{message}"
+        );
+        // Freed all the same.
+        assert_eq!(free_game(game).0, WsStatus::InvalidHandle);
     }
 }

@@ -56,6 +56,19 @@ pub enum GameError {
     /// `world.terrain` is missing, or refused an edit ([`Game::edit`]).
     #[error("{0}")]
     Terrain(String),
+    /// The scene's world directory (`worldDir`) is held by another game, in this process or
+    /// another: one game owns a world directory (its `session.lock`).
+    #[error("world directory {dir} is in use by another game (lock file {lock} held)")]
+    WorldInUse {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// Its lock file.
+        lock: std::path::PathBuf,
+    },
+    /// [`Game::close`] could not write every edit back to the world directory: the regions
+    /// not written, with their paths and how many chunks each (those edits are lost).
+    #[error("edits lost: {0}")]
+    Unsaved(crate::kits::terrain::store::StoreError),
     /// `run_until_ready` ran out of ticks.
     #[error("{} was not ready after {ticks} ticks", crate::escape::escape(entity))]
     NotReady {
@@ -138,6 +151,15 @@ impl Game {
         let mut engine = match engine {
             Ok(e) => Some(e),
             Err(list) => {
+                let in_use = list.iter().find_map(|e| match e {
+                    EngineError::Kit(crate::host::KitError::InUse { dir, lock, .. }) => {
+                        Some((dir.clone(), lock.clone()))
+                    }
+                    _ => None,
+                });
+                if let Some((dir, lock)) = in_use {
+                    return Err(GameError::WorldInUse { dir, lock });
+                }
                 errors.extend(list.into_iter().map(|e| engine_error(file, e)));
                 None
             }
@@ -194,6 +216,17 @@ impl Game {
             seed: scene.seed,
             mod_count: scene.mods.len(),
         })
+    }
+
+    /// Ends the game: writes every edit back to the world directory and waits until it is on
+    /// disk (dropping a game does the same, but can only print a failure on stderr). The
+    /// error lists every region not written, with its path and how many chunks: those edits
+    /// are lost. The world directory's lock is released either way.
+    pub fn close(self) -> Result<(), GameError> {
+        match self.kit::<crate::kits::terrain::TerrainKit>() {
+            Some(terrain) => terrain.close().map_err(GameError::Unsaved),
+            None => Ok(()),
+        }
     }
 
     /// The engine.

@@ -25,6 +25,7 @@ use crate::game::{Game, GameError};
 use crate::host::{Engine, Event};
 use crate::json::{from_value, Problem};
 use crate::kits::builtin_catalog;
+use crate::kits::terrain::store::Capped;
 
 /// The `format` of a recording.
 pub const REPLAY_FORMAT: &str = "world-streaming-replay";
@@ -303,6 +304,7 @@ impl Recording {
         }
         // The world directory as the run finds it (region files only).
         let mut world = Vec::new();
+        let mut world_copy = None;
         if let Some(dir) = world_dir_of(&scene_value) {
             let dir = base.join(dir);
             if dir.is_dir() {
@@ -313,11 +315,27 @@ impl Recording {
                     })?;
                 for r in reports {
                     let path = dir.join(&r.file);
-                    // Through the cap, regular files only: a FIFO or a link to `/dev/zero`
-                    // in the world directory is refused, not read forever.
-                    let bytes =
-                        crate::user_file::read(&path, crate::kits::terrain::region::MAX_FILE_LEN)
-                            .map_err(FileError::from)?;
+                    let io = |message: String| FileError::Io {
+                        file: display_name(&path),
+                        message,
+                    };
+                    // Never through a link, never blocking on a FIFO, never past the cap.
+                    let max = crate::kits::terrain::region::MAX_FILE_LEN;
+                    let bytes = match crate::kits::terrain::store::read_capped(&path, max) {
+                        Ok(Capped::Bytes(b)) => b,
+                        Ok(Capped::TooLarge) => {
+                            return Err(io(format!(
+                                "larger than any region file ({max} bytes at most): not recorded"
+                            ))
+                            .into())
+                        }
+                        Ok(Capped::NotRegular(kind)) => {
+                            return Err(
+                                io(format!("{kind}, not a regular file: not recorded")).into()
+                            )
+                        }
+                        Err(e) => return Err(io(e.to_string()).into()),
+                    };
                     world.push(RecordedFile {
                         name: r.file,
                         hex: to_hex(&bytes),
@@ -325,8 +343,35 @@ impl Recording {
                 }
             }
         }
-        let mut game = Game::from_scene_file(scene_path)?;
+        // The recording's own run works on a copy of that world: the directory belongs to the
+        // game being recorded (its lock), and the run must see it as that game found it.
+        let mut game = match world_dir_of(&scene_value) {
+            Some(_) => {
+                let copy = tempfile::tempdir().map_err(|e| FileError::Io {
+                    file: "recording".into(),
+                    message: e.to_string(),
+                })?;
+                for f in &world {
+                    let path = copy.path().join(&f.name);
+                    let bytes = from_hex(&f.hex).expect("hex written above");
+                    std::fs::write(&path, bytes).map_err(|e| FileError::Io {
+                        file: display_name(&path),
+                        message: e.to_string(),
+                    })?;
+                }
+                let mut scene = scene_value.clone();
+                set_world_dir(&mut scene, copy.path());
+                let game =
+                    Game::from_scene_text(&scene.to_string(), &file, base, &builtin_catalog())?;
+                world_copy = Some(copy);
+                game
+            }
+            None => Game::from_scene_file(scene_path)?,
+        };
         let steps = run_steps(&mut game, inputs, target)?;
+        // Its edits stay in the copy, removed with it.
+        drop(game);
+        drop(world_copy);
         Ok(Recording {
             world,
             format: REPLAY_FORMAT.into(),

@@ -226,11 +226,12 @@ fn a_region_file_killed_mid_write_is_the_old_or_the_new_image() {
             seen.insert(k);
         }
 
-        // Debris: the region file and at most its temporary file.
+        // Debris: the region file and at most its temporary file (and the lock file a save
+        // thread leaves: its lock died with the child, as the next round's child shows).
         let files = names(&dir);
         let debris: BTreeSet<String> = files
             .iter()
-            .filter(|f| **f != POS.file_name())
+            .filter(|f| **f != POS.file_name() && **f != store::LOCK_FILE)
             .cloned()
             .collect();
         let tmp_name = format!("{}.tmp", POS.file_name());
@@ -275,7 +276,9 @@ fn a_region_file_killed_mid_write_is_the_old_or_the_new_image() {
         .unwrap();
     assert_eq!(
         names(&dir),
-        [POS.file_name()].into_iter().collect::<BTreeSet<_>>()
+        [POS.file_name(), store::LOCK_FILE.to_owned()]
+            .into_iter()
+            .collect::<BTreeSet<_>>()
     );
     drop(store);
     assert!(

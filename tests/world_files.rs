@@ -265,9 +265,10 @@ fn a_neighbour_rebuild_never_writes_a_chunk_and_a_modified_chunk_is_written_with
         g.tick();
     }
     assert!(stored_eventually(dir.path(), &[]).is_empty());
-    assert!(
-        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
-        "an empty region is removed"
+    // An empty region is removed: only the lock file is left.
+    assert_eq!(
+        files_of(dir.path()).into_keys().collect::<Vec<_>>(),
+        [store::LOCK_FILE]
     );
 }
 
@@ -613,14 +614,15 @@ fn a_failed_save_leaves_the_game_as_it_was() {
     let world = tmp.path().join("world");
     let mut g = ready(1, Some(&world), 0);
     edit_next(&mut g, cell_pos(c(0, 0), 1, 1), 1, None);
-    // A file where the world directory is to be created: the write back fails, so does the
-    // save. (Opening the world created nothing: nothing was written yet.)
-    assert!(!world.exists());
+    // A file where the world directory was (opening the world created it, for its lock
+    // file): the write back fails, so does the save.
+    assert_eq!(stored(&world), BTreeMap::new());
+    std::fs::remove_dir_all(&world).unwrap();
     std::fs::write(&world, "not a directory").unwrap();
     let save = tmp.path().join("save.json");
     let err = g.save(&save).unwrap_err().to_string();
     assert!(
-        err.contains("world.terrain") && err.contains("cannot create it"),
+        err.contains("world.terrain") && err.contains("cannot create the directory"),
         "{err}"
     );
     assert!(!save.exists());
@@ -868,11 +870,28 @@ fn a_save_loads_only_into_a_game_on_its_own_world_directory() {
         h.tick();
         assert!(common::event_lines(&h).starts_with(&before));
     }
-    assert!(!b.exists(), "nothing was written to the other directory");
-    // The same directory, spelt otherwise, is the same world.
+    assert_eq!(
+        files_of(&b).into_keys().collect::<Vec<_>>(),
+        [store::LOCK_FILE],
+        "nothing was written to the other directory"
+    );
+    // The same directory, spelt otherwise, is the same world (and the same lock: the game
+    // that wrote it must be gone first).
     let mut sc = scene(1, terrain_config(None, 0));
     sc["kits"][2]["config"]["worldDir"] = json!(format!("{}/../a", b.display()));
-    std::fs::create_dir(&b).unwrap();
+    let err = world_streaming::game::Game::from_scene_text(
+        &sc.to_string(),
+        "scene.json",
+        Path::new("."),
+        &world_streaming::kits::builtin_catalog(),
+    )
+    .err()
+    .expect("a second game on the directory started");
+    assert!(
+        err.to_string().contains("is in use by another game"),
+        "{err}"
+    );
+    drop(g);
     let mut h = game(&sc);
     h.load(&save).unwrap();
     assert!(terrain(&h).is_modified(c(0, 0)));

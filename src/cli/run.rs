@@ -230,6 +230,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if let Some(p) = profile {
         p.report(&tick_costs, &mut std::io::stderr())?;
     }
+    // The last write back: edits it cannot write are lost, and the run fails (exit 1) naming
+    // every region file and how many chunks.
+    game.close()?;
     Ok(())
 }
 

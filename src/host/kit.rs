@@ -154,6 +154,19 @@ pub enum KitError {
     /// The kit's save section is wrong.
     #[error("{0}")]
     BadSave(Problem),
+    /// What the kit needs is held by another game: a directory whose lock file another game
+    /// (in this process or another) holds.
+    #[error("kit {kit}: {what} {dir} is in use by another game (lock file {lock} held)")]
+    InUse {
+        /// The kit.
+        kit: String,
+        /// What the directory is (`world directory`).
+        what: String,
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// Its lock file.
+        lock: std::path::PathBuf,
+    },
     /// The kit could not start (e.g. its threads).
     #[error("kit {kit}: {message}")]
     Start {

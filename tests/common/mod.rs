@@ -184,6 +184,8 @@ pub fn resumed_from_save(
     first.run(&inputs(lines), n).unwrap();
     let save = dir.join("run.save.json");
     first.save(&save).unwrap();
+    // One game at a time on a world directory (its lock).
+    drop(first);
     let mut second = game_in(scene, dir);
     let skip = second.engine().events().len();
     second.load(&save).unwrap();

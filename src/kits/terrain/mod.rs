@@ -48,7 +48,10 @@ pub const VAR_WAITS: &str = "world.terrain.waits";
 pub const EDIT_REFUSED: &str = "world.terrain.edit.refused";
 /// Event: a built chunk must be rebuilt `{x, z}` (an edit in it or on its edge), once per tick.
 pub const TERRAIN_CHANGED: &str = "world.terrain.changed";
-/// Event: stored edits could not be read `{x, z, message}`; the chunk loads as generated.
+/// Event: stored edits could not be read `{x, z, message}` (the chunk loads as generated), or a
+/// region could not be written back `{x, z, region, chunks, message}` (`x`, `z`: the region's
+/// first chunk; `region`: its file; `chunks`: how many of its chunks are not on disk; the edits
+/// are kept in memory and written by the next write back that succeeds).
 pub const TERRAIN_ERROR: &str = "world.terrain.error";
 
 checked_number!(
@@ -247,6 +250,13 @@ struct State {
     dirty: BTreeSet<ChunkPos>,
     /// Stored edits found damaged, reported at the start of the next tick.
     errors: Vec<Reported>,
+    /// The outcome of the last periodic write back, heard at the next one (its failures become
+    /// `world.terrain.error` events then: the same tick whatever the threads' timing).
+    outcome: Option<store::Outcome>,
+    /// Whether the last outcome heard had regions not written (retried even with no new edit).
+    failing: bool,
+    /// Closed ([`TerrainKit::close`]): dropping the kit writes nothing more.
+    closed: bool,
     waits: u64,
     builder: Option<(Rc<dyn StreamingService>, BuilderId)>,
     subscribers: Rc<RefCell<Vec<Rc<RefCell<BuiltCallback>>>>>,
@@ -578,6 +588,9 @@ impl TerrainKit {
                 released: Vec::new(),
                 dirty: BTreeSet::new(),
                 errors: Vec::new(),
+                outcome: None,
+                failing: false,
+                closed: false,
                 waits: 0,
                 builder: None,
                 subscribers: Rc::default(),
@@ -670,19 +683,72 @@ impl TerrainKit {
     }
 
     /// Writes back every modified chunk not stored yet and waits until it is (a game save and
-    /// close do this; it also reports an earlier write back that failed).
+    /// close do this). The error lists every region not written, this time or earlier.
     pub fn flush(&self) -> Result<(), store::StoreError> {
         self.state.borrow_mut().flush()
+    }
+
+    /// The last write back: [`TerrainKit::flush`], after which dropping the kit writes nothing
+    /// (and prints nothing). The error lists the regions whose edits are lost, with how many
+    /// chunks each.
+    pub fn close(&self) -> Result<(), store::StoreError> {
+        let mut st = self.state.borrow_mut();
+        st.closed = true;
+        st.flush()
+    }
+
+    /// At a periodic write back: hears the previous one's outcome (each region not written is a
+    /// `world.terrain.error` event), then sends this one (with the regions to try again).
+    fn write_back(&mut self, ctx: &mut Ctx<'_>) {
+        let outcome = self.state.borrow_mut().outcome.take();
+        if let Some(outcome) = outcome {
+            let result = outcome.wait();
+            self.state.borrow_mut().failing = result.is_err();
+            if let Err(store::StoreError::Unsaved { failures, .. }) = result {
+                for f in failures {
+                    let origin = f.region.origin();
+                    ctx.events.emit(
+                        TERRAIN_ERROR,
+                        serde_json::json!({
+                            "x": origin.x,
+                            "z": origin.z,
+                            "region": f.file,
+                            "chunks": f.chunks,
+                            "message": format!(
+                                "cannot write {}: {}; its edits are kept in memory and written \
+                                 at the next write back",
+                                f.file, f.message
+                            ),
+                        }),
+                    );
+                }
+            }
+        }
+        let mut st = self.state.borrow_mut();
+        if st.unsaved.is_empty() && !st.failing {
+            return;
+        }
+        let changes = st.take_unsaved();
+        let outcome = st.store.as_ref().map(|store| store.write_then(changes));
+        st.outcome = outcome;
     }
 }
 
 impl Drop for TerrainKit {
     fn drop(&mut self) {
-        // Write back on close. Nobody is left to tell of a failure but the terminal.
+        // Write back on close (unless closed already). Nobody is left to tell of a failure but
+        // the terminal; `Game::close` and the CLI report it as an error instead.
         if let Ok(mut st) = self.state.try_borrow_mut() {
-            if let Err(e) = st.flush() {
-                eprintln!("world.terrain: edits not written back on close: {e}");
+            if !st.closed {
+                if let Err(e) = st.flush() {
+                    eprintln!("world.terrain: edits not written back on close: {e}");
+                }
             }
+            // The directory is released with the kit, even when a service handle outlives it:
+            // the pool first (its workers ask the store), then the store (its thread joined,
+            // its lock released).
+            drop(st.pool.take());
+            drop(st.store.take());
         }
     }
 }
@@ -722,8 +788,15 @@ impl Kit for TerrainKit {
             message,
         };
         let dir = st.config.world_dir.clone().map(std::path::PathBuf::from);
-        let (store, damage) =
-            Store::start(dir, st.generator.stamp()).map_err(|e| fail(e.to_string()))?;
+        let (store, damage) = Store::start(dir, st.generator.stamp()).map_err(|e| match e {
+            store::StoreError::Locked { dir, lock } => KitError::InUse {
+                kit: TERRAIN.into(),
+                what: "world directory".into(),
+                dir,
+                lock,
+            },
+            e => fail(e.to_string()),
+        })?;
         let pool = Pool::new(
             st.config.worker_threads(),
             st.generator.clone(),
@@ -762,14 +835,11 @@ impl Kit for TerrainKit {
 
     fn end_tick(&mut self, ctx: &mut Ctx<'_>) {
         self.report_changed(ctx);
-        let mut st = self.state.borrow_mut();
-        let every = st.config.flush_every_ticks.0;
-        if every > 0 && ctx.tick.is_multiple_of(every) && !st.unsaved.is_empty() {
-            let changes = st.take_unsaved();
-            if let Some(store) = &st.store {
-                store.write(changes);
-            }
+        let every = self.state.borrow().config.flush_every_ticks.0;
+        if every > 0 && ctx.tick.is_multiple_of(every) {
+            self.write_back(ctx);
         }
+        let mut st = self.state.borrow_mut();
         st.send_released();
         st.submit(); // the tick's jobs and released data: one lock, at most one wake
         drop(st);
