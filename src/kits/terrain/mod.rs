@@ -220,7 +220,8 @@ struct Flight {
 struct State {
     config: TerrainConfig,
     chunk_size: f64,
-    generator: Arc<Generator>,
+    /// Built once, in [`Kit::start`], when the chunk size is known (see [`State::generator`]).
+    generator: Option<Arc<Generator>>,
     /// The save thread (dropped after the pool, whose workers ask it).
     pool: Option<Pool>,
     store: Option<Store>,
@@ -358,10 +359,18 @@ impl State {
         result
     }
 
+    /// The generator: built once, when the kit starts (the chunk size is the streaming kit's);
+    /// nothing builds, edits or loads a save before that.
+    fn generator(&self) -> &Arc<Generator> {
+        self.generator
+            .as_ref()
+            .expect("the terrain kit is started before it builds, edits or loads")
+    }
+
     /// Builds a chunk on this thread (a worker failed): the baseline and its stored diff.
     fn build_here(&self, chunk: ChunkPos) -> Built {
         Built::make(
-            &self.generator,
+            self.generator(),
             self.store.as_ref().and_then(Store::reader).as_ref(),
             chunk,
         )
@@ -446,8 +455,9 @@ impl State {
         Arc::make_mut(data).set(i, j, new.0, new.1);
         let n = data.cells;
         let index = j * n + i;
+        let baseline = self.generator().cell(chunk, i, j);
         let diff = self.diffs.entry(chunk).or_default();
-        if new == self.generator.cell(chunk, i, j) {
+        if new == baseline {
             diff.cells.remove(&index);
         } else {
             diff.cells.insert(index, new);
@@ -564,16 +574,11 @@ impl TerrainKit {
 
     /// A kit with `config` (the pool and the save thread start with the game).
     pub fn new(config: TerrainConfig) -> Self {
-        let generator = Arc::new(Generator::new(
-            config.seed.0,
-            config.cells_per_chunk.0,
-            32.0,
-        ));
         TerrainKit {
             state: Rc::new(RefCell::new(State {
                 config,
                 chunk_size: 32.0,
-                generator,
+                generator: None,
                 pool: None,
                 store: None,
                 next_version: 0,
@@ -774,11 +779,12 @@ impl Kit for TerrainKit {
             })?;
         let mut st = self.state.borrow_mut();
         st.chunk_size = streaming.chunk_size();
-        st.generator = Arc::new(Generator::new(
+        let generator = Arc::new(Generator::new(
             st.config.seed.0,
             st.config.cells_per_chunk.0,
             st.chunk_size,
         ));
+        st.generator = Some(generator.clone());
         let id = streaming
             .register_builder(TERRAIN)
             .expect("the first builders fit");
@@ -788,7 +794,7 @@ impl Kit for TerrainKit {
             message,
         };
         let dir = st.config.world_dir.clone().map(std::path::PathBuf::from);
-        let (store, damage) = Store::start(dir, st.generator.stamp()).map_err(|e| match e {
+        let (store, damage) = Store::start(dir, generator.stamp()).map_err(|e| match e {
             store::StoreError::Locked { dir, lock } => KitError::InUse {
                 kit: TERRAIN.into(),
                 what: "world directory".into(),
@@ -797,12 +803,8 @@ impl Kit for TerrainKit {
             },
             e => fail(e.to_string()),
         })?;
-        let pool = Pool::new(
-            st.config.worker_threads(),
-            st.generator.clone(),
-            store.reader(),
-        )
-        .map_err(|e| fail(format!("cannot start the worker threads: {e}")))?;
+        let pool = Pool::new(st.config.worker_threads(), generator, store.reader())
+            .map_err(|e| fail(format!("cannot start the worker threads: {e}")))?;
         st.errors = damage;
         st.store = Some(store);
         st.pool = Some(pool);
@@ -912,7 +914,9 @@ mod tests {
         let kit = TerrainKit::new(TerrainConfig::default());
         {
             let mut st = kit.state.borrow_mut();
-            st.pool = Some(Pool::new(1, st.generator.clone(), None).unwrap());
+            let generator = Arc::new(Generator::new(0, 32, 32.0));
+            st.generator = Some(generator.clone());
+            st.pool = Some(Pool::new(1, generator, None).unwrap());
         }
         kit
     }
@@ -967,7 +971,7 @@ mod tests {
         assert!(st.land(c, 0).is_none());
         let (built, waited) = st.land(c, 1).unwrap();
         assert!(!waited);
-        assert_eq!(*built.data, st.generator.generate(c));
+        assert_eq!(*built.data, st.generator().generate(c));
         assert_eq!((st.arrived, st.in_flight.len()), (0, 0));
     }
 

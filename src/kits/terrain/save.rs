@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::pool::Built;
 use super::region::Diff;
 use super::store::{self, Reported};
-use super::{hash_text, State, GENERATOR_VERSION, TERRAIN};
+use super::{hash_text, State, TERRAIN};
 use crate::grid::ChunkPos;
 use crate::host::Problem;
 use crate::json::from_value;
@@ -108,9 +108,10 @@ pub(super) fn section(st: &State) -> SaveSection {
     for c in &st.unsaved {
         edits.insert(*c, st.diffs.get(c));
     }
+    let stamp = st.generator().stamp();
     let section = SaveSection {
-        generator: GENERATOR_VERSION,
-        seed: st.config.seed.0,
+        generator: stamp.generator,
+        seed: stamp.seed,
         in_flight: in_flight
             .into_iter()
             .map(|(at, _, c)| SavedChunk {
@@ -155,13 +156,14 @@ pub(super) fn prepare(
     let path = format!("kits.{TERRAIN}");
     let section = section.ok_or_else(|| Problem::new(&path, "missing section"))?;
     let s: SaveSection = from_value(section, &path)?;
-    if s.generator != GENERATOR_VERSION || s.seed != st.config.seed.0 {
+    let stamp = st.generator().stamp();
+    if s.generator != stamp.generator || s.seed != stamp.seed {
         return Err(Problem::new(
             format!("{path}.generator"),
             format!(
                 "written by generator {} with seed {}; this scene has generator {} with seed {}: \
                  its chunks would differ",
-                s.generator, s.seed, GENERATOR_VERSION, st.config.seed.0
+                s.generator, s.seed, stamp.generator, stamp.seed
             ),
         ));
     }
@@ -249,7 +251,7 @@ pub(super) fn prepare(
                 format!("chunk {chunk} is listed twice or has `commitAt`"),
             ));
         }
-        let mut data = st.generator.generate(chunk);
+        let mut data = st.generator().generate(chunk);
         let diff = stored.get(&chunk).cloned();
         if let Some(d) = &diff {
             data.apply(d);
