@@ -4,14 +4,22 @@
 //! is the same whatever the threads did. The kit registers as a builder, so readiness (§11)
 //! waits for terrain.
 //!
+//! - [`config`]: the settings; [`service`]: the face other kits see, and its event names;
 //! - [`generate`]: the pure generator (heights and materials from the seed);
-//! - [`pool`]: the worker threads and their queues;
-//! - this file: config, the service, the commit, saves.
+//! - [`pool`]: the worker threads and their queues; [`store`]: the save thread and its region
+//!   files, [`region`] their format (pure);
+//! - `state.rs` the state (the commit, edits), `handle.rs` the service over it, `save.rs` the
+//!   save section;
+//! - this file: the kit.
 
+pub mod config;
 pub mod generate;
+mod handle;
 pub mod pool;
 pub mod region;
 mod save;
+pub mod service;
+mod state;
 pub mod store;
 
 use std::cell::RefCell;
@@ -20,533 +28,42 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-use crate::checked_number;
-use crate::grid::{ChunkPos, Position};
+use crate::grid::ChunkPos;
 use crate::host::{
     Ctx, Event, Install, Kit, KitError, KitManifest, KitSpec, PreparedSection, Problem, SceneDef,
     Services,
 };
-use crate::json::{as_integer, from_value};
-use crate::kits::streaming::{BuilderId, ChunkEvent, StreamingService, STREAMING};
+use crate::json::from_value;
+use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
 
+pub use config::{
+    CellsPerChunk, CommitLatency, FlushEvery, Seed, TerrainConfig, Workers, MAX_CELLS,
+    MAX_COMMIT_LATENCY, MAX_FLUSH_EVERY, MAX_WORKERS,
+};
 pub use generate::{ChunkData, Generator, GENERATOR_VERSION};
-use pool::{Built, Job, Pool};
-use region::Diff;
+use handle::Handle;
+use pool::Pool;
 pub use save::{SaveSection, SavedChunk, SavedEdits};
-use store::{Reported, Store};
+pub use service::{
+    hash_text, BuiltCallback, EditRefused, TerrainService, EDIT_REFUSED, TERRAIN_BUILT,
+    TERRAIN_CHANGED, TERRAIN_ERROR, VAR_WAITS,
+};
+use state::State;
+use store::Store;
 
 /// The kit and service id.
 pub const TERRAIN: &str = "world.terrain";
-/// Event: a chunk's terrain was committed `{x, z, hash}` (hash: 16 hex digits of FNV-1a 64).
-pub const TERRAIN_BUILT: &str = "world.terrain.built";
-/// Variable: how many commits had to wait for their worker.
-pub const VAR_WAITS: &str = "world.terrain.waits";
-/// Event: an edit was refused `{x, z, reason}` (SPEC §13).
-pub const EDIT_REFUSED: &str = "world.terrain.edit.refused";
-/// Event: a built chunk must be rebuilt `{x, z}` (an edit in it or on its edge), once per tick.
-pub const TERRAIN_CHANGED: &str = "world.terrain.changed";
-/// Event: stored edits could not be read `{x, z, message}` (the chunk loads as generated), or a
-/// region could not be written back `{x, z, region, chunks, message}` (`x`, `z`: the region's
-/// first chunk; `region`: its file; `chunks`: how many of its chunks are not on disk; the edits
-/// are kept in memory and written by the next write back that succeeds).
-pub const TERRAIN_ERROR: &str = "world.terrain.error";
-
-checked_number!(
-    /// Cells per chunk side: an integer 1..=256.
-    CellsPerChunk(u32),
-    "an integer 1..=256",
-    |v| as_integer(v).filter(|n| (1..=256).contains(n)).map(|n| n as u32),
-    { "type": "integer", "minimum": 1, "maximum": 256, "description": "cells per chunk side" }
-);
-
-checked_number!(
-    /// Worker threads: an integer 0..=64 (0: the available cores minus one, at least 1).
-    Workers(u32),
-    "an integer 0..=64",
-    |v| as_integer(v).filter(|n| (0..=64).contains(n)).map(|n| n as u32),
-    { "type": "integer", "minimum": 0, "maximum": 64, "description": "worker threads; 0: cores - 1, at least 1" }
-);
-
-checked_number!(
-    /// Ticks from a load to its commit: an integer 1..=64.
-    CommitLatency(u64),
-    "an integer 1..=64",
-    |v| as_integer(v).filter(|n| (1..=64).contains(n)).map(|n| n as u64),
-    { "type": "integer", "minimum": 1, "maximum": 64, "description": "ticks from a chunk's load to its commit" }
-);
-
-checked_number!(
-    /// The world seed: an integer 0..=2^64-1.
-    Seed(u64),
-    "an integer 0..=18446744073709551615",
-    |v| v.as_u64(),
-    { "type": "integer", "minimum": 0, "description": "the world seed" }
-);
-
-/// `{ "seed": 7, "cellsPerChunk": 32, "workers": 0, "commitLatency": 2 }`, every key optional.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TerrainConfig {
-    /// The world seed (default 0).
-    #[serde(default = "default_seed")]
-    pub seed: Seed,
-    /// Cells per chunk side (default 32).
-    #[serde(default = "default_cells")]
-    pub cells_per_chunk: CellsPerChunk,
-    /// Worker threads (default 0: the available cores minus one, at least 1).
-    #[serde(default = "default_workers")]
-    pub workers: Workers,
-    /// Ticks from a chunk's load to its commit (default 2).
-    #[serde(default = "default_latency")]
-    pub commit_latency: CommitLatency,
-    /// Where modified chunks are kept (SPEC §13), relative to the scene file; without it they
-    /// live in memory and in game saves.
-    #[serde(default)]
-    pub world_dir: Option<String>,
-    /// Write back modified chunks on every tick that is a multiple of it (0: only on release,
-    /// game save and close). Default 600.
-    #[serde(default = "default_flush")]
-    pub flush_every_ticks: FlushEvery,
-}
-
-checked_number!(
-    /// Ticks between write-backs: an integer 0..=2147483647 (0: never periodically).
-    FlushEvery(u64),
-    "an integer 0..=2147483647",
-    |v| as_integer(v).filter(|n| (0..=2_147_483_647).contains(n)).map(|n| n as u64),
-    { "type": "integer", "minimum": 0, "maximum": 2147483647, "description": "ticks between write-backs; 0: only on release, save and close" }
-);
-
-fn default_flush() -> FlushEvery {
-    FlushEvery(600)
-}
-
-fn default_seed() -> Seed {
-    Seed(0)
-}
-fn default_cells() -> CellsPerChunk {
-    CellsPerChunk(32)
-}
-fn default_workers() -> Workers {
-    Workers(0)
-}
-fn default_latency() -> CommitLatency {
-    CommitLatency(2)
-}
-
-impl Default for TerrainConfig {
-    fn default() -> Self {
-        TerrainConfig {
-            seed: default_seed(),
-            cells_per_chunk: default_cells(),
-            workers: default_workers(),
-            commit_latency: default_latency(),
-            world_dir: None,
-            flush_every_ticks: default_flush(),
-        }
-    }
-}
-
-impl TerrainConfig {
-    /// The worker threads to start.
-    pub fn worker_threads(&self) -> usize {
-        match self.workers.0 {
-            0 => std::thread::available_parallelism()
-                .map_or(1, |n| n.get().saturating_sub(1))
-                .max(1),
-            n => n as usize,
-        }
-    }
-}
 
 /// The kit's manifest, read from `kit.json` beside this file.
 pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
-/// A callback told of each committed chunk: `(chunk, hash)`.
-pub type BuiltCallback = Box<dyn FnMut(ChunkPos, u64)>;
-
-/// Why an edit was refused (the `reason` of `world.terrain.edit.refused`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum EditRefused {
-    /// The chunk is not loaded.
-    #[error("not loaded")]
-    NotLoaded,
-    /// The chunk is loaded but its terrain is not committed yet.
-    #[error("not built")]
-    NotBuilt,
-}
-
-/// What `world.terrain` offers other kits, mods and tests.
-pub trait TerrainService {
-    /// The height (0..=65535) of the cell containing `pos`, if its chunk is built.
-    fn height_at(&self, pos: Position) -> Option<u16>;
-    /// The built terrain of a chunk.
-    fn chunk(&self, chunk: ChunkPos) -> Option<Arc<ChunkData>>;
-    /// Whether a chunk is built.
-    fn is_built(&self, chunk: ChunkPos) -> bool;
-    /// Calls `callback(chunk, hash)` on every commit, in subscription order.
-    fn on_built(&self, callback: BuiltCallback);
-    /// Cells per chunk side.
-    fn cells_per_chunk(&self) -> u32;
-    /// Chunks dispatched whose worker has not finished yet (work outstanding; 0: the pool is
-    /// idle). A loading screen may show it; the simulation never waits on it.
-    fn generating(&self) -> usize;
-    /// Sets the cell containing `at` to `height` (and `material`, if given) in a built chunk
-    /// (SPEC §13). The chunk becomes *modified* (saved) unless it is back to its generated
-    /// baseline, and *dirty*: it and the built neighbours whose edge the cell lies on are told
-    /// `world.terrain.changed` at the end of the tick. Setting a cell to what it already holds
-    /// changes nothing. A chunk that is not built refuses: `world.terrain.edit.refused
-    /// {x, z, reason}` is emitted and the reason returned.
-    fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused>;
-    /// Whether a built chunk differs from its generated baseline.
-    fn is_modified(&self, chunk: ChunkPos) -> bool;
-}
-
-/// A chunk dispatched and not committed yet.
-#[derive(Debug)]
-struct Flight {
-    version: u64,
-    commit_at: u64,
-    /// What its worker sent back, once it has (`Some(None)`: the worker failed, and the
-    /// commit builds the chunk itself).
-    done: Option<Option<Built>>,
-}
-
-struct State {
-    config: TerrainConfig,
-    chunk_size: f64,
-    /// Built once, in [`Kit::start`], when the chunk size is known (see [`State::generator`]).
-    generator: Option<Arc<Generator>>,
-    /// The save thread (dropped after the pool, whose workers ask it).
-    pool: Option<Pool>,
-    store: Option<Store>,
-    next_version: u64,
-    /// Chunks dispatched and not committed, with their results once back (hashed: looked up
-    /// on every result, commit and release; saves sort them).
-    in_flight: FxHashMap<ChunkPos, Flight>,
-    /// How many of `in_flight` have their result.
-    arrived: usize,
-    /// Commits due, in (tick, dispatch order): a queue, since dispatches come in that order
-    /// (a commit tick is the dispatch tick plus a fixed latency).
-    commits: VecDeque<(u64, u64, ChunkPos)>,
-    /// Jobs dispatched this tick and released chunks' data, handed to the pool together at
-    /// the end of the tick (one lock, at most one wake) or before waiting for a result.
-    jobs: Vec<Job>,
-    trash: Vec<Arc<ChunkData>>,
-    /// Built chunks (hashed; saves list them in row order).
-    built: FxHashMap<ChunkPos, Arc<ChunkData>>,
-    /// Built chunks that differ from their baseline: the cells that differ (*modified*).
-    diffs: BTreeMap<ChunkPos, Diff>,
-    /// Built chunks whose stored form is behind (`diffs` changed since the last write back).
-    unsaved: BTreeSet<ChunkPos>,
-    /// Chunks released unsaved this tick, with their diffs (`None`: back to the baseline),
-    /// written back together.
-    released: Vec<(ChunkPos, Option<Diff>)>,
-    /// Built chunks to rebuild (*dirty*): told `world.terrain.changed` at the end of the tick.
-    dirty: BTreeSet<ChunkPos>,
-    /// Stored edits found damaged, reported at the start of the next tick.
-    errors: Vec<Reported>,
-    /// The outcome of the last periodic write back, heard at the next one (its failures become
-    /// `world.terrain.error` events then: the same tick whatever the threads' timing).
-    outcome: Option<store::Outcome>,
-    /// Whether the last outcome heard had regions not written (retried even with no new edit).
-    failing: bool,
-    /// Closed ([`TerrainKit::close`]): dropping the kit writes nothing more.
-    closed: bool,
-    waits: u64,
-    builder: Option<(Rc<dyn StreamingService>, BuilderId)>,
-    subscribers: Rc<RefCell<Vec<Rc<RefCell<BuiltCallback>>>>>,
-    outbox: crate::host::Outbox,
-}
-
-impl State {
-    fn dispatch(&mut self, chunk: ChunkPos, commit_at: u64) {
-        self.send_released(); // before the job: its worker may ask for this chunk
-        let version = self.next_version;
-        self.next_version += 1;
-        let flight = Flight {
-            version,
-            commit_at,
-            done: None,
-        };
-        if let Some(old) = self.in_flight.insert(chunk, flight) {
-            self.arrived -= usize::from(old.done.is_some());
-        }
-        // In order at the back, except after a load whose saved commits come later.
-        let entry = (commit_at, version, chunk);
-        if self
-            .commits
-            .back()
-            .is_none_or(|&(t, v, _)| (t, v) < (commit_at, version))
-        {
-            self.commits.push_back(entry);
-        } else {
-            let at = self
-                .commits
-                .partition_point(|&(t, v, _)| (t, v) < (commit_at, version));
-            self.commits.insert(at, entry);
-        }
-        self.jobs.push(Job { chunk, version });
-    }
-
-    fn release(&mut self, chunk: ChunkPos) {
-        // A result still on its way is discarded when it arrives (its version is gone).
-        if let Some(flight) = self.in_flight.remove(&chunk) {
-            self.arrived -= usize::from(flight.done.is_some());
-            // Not handed to the pool yet (dispatched this tick): never generated at all.
-            self.jobs.retain(|j| j.chunk != chunk);
-        }
-        if let Some(data) = self.built.remove(&chunk) {
-            self.trash.push(data); // freed by a worker, off the tick
-        }
-        self.dirty.remove(&chunk);
-        let diff = self.diffs.remove(&chunk);
-        // Written back on release (SPEC §13): gathered, and sent as one write at the end of
-        // the tick — or before any dispatch, so that a reload asks the save thread after it
-        // has the chunk (the thread answers in the order it is asked).
-        if self.unsaved.remove(&chunk) {
-            self.released.push((chunk, diff));
-        }
-    }
-
-    /// Hands the tick's jobs and released data to the pool.
-    fn submit(&mut self) {
-        if let Some(pool) = &self.pool {
-            pool.submit(&mut self.jobs, &mut self.trash);
-        }
-    }
-
-    /// Sends the released chunks' write back, if any (one message, one rewrite a region).
-    fn send_released(&mut self) {
-        if !self.released.is_empty() {
-            let changes = std::mem::take(&mut self.released);
-            if let Some(store) = &self.store {
-                store.write(changes);
-            }
-        }
-    }
-
-    /// The write back of every released and every unsaved chunk.
-    fn take_unsaved(&mut self) -> Vec<(ChunkPos, Option<Diff>)> {
-        let mut changes = std::mem::take(&mut self.released);
-        changes.extend(
-            std::mem::take(&mut self.unsaved)
-                .into_iter()
-                .map(|c| (c, self.diffs.get(&c).cloned())),
-        );
-        changes
-    }
-
-    /// Writes back every released and unsaved chunk and waits until it is stored. On failure
-    /// the resident chunks stay unsaved (and the save thread, which has them all, retries
-    /// their regions with every later write).
-    fn flush(&mut self) -> Result<(), store::StoreError> {
-        if self.store.is_none() {
-            return Ok(());
-        }
-        let unsaved = self.unsaved.clone();
-        let changes = self.take_unsaved();
-        let store = self.store.as_ref().expect("checked above");
-        let result = store.flush(changes);
-        if result.is_err() {
-            self.unsaved = unsaved;
-        }
-        result
-    }
-
-    /// The generator: built once, when the kit starts (the chunk size is the streaming kit's);
-    /// nothing builds, edits or loads a save before that.
-    fn generator(&self) -> &Arc<Generator> {
-        self.generator
-            .as_ref()
-            .expect("the terrain kit is started before it builds, edits or loads")
-    }
-
-    /// Builds a chunk on this thread (a worker failed): the baseline and its stored diff.
-    fn build_here(&self, chunk: ChunkPos) -> Built {
-        Built::make(
-            self.generator(),
-            self.store.as_ref().and_then(Store::reader).as_ref(),
-            chunk,
-        )
-    }
-
-    /// Files a finished result with its flight if it is still wanted; drops a stale one.
-    fn take(&mut self, done: pool::Done) {
-        if let Some(flight) = self.in_flight.get_mut(&done.job.chunk) {
-            if flight.version == done.job.version && flight.done.is_none() {
-                flight.done = Some(done.built);
-                self.arrived += 1;
-            }
-        }
-    }
-
-    /// Files every result the workers have sent back.
-    fn drain(&mut self) {
-        while let Some(done) = self.pool.as_ref().and_then(Pool::try_recv) {
-            self.take(done);
-        }
-    }
-
-    /// Commits the in-flight `chunk` if it is still the dispatch `version`, waiting for its
-    /// worker if needed: its terrain and whether it waited.
-    fn land(&mut self, chunk: ChunkPos, version: u64) -> Option<(Built, bool)> {
-        let mut waited = false;
-        loop {
-            let flight = self
-                .in_flight
-                .get(&chunk)
-                .filter(|f| f.version == version)?;
-            if flight.done.is_some() {
-                let flight = self.in_flight.remove(&chunk).expect("just found");
-                self.arrived -= 1;
-                let built = flight.done.flatten();
-                return Some((built.unwrap_or_else(|| self.build_here(chunk)), waited));
-            }
-            waited = true;
-            self.submit(); // the job may still be here
-            match self.pool.as_ref().and_then(Pool::recv) {
-                Some(done) => self.take(done),
-                // No worker left (cannot happen while the pool lives): build here.
-                None => {
-                    self.in_flight.remove(&chunk);
-                    return Some((self.build_here(chunk), waited));
-                }
-            }
-        }
-    }
-
-    /// The chunk and cell `(i, j)` containing `pos`.
-    fn cell_of(&self, pos: Position) -> (ChunkPos, u32, u32) {
-        let size = self.chunk_size;
-        let chunk = crate::grid::Grid::new(size).chunk_of(pos);
-        let n = self.config.cells_per_chunk.0;
-        let cell = size / f64::from(n);
-        let local = |v: f64, c: i64| {
-            let i = ((v - c as f64 * size) / cell).floor();
-            (i.max(0.0) as u32).min(n - 1)
-        };
-        (chunk, local(pos.x, chunk.x), local(pos.z, chunk.z))
-    }
-
-    fn edit(&mut self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused> {
-        let (chunk, i, j) = self.cell_of(at);
-        let Some(data) = self.built.get_mut(&chunk) else {
-            let loaded = self
-                .builder
-                .as_ref()
-                .is_some_and(|(s, _)| s.is_loaded(chunk));
-            return Err(if loaded {
-                EditRefused::NotBuilt
-            } else {
-                EditRefused::NotLoaded
-            });
-        };
-        let now = (data.height(i, j), data.material(i, j));
-        let new = (height, material.unwrap_or(now.1));
-        if new == now {
-            return Ok(());
-        }
-        Arc::make_mut(data).set(i, j, new.0, new.1);
-        let n = data.cells;
-        let index = j * n + i;
-        let baseline = self.generator().cell(chunk, i, j);
-        let diff = self.diffs.entry(chunk).or_default();
-        if new == baseline {
-            diff.cells.remove(&index);
-        } else {
-            diff.cells.insert(index, new);
-        }
-        if diff.is_empty() {
-            self.diffs.remove(&chunk);
-        }
-        self.unsaved.insert(chunk);
-        // The chunk, and the neighbours across the edges (and corner) the cell lies on.
-        let side = |k: u32| match (k == 0, k == n - 1) {
-            (true, true) => vec![0, -1, 1],
-            (true, false) => vec![0, -1],
-            (false, true) => vec![0, 1],
-            (false, false) => vec![0],
-        };
-        for dz in side(j) {
-            for dx in side(i) {
-                let c = ChunkPos::new(chunk.x + dx, chunk.z + dz);
-                if self.built.contains_key(&c) {
-                    self.dirty.insert(c);
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The service handle.
-struct Handle(Rc<RefCell<State>>);
-
-impl TerrainService for Handle {
-    fn height_at(&self, pos: Position) -> Option<u16> {
-        let st = self.0.borrow();
-        let (chunk, i, j) = st.cell_of(pos);
-        Some(st.built.get(&chunk)?.height(i, j))
-    }
-
-    fn chunk(&self, chunk: ChunkPos) -> Option<Arc<ChunkData>> {
-        self.0.borrow().built.get(&chunk).cloned()
-    }
-
-    fn is_built(&self, chunk: ChunkPos) -> bool {
-        self.0.borrow().built.contains_key(&chunk)
-    }
-
-    fn on_built(&self, callback: BuiltCallback) {
-        let list = self.0.borrow().subscribers.clone();
-        list.borrow_mut().push(Rc::new(RefCell::new(callback)));
-    }
-
-    fn cells_per_chunk(&self) -> u32 {
-        self.0.borrow().config.cells_per_chunk.0
-    }
-
-    fn generating(&self) -> usize {
-        let mut st = self.0.borrow_mut();
-        st.submit(); // work dispatched outside a tick (a load) is outstanding too
-        st.drain();
-        st.in_flight.len() - st.arrived
-    }
-
-    fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused> {
-        let mut st = self.0.borrow_mut();
-        let result = st.edit(at, height, material);
-        if let Err(reason) = result {
-            let (chunk, _, _) = st.cell_of(at);
-            st.outbox.borrow_mut().push((
-                EDIT_REFUSED.into(),
-                serde_json::json!({ "x": chunk.x, "z": chunk.z, "reason": reason.to_string() })
-                    .into(),
-            ));
-        }
-        result
-    }
-
-    fn is_modified(&self, chunk: ChunkPos) -> bool {
-        self.0.borrow().diffs.contains_key(&chunk)
-    }
-}
-
 /// The kit.
 pub struct TerrainKit {
     state: Rc<RefCell<State>>,
     published: Option<u64>,
-}
-
-/// The hash as events and saves write it.
-pub fn hash_text(hash: u64) -> String {
-    format!("{hash:016x}")
 }
 
 impl TerrainKit {
@@ -780,8 +297,8 @@ impl Kit for TerrainKit {
         let mut st = self.state.borrow_mut();
         st.chunk_size = streaming.chunk_size();
         let generator = Arc::new(Generator::new(
-            st.config.seed.0,
-            st.config.cells_per_chunk.0,
+            st.config.seed.get(),
+            st.config.cells_per_chunk.get(),
             st.chunk_size,
         ));
         st.generator = Some(generator.clone());
@@ -817,7 +334,7 @@ impl Kit for TerrainKit {
         };
         let mut st = self.state.borrow_mut();
         if loaded {
-            let at = event.tick + st.config.commit_latency.0;
+            let at = event.tick + st.config.commit_latency.get();
             st.dispatch(chunk, at);
         } else {
             st.release(chunk);
@@ -837,7 +354,7 @@ impl Kit for TerrainKit {
 
     fn end_tick(&mut self, ctx: &mut Ctx<'_>) {
         self.report_changed(ctx);
-        let every = self.state.borrow().config.flush_every_ticks.0;
+        let every = self.state.borrow().config.flush_every_ticks.get();
         if every > 0 && ctx.tick.is_multiple_of(every) {
             self.write_back(ctx);
         }
@@ -885,7 +402,7 @@ impl Kit for TerrainKit {
         for c in stale {
             st.release(c);
         }
-        let at = ctx.tick + st.config.commit_latency.0;
+        let at = ctx.tick + st.config.commit_latency.get();
         for c in loaded {
             if !st.built.contains_key(&c) && !st.in_flight.contains_key(&c) {
                 st.dispatch(c, at);
@@ -906,6 +423,7 @@ impl Kit for TerrainKit {
 
 #[cfg(test)]
 mod tests {
+    use super::pool::Job;
     use super::*;
     use serde_json::json;
 

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::pool::Built;
 use super::region::Diff;
+use super::state::State;
 use super::store::{self, Reported};
-use super::{hash_text, State, TERRAIN};
+use super::{hash_text, TERRAIN};
 use crate::grid::ChunkPos;
 use crate::host::Problem;
 use crate::json::from_value;
@@ -196,7 +197,7 @@ pub(super) fn prepare(
     };
     let mut stored = opened.chunks.clone();
     // … and the save's own edits over it.
-    let cells = st.config.cells_per_chunk.0 * st.config.cells_per_chunk.0;
+    let cells = st.config.cells_per_chunk.get() * st.config.cells_per_chunk.get();
     let mut overlay = Vec::new();
     let mut previous: Option<ChunkPos> = None;
     for (k, e) in s.edits.iter().enumerate() {

@@ -1,0 +1,121 @@
+//! `world.terrain` settings (SPEC §12, §13): the kit config, each range declared once, and the
+//! defaults.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::checked_number;
+
+/// Most cells per chunk side.
+pub const MAX_CELLS: u32 = 256;
+/// Most worker threads.
+pub const MAX_WORKERS: u32 = 64;
+/// Most ticks from a load to its commit.
+pub const MAX_COMMIT_LATENCY: u64 = 64;
+/// Most ticks between write-backs.
+pub const MAX_FLUSH_EVERY: u64 = 2_147_483_647;
+
+checked_number!(
+    /// Cells per chunk side: an integer 1..=[`MAX_CELLS`].
+    CellsPerChunk(u32),
+    integer 1..=MAX_CELLS,
+    "cells per chunk side"
+);
+
+checked_number!(
+    /// Worker threads: an integer 0..=[`MAX_WORKERS`] (0: the available cores minus one, at
+    /// least 1).
+    Workers(u32),
+    integer 0..=MAX_WORKERS,
+    "worker threads; 0: cores - 1, at least 1"
+);
+
+checked_number!(
+    /// Ticks from a load to its commit: an integer 1..=[`MAX_COMMIT_LATENCY`].
+    CommitLatency(u64),
+    integer 1..=MAX_COMMIT_LATENCY,
+    "ticks from a chunk's load to its commit"
+);
+
+checked_number!(
+    /// The world seed: an integer 0..=2^64-1.
+    Seed(u64),
+    "an integer 0..=18446744073709551615",
+    |v| v.as_u64(),
+    { "type": "integer", "minimum": 0, "description": "the world seed" }
+);
+
+/// `{ "seed": 7, "cellsPerChunk": 32, "workers": 0, "commitLatency": 2 }`, every key optional.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TerrainConfig {
+    /// The world seed (default 0).
+    #[serde(default = "default_seed")]
+    pub seed: Seed,
+    /// Cells per chunk side (default 32).
+    #[serde(default = "default_cells")]
+    pub cells_per_chunk: CellsPerChunk,
+    /// Worker threads (default 0: the available cores minus one, at least 1).
+    #[serde(default = "default_workers")]
+    pub workers: Workers,
+    /// Ticks from a chunk's load to its commit (default 2).
+    #[serde(default = "default_latency")]
+    pub commit_latency: CommitLatency,
+    /// Where modified chunks are kept (SPEC §13), relative to the scene file; without it they
+    /// live in memory and in game saves.
+    #[serde(default)]
+    pub world_dir: Option<String>,
+    /// Write back modified chunks on every tick that is a multiple of it (0: only on release,
+    /// game save and close). Default 600.
+    #[serde(default = "default_flush")]
+    pub flush_every_ticks: FlushEvery,
+}
+
+checked_number!(
+    /// Ticks between write-backs: an integer 0..=[`MAX_FLUSH_EVERY`] (0: never periodically).
+    FlushEvery(u64),
+    integer 0..=MAX_FLUSH_EVERY,
+    "ticks between write-backs; 0: only on release, save and close"
+);
+
+fn default_flush() -> FlushEvery {
+    FlushEvery(600)
+}
+
+fn default_seed() -> Seed {
+    Seed(0)
+}
+fn default_cells() -> CellsPerChunk {
+    CellsPerChunk(32)
+}
+fn default_workers() -> Workers {
+    Workers(0)
+}
+fn default_latency() -> CommitLatency {
+    CommitLatency(2)
+}
+
+impl Default for TerrainConfig {
+    fn default() -> Self {
+        TerrainConfig {
+            seed: default_seed(),
+            cells_per_chunk: default_cells(),
+            workers: default_workers(),
+            commit_latency: default_latency(),
+            world_dir: None,
+            flush_every_ticks: default_flush(),
+        }
+    }
+}
+
+impl TerrainConfig {
+    /// The worker threads to start.
+    pub fn worker_threads(&self) -> usize {
+        match self.workers.0 {
+            0 => std::thread::available_parallelism()
+                .map_or(1, |n| n.get().saturating_sub(1))
+                .max(1),
+            n => n as usize,
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! The `world.terrain` service over the kit's state.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::grid::{ChunkPos, Position};
+
+use super::state::State;
+use super::*;
+
+/// The service handle.
+pub(super) struct Handle(pub(super) Rc<RefCell<State>>);
+
+impl TerrainService for Handle {
+    fn height_at(&self, pos: Position) -> Option<u16> {
+        let st = self.0.borrow();
+        let (chunk, i, j) = st.cell_of(pos);
+        Some(st.built.get(&chunk)?.height(i, j))
+    }
+
+    fn chunk(&self, chunk: ChunkPos) -> Option<Arc<ChunkData>> {
+        self.0.borrow().built.get(&chunk).cloned()
+    }
+
+    fn is_built(&self, chunk: ChunkPos) -> bool {
+        self.0.borrow().built.contains_key(&chunk)
+    }
+
+    fn on_built(&self, callback: BuiltCallback) {
+        let list = self.0.borrow().subscribers.clone();
+        list.borrow_mut().push(Rc::new(RefCell::new(callback)));
+    }
+
+    fn cells_per_chunk(&self) -> u32 {
+        self.0.borrow().config.cells_per_chunk.get()
+    }
+
+    fn generating(&self) -> usize {
+        let mut st = self.0.borrow_mut();
+        st.submit(); // work dispatched outside a tick (a load) is outstanding too
+        st.drain();
+        st.in_flight.len() - st.arrived
+    }
+
+    fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused> {
+        let mut st = self.0.borrow_mut();
+        let result = st.edit(at, height, material);
+        if let Err(reason) = result {
+            let (chunk, _, _) = st.cell_of(at);
+            st.outbox.borrow_mut().push((
+                EDIT_REFUSED.into(),
+                serde_json::json!({ "x": chunk.x, "z": chunk.z, "reason": reason.to_string() })
+                    .into(),
+            ));
+        }
+        result
+    }
+
+    fn is_modified(&self, chunk: ChunkPos) -> bool {
+        self.0.borrow().diffs.contains_key(&chunk)
+    }
+}

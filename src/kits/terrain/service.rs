@@ -1,0 +1,67 @@
+//! The `world.terrain` service: what other kits, mods and tests may ask of the kit, and the
+//! names of what it emits. Reach it through the service registry as `Rc<dyn TerrainService>`.
+
+use std::sync::Arc;
+
+use crate::grid::{ChunkPos, Position};
+
+use super::ChunkData;
+
+/// Event: a chunk's terrain was committed `{x, z, hash}` (hash: 16 hex digits of FNV-1a 64).
+pub const TERRAIN_BUILT: &str = "world.terrain.built";
+/// Variable: how many commits had to wait for their worker.
+pub const VAR_WAITS: &str = "world.terrain.waits";
+/// Event: an edit was refused `{x, z, reason}` (SPEC §13).
+pub const EDIT_REFUSED: &str = "world.terrain.edit.refused";
+/// Event: a built chunk must be rebuilt `{x, z}` (an edit in it or on its edge), once per tick.
+pub const TERRAIN_CHANGED: &str = "world.terrain.changed";
+/// Event: stored edits could not be read `{x, z, message}` (the chunk loads as generated), or a
+/// region could not be written back `{x, z, region, chunks, message}` (`x`, `z`: the region's
+/// first chunk; `region`: its file; `chunks`: how many of its chunks are not on disk; the edits
+/// are kept in memory and written by the next write back that succeeds).
+pub const TERRAIN_ERROR: &str = "world.terrain.error";
+
+/// A callback told of each committed chunk: `(chunk, hash)`.
+pub type BuiltCallback = Box<dyn FnMut(ChunkPos, u64)>;
+
+/// Why an edit was refused (the `reason` of `world.terrain.edit.refused`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EditRefused {
+    /// The chunk is not loaded.
+    #[error("not loaded")]
+    NotLoaded,
+    /// The chunk is loaded but its terrain is not committed yet.
+    #[error("not built")]
+    NotBuilt,
+}
+
+/// What `world.terrain` offers other kits, mods and tests.
+pub trait TerrainService {
+    /// The height (0..=65535) of the cell containing `pos`, if its chunk is built.
+    fn height_at(&self, pos: Position) -> Option<u16>;
+    /// The built terrain of a chunk.
+    fn chunk(&self, chunk: ChunkPos) -> Option<Arc<ChunkData>>;
+    /// Whether a chunk is built.
+    fn is_built(&self, chunk: ChunkPos) -> bool;
+    /// Calls `callback(chunk, hash)` on every commit, in subscription order.
+    fn on_built(&self, callback: BuiltCallback);
+    /// Cells per chunk side.
+    fn cells_per_chunk(&self) -> u32;
+    /// Chunks dispatched whose worker has not finished yet (work outstanding; 0: the pool is
+    /// idle). A loading screen may show it; the simulation never waits on it.
+    fn generating(&self) -> usize;
+    /// Sets the cell containing `at` to `height` (and `material`, if given) in a built chunk
+    /// (SPEC §13). The chunk becomes *modified* (saved) unless it is back to its generated
+    /// baseline, and *dirty*: it and the built neighbours whose edge the cell lies on are told
+    /// `world.terrain.changed` at the end of the tick. Setting a cell to what it already holds
+    /// changes nothing. A chunk that is not built refuses: `world.terrain.edit.refused
+    /// {x, z, reason}` is emitted and the reason returned.
+    fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused>;
+    /// Whether a built chunk differs from its generated baseline.
+    fn is_modified(&self, chunk: ChunkPos) -> bool;
+}
+
+/// The hash as events and saves write it.
+pub fn hash_text(hash: u64) -> String {
+    format!("{hash:016x}")
+}

@@ -1,0 +1,299 @@
+//! The kit's state, shared between the kit (which ticks) and the service handle (`handle.rs`):
+//! chunks in flight, built, modified and dirty, and the commit queue.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::grid::{ChunkPos, Position};
+use crate::kits::streaming::{BuilderId, StreamingService};
+
+use super::pool::{Built, Job, Pool};
+use super::region::Diff;
+use super::store::{self, Reported, Store};
+use super::*;
+
+/// A chunk dispatched and not committed yet.
+#[derive(Debug)]
+pub(super) struct Flight {
+    pub(super) version: u64,
+    pub(super) commit_at: u64,
+    /// What its worker sent back, once it has (`Some(None)`: the worker failed, and the
+    /// commit builds the chunk itself).
+    pub(super) done: Option<Option<Built>>,
+}
+
+pub(super) struct State {
+    pub(super) config: TerrainConfig,
+    pub(super) chunk_size: f64,
+    /// Built once, in [`Kit::start`], when the chunk size is known (see [`State::generator`]).
+    pub(super) generator: Option<Arc<Generator>>,
+    /// The save thread (dropped after the pool, whose workers ask it).
+    pub(super) pool: Option<Pool>,
+    pub(super) store: Option<Store>,
+    pub(super) next_version: u64,
+    /// Chunks dispatched and not committed, with their results once back (hashed: looked up
+    /// on every result, commit and release; saves sort them).
+    pub(super) in_flight: FxHashMap<ChunkPos, Flight>,
+    /// How many of `in_flight` have their result.
+    pub(super) arrived: usize,
+    /// Commits due, in (tick, dispatch order): a queue, since dispatches come in that order
+    /// (a commit tick is the dispatch tick plus a fixed latency).
+    pub(super) commits: VecDeque<(u64, u64, ChunkPos)>,
+    /// Jobs dispatched this tick and released chunks' data, handed to the pool together at
+    /// the end of the tick (one lock, at most one wake) or before waiting for a result.
+    pub(super) jobs: Vec<Job>,
+    pub(super) trash: Vec<Arc<ChunkData>>,
+    /// Built chunks (hashed; saves list them in row order).
+    pub(super) built: FxHashMap<ChunkPos, Arc<ChunkData>>,
+    /// Built chunks that differ from their baseline: the cells that differ (*modified*).
+    pub(super) diffs: BTreeMap<ChunkPos, Diff>,
+    /// Built chunks whose stored form is behind (`diffs` changed since the last write back).
+    pub(super) unsaved: BTreeSet<ChunkPos>,
+    /// Chunks released unsaved this tick, with their diffs (`None`: back to the baseline),
+    /// written back together.
+    pub(super) released: Vec<(ChunkPos, Option<Diff>)>,
+    /// Built chunks to rebuild (*dirty*): told `world.terrain.changed` at the end of the tick.
+    pub(super) dirty: BTreeSet<ChunkPos>,
+    /// Stored edits found damaged, reported at the start of the next tick.
+    pub(super) errors: Vec<Reported>,
+    /// The outcome of the last periodic write back, heard at the next one (its failures become
+    /// `world.terrain.error` events then: the same tick whatever the threads' timing).
+    pub(super) outcome: Option<store::Outcome>,
+    /// Whether the last outcome heard had regions not written (retried even with no new edit).
+    pub(super) failing: bool,
+    /// Closed ([`TerrainKit::close`]): dropping the kit writes nothing more.
+    pub(super) closed: bool,
+    pub(super) waits: u64,
+    pub(super) builder: Option<(Rc<dyn StreamingService>, BuilderId)>,
+    pub(super) subscribers: Rc<RefCell<Vec<Rc<RefCell<BuiltCallback>>>>>,
+    pub(super) outbox: crate::host::Outbox,
+}
+
+impl State {
+    pub(super) fn dispatch(&mut self, chunk: ChunkPos, commit_at: u64) {
+        self.send_released(); // before the job: its worker may ask for this chunk
+        let version = self.next_version;
+        self.next_version += 1;
+        let flight = Flight {
+            version,
+            commit_at,
+            done: None,
+        };
+        if let Some(old) = self.in_flight.insert(chunk, flight) {
+            self.arrived -= usize::from(old.done.is_some());
+        }
+        // In order at the back, except after a load whose saved commits come later.
+        let entry = (commit_at, version, chunk);
+        if self
+            .commits
+            .back()
+            .is_none_or(|&(t, v, _)| (t, v) < (commit_at, version))
+        {
+            self.commits.push_back(entry);
+        } else {
+            let at = self
+                .commits
+                .partition_point(|&(t, v, _)| (t, v) < (commit_at, version));
+            self.commits.insert(at, entry);
+        }
+        self.jobs.push(Job { chunk, version });
+    }
+
+    pub(super) fn release(&mut self, chunk: ChunkPos) {
+        // A result still on its way is discarded when it arrives (its version is gone).
+        if let Some(flight) = self.in_flight.remove(&chunk) {
+            self.arrived -= usize::from(flight.done.is_some());
+            // Not handed to the pool yet (dispatched this tick): never generated at all.
+            self.jobs.retain(|j| j.chunk != chunk);
+        }
+        if let Some(data) = self.built.remove(&chunk) {
+            self.trash.push(data); // freed by a worker, off the tick
+        }
+        self.dirty.remove(&chunk);
+        let diff = self.diffs.remove(&chunk);
+        // Written back on release (SPEC §13): gathered, and sent as one write at the end of
+        // the tick — or before any dispatch, so that a reload asks the save thread after it
+        // has the chunk (the thread answers in the order it is asked).
+        if self.unsaved.remove(&chunk) {
+            self.released.push((chunk, diff));
+        }
+    }
+
+    /// Hands the tick's jobs and released data to the pool.
+    pub(super) fn submit(&mut self) {
+        if let Some(pool) = &self.pool {
+            pool.submit(&mut self.jobs, &mut self.trash);
+        }
+    }
+
+    /// Sends the released chunks' write back, if any (one message, one rewrite a region).
+    pub(super) fn send_released(&mut self) {
+        if !self.released.is_empty() {
+            let changes = std::mem::take(&mut self.released);
+            if let Some(store) = &self.store {
+                store.write(changes);
+            }
+        }
+    }
+
+    /// The write back of every released and every unsaved chunk.
+    pub(super) fn take_unsaved(&mut self) -> Vec<(ChunkPos, Option<Diff>)> {
+        let mut changes = std::mem::take(&mut self.released);
+        changes.extend(
+            std::mem::take(&mut self.unsaved)
+                .into_iter()
+                .map(|c| (c, self.diffs.get(&c).cloned())),
+        );
+        changes
+    }
+
+    /// Writes back every released and unsaved chunk and waits until it is stored. On failure
+    /// the resident chunks stay unsaved (and the save thread, which has them all, retries
+    /// their regions with every later write).
+    pub(super) fn flush(&mut self) -> Result<(), store::StoreError> {
+        if self.store.is_none() {
+            return Ok(());
+        }
+        let unsaved = self.unsaved.clone();
+        let changes = self.take_unsaved();
+        let store = self.store.as_ref().expect("checked above");
+        let result = store.flush(changes);
+        if result.is_err() {
+            self.unsaved = unsaved;
+        }
+        result
+    }
+
+    /// The generator: built once, when the kit starts (the chunk size is the streaming kit's);
+    /// nothing builds, edits or loads a save before that.
+    pub(super) fn generator(&self) -> &Arc<Generator> {
+        self.generator
+            .as_ref()
+            .expect("the terrain kit is started before it builds, edits or loads")
+    }
+
+    /// Builds a chunk on this thread (a worker failed): the baseline and its stored diff.
+    pub(super) fn build_here(&self, chunk: ChunkPos) -> Built {
+        Built::make(
+            self.generator(),
+            self.store.as_ref().and_then(Store::reader).as_ref(),
+            chunk,
+        )
+    }
+
+    /// Files a finished result with its flight if it is still wanted; drops a stale one.
+    pub(super) fn take(&mut self, done: pool::Done) {
+        if let Some(flight) = self.in_flight.get_mut(&done.job.chunk) {
+            if flight.version == done.job.version && flight.done.is_none() {
+                flight.done = Some(done.built);
+                self.arrived += 1;
+            }
+        }
+    }
+
+    /// Files every result the workers have sent back.
+    pub(super) fn drain(&mut self) {
+        while let Some(done) = self.pool.as_ref().and_then(Pool::try_recv) {
+            self.take(done);
+        }
+    }
+
+    /// Commits the in-flight `chunk` if it is still the dispatch `version`, waiting for its
+    /// worker if needed: its terrain and whether it waited.
+    pub(super) fn land(&mut self, chunk: ChunkPos, version: u64) -> Option<(Built, bool)> {
+        let mut waited = false;
+        loop {
+            let flight = self
+                .in_flight
+                .get(&chunk)
+                .filter(|f| f.version == version)?;
+            if flight.done.is_some() {
+                let flight = self.in_flight.remove(&chunk).expect("just found");
+                self.arrived -= 1;
+                let built = flight.done.flatten();
+                return Some((built.unwrap_or_else(|| self.build_here(chunk)), waited));
+            }
+            waited = true;
+            self.submit(); // the job may still be here
+            match self.pool.as_ref().and_then(Pool::recv) {
+                Some(done) => self.take(done),
+                // No worker left (cannot happen while the pool lives): build here.
+                None => {
+                    self.in_flight.remove(&chunk);
+                    return Some((self.build_here(chunk), waited));
+                }
+            }
+        }
+    }
+
+    /// The chunk and cell `(i, j)` containing `pos`.
+    pub(super) fn cell_of(&self, pos: Position) -> (ChunkPos, u32, u32) {
+        let size = self.chunk_size;
+        let chunk = crate::grid::Grid::new(size).chunk_of(pos);
+        let n = self.config.cells_per_chunk.get();
+        let cell = size / f64::from(n);
+        let local = |v: f64, c: i64| {
+            let i = ((v - c as f64 * size) / cell).floor();
+            (i.max(0.0) as u32).min(n - 1)
+        };
+        (chunk, local(pos.x, chunk.x), local(pos.z, chunk.z))
+    }
+
+    pub(super) fn edit(
+        &mut self,
+        at: Position,
+        height: u16,
+        material: Option<u8>,
+    ) -> Result<(), EditRefused> {
+        let (chunk, i, j) = self.cell_of(at);
+        let Some(data) = self.built.get_mut(&chunk) else {
+            let loaded = self
+                .builder
+                .as_ref()
+                .is_some_and(|(s, _)| s.is_loaded(chunk));
+            return Err(if loaded {
+                EditRefused::NotBuilt
+            } else {
+                EditRefused::NotLoaded
+            });
+        };
+        let now = (data.height(i, j), data.material(i, j));
+        let new = (height, material.unwrap_or(now.1));
+        if new == now {
+            return Ok(());
+        }
+        Arc::make_mut(data).set(i, j, new.0, new.1);
+        let n = data.cells;
+        let index = j * n + i;
+        let baseline = self.generator().cell(chunk, i, j);
+        let diff = self.diffs.entry(chunk).or_default();
+        if new == baseline {
+            diff.cells.remove(&index);
+        } else {
+            diff.cells.insert(index, new);
+        }
+        if diff.is_empty() {
+            self.diffs.remove(&chunk);
+        }
+        self.unsaved.insert(chunk);
+        // The chunk, and the neighbours across the edges (and corner) the cell lies on.
+        let side = |k: u32| match (k == 0, k == n - 1) {
+            (true, true) => vec![0, -1, 1],
+            (true, false) => vec![0, -1],
+            (false, true) => vec![0, 1],
+            (false, false) => vec![0],
+        };
+        for dz in side(j) {
+            for dx in side(i) {
+                let c = ChunkPos::new(chunk.x + dx, chunk.z + dz);
+                if self.built.contains_key(&c) {
+                    self.dirty.insert(c);
+                }
+            }
+        }
+        Ok(())
+    }
+}
