@@ -1,4 +1,4 @@
-//! The save thread (SPEC §13, `seeds/save_format.txt`): one thread owns every region file of
+//! The save thread (SPEC §13): one thread owns every region file of
 //! the world directory, and one game owns the directory (an advisory lock on `session.lock`,
 //! held as long as the [`Store`] lives). The tick sends it the modified chunks to write back,
 //! workers ask it for a chunk's stored diff; both by message, so no region file needs a lock. It
