@@ -251,3 +251,19 @@ fn the_check_sees_an_upward_name() {
     assert!(g.edges["cli"].contains_key("game"));
     assert!(g.edges["kits/terrain"].contains_key("kits/streaming"));
 }
+
+#[test]
+fn no_source_file_names_a_path_outside_the_repository() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for outside in ["../shared", "shared/SPEC", "seeds/"] {
+            assert!(
+                !text.contains(outside),
+                "{}: names `{outside}`, a path outside the repository",
+                f.display()
+            );
+        }
+    }
+}
