@@ -40,7 +40,7 @@ use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
 pub use plan::{FocusView, Held, RefusalKind, Residency};
 pub use service::{
-    BuilderId, ChunkCallback, ChunkCtx, ChunkSubscription, ChunkWorldCallback, Refusal,
+    BuilderId, ChunkCallback, ChunkCtx, ChunkStage, ChunkSubscription, ChunkWorldCallback, Refusal,
     StreamingService, TicketInfo,
 };
 pub use state::SaveSection;
@@ -363,11 +363,29 @@ impl StreamingKit {
             world: ctx.world,
             events: ctx.events,
         };
+        if loaded {
+            state::notify_stage(
+                &self.state,
+                ChunkStage::BeforeLoaded,
+                &mut chunk_ctx,
+                chunk,
+                true,
+            );
+        }
         state::notify(&self.state, &mut chunk_ctx, chunk, loaded);
-        ctx.events.emit(
+        chunk_ctx.events.emit(
             if loaded { CHUNK_LOADED } else { CHUNK_UNLOADED },
             chunk_data(chunk),
         );
+        if !loaded {
+            state::notify_stage(
+                &self.state,
+                ChunkStage::AfterUnloaded,
+                &mut chunk_ctx,
+                chunk,
+                false,
+            );
+        }
     }
 
     fn hold(&self, chunk: ChunkPos, kind: RefusalKind, cancel: Cancel) {

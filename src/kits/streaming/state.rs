@@ -20,8 +20,8 @@ use super::dormancy::Dormancy;
 use super::foci::{check_id, Ticket, TicketError, Tickets, MAX_TICKETS};
 use super::plan::{FocusView, Held, RefusalKind, Residency};
 use super::service::{
-    BuilderId, Callback, ChunkCallback, ChunkCtx, ChunkSubscription, ChunkWorldCallback, Refusal,
-    StreamingService, Subscriber, TicketInfo,
+    BuilderId, Callback, ChunkCallback, ChunkCtx, ChunkStage, ChunkSubscription,
+    ChunkWorldCallback, Refusal, StreamingService, Subscriber, TicketInfo,
 };
 
 type Subscribers = Rc<RefCell<Vec<Rc<Subscriber>>>>;
@@ -52,6 +52,8 @@ pub(crate) struct State {
     /// load): the next tick lists them in full.
     pub(crate) foci_dirty: bool,
     subscribers: Subscribers,
+    /// The stage subscribers: `[before a load is announced, after a release is announced]`.
+    stages: [Subscribers; 2],
     /// Whether the subscribers are being told what a load changed.
     pub(crate) restoring: Cell<bool>,
 }
@@ -75,6 +77,7 @@ impl State {
             builders: Vec::new(),
             foci_dirty: true,
             subscribers: Subscribers::default(),
+            stages: Default::default(),
             restoring: Cell::new(false),
         }
     }
@@ -542,9 +545,36 @@ pub(crate) fn notify(
     }
 }
 
+/// Runs the callbacks of `stage`, in subscription order, with no borrow of the state held.
+pub(crate) fn notify_stage(
+    state: &RefCell<State>,
+    stage: ChunkStage,
+    ctx: &mut ChunkCtx<'_>,
+    chunk: ChunkPos,
+    loaded: bool,
+) {
+    let list = state.borrow().stages[stage as usize].clone();
+    if list.borrow().is_empty() {
+        return;
+    }
+    let snapshot: Vec<Rc<Subscriber>> = list.borrow().clone();
+    for s in snapshot {
+        if s.alive.get() {
+            match &mut *s.callback.borrow_mut() {
+                Callback::Plain(f) => f(chunk, loaded),
+                Callback::World(f) => f(ctx, chunk, loaded),
+            }
+        }
+    }
+}
+
 /// Adds a subscriber at the end of the subscription order.
 fn subscribe(state: &RefCell<State>, callback: Callback) -> ChunkSubscription {
     let list = state.borrow().subscribers.clone();
+    subscribe_to(list, callback)
+}
+
+fn subscribe_to(list: Subscribers, callback: Callback) -> ChunkSubscription {
     let subscriber = Rc::new(Subscriber {
         alive: Cell::new(true),
         callback: RefCell::new(callback),
@@ -589,6 +619,11 @@ impl StreamingService for Handle {
 
     fn on_chunk_with(&self, callback: ChunkWorldCallback) -> ChunkSubscription {
         subscribe(&self.0, Callback::World(callback))
+    }
+
+    fn on_chunk_stage(&self, stage: ChunkStage, callback: ChunkWorldCallback) -> ChunkSubscription {
+        let list = self.0.borrow().stages[stage as usize].clone();
+        subscribe_to(list, Callback::World(callback))
     }
 
     fn chunk_size(&self) -> f64 {
