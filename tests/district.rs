@@ -593,3 +593,30 @@ fn data_over_4_kib_is_refused_in_a_scene_and_in_a_set() {
     assert!(e.contains("line: 1") || e.contains("line 1"), "{e}");
     assert!(e.contains("data"), "{e}");
 }
+
+#[test]
+fn a_lua_mod_reads_and_sets_an_entity_s_data() {
+    let (_dir, mut game) = standard();
+    game.add_mod(
+        "keeper.lua",
+        r#"
+streaming.onChunk(function(c, loaded)
+  if loaded and c.x == 1 and c.z == 0 then
+    local d = district.data("c2")
+    district.set("c2", { hp = d.hp - 1, tags = {"a", "b"} })
+    log("live " .. district.live())
+  end
+end)
+"#,
+    )
+    .unwrap();
+    run(&mut game, &[], 1);
+    let c2 = game.engine().world().get(&EntityId::new("c2")).unwrap();
+    assert_eq!(json!(c2.data), json!({ "hp": 2, "tags": ["a", "b"] }));
+    let log: Vec<String> = game
+        .take_mod_log()
+        .iter()
+        .map(|l| format!("{l:?}"))
+        .collect();
+    assert!(log.iter().any(|l| l.contains("live")), "{log:?}");
+}

@@ -148,11 +148,13 @@ impl State {
             self.stored = self.stored.saturating_sub(1);
             let id = entity.id.clone();
             let at = self.grid.chunk_of(entity.position);
+            let data = entity.data.as_deref().cloned();
             if let Err(e) = world.spawn_restored(entity) {
                 self.errors.push((chunk, e.to_string()));
                 continue;
             }
             let seq = world.spawn_seq(&id).unwrap_or_default();
+            self.data.insert(id.clone(), data);
             self.live.insert(
                 id.clone(),
                 Live {
@@ -204,6 +206,7 @@ impl State {
                 continue;
             };
             self.check.remove(&id);
+            self.data.remove(&id);
             let Ok(mut e) = world.despawn(&id) else {
                 continue;
             };
