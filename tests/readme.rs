@@ -236,7 +236,9 @@ fn the_summary_lists_every_chapter_of_the_book_and_nothing_points_outside_the_re
             continue;
         };
         let chapter = chapter.display().to_string();
-        if chapter != "SUMMARY.md" {
+        // `docs/pending/` holds helpers' notes for the lead, not chapters (they are still held to
+        // the rules above: no path outside the repository, links that resolve).
+        if chapter != "SUMMARY.md" && !chapter.starts_with("pending/") {
             assert!(
                 listed.contains(&chapter),
                 "docs/SUMMARY.md does not list {chapter}"
