@@ -97,6 +97,45 @@ impl State {
         })
     }
 
+    /// Reads district lines `lines` again: one read of their span when they are in one file,
+    /// in order, within 1 MiB (a chunk's lines usually are), else one read each.
+    fn read_many(&self, lines: &[u32]) -> Vec<Result<Entity, String>> {
+        let refs: Vec<(u16, super::index::LineRef)> =
+            lines.iter().map(|&i| self.index.line(i)).collect();
+        let one_file = refs
+            .windows(2)
+            .all(|w| w[0].0 == w[1].0 && w[0].1.offset + u64::from(w[0].1.len) <= w[1].1.offset);
+        let span = match (refs.first(), refs.last()) {
+            (Some(a), Some(b)) if one_file => b.1.offset + u64::from(b.1.len) - a.1.offset,
+            _ => u64::MAX,
+        };
+        if refs.len() < 2 || span > 1 << 20 {
+            return lines.iter().map(|&i| self.read(i)).collect();
+        }
+        let (file, first) = refs[0];
+        let name = &self.index.stamps[file as usize].file;
+        let whole = super::index::LineRef {
+            offset: first.offset,
+            len: span as u32,
+            line: first.line,
+        };
+        let bytes = match read_line(&mut *self.files[file as usize].borrow_mut(), whole) {
+            Ok(b) => b,
+            Err(_) => return lines.iter().map(|&i| self.read(i)).collect(),
+        };
+        refs.iter()
+            .map(|(_, r)| {
+                let at = (r.offset - first.offset) as usize;
+                parse_line(&bytes[at..at + r.len as usize]).map_err(|m| {
+                    format!(
+                        "{name}: line {}: the file changed since it was indexed: {m}",
+                        r.line
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// The district line holding `id`, if any.
     pub fn line_of(&self, id: &str) -> Option<u32> {
         self.index
@@ -132,10 +171,18 @@ impl State {
             Some(list) => list,
             None => self.index.group(scene, chunk).map(Stored::Line).collect(),
         };
+        let lines: Vec<u32> = list
+            .iter()
+            .filter_map(|s| match s {
+                Stored::Line(i) => Some(*i),
+                Stored::Entity { .. } => None,
+            })
+            .collect();
+        let mut read = self.read_many(&lines).into_iter();
         let mut count = 0;
         for s in list {
             let (line, base, entity) = match s {
-                Stored::Line(i) => match self.read(i) {
+                Stored::Line(i) => match read.next().expect("one read per line") {
                     Ok(e) => (Some(i), entity_hash(&e), e),
                     Err(m) => {
                         self.stored = self.stored.saturating_sub(1);
