@@ -46,6 +46,7 @@ fn sandboxed(body: &str, limits: LuaLimits) -> Box<dyn HookHandler> {
         seed: 0,
         streaming: None,
         terrain: None,
+        district: None,
         hooks: &hooks,
         log: Log::default(),
         errors: ModErrors::default(),

@@ -148,6 +148,7 @@ fn spawn_entities(game: &mut Game, n: usize) {
                 tags: ["streamable".to_owned()].into(),
                 position: Position::new(x, z),
                 rides: None,
+                data: None,
             })
             .unwrap();
         }

@@ -71,7 +71,7 @@ typedef struct WsChunk {
 extern "C" {
 #endif // __cplusplus
 
-// The version of the `world.streaming` kit this library runs (its `kit.json`, e.g. `1.6.0`): a
+// The version of the `world.streaming` kit this library runs (its `kit.json`, e.g. `1.7.0`): a
 // static string, never freed.
 const char *ws_version(void);
 

@@ -368,7 +368,7 @@ unsafe fn put_chunks(
     Ok(())
 }
 
-/// The version of the `world.streaming` kit this library runs (its `kit.json`, e.g. `1.6.0`): a
+/// The version of the `world.streaming` kit this library runs (its `kit.json`, e.g. `1.7.0`): a
 /// static string, never freed.
 #[no_mangle]
 pub extern "C" fn ws_version() -> *const c_char {

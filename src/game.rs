@@ -15,6 +15,7 @@ use crate::host::KitCatalog;
 use crate::host::{Engine, EngineError, Log, PLAYER_MOVED};
 use crate::json::{number, Problem};
 use crate::kits::builtin_catalog;
+use crate::kits::district::{DistrictService, DISTRICT};
 use crate::kits::streaming::dormancy::DORMANT;
 use crate::kits::streaming::{StreamingService, TicketInfo, STREAMING};
 use crate::kits::streaming::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
@@ -200,6 +201,26 @@ impl Game {
             mods::install(mod_files, &mut engine, scene.seed, &log).map_err(GameError::Files)?;
         let entities = std::mem::take(&mut scene.entities);
         let control = scene.control.clone();
+        // Ids are unique across the scene and its districts (SPEC §15).
+        if let Some(d) = engine.service::<dyn DistrictService>(DISTRICT) {
+            let clashes: Vec<FileError> = entities
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| {
+                    let (f, line) = d.district_line(&e.id)?;
+                    Some(invalid(Problem::new(
+                        format!("entities[{i}].id"),
+                        format!(
+                            "duplicate entity id {:?}: {f} line {line} has it",
+                            e.id.as_str()
+                        ),
+                    )))
+                })
+                .collect();
+            if !clashes.is_empty() {
+                return Err(GameError::Files(clashes));
+            }
+        }
         let world = crate::host::World::restore(entities, control)
             .map_err(|(i, e)| invalid(Problem::new(format!("entities[{i}]"), e.to_string())))?;
         engine.input(0, |e| e.replace_world(world));
@@ -304,12 +325,23 @@ impl Game {
                     data.insert("z".into(), number(at.z));
                     e.emit(PLAYER_MOVED, Value::Object(data));
                 }
-                Action::Spawn { entity } => e.world_mut().spawn(entity.clone())?,
+                Action::Spawn { entity } => {
+                    let district = e.service::<dyn DistrictService>(DISTRICT);
+                    if e.world().get(&entity.id).is_none()
+                        && district.is_some_and(|d| d.reserved(&entity.id))
+                    {
+                        return Err(crate::host::EntityError::Reserved(entity.id.clone()).into());
+                    }
+                    e.world_mut().spawn(entity.clone())?
+                }
                 Action::Despawn { entity } => e.world_mut().despawn(entity).map(drop)?,
                 Action::Tag { entity, tag } => e.world_mut().tag(entity, tag)?,
                 Action::Untag { entity, tag } => e.world_mut().untag(entity, tag)?,
                 Action::Ride { entity, vehicle } => e.world_mut().ride(entity, vehicle)?,
                 Action::Dismount { entity } => e.world_mut().dismount(entity)?,
+                Action::Set { entity, data } => {
+                    e.world_mut().set_data(entity, Some(data.clone()))?
+                }
                 Action::Control { entity } => e.world_mut().set_control(entity.clone())?,
                 Action::Leave {} => e.leave(),
                 Action::Enter { scene } => e.enter(scene)?,
@@ -409,6 +441,20 @@ impl Game {
         let ticks = i64::try_from(ticks).unwrap_or(i64::MAX);
         s.request_around(id, at, i64::from(radius), ticks)
             .map_err(|e| GameError::Streaming(e.to_string()))
+    }
+
+    /// Replaces the `data` of live entity `id` (SPEC §15; `None` clears it), as a `set` input
+    /// does: at most 4 KiB serialized; kits hear of the change at once.
+    pub fn set_data(
+        &mut self,
+        id: &str,
+        data: Option<Map<String, Value>>,
+    ) -> Result<(), GameError> {
+        let id = crate::host::EntityId::new(id);
+        self.engine.input(self.engine.tick_count(), |e| {
+            e.world_mut().set_data(&id, data)
+        })?;
+        Ok(())
     }
 
     /// Removes ticket `id` at once; returns whether it was held.
@@ -582,6 +628,13 @@ impl Game {
                 .map(|(k, v)| (k.to_owned(), v.clone()))
                 .collect(),
             dormant,
+            district: self
+                .engine
+                .service::<dyn DistrictService>(DISTRICT)
+                .map(|d| crate::files::state::DistrictCounts {
+                    live: d.live() as u64,
+                    stored: d.stored() as u64,
+                }),
         }
     }
 

@@ -8,6 +8,10 @@ pub const MAX_ID_LEN: usize = 256;
 pub const MAX_REASON_LEN: usize = 1024;
 /// Most entities a scene file (and so a save) may hold.
 pub const MAX_ENTITIES: usize = 1_000_000;
+/// Largest `data` of an entity (SPEC §15), in bytes of its compact JSON serialization.
+pub const MAX_DATA_BYTES: usize = 4096;
+/// Largest district file (SPEC §15): read once, sequentially, never held whole.
+pub const MAX_DISTRICT_BYTES: u64 = 1024 * 1024 * 1024;
 /// Largest tick an input may carry, and the largest `--ticks`: a run is bounded.
 pub const MAX_TICK: u64 = 10_000_000;
 

@@ -195,6 +195,7 @@ fn forest() -> (Game, Rc<RefCell<Vec<String>>>) {
                     tags: ["streamable"].into(),
                     position: Position::new((c.x * 32 + 16) as f64, (c.z * 32 + 16) as f64),
                     rides: None,
+                    data: None,
                 };
                 ctx.world().spawn(e)
             } else {

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 use world_streaming::host::KitManifest;
-use world_streaming::kits::{builtin_catalog, ground, streaming, terrain};
+use world_streaming::kits::{builtin_catalog, district, ground, streaming, terrain};
 
 fn schema(name: &str) -> Value {
     let path = format!("{}/schemas/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -72,6 +72,7 @@ fn every_kit_manifest_agrees_with_its_config_type() {
         (ground::manifest(), "ground-config.schema.json"),
         (streaming::manifest(), "streaming-config.schema.json"),
         (terrain::manifest(), "terrain-config.schema.json"),
+        (district::manifest(), "district-config.schema.json"),
     ];
     let ids: Vec<&str> = catalog.ids().filter(|id| *id != "game.engine").collect();
     let listed: Vec<&str> = kits.iter().map(|(m, _)| m.id.as_str()).collect();

@@ -94,6 +94,14 @@ pub enum Action {
         /// The vehicle.
         vehicle: EntityId,
     },
+    /// Replaces an entity's `data` (SPEC §15): any JSON object of at most 4 KiB serialized.
+    #[serde(rename = "set")]
+    Set {
+        /// The entity (live when the input is applied).
+        entity: EntityId,
+        /// Its new data.
+        data: serde_json::Map<String, serde_json::Value>,
+    },
     /// Clears an entity's `rides` link.
     #[serde(rename = "dismount")]
     Dismount {
@@ -404,6 +412,11 @@ enum Tagged {
     Ride { entity: EntityId, vehicle: EntityId },
     #[serde(rename = "dismount")]
     Dismount { entity: EntityId },
+    #[serde(rename = "set")]
+    Set {
+        entity: EntityId,
+        data: serde_json::Map<String, serde_json::Value>,
+    },
     #[serde(rename = "control")]
     Control { entity: Option<EntityId> },
     #[serde(rename = "leave")]
@@ -445,6 +458,7 @@ impl From<Tagged> for Action {
             Tagged::Untag { entity, tag } => Action::Untag { entity, tag },
             Tagged::Ride { entity, vehicle } => Action::Ride { entity, vehicle },
             Tagged::Dismount { entity } => Action::Dismount { entity },
+            Tagged::Set { entity, data } => Action::Set { entity, data },
             Tagged::Control { entity } => Action::Control { entity },
             Tagged::Leave {} => Action::Leave {},
             Tagged::Enter { scene } => Action::Enter { scene },
@@ -499,7 +513,10 @@ fn check_action(action: &Action) -> Result<(), Problem> {
         Action::Tag { entity, tag } | Action::Untag { entity, tag } => {
             vec![("entity", entity.as_str()), ("tag", tag.as_str())]
         }
-        Action::Move { entity, .. } | Action::Despawn { entity } | Action::Dismount { entity } => {
+        Action::Move { entity, .. }
+        | Action::Despawn { entity }
+        | Action::Dismount { entity }
+        | Action::Set { entity, .. } => {
             vec![("entity", entity.as_str())]
         }
         Action::Ride { entity, vehicle } => {
@@ -517,10 +534,18 @@ fn check_action(action: &Action) -> Result<(), Problem> {
     match action {
         Action::Move { to, .. } => to.check().map_err(|p| p.under("to")),
         Action::PlayerMoved { at } => at.position().check().map_err(|p| p.under("at")),
-        Action::Spawn { entity } => entity
-            .position
-            .check()
-            .map_err(|p| p.under("entity.position")),
+        Action::Spawn { entity } => {
+            if let Some(d) = &entity.data {
+                crate::host::check_data(d).map_err(|m| Problem::new("entity.data", m))?;
+            }
+            entity
+                .position
+                .check()
+                .map_err(|p| p.under("entity.position"))
+        }
+        Action::Set { data, .. } => {
+            crate::host::check_data(data).map_err(|m| Problem::new("data", m))
+        }
         Action::Request { id, at, .. } => {
             crate::kits::streaming::foci::check_id(id)
                 .map_err(|e| Problem::new("id", e.to_string()))?;
@@ -550,7 +575,11 @@ impl Inputs {
             scene.entities.iter().map(|e| (e.id.as_str(), ())).collect();
         let mut despawned: BTreeMap<&str, usize> = BTreeMap::new();
         let scenes: Vec<String> = scene.scene_defs().into_iter().map(|s| s.id).collect();
-        let mut known_world = true;
+        // District entities (SPEC §15) come and go with their chunks: only the run knows them.
+        let mut known_world = !scene
+            .kits
+            .iter()
+            .any(|k| k.id == crate::kits::district::DISTRICT);
         let mut errors = Vec::new();
         for l in &self.lines {
             let mut fail = |message: String| {
@@ -593,7 +622,8 @@ impl Inputs {
                 | Action::Despawn { entity }
                 | Action::Tag { entity, .. }
                 | Action::Untag { entity, .. }
-                | Action::Dismount { entity } => vec![("entity", entity)],
+                | Action::Dismount { entity }
+                | Action::Set { entity, .. } => vec![("entity", entity)],
                 Action::Ride { entity, vehicle } => vec![("entity", entity), ("vehicle", vehicle)],
                 Action::Control {
                     entity: Some(entity),

@@ -28,5 +28,13 @@ pub fn check(value: &Value) -> Result<(), Problem> {
             doc.scene.is_some(),
         )?;
     }
+    let key = crate::kits::district::DISTRICT;
+    if let Some(section) = doc.kits.get(key) {
+        // Its shape; its lines and stamps are checked against the district files on load.
+        crate::json::from_value::<crate::kits::district::SaveSection>(
+            section,
+            &format!("kits.{key}"),
+        )?;
+    }
     Ok(())
 }

@@ -151,6 +151,11 @@ impl SceneFile {
             for t in e.tags.iter() {
                 check_id(t, || format!("entities[{i}].tags"), &mut out);
             }
+            if let Some(d) = &e.data {
+                if let Err(m) = crate::host::check_data(d) {
+                    out.push(Problem::new(format!("entities[{i}].data"), m));
+                }
+            }
         }
         for (i, e) in self.entities.iter().enumerate() {
             if let Some(v) = &e.rides {

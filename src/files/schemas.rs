@@ -7,6 +7,7 @@ use crate::files::inputs::InputLine;
 use crate::files::save::SaveDoc;
 use crate::files::scene::SceneFile;
 use crate::files::state::StateDoc;
+use crate::kits::district::{DistrictConfig, SaveSection as DistrictSave};
 use crate::kits::ground::GroundConfig;
 use crate::kits::streaming::StreamingConfig;
 use crate::kits::terrain::{SaveSection as TerrainSave, TerrainConfig};
@@ -23,6 +24,12 @@ pub fn all() -> Vec<(&'static str, String)> {
         ("ground-config.schema.json", schema_for!(GroundConfig)),
         ("terrain-config.schema.json", schema_for!(TerrainConfig)),
         ("terrain-save.schema.json", schema_for!(TerrainSave)),
+        ("district-config.schema.json", schema_for!(DistrictConfig)),
+        ("district-save.schema.json", schema_for!(DistrictSave)),
+        (
+            "district-line.schema.json",
+            schema_for!(crate::host::Entity),
+        ),
         ("mod.schema.json", schema_for!(JsonMod)),
         ("inputs-line.schema.json", schema_for!(InputLine)),
         ("state.schema.json", schema_for!(StateDoc)),

@@ -47,4 +47,17 @@ pub struct StateDoc {
     pub foci: Vec<FocusXZ>,
     /// Held tickets, in id order.
     pub tickets: Vec<TicketInfo>,
+    /// The `world.district` counts (SPEC §15); absent when the kit is not enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub district: Option<DistrictCounts>,
+}
+
+/// `"district": {"live": N, "stored": M}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DistrictCounts {
+    /// Live streamed entities.
+    pub live: u64,
+    /// Stored entities.
+    pub stored: u64,
 }

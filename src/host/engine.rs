@@ -8,7 +8,7 @@ use super::entity::{EntityError, World};
 use super::events::{Event, EventBus};
 use super::hooks::Hooks;
 use super::kit::{unmet_requirements, Install, Kit, KitCatalog, KitError, KitSpec, Problem};
-use super::save::{SaveDoc, SAVE_FORMAT, SAVE_VERSION};
+use super::save::{SaveDoc, BASE_SAVE_VERSION, SAVE_FORMAT};
 use super::scene::SceneDef;
 use super::services::Services;
 use super::variables::Variables;
@@ -410,7 +410,11 @@ impl Engine {
         SaveDoc {
             schema: None,
             format: SAVE_FORMAT.to_owned(),
-            version: SAVE_VERSION,
+            version: self
+                .kits
+                .iter()
+                .map(|k| k.save_version())
+                .fold(BASE_SAVE_VERSION, u32::max),
             tick: self.tick,
             scene: self.active_scene().map(|s| s.id.clone()),
             control: self.world.control().cloned(),

@@ -67,6 +67,28 @@ pub struct Entity {
     /// The vehicle it rides, if any. A link to an entity that no longer exists counts as absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rides: Option<EntityId>,
+    /// What a game keeps about the entity (SPEC §15): any JSON object of at most
+    /// [`crate::limits::MAX_DATA_BYTES`] serialized; absent when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub data: Option<EntityData>,
+}
+
+/// An entity's `data`: a JSON object, boxed so an entity without data pays one pointer.
+pub type EntityData = Box<serde_json::Map<String, serde_json::Value>>;
+
+/// Checks `data` against [`crate::limits::MAX_DATA_BYTES`] (its compact serialization).
+pub fn check_data(data: &serde_json::Map<String, serde_json::Value>) -> Result<(), String> {
+    let len = serde_json::to_vec(data)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
+    let max = crate::limits::MAX_DATA_BYTES;
+    if len > max {
+        return Err(format!(
+            "expected data of at most {max} bytes serialized, got {len} bytes"
+        ));
+    }
+    Ok(())
 }
 
 /// An entity's tags: a sorted set of names, each interned once per process (a scene of
@@ -226,6 +248,13 @@ pub enum EntityError {
     /// A position that is not finite or absurdly large.
     #[error("position of `{}`: {}", crate::escape::escape(.0.as_str()), .1)]
     BadPosition(EntityId, String),
+    /// `data` over the limit.
+    #[error("data of `{}`: {}", crate::escape::escape(.0.as_str()), .1)]
+    BadData(EntityId, String),
+    /// An id that may not be spawned (a district entity, live elsewhere, stored, or gone for
+    /// good).
+    #[error("the id `{}` belongs to a district entity and may not be spawned", crate::escape::escape(.0.as_str()))]
+    Reserved(EntityId),
 }
 
 /// All entities, in spawn order. Looked up with FxHash: unseeded (so nothing varies between runs)
@@ -313,6 +342,16 @@ impl World {
 
     /// Adds an entity at the end of the spawn order.
     pub fn spawn(&mut self, entity: Entity) -> Result<(), EntityError> {
+        self.spawn_as(entity, false)
+    }
+
+    /// [`World::spawn`], keeping a `rides` link to an entity that does not exist (it counts as
+    /// absent, as in a save): what a kit brings back from storage (SPEC §15).
+    pub fn spawn_restored(&mut self, entity: Entity) -> Result<(), EntityError> {
+        self.spawn_as(entity, true)
+    }
+
+    fn spawn_as(&mut self, entity: Entity, dangling: bool) -> Result<(), EntityError> {
         if self.entities.contains_key(&entity.id) {
             return Err(EntityError::Duplicate(entity.id));
         }
@@ -320,8 +359,11 @@ impl World {
             .position
             .check()
             .map_err(|e| EntityError::BadPosition(entity.id.clone(), e.to_string()))?;
+        if let Some(d) = &entity.data {
+            check_data(d).map_err(|m| EntityError::BadData(entity.id.clone(), m))?;
+        }
         if let Some(v) = &entity.rides {
-            if !self.entities.contains_key(v) {
+            if !self.entities.contains_key(v) && !dangling {
                 return Err(EntityError::NoSuchVehicle(v.clone()));
             }
             self.check_no_loop(&entity.id, v)?;
@@ -410,6 +452,20 @@ impl World {
         }
         self.check_no_loop(id, vehicle)?;
         self.entity_mut(id)?.rides = Some(vehicle.clone());
+        self.changed.push(id.clone());
+        Ok(())
+    }
+
+    /// Replaces `id`'s `data` (`None` clears it); kits hear of the change.
+    pub fn set_data(
+        &mut self,
+        id: &EntityId,
+        data: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<(), EntityError> {
+        if let Some(d) = &data {
+            check_data(d).map_err(|m| EntityError::BadData(id.clone(), m))?;
+        }
+        self.entity_mut(id)?.data = data.map(Box::new);
         self.changed.push(id.clone());
         Ok(())
     }
@@ -506,6 +562,7 @@ mod tests {
             tags: tags.iter().map(|t| t.to_string()).collect(),
             position: Position::new(0.0, 0.0),
             rides: None,
+            data: None,
         }
     }
 

@@ -246,6 +246,12 @@ pub trait Kit: AsAny {
         Ok(())
     }
 
+    /// The save version this kit's section needs (a save is written with the highest any
+    /// enabled kit needs; [`super::save::BASE_SAVE_VERSION`] by default).
+    fn save_version(&self) -> u32 {
+        super::save::BASE_SAVE_VERSION
+    }
+
     /// This kit's section of a save, if it keeps state.
     fn save(&self) -> Option<Value> {
         None

@@ -13,7 +13,7 @@ mod services;
 mod variables;
 
 pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
-pub use entity::{Entity, EntityError, EntityId, Tags, World, PLAYER_TAG};
+pub use entity::{check_data, Entity, EntityData, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
     chunk_data, chunk_hash_data, Event, EventBus, EventData, Log, LogLine, ModErrors, Outbox,
     MOD_ERROR, PLAYER_MOVED,

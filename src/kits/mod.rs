@@ -2,6 +2,7 @@
 //! (which chunks are live) and `world.terrain` (a world generated off the tick), plus the catalog
 //! that lets a host enable them.
 
+pub mod district;
 pub mod ground;
 pub mod streaming;
 pub mod terrain;
@@ -25,6 +26,10 @@ pub fn builtin_catalog() -> KitCatalog {
     catalog.add(
         terrain::manifest(),
         Box::new(terrain::TerrainKit::from_spec),
+    );
+    catalog.add(
+        district::manifest(),
+        Box::new(district::DistrictKit::from_spec),
     );
     catalog
 }

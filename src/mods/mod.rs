@@ -185,6 +185,8 @@ pub fn install_from(
 ) -> Result<Vec<lua::LuaModState>, Vec<FileError>> {
     let streaming: Option<Rc<dyn StreamingService>> = engine.service(STREAMING);
     let terrain: Option<Rc<dyn TerrainService>> = engine.service(TERRAIN);
+    let district: Option<Rc<dyn crate::kits::district::DistrictService>> =
+        engine.service(crate::kits::district::DISTRICT);
     let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
     let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
     let mut errors = check_hooks(&mods, &declared);
@@ -237,6 +239,7 @@ pub fn install_from(
                     seed: seed.wrapping_add((first + index) as u64),
                     streaming: streaming.clone(),
                     terrain: terrain.clone(),
+                    district: district.clone(),
                     hooks: &declared,
                     log: log.clone(),
                     errors: engine.mod_errors(),

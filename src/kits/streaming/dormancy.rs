@@ -109,6 +109,7 @@ mod tests {
             tags: tags.iter().map(|t| t.to_string()).collect(),
             position: Position::new(x, 8.0),
             rides: None,
+            data: None,
         })
         .unwrap();
     }

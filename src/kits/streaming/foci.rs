@@ -514,6 +514,7 @@ mod tests {
             tags: tags.iter().map(|t| (*t).to_owned()).collect(),
             position: at(x, 0.0),
             rides: None,
+            data: None,
         }
     }
 

@@ -10,10 +10,10 @@ use crate::host::{EntityId, ModId};
 use super::config::{Overrides, Settings};
 use super::foci::TicketError;
 use super::service::{
-    BuilderId, Callback, ChunkCallback, ChunkCtx, ChunkSubscription, ChunkWorldCallback, Refusal,
-    StreamingService, Subscriber, TicketInfo,
+    BuilderId, Callback, ChunkCallback, ChunkCtx, ChunkStage, ChunkSubscription,
+    ChunkWorldCallback, Refusal, StreamingService, Subscriber, TicketInfo,
 };
-use super::state::{refusal_list, State};
+use super::state::{refusal_list, State, Subscribers};
 
 /// Runs the `onChunk` callbacks, in subscription order, with no borrow of the state held.
 pub(crate) fn notify(
@@ -23,6 +23,23 @@ pub(crate) fn notify(
     loaded: bool,
 ) {
     let list = state.borrow().subscribers.clone();
+    run(&list, ctx, chunk, loaded);
+}
+
+/// Runs the callbacks of `stage`, in subscription order, with no borrow of the state held.
+pub(crate) fn notify_stage(
+    state: &RefCell<State>,
+    stage: ChunkStage,
+    ctx: &mut ChunkCtx<'_>,
+    chunk: ChunkPos,
+    loaded: bool,
+) {
+    let list = state.borrow().stages[stage as usize].clone();
+    run(&list, ctx, chunk, loaded);
+}
+
+/// Calls every live subscriber of `list` (a snapshot: a callback may subscribe or unsubscribe).
+fn run(list: &Subscribers, ctx: &mut ChunkCtx<'_>, chunk: ChunkPos, loaded: bool) {
     if list.borrow().is_empty() {
         return;
     }
@@ -37,9 +54,8 @@ pub(crate) fn notify(
     }
 }
 
-/// Adds a subscriber at the end of the subscription order.
-fn subscribe(state: &RefCell<State>, callback: Callback) -> ChunkSubscription {
-    let list = state.borrow().subscribers.clone();
+/// Adds a subscriber at the end of `list`'s subscription order.
+fn subscribe(list: Subscribers, callback: Callback) -> ChunkSubscription {
     let subscriber = Rc::new(Subscriber {
         alive: Cell::new(true),
         callback: RefCell::new(callback),
@@ -79,11 +95,22 @@ impl StreamingService for Handle {
     }
 
     fn on_chunk(&self, callback: ChunkCallback) -> ChunkSubscription {
-        subscribe(&self.0, Callback::Plain(callback))
+        subscribe(
+            self.0.borrow().subscribers.clone(),
+            Callback::Plain(callback),
+        )
     }
 
     fn on_chunk_with(&self, callback: ChunkWorldCallback) -> ChunkSubscription {
-        subscribe(&self.0, Callback::World(callback))
+        subscribe(
+            self.0.borrow().subscribers.clone(),
+            Callback::World(callback),
+        )
+    }
+
+    fn on_chunk_stage(&self, stage: ChunkStage, callback: ChunkWorldCallback) -> ChunkSubscription {
+        let list = self.0.borrow().stages[stage as usize].clone();
+        subscribe(list, Callback::World(callback))
     }
 
     fn chunk_size(&self) -> f64 {

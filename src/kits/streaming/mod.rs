@@ -48,7 +48,7 @@ use handle::Handle;
 pub use residency::{FocusView, Held, RefusalKind, Residency};
 pub use save::SaveSection;
 pub use service::{
-    BuilderId, ChunkCallback, ChunkCtx, ChunkSubscription, ChunkWorldCallback, Refusal,
+    BuilderId, ChunkCallback, ChunkCtx, ChunkStage, ChunkSubscription, ChunkWorldCallback, Refusal,
     StreamingService, TicketInfo,
 };
 use state::State;
@@ -370,11 +370,29 @@ impl StreamingKit {
             world: ctx.world,
             events: ctx.events,
         };
+        if loaded {
+            handle::notify_stage(
+                &self.state,
+                ChunkStage::BeforeLoaded,
+                &mut chunk_ctx,
+                chunk,
+                true,
+            );
+        }
         handle::notify(&self.state, &mut chunk_ctx, chunk, loaded);
-        ctx.events.emit(
+        chunk_ctx.events.emit(
             if loaded { CHUNK_LOADED } else { CHUNK_UNLOADED },
             chunk_data(chunk),
         );
+        if !loaded {
+            handle::notify_stage(
+                &self.state,
+                ChunkStage::AfterUnloaded,
+                &mut chunk_ctx,
+                chunk,
+                false,
+            );
+        }
     }
 
     fn hold(&self, chunk: ChunkPos, kind: RefusalKind, cancel: Cancel) {

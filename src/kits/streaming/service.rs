@@ -89,6 +89,18 @@ impl ChunkCtx<'_> {
     }
 }
 
+/// When a [`StreamingService::on_chunk_stage`] callback runs, around the announcement of a load
+/// or a release (the `onChunk` callbacks and the `world.chunk.loaded` / `unloaded` event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkStage {
+    /// On a load, after the chunk is marked loaded and before the `onChunk` callbacks run and
+    /// `world.chunk.loaded` is emitted (a kit materialising what the chunk holds: SPEC §15).
+    BeforeLoaded = 0,
+    /// On a release, after the `onChunk` callbacks ran and `world.chunk.unloaded` was emitted
+    /// (a kit storing what the chunk held).
+    AfterUnloaded = 1,
+}
+
 pub(crate) enum Callback {
     Plain(ChunkCallback),
     World(ChunkWorldCallback),
@@ -142,6 +154,10 @@ pub trait StreamingService {
     /// [`ChunkCtx`] (spawn, tag … while the chunk is announced). Both kinds run in one
     /// subscription order.
     fn on_chunk_with(&self, callback: ChunkWorldCallback) -> ChunkSubscription;
+    /// Calls `callback(ctx, chunk, loaded)` at `stage` of every load ([`ChunkStage::BeforeLoaded`])
+    /// or every release ([`ChunkStage::AfterUnloaded`]) of a tick or a scene change, in
+    /// subscription order; never for what a load of a save changed (the kit restores its own).
+    fn on_chunk_stage(&self, stage: ChunkStage, callback: ChunkWorldCallback) -> ChunkSubscription;
     /// The side of a chunk in metres.
     fn chunk_size(&self) -> f64;
     /// Held refusals, by `z`, then `x`, then hook.

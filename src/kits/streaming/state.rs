@@ -18,7 +18,7 @@ use super::foci::{Ticket, TicketError, Tickets};
 use super::residency::{FocusView, RefusalKind, Residency};
 use super::service::{Refusal, Subscriber};
 
-type Subscribers = Rc<RefCell<Vec<Rc<Subscriber>>>>;
+pub(crate) type Subscribers = Rc<RefCell<Vec<Rc<Subscriber>>>>;
 
 pub(crate) struct State {
     pub(crate) config: StreamingConfig,
@@ -46,6 +46,8 @@ pub(crate) struct State {
     /// load): the next tick lists them in full.
     pub(crate) foci_dirty: bool,
     pub(crate) subscribers: Subscribers,
+    /// The stage subscribers: `[before a load is announced, after a release is announced]`.
+    pub(crate) stages: [Subscribers; 2],
     /// Whether the subscribers are being told what a load changed.
     pub(crate) restoring: Cell<bool>,
 }
@@ -69,6 +71,7 @@ impl State {
             builders: Vec::new(),
             foci_dirty: true,
             subscribers: Subscribers::default(),
+            stages: Default::default(),
             restoring: Cell::new(false),
         }
     }

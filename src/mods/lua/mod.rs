@@ -169,6 +169,8 @@ pub struct LuaSetup<'a> {
     pub streaming: Option<Rc<dyn StreamingService>>,
     /// The terrain service, if the scene enables `world.terrain`.
     pub terrain: Option<Rc<dyn TerrainService>>,
+    /// The district service, if the scene enables `world.district`.
+    pub district: Option<Rc<dyn crate::kits::district::DistrictService>>,
     /// The declared hook names.
     pub hooks: &'a [String],
     /// Where `log`/`print` write.
@@ -407,6 +409,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
             hooks: setup.hooks.to_vec(),
             streaming: setup.streaming.as_ref().map(Rc::downgrade),
             terrain: setup.terrain.as_ref().map(Rc::downgrade),
+            district: setup.district.as_ref().map(Rc::downgrade),
             registered: registered.clone(),
             top_level: top_level.clone(),
             id: setup.id.clone(),
@@ -506,6 +509,7 @@ mod tests {
             seed: 1,
             streaming: None,
             terrain: None,
+            district: None,
             hooks: &[],
             log: log.clone(),
             errors: ModErrors::default(),

@@ -134,8 +134,9 @@ local env = {
   storage = {},
 }
 
--- The service tables (`streaming`, `terrain`), each function lifted, when the scene has them.
-for _, service in native_ipairs({"streaming", "terrain"}) do
+-- The service tables (`streaming`, `terrain`, `district`), each function lifted, when the scene
+-- has them.
+for _, service in native_ipairs({"streaming", "terrain", "district"}) do
   if R[service] then
     local t = {}
     for name, raw in native_pairs(R[service]) do

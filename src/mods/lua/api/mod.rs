@@ -4,6 +4,7 @@
 //! `false, message`; the prelude raises the message at the mod's line.
 
 mod args;
+mod district;
 mod streaming;
 mod terrain;
 
@@ -17,6 +18,7 @@ use mlua::{
     UserDataFields, UserDataMethods, Value,
 };
 
+use crate::kits::district::DistrictService;
 use crate::kits::streaming::{ChunkSubscription, StreamingService};
 use crate::kits::terrain::TerrainService;
 
@@ -87,6 +89,8 @@ pub(super) struct ApiContext {
     pub(super) streaming: Option<Weak<dyn StreamingService>>,
     /// The terrain service, likewise.
     pub(super) terrain: Option<Weak<dyn TerrainService>>,
+    /// The district service, likewise.
+    pub(super) district: Option<Weak<dyn DistrictService>>,
     /// `(hook, handler)` registered by `on`, in order.
     pub(super) registered: Rc<RefCell<Vec<(String, Function)>>>,
     /// Whether the mod's top level is running (`on` is allowed only then).
@@ -127,6 +131,7 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
         hooks,
         streaming,
         terrain,
+        district,
         registered,
         top_level,
         id,
@@ -208,6 +213,9 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
             ok(lua, lua.create_userdata(CancelToken { reason })?)
         })?,
     )?;
+    if let Some(service) = district {
+        r.raw_set("district", district::table(lua, service, meter.clone())?)?;
+    }
     if let Some(service) = terrain {
         r.raw_set(
             "terrain",
@@ -265,7 +273,10 @@ fn reference() -> Vec<String> {
     let terrain = terrain::FUNCTIONS
         .iter()
         .map(|(n, _)| format!("terrain.{n}"));
-    streaming.chain(terrain).collect()
+    let district = district::FUNCTIONS
+        .iter()
+        .map(|(n, _)| format!("district.{n}"));
+    streaming.chain(terrain).chain(district).collect()
 }
 
 #[cfg(test)]
@@ -291,7 +302,7 @@ mod tests {
                             out.insert(format!("{t}.{name}"));
                         }
                     }
-                    Some((t @ ("streaming" | "terrain"), name)) => {
+                    Some((t @ ("streaming" | "terrain" | "district"), name)) => {
                         table = Some(t);
                         out.insert(format!("{t}.{name}"));
                     }
@@ -312,6 +323,6 @@ mod tests {
             missing.is_empty() && extra.is_empty(),
             "docs/mods.md misses {missing:?} and lists {extra:?}, which no table registers"
         );
-        assert_eq!(registered.len(), 30);
+        assert_eq!(registered.len(), 34);
     }
 }

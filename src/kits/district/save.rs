@@ -1,0 +1,318 @@
+//! `world.district`'s save section (save version 3): the stamps of the district files, the live
+//! district entities' lines, the kept differences by scene and chunk, the despawned district ids
+//! and the stored count. Loading checks everything before anything changes; a district file that
+//! changed under kept differences is an error naming it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::state::{State, Stored};
+use crate::grid::ChunkPos;
+use crate::host::{Entity, EntityId, Problem};
+
+/// A district file's stamp: its length and FNV-1a 64 hash (16 hex digits).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SavedStamp {
+    /// The file as configured.
+    pub file: String,
+    /// Its length in bytes.
+    pub length: u64,
+    /// FNV-1a 64 of its bytes.
+    pub hash: String,
+}
+
+/// A live district entity: its line (0-based index over the kit's lines) and that line's hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SavedLive {
+    /// The entity.
+    pub id: EntityId,
+    /// Its line index.
+    pub line: u32,
+    /// The hash of the entity as the line describes it (16 hex digits).
+    pub base: String,
+}
+
+/// One stored entity of a kept difference: a line index (unchanged), or the entity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SavedStored {
+    /// Exactly as line `n` describes it.
+    Line(u32),
+    /// Changed, moved in, or spawned there.
+    Entity {
+        /// The entity.
+        entity: Entity,
+        /// Its line, when it is a district entity.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        line: Option<u32>,
+        /// That line's hash.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base: Option<String>,
+    },
+}
+
+/// The kept difference of one chunk: exactly what it stores, in stored order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SavedRecord {
+    /// The scene.
+    pub scene: String,
+    /// Chunk column.
+    pub x: i64,
+    /// Chunk row.
+    pub z: i64,
+    /// What it stores.
+    pub entities: Vec<SavedStored>,
+}
+
+/// The section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SaveSection {
+    /// The district files' stamps, in config order.
+    pub stamps: Vec<SavedStamp>,
+    /// The scene stored into outside a scene (the last entered).
+    pub last_scene: Option<String>,
+    /// Live district entities, by id.
+    pub live: Vec<SavedLive>,
+    /// Kept differences, by scene, then chunk row order.
+    pub records: Vec<SavedRecord>,
+    /// Despawned district ids (never spawned again), sorted.
+    pub gone: Vec<EntityId>,
+    /// Stored entities.
+    pub stored: u64,
+}
+
+fn hex(h: u64) -> String {
+    format!("{h:016x}")
+}
+
+fn unhex(s: &str, path: &str) -> Result<u64, Problem> {
+    (s.len() == 16)
+        .then(|| u64::from_str_radix(s, 16).ok())
+        .flatten()
+        .ok_or_else(|| Problem::new(path, format!("expected 16 hex digits, got {s:?}")))
+}
+
+/// What a checked section restores.
+pub(crate) struct Prepared {
+    last: Option<u16>,
+    live: Vec<(EntityId, u32, u64)>,
+    records: BTreeMap<(u16, ChunkPos), Vec<Stored>>,
+    gone: BTreeSet<EntityId>,
+    stored: u64,
+}
+
+impl State {
+    /// The section of the current state.
+    pub fn save_section(&self) -> SaveSection {
+        let mut live: Vec<SavedLive> = self
+            .live
+            .iter()
+            .filter_map(|(id, l)| {
+                Some(SavedLive {
+                    id: id.clone(),
+                    line: l.line?,
+                    base: hex(l.base),
+                })
+            })
+            .collect();
+        live.sort_by(|a, b| a.id.cmp(&b.id));
+        SaveSection {
+            stamps: self
+                .index
+                .stamps
+                .iter()
+                .map(|s| SavedStamp {
+                    file: s.file.clone(),
+                    length: s.length,
+                    hash: hex(s.hash),
+                })
+                .collect(),
+            last_scene: self.last.map(|s| self.scenes[s as usize].clone()),
+            live,
+            records: self
+                .records
+                .iter()
+                .map(|((scene, c), list)| SavedRecord {
+                    scene: self.scenes[*scene as usize].clone(),
+                    x: c.x,
+                    z: c.z,
+                    entities: list
+                        .iter()
+                        .map(|s| match s {
+                            Stored::Line(i) => SavedStored::Line(*i),
+                            Stored::Entity { line, base, entity } => SavedStored::Entity {
+                                entity: (**entity).clone(),
+                                line: *line,
+                                base: line.map(|_| hex(*base)),
+                            },
+                        })
+                        .collect(),
+                })
+                .collect(),
+            gone: self.gone.iter().cloned().collect(),
+            stored: self.stored,
+        }
+    }
+
+    /// Checks a section against this world's district files.
+    pub fn check_section(&self, s: SaveSection) -> Result<Prepared, Problem> {
+        let kept = !s.records.is_empty() || !s.gone.is_empty() || !s.live.is_empty();
+        if kept {
+            if s.stamps.len() != self.index.stamps.len() {
+                return Err(Problem::new(
+                    "stamps",
+                    format!(
+                        "the save was made with {} district files; this scene has {}",
+                        s.stamps.len(),
+                        self.index.stamps.len()
+                    ),
+                ));
+            }
+            for (i, (saved, now)) in s.stamps.iter().zip(&self.index.stamps).enumerate() {
+                let hash = unhex(&saved.hash, &format!("stamps[{i}].hash"))?;
+                if saved.file != now.file || saved.length != now.length || hash != now.hash {
+                    return Err(Problem::new(
+                        format!("stamps[{i}]"),
+                        format!(
+                            "district file {} changed since the differences this save keeps were made \
+                             (saved {} bytes, hash {}; now {} bytes, hash {})",
+                            crate::escape::escape(&now.file),
+                            saved.length,
+                            saved.hash,
+                            now.length,
+                            hex(now.hash)
+                        ),
+                    ));
+                }
+            }
+        }
+        let scene = |name: &str, path: &str| -> Result<u16, Problem> {
+            self.scenes
+                .iter()
+                .position(|s| s == name)
+                .map(|i| i as u16)
+                .ok_or_else(|| Problem::new(path, format!("no scene {name:?} in this scene file")))
+        };
+        let line = |n: u32, path: &str| -> Result<u32, Problem> {
+            if (n as usize) < self.index.len() {
+                Ok(n)
+            } else {
+                Err(Problem::new(
+                    path,
+                    format!("expected a line index below {}, got {n}", self.index.len()),
+                ))
+            }
+        };
+        let last = match &s.last_scene {
+            Some(n) => Some(scene(n, "lastScene")?),
+            None => None,
+        };
+        let mut live = Vec::new();
+        for (i, l) in s.live.into_iter().enumerate() {
+            let n = line(l.line, &format!("live[{i}].line"))?;
+            let base = unhex(&l.base, &format!("live[{i}].base"))?;
+            live.push((l.id, n, base));
+        }
+        let mut records = BTreeMap::new();
+        for (i, r) in s.records.into_iter().enumerate() {
+            let path = format!("records[{i}]");
+            let sc = scene(&r.scene, &format!("{path}.scene"))?;
+            let mut list = Vec::new();
+            for (j, e) in r.entities.into_iter().enumerate() {
+                let p = format!("{path}.entities[{j}]");
+                list.push(match e {
+                    SavedStored::Line(n) => Stored::Line(line(n, &p)?),
+                    SavedStored::Entity {
+                        entity,
+                        line: l,
+                        base,
+                    } => {
+                        entity
+                            .position
+                            .check()
+                            .map_err(|q| q.under(&format!("{p}.entity.position")))?;
+                        if let Some(d) = &entity.data {
+                            crate::host::check_data(d)
+                                .map_err(|m| Problem::new(format!("{p}.entity.data"), m))?;
+                        }
+                        let base = match (&l, base) {
+                            (Some(_), Some(b)) => unhex(&b, &format!("{p}.base"))?,
+                            (Some(_), None) => {
+                                return Err(Problem::new(&p, "a line without its base"))
+                            }
+                            (None, _) => 0,
+                        };
+                        Stored::Entity {
+                            line: l.map(|n| line(n, &p)).transpose()?,
+                            base,
+                            entity: Box::new(entity),
+                        }
+                    }
+                });
+            }
+            if records
+                .insert((sc, ChunkPos::new(r.x, r.z)), list)
+                .is_some()
+            {
+                return Err(Problem::new(path, "a second record for this chunk"));
+            }
+        }
+        Ok(Prepared {
+            last,
+            live,
+            records,
+            gone: s.gone.into_iter().collect(),
+            stored: s.stored,
+        })
+    }
+
+    /// Restores a checked section; the live index is rebuilt from `world`.
+    pub(crate) fn restore(&mut self, p: Prepared, active: Option<u16>, world: &crate::host::World) {
+        self.active = active;
+        self.last = p.last;
+        self.records = p.records;
+        self.gone = p.gone;
+        self.stored = p.stored;
+        self.live.clear();
+        self.by_chunk.clear();
+        self.check.clear();
+        self.pending.clear();
+        self.data.clear();
+        for (id, line, base) in p.live {
+            if world.get(&id).is_some() {
+                self.live.insert(
+                    id,
+                    super::state::Live {
+                        line: Some(line),
+                        base,
+                        chunk: ChunkPos::new(0, 0),
+                        seq: 0,
+                    },
+                );
+            }
+        }
+        let ids: Vec<EntityId> = world.iter().map(|e| e.id.clone()).collect();
+        // Every live streamed entity is looked at by the next tick's end: those in a loaded
+        // chunk are skipped, the others are exactly the ones the saved run still had to look at.
+        self.changed(&ids, world);
+    }
+}
+
+impl Prepared {
+    /// What a save without a district section restores: nothing kept, every line stored.
+    pub(crate) fn baseline(lines: u64, active: Option<u16>) -> Prepared {
+        Prepared {
+            last: active,
+            live: Vec::new(),
+            records: BTreeMap::new(),
+            gone: BTreeSet::new(),
+            stored: lines,
+        }
+    }
+}

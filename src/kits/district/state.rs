@@ -1,0 +1,401 @@
+//! The kit's state (SPEC §15): the index of the district files, the live streamed entities by
+//! chunk, the kept differences by (scene, chunk), the despawned district ids; and the two steps
+//! that move entities between the world and storage: materialise (a chunk loads) and store (a
+//! chunk is released, or a streamed entity ends a tick in a chunk that is not loaded).
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::rc::Rc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde_json::{Map, Value};
+
+use super::index::{parse_line, read_line, Fnv, Index};
+use crate::grid::{ChunkPos, Grid};
+use crate::host::{Entity, EntityId, World};
+
+/// The tag that makes any entity streamed (stored with its chunk).
+pub const STREAMED: &str = "streamed";
+/// The tag that keeps an entity live whatever its chunk.
+pub const PERSISTENT: &str = "persistent";
+/// The derived tag a stored entity drops (the streaming kit sets it again).
+const DORMANT: &str = "dormant";
+
+/// A live streamed entity.
+#[derive(Debug, Clone)]
+pub(crate) struct Live {
+    /// Its district line, when it is a district entity.
+    pub line: Option<u32>,
+    /// The hash of the entity as its line describes it (0 for none).
+    pub base: u64,
+    /// The chunk it was indexed under (its position's).
+    pub chunk: ChunkPos,
+    /// Its spawn sequence number.
+    pub seq: u64,
+}
+
+/// One stored entity of a kept difference.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Stored {
+    /// Exactly as district line `i` describes it (in its home chunk).
+    Line(u32),
+    /// Anything else: its state, and its line and that line's hash when it is a district entity.
+    Entity {
+        line: Option<u32>,
+        base: u64,
+        entity: Box<Entity>,
+    },
+}
+
+/// What one step did, for its event.
+pub(crate) type Count = (ChunkPos, usize);
+
+/// The kit's state, shared with the service.
+pub(crate) struct State {
+    pub grid: Grid,
+    pub index: Index,
+    pub files: Vec<RefCell<File>>,
+    /// Scene ids by index (every scene of the file).
+    pub scenes: Vec<String>,
+    /// The scene streaming now, and the one last entered (what is stored outside a scene
+    /// goes there).
+    pub active: Option<u16>,
+    pub last: Option<u16>,
+    pub live: FxHashMap<EntityId, Live>,
+    pub by_chunk: BTreeMap<ChunkPos, BTreeMap<u64, EntityId>>,
+    pub records: BTreeMap<(u16, ChunkPos), Vec<Stored>>,
+    pub gone: BTreeSet<EntityId>,
+    pub stored: u64,
+    /// Streamed entities that changed: checked at the end of the tick.
+    pub check: BTreeSet<EntityId>,
+    /// Every entity's data, for the service (`None`: no data).
+    pub data: FxHashMap<EntityId, Option<Map<String, Value>>>,
+    /// Sets queued by mods, in call order.
+    pub pending: Vec<(EntityId, Option<Map<String, Value>>)>,
+    /// Problems met while materialising (a district file changed on disk).
+    pub errors: Vec<(ChunkPos, String)>,
+}
+
+/// The hash a stored entity is compared by: its compact JSON.
+pub(crate) fn entity_hash(e: &Entity) -> u64 {
+    Fnv::of(&serde_json::to_vec(e).expect("entities are JSON"))
+}
+
+impl State {
+    /// Reads district line `i` again.
+    pub fn read(&self, i: u32) -> Result<Entity, String> {
+        let (file, r) = self.index.line(i);
+        let name = &self.index.stamps[file as usize].file;
+        let bytes = read_line(&mut *self.files[file as usize].borrow_mut(), r)
+            .map_err(|e| format!("{name}: line {}: cannot read: {e}", r.line))?;
+        parse_line(&bytes).map_err(|m| {
+            format!(
+                "{name}: line {}: the file changed since it was indexed: {m}",
+                r.line
+            )
+        })
+    }
+
+    /// Reads district lines `lines` again: one read of their span when they are in one file,
+    /// in order, within 1 MiB (a chunk's lines usually are), else one read each.
+    fn read_many(&self, lines: &[u32]) -> Vec<Result<Entity, String>> {
+        let refs: Vec<(u16, super::index::LineRef)> =
+            lines.iter().map(|&i| self.index.line(i)).collect();
+        let one_file = refs
+            .windows(2)
+            .all(|w| w[0].0 == w[1].0 && w[0].1.offset + u64::from(w[0].1.len) <= w[1].1.offset);
+        let span = match (refs.first(), refs.last()) {
+            (Some(a), Some(b)) if one_file => b.1.offset + u64::from(b.1.len) - a.1.offset,
+            _ => u64::MAX,
+        };
+        if refs.len() < 2 || span > 1 << 20 {
+            return lines.iter().map(|&i| self.read(i)).collect();
+        }
+        let (file, first) = refs[0];
+        let name = &self.index.stamps[file as usize].file;
+        let whole = super::index::LineRef {
+            offset: first.offset,
+            len: span as u32,
+            line: first.line,
+        };
+        let bytes = match read_line(&mut *self.files[file as usize].borrow_mut(), whole) {
+            Ok(b) => b,
+            Err(_) => return lines.iter().map(|&i| self.read(i)).collect(),
+        };
+        refs.iter()
+            .map(|(_, r)| {
+                let at = (r.offset - first.offset) as usize;
+                parse_line(&bytes[at..at + r.len as usize]).map_err(|m| {
+                    format!(
+                        "{name}: line {}: the file changed since it was indexed: {m}",
+                        r.line
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// The district line holding `id`, if any.
+    pub fn line_of(&self, id: &str) -> Option<u32> {
+        self.index
+            .candidates(id)
+            .find(|&i| self.read(i).is_ok_and(|e| e.id.as_str() == id))
+    }
+
+    fn index_live(&mut self, id: &EntityId, chunk: ChunkPos, seq: u64) {
+        if let Some(l) = self.live.get_mut(id) {
+            remove_from(&mut self.by_chunk, l, id);
+            l.chunk = chunk;
+            l.seq = seq;
+        }
+        self.by_chunk
+            .entry(chunk)
+            .or_default()
+            .insert(seq, id.clone());
+    }
+
+    fn unindex(&mut self, id: &EntityId) -> Option<Live> {
+        let l = self.live.remove(id)?;
+        remove_from(&mut self.by_chunk, &l, id);
+        Some(l)
+    }
+
+    /// A chunk of the active scene loads: its stored entities are spawned (district file order
+    /// for a chunk without kept differences, stored order otherwise).
+    pub fn materialise(&mut self, world: &mut World, chunk: ChunkPos) -> Count {
+        let Some(scene) = self.active else {
+            return (chunk, 0);
+        };
+        let list = match self.records.remove(&(scene, chunk)) {
+            Some(list) => list,
+            None => self.index.group(scene, chunk).map(Stored::Line).collect(),
+        };
+        let lines: Vec<u32> = list
+            .iter()
+            .filter_map(|s| match s {
+                Stored::Line(i) => Some(*i),
+                Stored::Entity { .. } => None,
+            })
+            .collect();
+        let mut read = self.read_many(&lines).into_iter();
+        let mut count = 0;
+        for s in list {
+            let (line, base, entity) = match s {
+                Stored::Line(i) => match read.next().expect("one read per line") {
+                    Ok(e) => (Some(i), entity_hash(&e), e),
+                    Err(m) => {
+                        self.stored = self.stored.saturating_sub(1);
+                        self.errors.push((chunk, m));
+                        continue;
+                    }
+                },
+                Stored::Entity { line, base, entity } => (line, base, *entity),
+            };
+            self.stored = self.stored.saturating_sub(1);
+            let id = entity.id.clone();
+            let at = self.grid.chunk_of(entity.position);
+            let data = entity.data.as_deref().cloned();
+            if let Err(e) = world.spawn_restored(entity) {
+                self.errors.push((chunk, e.to_string()));
+                continue;
+            }
+            let seq = world.spawn_seq(&id).unwrap_or_default();
+            self.data.insert(id.clone(), data);
+            self.live.insert(
+                id.clone(),
+                Live {
+                    line,
+                    base,
+                    chunk: at,
+                    seq,
+                },
+            );
+            self.index_live(&id, at, seq);
+            count += 1;
+        }
+        (chunk, count)
+    }
+
+    /// The entities never stored: the anchors (every `player`, the controlled one), the
+    /// vehicles they ride.
+    fn protected(world: &World) -> FxHashSet<EntityId> {
+        let mut out = FxHashSet::default();
+        for a in world.anchors().chain(world.player()) {
+            out.insert(a.id.clone());
+            if let Some(v) = world.vehicle_of(a) {
+                out.insert(v.id.clone());
+            }
+        }
+        out
+    }
+
+    /// Stores `ids` (live, streamed, in `chunk`, in this order) under `chunk` of the last scene.
+    /// `released`: the chunk was loaded until now (what it held is live, not stored).
+    fn store_ids(
+        &mut self,
+        world: &mut World,
+        chunk: ChunkPos,
+        ids: Vec<EntityId>,
+        released: bool,
+    ) -> Count {
+        let Some(scene) = self.last else {
+            return (chunk, 0);
+        };
+        let mut list = match self.records.remove(&(scene, chunk)) {
+            Some(list) => list,
+            None if released => Vec::new(),
+            None => self.index.group(scene, chunk).map(Stored::Line).collect(),
+        };
+        let had = list.len();
+        for id in ids {
+            let Some(live) = self.unindex(&id) else {
+                continue;
+            };
+            self.check.remove(&id);
+            self.data.remove(&id);
+            let Ok(mut e) = world.despawn(&id) else {
+                continue;
+            };
+            e.tags.remove(DORMANT);
+            let same = live.line.is_some_and(|i| self.index.home(i) == chunk)
+                && entity_hash(&e) == live.base;
+            list.push(match (same, live.line) {
+                (true, Some(i)) => Stored::Line(i),
+                _ => Stored::Entity {
+                    line: live.line,
+                    base: live.base,
+                    entity: Box::new(e),
+                },
+            });
+        }
+        let count = list.len() - had;
+        self.stored += count as u64;
+        // Only differences are kept: a chunk holding exactly its district lines costs nothing.
+        let group = self.index.group(scene, chunk);
+        let baseline =
+            list.len() == group.len() && list.iter().zip(group).all(|(s, i)| *s == Stored::Line(i));
+        if !baseline {
+            self.records.insert((scene, chunk), list);
+        }
+        (chunk, count)
+    }
+
+    /// A chunk was released: every live streamed entity in it that may be stored is.
+    pub fn release(&mut self, world: &mut World, chunk: ChunkPos) -> Count {
+        let protected = Self::protected(world);
+        let ids: Vec<EntityId> = self
+            .by_chunk
+            .get(&chunk)
+            .map(|m| {
+                m.values()
+                    .filter(|id| storable(world, id, &protected))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.store_ids(world, chunk, ids, true)
+    }
+
+    /// The end of a tick: every streamed entity that changed and stands in a chunk that is not
+    /// loaded is stored there (chunks in row order, entities in spawn order).
+    pub fn end_tick(&mut self, world: &mut World, loaded: impl Fn(ChunkPos) -> bool) -> Vec<Count> {
+        if self.check.is_empty() {
+            return Vec::new();
+        }
+        let protected = Self::protected(world);
+        let mut due: BTreeMap<(i64, i64), BTreeMap<u64, EntityId>> = BTreeMap::new();
+        let mut keep = BTreeSet::new();
+        for id in std::mem::take(&mut self.check) {
+            let Some(l) = self.live.get(&id) else {
+                continue;
+            };
+            if loaded(l.chunk) {
+                continue;
+            }
+            if !storable(world, &id, &protected) {
+                keep.insert(id); // asked again next tick (an anchor may stop being one)
+                continue;
+            }
+            due.entry((l.chunk.z, l.chunk.x))
+                .or_default()
+                .insert(l.seq, id);
+        }
+        self.check = keep;
+        due.into_iter()
+            .map(|((z, x), ids)| {
+                self.store_ids(
+                    world,
+                    ChunkPos::new(x, z),
+                    ids.into_values().collect(),
+                    false,
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// What the kit hears of changed entities.
+    pub fn changed(&mut self, ids: &[EntityId], world: &World) {
+        for id in ids {
+            match world.get(id) {
+                None => {
+                    if let Some(l) = self.unindex(id) {
+                        if l.line.is_some() {
+                            self.gone.insert(id.clone());
+                        }
+                    }
+                    self.check.remove(id);
+                    self.data.remove(id);
+                }
+                Some(e) => {
+                    let district = self.live.get(id).is_some_and(|l| l.line.is_some());
+                    if district || e.has_tag(STREAMED) {
+                        let chunk = self.grid.chunk_of(e.position);
+                        let seq = world.spawn_seq(id).unwrap_or_default();
+                        self.live.entry(id.clone()).or_insert(Live {
+                            line: None,
+                            base: 0,
+                            chunk,
+                            seq,
+                        });
+                        self.index_live(id, chunk, seq);
+                        self.check.insert(id.clone());
+                    } else if self.live.contains_key(id) {
+                        self.unindex(id);
+                        self.check.remove(id);
+                    }
+                    self.data.insert(id.clone(), e.data.as_deref().cloned());
+                }
+            }
+        }
+    }
+
+    /// Applies the sets mods queued, in call order (an entity gone meanwhile is skipped).
+    pub fn apply_pending(state: &Rc<RefCell<State>>, world: &mut World) {
+        let pending = std::mem::take(&mut state.borrow_mut().pending);
+        for (id, data) in pending {
+            let _ = world.set_data(&id, data);
+        }
+    }
+}
+
+/// Removes `id`'s place in the chunk index, if it is there.
+fn remove_from(
+    by_chunk: &mut BTreeMap<ChunkPos, BTreeMap<u64, EntityId>>,
+    l: &Live,
+    id: &EntityId,
+) {
+    if let Some(m) = by_chunk.get_mut(&l.chunk) {
+        if m.get(&l.seq) == Some(id) {
+            m.remove(&l.seq);
+        }
+        if m.is_empty() {
+            by_chunk.remove(&l.chunk);
+        }
+    }
+}
+
+fn storable(world: &World, id: &EntityId, protected: &FxHashSet<EntityId>) -> bool {
+    !protected.contains(id) && world.get(id).is_some_and(|e| !e.has_tag(PERSISTENT))
+}

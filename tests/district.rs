@@ -1,0 +1,622 @@
+//! SPEC §15, `world.district`: one test per rule. Each builds a world in a temporary directory
+//! (a scene file and its district files) and drives it through the `Game` API or the CLI.
+
+mod common;
+
+use std::path::Path;
+
+use common::{bin, event_lines, events_named, run};
+use serde_json::{json, Value};
+use world_streaming::game::Game;
+use world_streaming::host::EntityId;
+use world_streaming::kits::builtin_catalog;
+
+/// A district line: `id` at `(x, z)` with `tags` and optional `data`.
+fn line(id: &str, x: f64, z: f64, tags: &[&str], data: Option<Value>) -> String {
+    let mut v = json!({ "id": id, "tags": tags, "position": { "x": x, "z": z } });
+    if let Some(d) = data {
+        v["data"] = d;
+    }
+    v.to_string()
+}
+
+/// The crates of the standard district: two in chunk (0,0), one in (1,0), one far away in (9,0).
+fn crates() -> Vec<String> {
+    vec![
+        line("c1", 5.0, 5.0, &["crate"], None),
+        line("c2", 40.0, 5.0, &["crate"], Some(json!({ "hp": 3 }))),
+        line("c3", 6.0, 6.0, &["crate"], None),
+        line("far", 300.0, 5.0, &["crate"], None),
+    ]
+}
+
+/// A scene with a hero at (16, 16), radius 1, 9 loads a tick, and `districts` (file → lines).
+fn world(dir: &Path, files: &[(&str, Vec<String>)], extra: Value) -> Value {
+    let mut entries = Vec::new();
+    for (name, lines) in files {
+        std::fs::write(dir.join(name), lines.join("\n") + "\n").unwrap();
+        entries.push(json!(name));
+    }
+    let mut scene = json!({
+        "kits": [
+            { "id": "game.engine" },
+            { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 1, "budgetMs": 9 } },
+            { "id": "world.district", "config": { "districts": entries } }
+        ],
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } } ],
+        "control": "hero"
+    });
+    if let Value::Object(m) = extra {
+        for (k, v) in m {
+            scene[k] = v;
+        }
+    }
+    std::fs::write(
+        dir.join("scene.json"),
+        serde_json::to_string_pretty(&scene).unwrap(),
+    )
+    .unwrap();
+    scene
+}
+
+fn start(dir: &Path, scene: &Value) -> Game {
+    Game::from_scene_text(&scene.to_string(), "scene.json", dir, &builtin_catalog())
+        .unwrap_or_else(|e| panic!("scene refused: {e}"))
+}
+
+fn standard() -> (tempfile::TempDir, Game) {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = world(dir.path(), &[("d.jsonl", crates())], json!({}));
+    let game = start(dir.path(), &scene);
+    (dir, game)
+}
+
+fn has(game: &Game, id: &str) -> bool {
+    game.engine().world().get(&EntityId::new(id)).is_some()
+}
+
+fn counts(game: &Game) -> (u64, u64) {
+    let d = game.state().district.expect("the kit is enabled");
+    (d.live, d.stored)
+}
+
+fn go(x: f64) -> Value {
+    json!({ "tick": 0, "do": "move", "entity": "hero", "to": { "x": x, "z": 16 } })
+}
+
+fn at(tick: u64, mut v: Value) -> Value {
+    v["tick"] = json!(tick);
+    v
+}
+
+#[test]
+fn nothing_is_resident_at_start() {
+    let (_dir, game) = standard();
+    assert_eq!(game.engine().world().len(), 1, "only the scene's hero");
+    assert_eq!(counts(&game), (0, 4));
+}
+
+#[test]
+fn a_chunk_s_entities_are_spawned_before_it_is_announced_in_file_order() {
+    let (_dir, mut game) = standard();
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let s = seen.clone();
+    let _sub = game
+        .streaming()
+        .unwrap()
+        .on_chunk_with(Box::new(move |ctx, chunk, loaded| {
+            if loaded && chunk.x == 0 && chunk.z == 0 {
+                s.borrow_mut()
+                    .push(ctx.world().get(&EntityId::new("c1")).is_some());
+            }
+        }));
+    run(&mut game, &[], 1);
+    assert_eq!(
+        *seen.borrow(),
+        vec![true],
+        "onChunk sees the chunk's entities"
+    );
+    let log = event_lines(&game);
+    let m = log
+        .iter()
+        .position(|l| l.contains("world.district.materialised") && l.contains("\"x\":0,\"z\":0"))
+        .expect("materialised (0,0)");
+    let loaded = log
+        .iter()
+        .position(|l| l.contains("world.chunk.loaded") && l.contains("\"x\":0,\"z\":0"))
+        .unwrap();
+    assert!(
+        m < loaded,
+        "materialised before world.chunk.loaded: {log:#?}"
+    );
+    assert!(log[m].contains("\"count\":2"));
+    let order: Vec<&str> = game
+        .engine()
+        .world()
+        .iter()
+        .map(|e| e.id.as_str())
+        .collect();
+    let c1 = order.iter().position(|i| *i == "c1").unwrap();
+    let c3 = order.iter().position(|i| *i == "c3").unwrap();
+    assert!(c1 < c3, "district file order: {order:?}");
+    assert!(!has(&game, "far"));
+    assert_eq!(counts(&game), (3, 1));
+}
+
+#[test]
+fn a_released_chunk_s_entities_are_stored_after_it_is_announced() {
+    let (_dir, mut game) = standard();
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let s = seen.clone();
+    let _sub = game
+        .streaming()
+        .unwrap()
+        .on_chunk_with(Box::new(move |ctx, chunk, loaded| {
+            if !loaded && chunk.x == 0 && chunk.z == 0 {
+                s.borrow_mut()
+                    .push(ctx.world().get(&EntityId::new("c1")).is_some());
+            }
+        }));
+    run(&mut game, &[at(2, go(200.0))], 3);
+    assert_eq!(*seen.borrow(), vec![true], "onChunk(false) still sees them");
+    assert!(!has(&game, "c1") && !has(&game, "c2"));
+    let log = event_lines(&game);
+    let u = log
+        .iter()
+        .position(|l| l.contains("world.chunk.unloaded") && l.contains("\"x\":0,\"z\":0"))
+        .unwrap();
+    let s = log
+        .iter()
+        .position(|l| l.contains("world.district.stored") && l.contains("\"x\":0,\"z\":0"))
+        .expect("stored (0,0)");
+    assert!(u < s, "stored after world.chunk.unloaded");
+    assert!(log[s].contains("\"count\":2"));
+}
+
+#[test]
+fn a_stored_entity_comes_back_as_it_was_left() {
+    let (_dir, mut game) = standard();
+    run(
+        &mut game,
+        &[
+            json!({ "tick": 2, "do": "move", "entity": "c1", "to": { "x": 7, "z": 9 } }),
+            json!({ "tick": 2, "do": "tag", "entity": "c1", "tag": "opened" }),
+            json!({ "tick": 2, "do": "set", "entity": "c1", "data": { "loot": ["gold"] } }),
+            at(3, go(200.0)),
+            at(5, go(16.0)),
+        ],
+        6,
+    );
+    let e = game
+        .engine()
+        .world()
+        .get(&EntityId::new("c1"))
+        .expect("back");
+    assert_eq!((e.position.x, e.position.z), (7.0, 9.0));
+    assert!(e.has_tag("opened"));
+    assert_eq!(json!(e.data), json!({ "loot": ["gold"] }));
+    let c2 = game.engine().world().get(&EntityId::new("c2")).unwrap();
+    assert_eq!(json!(c2.data), json!({ "hp": 3 }), "a district line's data");
+}
+
+#[test]
+fn anchors_the_controlled_entity_its_vehicle_and_persistent_ones_are_never_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = vec![
+        line("boat", 20.0, 20.0, &["vehicle"], None),
+        line("lamp", 8.0, 8.0, &["persistent"], None),
+        line("buddy", 9.0, 9.0, &["player"], None),
+        line("c1", 5.0, 5.0, &[], None),
+    ];
+    let scene = world(dir.path(), &[("d.jsonl", lines)], json!({}));
+    let mut game = start(dir.path(), &scene);
+    run(
+        &mut game,
+        &[
+            json!({ "tick": 2, "do": "ride", "entity": "hero", "vehicle": "boat" }),
+            json!({ "tick": 2, "do": "move", "entity": "boat", "to": { "x": 400, "z": 16 } }),
+            json!({ "tick": 2, "do": "move", "entity": "hero", "to": { "x": 400, "z": 16 } }),
+        ],
+        4,
+    );
+    for id in ["hero", "boat", "lamp", "buddy"] {
+        assert!(has(&game, id), "{id} stays live");
+    }
+    assert!(!has(&game, "c1"), "a plain district entity is stored");
+}
+
+#[test]
+fn an_entity_tagged_streamed_is_stored_with_its_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = world(
+        dir.path(),
+        &[("d.jsonl", crates())],
+        json!({ "entities": [
+            { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } },
+            { "id": "barrel", "tags": ["streamed"], "position": { "x": 10, "z": 10 } },
+            { "id": "rock", "position": { "x": 11, "z": 10 } }
+        ] }),
+    );
+    let mut game = start(dir.path(), &scene);
+    run(&mut game, &[at(2, go(200.0))], 3);
+    assert!(!has(&game, "barrel"), "stored");
+    assert!(
+        has(&game, "rock"),
+        "an entity neither district nor streamed stays"
+    );
+    run(&mut game, &[at(4, go(16.0))], 5);
+    assert!(has(&game, "barrel"), "materialised again");
+}
+
+#[test]
+fn a_streamed_entity_moved_into_an_unloaded_chunk_is_stored_at_the_end_of_the_tick() {
+    let (_dir, mut game) = standard();
+    run(
+        &mut game,
+        &[json!({ "tick": 2, "do": "move", "entity": "c1", "to": { "x": 500, "z": 5 } })],
+        2,
+    );
+    assert!(!has(&game, "c1"));
+    let stored = events_named(&game, "world.district.stored");
+    assert_eq!(stored, vec![(2, json!({ "x": 15, "z": 0, "count": 1 }))]);
+    // It comes back where it was left, once that chunk loads.
+    run(&mut game, &[at(3, go(490.0))], 4);
+    let e = game
+        .engine()
+        .world()
+        .get(&EntityId::new("c1"))
+        .expect("back");
+    assert_eq!(e.position.x, 500.0);
+}
+
+#[test]
+fn a_despawned_district_entity_is_gone_for_good() {
+    let (dir, mut game) = standard();
+    run(
+        &mut game,
+        &[
+            json!({ "tick": 2, "do": "despawn", "entity": "c1" }),
+            at(3, go(200.0)),
+            at(5, go(16.0)),
+        ],
+        6,
+    );
+    assert!(!has(&game, "c1"), "not materialised again");
+    assert!(has(&game, "c3"));
+    let inputs = world_streaming::files::inputs::Inputs::parse(
+        "{\"tick\": 7, \"do\": \"spawn\", \"entity\": {\"id\": \"c1\", \"position\": {\"x\": 0, \"z\": 0}}}\n",
+        "in.jsonl",
+    )
+    .unwrap();
+    let e = game.run(&inputs, 7).unwrap_err().to_string();
+    assert!(e.contains("line 1") && e.contains("district entity"), "{e}");
+    // A district id not yet live may not be spawned either.
+    let e = game
+        .apply(&world_streaming::files::inputs::InputLine {
+            tick: 7,
+            action: world_streaming::files::inputs::Action::Spawn {
+                entity: serde_json::from_value(
+                    json!({ "id": "far", "position": { "x": 0, "z": 0 } }),
+                )
+                .unwrap(),
+            },
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("district entity"), "{e}");
+    drop(dir);
+}
+
+#[test]
+fn only_differences_are_kept() {
+    let (dir, mut game) = standard();
+    // Out and back unchanged: nothing kept.
+    run(
+        &mut game,
+        &[at(2, go(200.0)), at(4, go(16.0)), at(6, go(200.0))],
+        7,
+    );
+    let save = dir.path().join("s.json");
+    game.save(&save).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert_eq!(doc["version"], 3);
+    assert_eq!(
+        doc["kits"]["world.district"]["records"],
+        json!([]),
+        "{doc:#}"
+    );
+    // One change: the chunk it lives in is kept, with the others as line references.
+    run(
+        &mut game,
+        &[
+            at(8, go(16.0)),
+            json!({ "tick": 10, "do": "set", "entity": "c3", "data": { "x": 1 } }),
+            at(11, go(200.0)),
+        ],
+        12,
+    );
+    game.save(&save).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let records = &doc["kits"]["world.district"]["records"];
+    assert_eq!(records.as_array().unwrap().len(), 1, "{records:#}");
+    assert_eq!(records[0]["x"], 0);
+    let entities = records[0]["entities"].as_array().unwrap();
+    assert!(entities[0].is_u64(), "c1 unchanged: a line reference");
+    assert_eq!(entities[1]["entity"]["id"], "c3");
+}
+
+#[test]
+fn a_district_file_changed_under_kept_differences_is_an_error_naming_it() {
+    let (dir, mut game) = standard();
+    run(
+        &mut game,
+        &[
+            json!({ "tick": 2, "do": "set", "entity": "c1", "data": { "x": 1 } }),
+            at(3, go(200.0)),
+        ],
+        4,
+    );
+    let save = dir.path().join("s.json");
+    game.save(&save).unwrap();
+    let mut lines = crates();
+    lines.push(line("new", 1.0, 1.0, &[], None));
+    let scene = world(dir.path(), &[("d.jsonl", lines)], json!({}));
+    let mut fresh = start(dir.path(), &scene);
+    let e = fresh.load(&save).unwrap_err().to_string();
+    assert!(e.contains("d.jsonl") && e.contains("changed"), "{e}");
+}
+
+#[test]
+fn the_state_and_the_variables_count_live_and_stored_entities() {
+    let (_dir, mut game) = standard();
+    run(&mut game, &[], 1);
+    let state = serde_json::to_value(game.state()).unwrap();
+    assert_eq!(state["district"], json!({ "live": 3, "stored": 1 }));
+    assert_eq!(state["variables"]["world.district.live"], 3);
+    assert_eq!(state["variables"]["world.district.stored"], 1);
+}
+
+#[test]
+fn without_the_kit_the_state_has_no_district_key() {
+    let scene = json!({
+        "kits": common::kits(json!({})),
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } } ]
+    });
+    let game = common::game(&scene);
+    let state = serde_json::to_value(game.state()).unwrap();
+    assert!(state.get("district").is_none());
+}
+
+#[test]
+fn each_scene_streams_its_own_districts_and_leaving_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("a.jsonl"),
+        line("a1", 5.0, 5.0, &[], None) + "\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("b.jsonl"),
+        line("b1", 5.0, 5.0, &[], None) + "\n",
+    )
+    .unwrap();
+    let scene = json!({
+        "kits": [
+            { "id": "game.engine" }, { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 1, "budgetMs": 9 } },
+            { "id": "world.district", "config": { "districts": ["a.jsonl", { "scene": "b", "file": "b.jsonl" }] } }
+        ],
+        "scenes": [ { "id": "a", "entry": { "x": 16, "z": 16 } }, { "id": "b", "entry": { "x": 16, "z": 16 } } ],
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } } ]
+    });
+    let mut game = start(dir.path(), &scene);
+    run(&mut game, &[], 1);
+    assert!(has(&game, "a1") && !has(&game, "b1"));
+    run(
+        &mut game,
+        &[json!({ "tick": 2, "do": "enter", "scene": "b" })],
+        2,
+    );
+    assert!(!has(&game, "a1"), "leaving a stores its entities");
+    assert!(has(&game, "b1"), "b streams its own");
+    assert_eq!(events_named(&game, "world.district.stored")[0].0, 2);
+}
+
+#[test]
+fn a_save_loaded_in_a_fresh_game_continues_exactly() {
+    let script = |dir: &Path| {
+        vec![
+            json!({ "tick": 2, "do": "move", "entity": "c1", "to": { "x": 500, "z": 5 } }),
+            json!({ "tick": 3, "do": "set", "entity": "c2", "data": { "hp": 1 } }),
+            at(4, go(200.0)),
+            json!({ "tick": 6, "do": "save", "path": dir.join("s.json").display().to_string() }),
+            at(7, go(480.0)),
+            at(10, go(16.0)),
+        ]
+    };
+    let (dir, mut whole) = standard();
+    run(&mut whole, &script(dir.path()), 12);
+    let expected: Vec<String> = event_lines(&whole)
+        .into_iter()
+        .filter(|l| {
+            !l.starts_with("{\"tick\":1,")
+                && serde_json::from_str::<Value>(l).unwrap()["tick"].as_u64() > Some(6)
+        })
+        .collect();
+    let scene: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("scene.json")).unwrap())
+            .unwrap();
+    let mut fresh = start(dir.path(), &scene);
+    fresh.load(&dir.path().join("s.json")).unwrap();
+    run(&mut fresh, &script(dir.path())[4..], 12);
+    let got: Vec<String> = event_lines(&fresh)
+        .into_iter()
+        .filter(|l| serde_json::from_str::<Value>(l).unwrap()["tick"].as_u64() > Some(6))
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(got, expected);
+    assert_eq!(
+        serde_json::to_value(fresh.state()).unwrap(),
+        serde_json::to_value(whole.state()).unwrap()
+    );
+    let c2 = fresh.engine().world().get(&EntityId::new("c2")).unwrap();
+    assert_eq!(json!(c2.data), json!({ "hp": 1 }));
+}
+
+#[test]
+fn the_same_run_twice_gives_the_same_event_log() {
+    let script = [
+        json!({ "tick": 2, "do": "move", "entity": "c1", "to": { "x": 500, "z": 5 } }),
+        at(3, go(200.0)),
+        at(5, go(480.0)),
+        at(8, go(16.0)),
+    ];
+    let (_a, mut one) = standard();
+    let (_b, mut two) = standard();
+    run(&mut one, &script, 10);
+    run(&mut two, &script, 10);
+    assert!(event_lines(&one)
+        .iter()
+        .any(|l| l.contains("world.district.stored")));
+    assert_eq!(event_lines(&one), event_lines(&two));
+}
+
+#[test]
+fn a_set_naming_an_entity_that_is_not_live_stops_the_run_naming_the_line() {
+    let (_dir, mut game) = standard();
+    let inputs = world_streaming::files::inputs::Inputs::parse(
+        "{\"tick\": 1, \"do\": \"set\", \"entity\": \"far\", \"data\": {}}\n",
+        "in.jsonl",
+    )
+    .unwrap();
+    let e = game.run(&inputs, 2).unwrap_err().to_string();
+    assert!(e.contains("in.jsonl: line 1") && e.contains("far"), "{e}");
+}
+
+/// Runs the CLI on a scene in `dir`; returns (exit code, stderr).
+fn cli_run(dir: &Path) -> (i32, String) {
+    let out = bin()
+        .current_dir(dir)
+        .args(["run", "scene.json", "--ticks", "1", "--events", "-"])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_district_files_are_errors_at_start_naming_file_and_line() {
+    let cases: Vec<(Vec<String>, Value, &str)> = vec![
+        (
+            vec![line("ok", 1.0, 1.0, &[], None), "{\"id\": \"x\"}".into()],
+            json!({}),
+            "d.jsonl: line 2",
+        ),
+        (
+            vec![line("ok", 1.0, 1.0, &[], None), "not json".into()],
+            json!({}),
+            "d.jsonl: line 2",
+        ),
+        (
+            vec![line(
+                "a",
+                1.0,
+                1.0,
+                &[],
+                Some(json!({ "s": "x".repeat(5000) })),
+            )],
+            json!({}),
+            "d.jsonl: line 1: data",
+        ),
+        (
+            vec![
+                line("a", 1.0, 1.0, &[], None),
+                line("a", 2.0, 1.0, &[], None),
+            ],
+            json!({}),
+            "d.jsonl: line 2: duplicate entity id",
+        ),
+        (
+            vec![line("hero", 1.0, 1.0, &[], None)],
+            json!({}),
+            "d.jsonl line 1",
+        ),
+    ];
+    for (lines, extra, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        world(dir.path(), &[("d.jsonl", lines)], extra);
+        let (code, err) = cli_run(dir.path());
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(expected), "expected {expected:?} in {err}");
+    }
+    // A missing file.
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path(), &[], json!({}));
+    let mut scene: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("scene.json")).unwrap())
+            .unwrap();
+    scene["kits"][3]["config"]["districts"] = json!(["missing.jsonl"]);
+    std::fs::write(dir.path().join("scene.json"), scene.to_string()).unwrap();
+    let (code, err) = cli_run(dir.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("missing.jsonl"), "{err}");
+    // A directory where a file should be.
+    std::fs::create_dir(dir.path().join("missing.jsonl")).unwrap();
+    let (code, err) = cli_run(dir.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("regular file"), "{err}");
+}
+
+#[test]
+fn data_over_4_kib_is_refused_in_a_scene_and_in_a_set() {
+    let dir = tempfile::tempdir().unwrap();
+    world(
+        dir.path(),
+        &[("d.jsonl", crates())],
+        json!({ "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 }, "data": { "s": "x".repeat(5000) } } ] }),
+    );
+    let (code, err) = cli_run(dir.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("entities[0].data"), "{err}");
+    let e = world_streaming::files::inputs::Inputs::parse(
+        &format!(
+            "{{\"tick\": 1, \"do\": \"set\", \"entity\": \"c1\", \"data\": {{\"s\": \"{}\"}}}}\n",
+            "x".repeat(5000)
+        ),
+        "in.jsonl",
+    )
+    .unwrap_err();
+    let e = format!("{e:?}");
+    assert!(e.contains("line: 1") || e.contains("line 1"), "{e}");
+    assert!(e.contains("data"), "{e}");
+}
+
+#[test]
+fn a_lua_mod_reads_and_sets_an_entity_s_data() {
+    let (_dir, mut game) = standard();
+    game.add_mod(
+        "keeper.lua",
+        r#"
+streaming.onChunk(function(c, loaded)
+  if loaded and c.x == 1 and c.z == 0 then
+    local d = district.data("c2")
+    district.set("c2", { hp = d.hp - 1, tags = {"a", "b"} })
+    log("live " .. district.live())
+  end
+end)
+"#,
+    )
+    .unwrap();
+    run(&mut game, &[], 1);
+    let c2 = game.engine().world().get(&EntityId::new("c2")).unwrap();
+    assert_eq!(json!(c2.data), json!({ "hp": 2, "tags": ["a", "b"] }));
+    let log: Vec<String> = game
+        .take_mod_log()
+        .iter()
+        .map(|l| format!("{l:?}"))
+        .collect();
+    assert!(log.iter().any(|l| l.contains("live")), "{log:?}");
+}
