@@ -47,4 +47,7 @@ pub struct StateDoc {
     pub foci: Vec<FocusXZ>,
     /// Held tickets, in id order.
     pub tickets: Vec<TicketInfo>,
+    /// The predicted foci in force (SPEC §16), anchor order; only when the scene uses §16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<Vec<FocusXZ>>,
 }

@@ -25,8 +25,10 @@ pub fn any_storage(_: &Value, _: &str) -> Result<(), Problem> {
 /// The `format` value every save carries.
 pub const SAVE_FORMAT: &str = "world-streaming-save";
 /// The save version this build writes. Version 2 (SPEC §11) adds the streaming kit's foci,
-/// tickets, last-wanted ticks and capacity state; version 1 saves still load.
-pub const SAVE_VERSION: u32 = 2;
+/// tickets, last-wanted ticks and capacity state; version 3 (SPEC §16, one version for all of
+/// round 3: each new part an optional section or field) adds ticket priorities, predicted foci,
+/// the `"fair"` turn, look-ahead's history and `holeTicks`. Versions 1 and 2 still load.
+pub const SAVE_VERSION: u32 = 3;
 /// The oldest save version this build reads.
 pub const OLDEST_SAVE_VERSION: u32 = 1;
 
