@@ -174,14 +174,18 @@ pub struct StreamingConfig {
     /// Unload refusals one mod may hold (default 256).
     #[serde(default = "default_max_refusals")]
     pub max_refusals_per_mod: MaxRefusals,
-    /// `"nearest"` (default) or `"fair"` (SPEC §16).
+    /// `"nearest"` (default) or `"fair"` (SPEC §16). Absent is not `"nearest"`: only a scene
+    /// that sets a §16 key shows §16's outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Schedule", extend("default" = "nearest"))]
     pub schedule: Option<Schedule>,
     /// Ticks ahead moving anchors are predicted (default 0: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "LookAheadTicks", extend("default" = 0))]
     pub look_ahead_ticks: Option<LookAheadTicks>,
     /// Ring counted for holes (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "HoleRing", extend("default" = 1))]
     pub hole_ring: Option<HoleRing>,
 }
 

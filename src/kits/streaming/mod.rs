@@ -111,6 +111,8 @@ pub struct StreamingKit {
     asked: BTreeSet<ChunkPos>,
     /// Scratch for the `"fair"` deal: each chunk and the turn after it.
     dealt: Vec<(ChunkPos, usize)>,
+    /// Scratch for this tick's predicted foci.
+    predicted: Vec<Position>,
     /// What a load changed, for the subscribers (see [`Kit::after_load`] below).
     restored: Vec<(ChunkPos, bool)>,
 }
@@ -139,6 +141,7 @@ impl StreamingKit {
             last_settings: None,
             asked: BTreeSet::new(),
             dealt: Vec::new(),
+            predicted: Vec::new(),
             restored: Vec::new(),
         }
     }
@@ -234,7 +237,8 @@ impl StreamingKit {
         self.anchors.clear();
         self.foci.clear();
         st.anchor_ids.clear();
-        let mut predicted = Vec::new();
+        let mut predicted = std::mem::take(&mut self.predicted);
+        predicted.clear();
         if st.active {
             match settings.focus {
                 FocusMode::Player => {
@@ -260,7 +264,7 @@ impl StreamingKit {
             let radius = settings.radius;
             self.foci
                 .extend(self.anchors.iter().map(|&pos| FocusView::new(pos, radius)));
-            predicted = self.predict(st, settings);
+            self.predict(st, settings, &mut predicted);
             self.foci
                 .extend(predicted.iter().map(|&pos| FocusView::new(pos, radius)));
             if st.foci_dirty || st.tickets.starts_at(ctx.tick) {
@@ -275,6 +279,7 @@ impl StreamingKit {
         }
         st.anchor_foci = self.anchors.len();
         st.predicted_foci = predicted.len();
+        self.predicted = predicted;
         if !st.residency.foci().eq(self.foci.iter().copied()) {
             st.residency.set_foci(&self.foci);
         }
@@ -285,33 +290,46 @@ impl StreamingKit {
     /// `lookAheadTicks` times its displacement since then, unless it did not move or jumped
     /// farther than `radius × chunkSize` (squared lengths, exact f64). Records this tick's
     /// anchors as the history (none when the foci are not anchors').
-    fn predict(&self, st: &mut State, settings: Settings) -> Vec<Position> {
-        let now: Vec<(EntityId, Position)> = st
-            .anchor_ids
-            .iter()
-            .zip(&self.anchors)
-            .filter_map(|(id, pos)| id.clone().map(|id| (id, *pos)))
-            .collect();
-        let mut out = Vec::new();
-        if settings.look_ahead_ticks > 0 && !st.history.is_empty() {
-            let n = f64::from(settings.look_ahead_ticks);
-            let reach = f64::from(settings.radius) * st.residency.grid().size();
-            let reach_sq = reach * reach;
-            let before: std::collections::BTreeMap<&EntityId, Position> =
-                st.history.iter().map(|(id, p)| (id, *p)).collect();
-            for (id, pos) in &now {
-                let Some(last) = before.get(id) else {
-                    continue; // not an anchor on the last tick
-                };
-                let (dx, dz) = (pos.x - last.x, pos.z - last.z);
-                if (dx == 0.0 && dz == 0.0) || dx * dx + dz * dz > reach_sq {
-                    continue;
-                }
+    fn predict(&self, st: &mut State, settings: Settings, out: &mut Vec<Position>) {
+        let ids = st.anchor_ids.iter().zip(&self.anchors);
+        let anchors = ids.clone().filter(|(id, _)| id.is_some());
+        // The same anchors as on the last tick, in the same order (the steady case): compared
+        // and updated in place, without allocating.
+        let aligned = anchors.clone().count() == st.history.len()
+            && anchors
+                .clone()
+                .zip(&st.history)
+                .all(|((id, _), (was, _))| id.as_ref() == Some(was));
+        let n = f64::from(settings.look_ahead_ticks);
+        let reach = f64::from(settings.radius) * st.residency.grid().size();
+        let reach_sq = reach * reach;
+        let mut predict = |pos: &Position, last: &Position| {
+            let (dx, dz) = (pos.x - last.x, pos.z - last.z);
+            if settings.look_ahead_ticks > 0
+                && !(dx == 0.0 && dz == 0.0)
+                && dx * dx + dz * dz <= reach_sq
+            {
                 out.push(Position::new(pos.x + n * dx, pos.z + n * dz));
             }
+        };
+        if aligned {
+            for ((_, pos), (_, last)) in anchors.zip(st.history.iter_mut()) {
+                predict(pos, last);
+                *last = *pos;
+            }
+            return;
         }
+        let before: std::collections::BTreeMap<&EntityId, Position> =
+            st.history.iter().map(|(id, p)| (id, *p)).collect();
+        for (id, pos) in anchors.clone() {
+            if let Some(last) = id.as_ref().and_then(|id| before.get(id)) {
+                predict(pos, last); // else not an anchor on the last tick
+            }
+        }
+        let now: Vec<(EntityId, Position)> = anchors
+            .map(|(id, pos)| (id.clone().expect("filtered"), *pos))
+            .collect();
         st.history = now;
-        out
     }
 
     /// An unload was cancelled: held, unless the mod already holds its share of refusals (then
