@@ -272,6 +272,18 @@ fn hooks(c: &mut Criterion) {
 /// `n` anchors (`focus: "players"`) on a 10-wide grid 20 chunks apart, so their radius-8
 /// squares do not touch; the first one, `p0`, is the walker.
 fn build_anchors(imp: Impl, n: usize, radius: u32, budget: f64, cap: Option<u64>) -> Game {
+    build_anchors_with(imp, n, radius, budget, cap, json!({}))
+}
+
+/// [`build_anchors`] with more streaming config keys.
+fn build_anchors_with(
+    imp: Impl,
+    n: usize,
+    radius: u32,
+    budget: f64,
+    cap: Option<u64>,
+    extra: serde_json::Value,
+) -> Game {
     let entities: Vec<serde_json::Value> = (0..n)
         .map(|i| {
             let (x, z) = (
@@ -285,6 +297,9 @@ fn build_anchors(imp: Impl, n: usize, radius: u32, budget: f64, cap: Option<u64>
         json!({ "chunkSize": 32, "radius": radius, "budgetMs": budget, "focus": "players" });
     if let Some(cap) = cap {
         config["maxLoaded"] = json!(cap);
+    }
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        config[k] = v.clone();
     }
     let scene = json!({
         "kits": [ { "id": "world.ground" }, { "id": "world.streaming", "config": config } ],
@@ -356,11 +371,33 @@ fn anchors(c: &mut Criterion) {
     g.finish();
 }
 
+/// SPEC §16's bar: a steady tick with 100 anchors under `"fair"` and look-ahead against the same
+/// under `"nearest"` without, side by side in one run.
+fn schedule(c: &mut Criterion) {
+    let mut g = c.benchmark_group("schedule");
+    g.measurement_time(Duration::from_secs(4));
+    for (label, extra) in [
+        ("nearest, no look-ahead", json!({})),
+        (
+            "fair, lookAheadTicks 2",
+            json!({ "schedule": "fair", "lookAheadTicks": 2 }),
+        ),
+    ] {
+        let mut game = build_anchors_with(Impl::Kit, 100, 8, 1e9, None, extra);
+        fill(&mut game);
+        g.bench_function(
+            BenchmarkId::new("kit", format!("steady, 100 anchors, radius 8, {label}")),
+            |b| b.iter(|| game.tick()),
+        );
+    }
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
 }
 
-criterion_group! { name = benches; config = config(); targets = steady, entities, drive, teleport, hooks, anchors }
+criterion_group! { name = benches; config = config(); targets = steady, entities, drive, teleport, hooks, anchors, schedule }
 criterion_main!(benches);

@@ -353,6 +353,7 @@ impl Game {
                     at,
                     radius,
                     ticks,
+                    priority,
                 } => needs("request")?
                     .request(
                         id,
@@ -360,6 +361,7 @@ impl Game {
                         i64::from(radius.get()),
                         ticks.get() as i64,
                         Some(stamp),
+                        priority.map(|p| p.get() as u8),
                     )
                     .map_err(|e| GameError::Streaming(e.to_string()))?,
                 Action::Drop { ticket } => {
@@ -455,6 +457,21 @@ impl Game {
             e.world_mut().set_data(&id, data)
         })?;
         Ok(())
+    }
+
+    /// [`Game::request_around`] with a `priority` (0..=255, SPEC §16): higher loads first.
+    pub fn request_around_with_priority(
+        &mut self,
+        id: &str,
+        at: crate::grid::Position,
+        radius: u32,
+        ticks: u64,
+        priority: u8,
+    ) -> Result<(), GameError> {
+        let s = self.require_streaming()?;
+        let ticks = i64::try_from(ticks).unwrap_or(i64::MAX);
+        s.request_around_with_priority(id, at, i64::from(radius), ticks, priority)
+            .map_err(|e| GameError::Streaming(e.to_string()))
     }
 
     /// Removes ticket `id` at once; returns whether it was held.
@@ -618,6 +635,12 @@ impl Game {
                 })
                 .unwrap_or_default(),
             tickets: s.map(|s| s.tickets()).unwrap_or_default(),
+            predicted: s.and_then(|s| s.predicted()).map(|list| {
+                list.into_iter()
+                    .filter(|_| active)
+                    .map(|f| FocusXZ { x: f.x, z: f.z })
+                    .collect()
+            }),
             loaded: s.map(|s| s.loaded()).unwrap_or_default(),
             pending: s.map(|s| s.pending()).unwrap_or_default(),
             refusals: s.map(|s| s.refusals()).unwrap_or_default(),

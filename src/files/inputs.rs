@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::grid::Position;
 use crate::host::{Entity, EntityId};
 use crate::json::{as_integer, describe, from_value, Problem};
-use crate::kits::streaming::Radius;
+use crate::kits::streaming::{Priority, Radius};
 
 use super::FileError;
 
@@ -156,6 +156,9 @@ pub enum Action {
         radius: Radius,
         /// How many tick plans it counts in.
         ticks: TicketTicks,
+        /// Its priority, 0..=255 (SPEC §16; absent: 0).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        priority: Option<Priority>,
     },
     /// Removes a preload ticket at once (an unknown id does nothing).
     #[serde(rename = "drop")]
@@ -435,6 +438,8 @@ enum Tagged {
         at: Position,
         radius: Radius,
         ticks: TicketTicks,
+        #[serde(default)]
+        priority: Option<Priority>,
     },
     #[serde(rename = "drop")]
     Drop { ticket: String },
@@ -470,11 +475,13 @@ impl From<Tagged> for Action {
                 at,
                 radius,
                 ticks,
+                priority,
             } => Action::Request {
                 id,
                 at,
                 radius,
                 ticks,
+                priority,
             },
             Tagged::Drop { ticket } => Action::Drop { ticket },
             Tagged::Edit {

@@ -47,6 +47,9 @@ pub struct StateDoc {
     pub foci: Vec<FocusXZ>,
     /// Held tickets, in id order.
     pub tickets: Vec<TicketInfo>,
+    /// The predicted foci in force (SPEC §16), anchor order; only when the scene uses §16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<Vec<FocusXZ>>,
     /// The `world.district` counts (SPEC §15); absent when the kit is not enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub district: Option<DistrictCounts>,

@@ -35,7 +35,7 @@ pub struct ModFile {
 /// What a mod file holds.
 pub enum ModSource {
     /// A JSON mod.
-    Json(JsonMod),
+    Json(Box<JsonMod>),
     /// Lua source text (syntax already checked).
     Lua(String),
 }
@@ -105,7 +105,7 @@ pub fn parse_mod(text: String, path: &Path) -> Result<ModFile, Vec<FileError>> {
             Ok(ModFile {
                 id: ModId::new(&m.id),
                 file,
-                source: ModSource::Json(m),
+                source: ModSource::Json(Box::new(m)),
             })
         }
         Some("lua") => {

@@ -286,7 +286,7 @@ impl Kit for DistrictKit {
     }
 
     fn save_version(&self) -> u32 {
-        3
+        crate::host::save::SAVE_VERSION
     }
 
     fn save(&self) -> Option<Value> {

@@ -46,6 +46,34 @@ checked_number!(
     "most unload refusals one mod may hold"
 );
 
+checked_number!(
+    /// How many ticks ahead each moving anchor is predicted (SPEC §16): an integer
+    /// 0..=[`MAX_LOOK_AHEAD`]; 0 predicts nothing.
+    LookAheadTicks(u32),
+    integer 0..=MAX_LOOK_AHEAD,
+    "ticks ahead a moving anchor's focus is predicted (0: none)"
+);
+
+checked_number!(
+    /// The ring around each player's focus chunk whose chunks count as holes when not ready
+    /// (SPEC §16): an integer 0..=[`MAX_HOLE_RING`].
+    HoleRing(u32),
+    integer 0..=MAX_HOLE_RING,
+    "ring around each player's focus chunk counted for world.chunks.holes"
+);
+
+checked_number!(
+    /// A ticket's priority (SPEC §16): an integer 0..=255; higher loads first.
+    Priority(u32),
+    integer 0..=255,
+    "higher-priority chunks load before lower ones (default 0)"
+);
+
+/// Largest accepted `lookAheadTicks`.
+pub const MAX_LOOK_AHEAD: u32 = 600;
+/// Largest accepted `holeRing`.
+pub const MAX_HOLE_RING: u32 = 8;
+
 /// Largest accepted `maxLoaded`.
 pub const MAX_LOADED: u32 = 1_000_000;
 /// Largest accepted `maxRefusalsPerMod`.
@@ -74,6 +102,39 @@ impl FocusMode {
                 crate::json::describe(v)
             )),
         }
+    }
+}
+
+/// How the load budget is shared (SPEC §16).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub enum Schedule {
+    /// Pending chunks by priority, then §11's nearest-first key.
+    #[default]
+    #[serde(rename = "nearest")]
+    Nearest,
+    /// Round-robin over the foci of the top priority, each taking its own nearest chunk.
+    #[serde(rename = "fair")]
+    Fair,
+}
+
+impl Schedule {
+    /// Parses `"nearest"` or `"fair"`.
+    pub fn parse(v: &serde_json::Value) -> Result<Self, String> {
+        match v.as_str() {
+            Some("nearest") => Ok(Schedule::Nearest),
+            Some("fair") => Ok(Schedule::Fair),
+            _ => Err(format!(
+                "expected \"nearest\" or \"fair\", got {}",
+                crate::json::describe(v)
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Schedule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Schedule::parse(&v).map_err(serde::de::Error::custom)
     }
 }
 
@@ -113,6 +174,19 @@ pub struct StreamingConfig {
     /// Unload refusals one mod may hold (default 256).
     #[serde(default = "default_max_refusals")]
     pub max_refusals_per_mod: MaxRefusals,
+    /// `"nearest"` (default) or `"fair"` (SPEC §16). Absent is not `"nearest"`: only a scene
+    /// that sets a §16 key shows §16's outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Schedule", extend("default" = "nearest"))]
+    pub schedule: Option<Schedule>,
+    /// Ticks ahead moving anchors are predicted (default 0: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "LookAheadTicks", extend("default" = 0))]
+    pub look_ahead_ticks: Option<LookAheadTicks>,
+    /// Ring counted for holes (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "HoleRing", extend("default" = 1))]
+    pub hole_ring: Option<HoleRing>,
 }
 
 fn no_cap() -> MaxLoaded {
@@ -141,6 +215,9 @@ impl Default for StreamingConfig {
             focus: FocusMode::Player,
             max_loaded: no_cap(),
             max_refusals_per_mod: default_max_refusals(),
+            schedule: None,
+            look_ahead_ticks: None,
+            hole_ring: None,
         }
     }
 }
@@ -170,6 +247,15 @@ pub struct Overrides {
     /// Overrides the per-mod refusal cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_refusals_per_mod: Option<MaxRefusals>,
+    /// Overrides the schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+    /// Overrides the look-ahead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub look_ahead_ticks: Option<LookAheadTicks>,
+    /// Overrides the hole ring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hole_ring: Option<HoleRing>,
 }
 
 /// A key that is present (even as `null`) is `Some`.
@@ -186,7 +272,15 @@ impl Overrides {
             focus: self.focus.or(under.focus),
             max_loaded: self.max_loaded.or(under.max_loaded),
             max_refusals_per_mod: self.max_refusals_per_mod.or(under.max_refusals_per_mod),
+            schedule: self.schedule.or(under.schedule),
+            look_ahead_ticks: self.look_ahead_ticks.or(under.look_ahead_ticks),
+            hole_ring: self.hole_ring.or(under.hole_ring),
         }
+    }
+
+    /// Whether a key of SPEC §16 is set.
+    pub fn uses_round_three(&self) -> bool {
+        self.schedule.is_some() || self.look_ahead_ticks.is_some() || self.hole_ring.is_some()
     }
 
     /// Whether nothing is set.
@@ -208,6 +302,12 @@ pub struct Settings {
     pub max_loaded: Option<usize>,
     /// Unload refusals one mod may hold.
     pub max_refusals_per_mod: usize,
+    /// How the budget is shared.
+    pub schedule: Schedule,
+    /// Ticks ahead moving anchors are predicted.
+    pub look_ahead_ticks: u32,
+    /// Ring counted for holes.
+    pub hole_ring: u32,
 }
 
 impl StreamingConfig {
@@ -227,7 +327,18 @@ impl StreamingConfig {
                 .max_refusals_per_mod
                 .unwrap_or(self.max_refusals_per_mod)
                 .0 as usize,
+            schedule: o.schedule.or(self.schedule).unwrap_or_default(),
+            look_ahead_ticks: o
+                .look_ahead_ticks
+                .or(self.look_ahead_ticks)
+                .map_or(0, |v| v.0),
+            hole_ring: o.hole_ring.or(self.hole_ring).map_or(1, |v| v.0),
         }
+    }
+
+    /// Whether the config sets a key of SPEC §16.
+    pub fn uses_round_three(&self) -> bool {
+        self.schedule.is_some() || self.look_ahead_ticks.is_some() || self.hole_ring.is_some()
     }
 }
 
@@ -374,5 +485,59 @@ mod round_two {
             let err = from_value::<Overrides>(&v, "layer").unwrap_err();
             assert_eq!(err.path, format!("layer.{key}"), "{err}");
         }
+    }
+}
+
+#[cfg(test)]
+mod round_three {
+    use super::*;
+    use crate::json::from_value;
+    use serde_json::json;
+
+    #[test]
+    fn the_schedule_keys_default_and_are_checked_with_their_paths() {
+        let s = StreamingConfig::default().settings(Overrides::default(), Overrides::default());
+        assert_eq!(
+            (s.schedule, s.look_ahead_ticks, s.hole_ring),
+            (Schedule::Nearest, 0, 1)
+        );
+        for (v, key, expected) in [
+            (
+                json!({"holeRing": 9}),
+                "holeRing",
+                "expected an integer 0..=8, got 9",
+            ),
+            (
+                json!({"lookAheadTicks": 601}),
+                "lookAheadTicks",
+                "expected an integer 0..=600, got 601",
+            ),
+            (
+                json!({"schedule": "fastest"}),
+                "schedule",
+                "expected \"nearest\" or \"fair\", got \"fastest\"",
+            ),
+        ] {
+            let err = from_value::<StreamingConfig>(&v, "kits[1].config").unwrap_err();
+            assert_eq!(err.to_string(), format!("kits[1].config.{key}: {expected}"));
+            let err = from_value::<Overrides>(&v, "layer").unwrap_err();
+            assert_eq!(err.path, format!("layer.{key}"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_schedule_keys_follow_the_precedence() {
+        let c: StreamingConfig =
+            from_value(&json!({"schedule": "fair", "holeRing": 2}), "c").unwrap();
+        let layer: Overrides =
+            from_value(&json!({"holeRing": 3, "lookAheadTicks": 4}), "l").unwrap();
+        let mods: Overrides = from_value(&json!({"lookAheadTicks": 5}), "m").unwrap();
+        let s = c.settings(layer, mods);
+        assert_eq!(
+            (s.schedule, s.look_ahead_ticks, s.hole_ring),
+            (Schedule::Fair, 5, 3)
+        );
+        assert!(c.uses_round_three() && layer.uses_round_three());
+        assert!(!StreamingConfig::default().uses_round_three());
     }
 }

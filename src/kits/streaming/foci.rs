@@ -57,6 +57,13 @@ pub struct Ticket {
     /// Whether `world.ticket.ready` was emitted for it.
     #[serde(default)]
     pub announced: bool,
+    /// Its priority (SPEC §16; absent: 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: u8,
+}
+
+fn is_zero(p: &u8) -> bool {
+    *p == 0
 }
 
 impl Ticket {
@@ -82,7 +89,13 @@ impl Ticket {
             from,
             until: from + ticks as u64 - 1,
             announced: false,
+            priority: 0,
         })
+    }
+
+    /// The same ticket with `priority`.
+    pub fn with_priority(self, priority: u8) -> Ticket {
+        Ticket { priority, ..self }
     }
 
     /// Whether it counts in the plan of `tick`.

@@ -143,6 +143,7 @@ impl StreamingService for Handle {
 
     fn set(&self, _by: &ModId, overrides: Overrides) {
         let mut st = self.0.borrow_mut();
+        st.round3_used |= overrides.uses_round_three();
         st.overrides = overrides.over(st.overrides);
     }
 
@@ -151,7 +152,16 @@ impl StreamingService for Handle {
     }
 
     fn foci(&self) -> Vec<Position> {
-        self.0.borrow().residency.foci().map(|v| v.pos).collect()
+        // §11's foci: the non-ticket ones and the tickets, not the predicted ones.
+        let st = self.0.borrow();
+        let before = st.anchor_foci;
+        let skip = st.predicted_foci;
+        st.residency
+            .foci()
+            .enumerate()
+            .filter(|(i, _)| *i < before || *i >= before + skip)
+            .map(|(_, v)| v.pos)
+            .collect()
     }
 
     fn request(
@@ -161,10 +171,21 @@ impl StreamingService for Handle {
         radius: i64,
         ticks: i64,
         from: Option<u64>,
+        priority: Option<u8>,
     ) -> Result<(), TicketError> {
         let mut st = self.0.borrow_mut();
         let from = from.unwrap_or(st.now + 1);
-        st.request(id, at, radius, ticks, from)
+        st.request(id, at, radius, ticks, from, priority)
+    }
+
+    fn predicted(&self) -> Option<Vec<Position>> {
+        let st = self.0.borrow();
+        st.round3().then(|| st.predicted().map(|v| v.pos).collect())
+    }
+
+    fn holes(&self) -> (u64, u64) {
+        let st = self.0.borrow();
+        (st.holes, st.hole_ticks)
     }
 
     fn drop_ticket(&self, id: &str) -> bool {
@@ -183,6 +204,7 @@ impl StreamingService for Handle {
                 z: t.at.z,
                 radius: t.radius,
                 ticks_left: t.until.saturating_sub(st.now),
+                priority: st.round3().then_some(t.priority),
             })
             .collect()
     }

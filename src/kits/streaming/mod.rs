@@ -38,8 +38,8 @@ use crate::json::from_value;
 use crate::kits::ground::{GroundService, GROUND};
 
 pub use config::{
-    BudgetMs, ChunkSize, FocusMode, MaxLoaded, MaxRefusals, Overrides, Radius, Settings,
-    StreamingConfig,
+    BudgetMs, ChunkSize, FocusMode, HoleRing, LookAheadTicks, MaxLoaded, MaxRefusals, Overrides,
+    Priority, Radius, Schedule, Settings, StreamingConfig,
 };
 pub use events::{ChunkEvent, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use foci::{AnchorCache, Refresh};
@@ -63,6 +63,10 @@ pub const VAR_PENDING: &str = "world.chunks.pending";
 pub const VAR_PROGRESS: &str = "world.chunks.progress";
 /// Variable: 1 while the wanted chunks outnumber `maxLoaded`, else 0.
 pub const VAR_OVER_CAPACITY: &str = "world.chunks.overCapacity";
+/// Variable: the chunks within `holeRing` of a player's focus that are not ready (SPEC §16).
+pub const VAR_HOLES: &str = "world.chunks.holes";
+/// Variable: the running sum of `world.chunks.holes` over the ticks (saved).
+pub const VAR_HOLE_TICKS: &str = "world.chunks.holeTicks";
 /// Event: a ticket's square is ready `{id}` (once per ticket, after the tick's other events).
 pub const TICKET_READY: &str = "world.ticket.ready";
 /// Event: the wanted chunks outnumber the cap `{wanted, cap}` (when that state starts).
@@ -105,6 +109,10 @@ pub struct StreamingKit {
     last_settings: Option<Settings>,
     /// Eviction candidates asked this tick.
     asked: BTreeSet<ChunkPos>,
+    /// Scratch for the `"fair"` deal: each chunk and the turn after it.
+    dealt: Vec<(ChunkPos, usize)>,
+    /// Scratch for this tick's predicted foci.
+    predicted: Vec<Position>,
     /// What a load changed, for the subscribers (see [`Kit::after_load`] below).
     restored: Vec<(ChunkPos, bool)>,
 }
@@ -116,6 +124,7 @@ struct Published {
     pending: usize,
     progress: (usize, usize),
     over: bool,
+    holes: Option<(u64, u64)>,
 }
 
 impl StreamingKit {
@@ -131,6 +140,8 @@ impl StreamingKit {
             cache: AnchorCache::default(),
             last_settings: None,
             asked: BTreeSet::new(),
+            dealt: Vec::new(),
+            predicted: Vec::new(),
             restored: Vec::new(),
         }
     }
@@ -187,7 +198,9 @@ impl StreamingKit {
         // A ticket that starts counting this tick (one stamped ahead, or from a save) changes the
         // foci in force even when nothing else did.
         let ticket_starts = st.tickets.starts_at(ctx.tick);
+        // Look-ahead predicts from every anchor each tick: the foci are listed in full.
         let quick = players
+            && settings.look_ahead_ticks == 0
             && !st.foci_dirty
             && !ticket_starts
             && same_settings
@@ -195,10 +208,18 @@ impl StreamingKit {
         let done = quick
             && match refresh {
                 Refresh::Same => true,
-                Refresh::Moved => self.cache.moved().iter().all(|&i| {
-                    st.residency
-                        .move_focus(i as usize, self.cache.positions()[i as usize])
-                }),
+                Refresh::Moved => {
+                    // The history follows the anchors that moved (the same anchors as listed).
+                    if st.history.len() == self.cache.positions().len() {
+                        for &i in self.cache.moved() {
+                            st.history[i as usize].1 = self.cache.positions()[i as usize];
+                        }
+                    }
+                    self.cache.moved().iter().all(|&i| {
+                        st.residency
+                            .move_focus(i as usize, self.cache.positions()[i as usize])
+                    })
+                }
                 Refresh::Rebuilt => false,
             };
         self.cache.clear_moved();
@@ -216,6 +237,8 @@ impl StreamingKit {
         self.anchors.clear();
         self.foci.clear();
         st.anchor_ids.clear();
+        let mut predicted = std::mem::take(&mut self.predicted);
+        predicted.clear();
         if st.active {
             match settings.focus {
                 FocusMode::Player => {
@@ -240,19 +263,73 @@ impl StreamingKit {
             }
             let radius = settings.radius;
             self.foci
-                .extend(self.anchors.iter().map(|&pos| FocusView { pos, radius }));
+                .extend(self.anchors.iter().map(|&pos| FocusView::new(pos, radius)));
+            self.predict(st, settings, &mut predicted);
+            self.foci
+                .extend(predicted.iter().map(|&pos| FocusView::new(pos, radius)));
             if st.foci_dirty || st.tickets.starts_at(ctx.tick) {
                 st.ticket_foci(ctx.tick, &mut self.foci);
             } else {
                 // The tickets in force did not change: no need to look at every ticket.
-                let in_force = st.residency.foci().skip(st.anchor_foci);
+                let in_force = st.residency.foci().skip(st.before_tickets());
                 self.foci.extend(in_force);
             }
+        } else {
+            st.history.clear();
         }
         st.anchor_foci = self.anchors.len();
+        st.predicted_foci = predicted.len();
+        self.predicted = predicted;
         if !st.residency.foci().eq(self.foci.iter().copied()) {
             st.residency.set_foci(&self.foci);
         }
+    }
+
+    /// Look-ahead (SPEC §16): for each anchor of this tick (entity ids in `st.anchor_ids`,
+    /// positions in `self.anchors`) that was an anchor on the last tick too, its focus plus
+    /// `lookAheadTicks` times its displacement since then, unless it did not move or jumped
+    /// farther than `radius × chunkSize` (squared lengths, exact f64). Records this tick's
+    /// anchors as the history (none when the foci are not anchors').
+    fn predict(&self, st: &mut State, settings: Settings, out: &mut Vec<Position>) {
+        let ids = st.anchor_ids.iter().zip(&self.anchors);
+        let anchors = ids.clone().filter(|(id, _)| id.is_some());
+        // The same anchors as on the last tick, in the same order (the steady case): compared
+        // and updated in place, without allocating.
+        let aligned = anchors.clone().count() == st.history.len()
+            && anchors
+                .clone()
+                .zip(&st.history)
+                .all(|((id, _), (was, _))| id.as_ref() == Some(was));
+        let n = f64::from(settings.look_ahead_ticks);
+        let reach = f64::from(settings.radius) * st.residency.grid().size();
+        let reach_sq = reach * reach;
+        let mut predict = |pos: &Position, last: &Position| {
+            let (dx, dz) = (pos.x - last.x, pos.z - last.z);
+            if settings.look_ahead_ticks > 0
+                && !(dx == 0.0 && dz == 0.0)
+                && dx * dx + dz * dz <= reach_sq
+            {
+                out.push(Position::new(pos.x + n * dx, pos.z + n * dz));
+            }
+        };
+        if aligned {
+            for ((_, pos), (_, last)) in anchors.zip(st.history.iter_mut()) {
+                predict(pos, last);
+                *last = *pos;
+            }
+            return;
+        }
+        let before: std::collections::BTreeMap<&EntityId, Position> =
+            st.history.iter().map(|(id, p)| (id, *p)).collect();
+        for (id, pos) in anchors.clone() {
+            if let Some(last) = id.as_ref().and_then(|id| before.get(id)) {
+                predict(pos, last); // else not an anchor on the last tick
+            }
+        }
+        let now: Vec<(EntityId, Position)> = anchors
+            .map(|(id, pos)| (id.clone().expect("filtered"), *pos))
+            .collect();
+        st.history = now;
     }
 
     /// An unload was cancelled: held, unless the mod already holds its share of refusals (then
@@ -411,6 +488,7 @@ impl StreamingKit {
             pending: st.residency.pending_len(),
             progress: st.residency.progress(),
             over: st.over_capacity,
+            holes: st.round3().then_some((st.holes, st.hole_ticks)),
         };
         // Only what changed (a builder's commit moves the progress alone).
         let all = self.published.is_none();
@@ -433,6 +511,12 @@ impl StreamingKit {
         if all || was.over != now.over {
             ctx.variables.set(VAR_OVER_CAPACITY, u64::from(now.over));
         }
+        if let Some((holes, hole_ticks)) = now.holes {
+            if all || was.holes != now.holes {
+                ctx.variables.set(VAR_HOLES, holes);
+                ctx.variables.set(VAR_HOLE_TICKS, hole_ticks);
+            }
+        }
         self.published = Some(now);
     }
 }
@@ -451,6 +535,20 @@ impl Kit for StreamingKit {
         host.variables.set(VAR_PENDING, 0u64);
         host.variables.set(VAR_PROGRESS, 0.0);
         host.variables.set(VAR_OVER_CAPACITY, 0u64);
+        if self.state.borrow().round3() {
+            host.variables.set(VAR_HOLES, 0u64);
+            host.variables.set(VAR_HOLE_TICKS, 0u64);
+        }
+    }
+
+    /// Version 3 once a §16 key or a ticket priority is in use (its fields are in the section);
+    /// else what round 2 wrote, byte for byte.
+    fn save_version(&self) -> u32 {
+        if self.state.borrow().round3() {
+            crate::host::save::SAVE_VERSION
+        } else {
+            crate::host::save::BASE_SAVE_VERSION
+        }
     }
 
     fn start(&mut self, services: &crate::host::Services) -> Result<(), KitError> {
@@ -479,9 +577,11 @@ impl Kit for StreamingKit {
         // tickets requested outside the scene) and the pending set: loads begin on the next tick.
         self.foci.clear();
         self.foci
-            .extend(scene.entry.map(|pos| FocusView { pos, radius }));
+            .extend(scene.entry.map(|pos| FocusView::new(pos, radius)));
         st.anchor_foci = self.foci.len();
         st.anchor_ids = vec![None; self.foci.len()];
+        st.predicted_foci = 0;
+        st.history.clear(); // no prediction right after entering
         let next = st.now + 1;
         st.ticket_foci(next, &mut self.foci);
         st.residency.set_foci(&self.foci);
@@ -504,6 +604,9 @@ impl Kit for StreamingKit {
         st.tickets.clear();
         st.anchor_foci = 0;
         st.anchor_ids.clear();
+        st.predicted_foci = 0;
+        st.history.clear();
+        st.turn = 0;
         // over_capacity keeps its value: the next tick (outside a scene, or in the one entered)
         // decides it, so leaving and entering between two ticks over the cap is no new start.
     }
@@ -560,10 +663,24 @@ impl Kit for StreamingKit {
         }
         self.asked.clear();
         let mut batch = std::mem::take(&mut self.batch);
-        self.state
-            .borrow_mut()
-            .residency
-            .take_nearest(settings.loads_per_tick, &mut batch);
+        let mut dealt = std::mem::take(&mut self.dealt);
+        {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            match settings.schedule {
+                Schedule::Nearest => st
+                    .residency
+                    .take_nearest(settings.loads_per_tick, &mut batch),
+                Schedule::Fair => {
+                    // The deal is made before any hook is asked, like the nearest batch; a
+                    // chunk that is asked (loaded or refused) moves the turn past its focus.
+                    st.residency
+                        .take_fair(settings.loads_per_tick, st.turn, &mut dealt);
+                    batch.extend(dealt.iter().map(|(c, _)| *c));
+                }
+            }
+        }
+        let mut turns = dealt.drain(..).map(|(_, t)| t);
         let mut chunks = batch.drain(..);
         for chunk in chunks.by_ref() {
             if !self.make_room(ctx, settings) {
@@ -571,11 +688,16 @@ impl Kit for StreamingKit {
                 st.residency.untake(chunk);
                 break;
             }
+            if let Some(turn) = turns.next() {
+                self.state.borrow_mut().turn = turn;
+            }
             match Self::ask(ctx, HOOK_CHUNK_LOAD, chunk) {
                 None => self.announce(ctx, chunk, true),
                 Some(cancel) => self.hold(chunk, RefusalKind::Load, cancel),
             }
         }
+        drop(turns);
+        self.dealt = dealt;
         {
             let mut st = self.state.borrow_mut();
             for chunk in chunks {
@@ -604,11 +726,24 @@ impl Kit for StreamingKit {
                 self.foci.clear();
                 // Outside a scene nothing is wanted: the tickets left wait for one.
                 if st.active {
-                    self.foci.extend(st.residency.foci().take(st.anchor_foci));
+                    self.foci
+                        .extend(st.residency.foci().take(st.before_tickets()));
                     st.ticket_foci(ctx.tick, &mut self.foci);
                 }
                 st.residency.set_foci(&self.foci);
             }
+        }
+        {
+            // Holes (SPEC §16), at the end of every tick: around the non-ticket, non-predicted
+            // foci, once the tick's builders have committed.
+            let mut st = self.state.borrow_mut();
+            let settings = st.settings();
+            st.holes = if st.active {
+                st.residency.holes(st.anchor_foci, settings.hole_ring) as u64
+            } else {
+                0
+            };
+            st.hole_ticks = st.hole_ticks.saturating_add(st.holes);
         }
         for id in ready {
             ctx.events

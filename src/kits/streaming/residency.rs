@@ -47,6 +47,19 @@ pub struct FocusView {
     pub pos: Position,
     /// Rings wanted around the focus chunk.
     pub radius: u32,
+    /// Its priority (SPEC §16): 0 but for a ticket that asked for more.
+    pub priority: u8,
+}
+
+impl FocusView {
+    /// A focus of priority 0.
+    pub fn new(pos: Position, radius: u32) -> Self {
+        FocusView {
+            pos,
+            radius,
+            priority: 0,
+        }
+    }
 }
 
 /// An inclusive rectangle of chunks.
@@ -279,10 +292,31 @@ impl Residency {
             .unwrap_or(f64::INFINITY)
     }
 
-    /// Pending chunks, nearest-first.
+    /// A wanted chunk's priority: the highest of the foci that want it (SPEC §16).
+    fn priority(&self, c: ChunkPos) -> u8 {
+        if let [only] = self.foci.as_slice() {
+            return only.view.priority;
+        }
+        self.cover.get(&c).map_or(0, |cover| {
+            cover
+                .wanted_by
+                .iter()
+                .map(|&i| self.foci[i as usize].view.priority)
+                .max()
+                .unwrap_or(0)
+        })
+    }
+
+    /// The order of `"nearest"` (SPEC §16): priority descending, then §11's key, z, x. With
+    /// every priority 0 it is §11's order exactly.
+    fn order(&self, c: ChunkPos) -> (u8, u64, ChunkPos) {
+        (u8::MAX - self.priority(c), self.key(c).to_bits(), c)
+    }
+
+    /// Pending chunks, priority descending then nearest-first.
     pub fn pending(&self) -> Vec<ChunkPos> {
         let mut v: Vec<ChunkPos> = self.pending.iter().copied().collect();
-        v.sort_by_cached_key(|c| (self.key(*c).to_bits(), *c));
+        v.sort_by_cached_key(|c| self.order(*c));
         v
     }
 
@@ -509,13 +543,10 @@ impl Residency {
     fn take_by_scan(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
         for _ in 0..k {
             let mut best = 0;
-            let mut best_key = self.key(self.pending[0]);
+            let mut best_key = self.order(self.pending[0]);
             for (i, c) in self.pending.iter().enumerate().skip(1) {
-                let d = self.key(*c);
-                if d.total_cmp(&best_key)
-                    .then(c.cmp(&self.pending[best]))
-                    .is_lt()
-                {
+                let d = self.order(*c);
+                if d < best_key {
                     (best, best_key) = (i, d);
                 }
             }
@@ -526,9 +557,74 @@ impl Residency {
     /// One sort of the pending set, then its first `k`.
     fn take_by_sort(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
         let mut all: Vec<ChunkPos> = self.pending.drain(..).collect();
-        all.sort_by_cached_key(|c| (self.key(*c).to_bits(), *c));
+        all.sort_by_cached_key(|c| self.order(*c));
         out.extend(all.drain(..k));
         self.pending.extend(all);
+    }
+
+    /// The `"fair"` deal (SPEC §16): takes up to `k` pending chunks one at a time, each dealt to
+    /// the first focus from `turn` on (cyclically over the foci in force, from 0 when `turn` is
+    /// past the end) whose priority is the top priority still pending and whose square holds a
+    /// pending chunk; that focus takes its own nearest (least squared distance from its
+    /// position, then z, x). Appends each chunk and the turn after it (the next focus) to `out`.
+    pub fn take_fair(&mut self, k: usize, turn: usize, out: &mut Vec<(ChunkPos, usize)>) {
+        let n = self.foci.len();
+        let mut turn = turn;
+        for _ in 0..k {
+            let Some(top) = self.pending.iter().map(|c| self.priority(*c)).max() else {
+                return;
+            };
+            if turn >= n {
+                turn = 0;
+            }
+            let dealt = (0..n).map(|step| (turn + step) % n).find_map(|i| {
+                let slot = self.foci[i];
+                (slot.view.priority == top)
+                    .then(|| self.nearest_pending_of(slot))
+                    .flatten()
+                    .map(|c| (c, i))
+            });
+            let Some((c, i)) = dealt else {
+                return; // unreachable: every pending chunk is in the square of a top focus
+            };
+            self.pending.swap_remove(&c);
+            turn = (i + 1) % n;
+            out.push((c, turn));
+        }
+    }
+
+    /// The pending chunk of `slot`'s square nearest its position (ties z, x).
+    fn nearest_pending_of(&self, slot: Slot) -> Option<ChunkPos> {
+        let dist = |c: &ChunkPos| (self.grid.distance_sq(slot.view.pos, *c).to_bits(), *c);
+        let side = 2 * u64::from(slot.view.radius) + 1;
+        if (self.pending.len() as u64) < side.saturating_mul(side) {
+            let r = i64::from(slot.view.radius);
+            self.pending
+                .iter()
+                .filter(|c| (c.x - slot.centre.x).abs() <= r && (c.z - slot.centre.z).abs() <= r)
+                .min_by_key(|c| dist(c))
+                .copied()
+        } else {
+            self.grid
+                .square(slot.centre, slot.view.radius, self.bounds.as_ref())
+                .filter(|c| self.pending.contains(c))
+                .min_by_key(dist)
+        }
+    }
+
+    /// `world.chunks.holes` (SPEC §16): the chunks inside the ground within ring
+    /// `min(ring, r)` of the first `foci` foci's chunks (each once) that are not ready.
+    pub fn holes(&self, foci: usize, ring: u32) -> usize {
+        let mut seen: BTreeSet<ChunkPos> = BTreeSet::new();
+        for slot in self.foci.iter().take(foci) {
+            let r = ring.min(slot.view.radius);
+            for c in self.grid.square(slot.centre, r, self.bounds.as_ref()) {
+                if !self.chunk_ready(c) {
+                    seen.insert(c);
+                }
+            }
+        }
+        seen.len()
     }
 
     /// Puts a chunk taken by [`Residency::take_nearest`] back (its load was not asked).
@@ -801,7 +897,7 @@ mod tests {
     impl OneFocus for Residency {
         fn update_view(&mut self, focus: Option<Position>, radius: u32, out: &mut Vec<ChunkPos>) {
             let foci: Vec<FocusView> = focus
-                .map(|pos| FocusView { pos, radius })
+                .map(|pos| FocusView::new(pos, radius))
                 .into_iter()
                 .collect();
             self.set_foci(&foci);
@@ -814,7 +910,7 @@ mod tests {
             focus: Position,
             radius: u32,
         ) {
-            let foci = [FocusView { pos: focus, radius }];
+            let foci = [FocusView::new(focus, radius)];
             self.restore(BTreeSet::new(), refusals, &foci, BTreeMap::new(), 0);
         }
     }
@@ -867,10 +963,7 @@ mod tests {
         check(&r);
         // A restored chunk is loaded: its builders can tell it built.
         let loaded: BTreeSet<ChunkPos> = [c, ChunkPos::new(1, 0)].into();
-        let foci = [FocusView {
-            pos: Position::new(8.0, 8.0),
-            radius: 1,
-        }];
+        let foci = [FocusView::new(Position::new(8.0, 8.0), 1)];
         r.restore(loaded, BTreeMap::new(), &foci, BTreeMap::new(), 3);
         assert_eq!(r.progress(), (0, 9));
         for builder in [a, b] {
@@ -1148,7 +1241,7 @@ mod tests {
 
     fn two(r: &mut Residency, a: Position, b: Position, radius: u32, tick: u64) -> Vec<ChunkPos> {
         let mut out = Vec::new();
-        r.set_foci(&[FocusView { pos: a, radius }, FocusView { pos: b, radius }]);
+        r.set_foci(&[FocusView::new(a, radius), FocusView::new(b, radius)]);
         r.resolve(tick, &mut out);
         out
     }
@@ -1214,10 +1307,7 @@ mod tests {
         // Focus at chunk (1,0) on tick 1, (0,0) on tick 2, (0,1) on tick 3, radius 0.
         for (tick, x, z) in [(1, 48.0, 16.0), (2, 16.0, 16.0), (3, 16.0, 48.0)] {
             let mut out = Vec::new();
-            r.set_foci(&[FocusView {
-                pos: Position::new(x, z),
-                radius: 0,
-            }]);
+            r.set_foci(&[FocusView::new(Position::new(x, z), 0)]);
             r.resolve(tick, &mut out);
             let mut batch = Vec::new();
             r.take_nearest(1, &mut batch);

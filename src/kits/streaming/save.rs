@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::grid::{ChunkPos, Position};
-use crate::host::Problem;
+use crate::host::{EntityId, Problem};
 use crate::limits::{check_name, MAX_ENTITIES, MAX_REASON_LEN};
 
 use super::config::{Overrides, MAX_RADIUS};
@@ -28,6 +28,19 @@ pub struct SavedFocus {
     /// Whether it stands for a ticket.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ticket: bool,
+    /// Whether it is a predicted focus (version 3; after the non-ticket foci, before tickets).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub predicted: bool,
+}
+
+/// An anchor's focus at the last resolution, as saved (version 3): look-ahead's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SavedAnchor {
+    /// The anchor's entity id.
+    pub id: String,
+    /// Its focus.
+    pub at: Position,
 }
 
 /// A ticket, as saved.
@@ -80,6 +93,17 @@ pub struct SaveSection {
     /// Whether the wanted chunks outnumbered the cap (version 2).
     #[serde(default)]
     pub over_capacity: bool,
+    /// The `"fair"` turn (version 3; absent: 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u64>,
+    /// Each anchor's focus at the last resolution, anchor order (version 3; absent: none, so
+    /// the next tick predicts nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<SavedAnchor>>,
+    /// The running sum of `world.chunks.holes` (version 3; absent: 0). Present exactly when
+    /// the game used SPEC §16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hole_ticks: Option<u64>,
 }
 
 /// A validated section, ready to apply.
@@ -95,6 +119,10 @@ pub(crate) struct Prepared {
     tickets: Tickets,
     last_wanted: BTreeMap<ChunkPos, u64>,
     over_capacity: bool,
+    predicted: usize,
+    turn: usize,
+    history: Vec<(EntityId, Position)>,
+    hole_ticks: Option<u64>,
 }
 
 impl State {
@@ -106,7 +134,8 @@ impl State {
             .map(|(i, v)| SavedFocus {
                 at: v.pos,
                 radius: v.radius,
-                ticket: i >= self.anchor_foci,
+                ticket: i >= self.before_tickets(),
+                predicted: i >= self.anchor_foci && i < self.before_tickets(),
             })
             .collect();
         SaveSection {
@@ -135,6 +164,17 @@ impl State {
                 .filter(|l| l.tick > 0)
                 .collect(),
             over_capacity: self.over_capacity,
+            turn: self.round3().then_some(self.turn as u64),
+            history: self.round3().then(|| {
+                self.history
+                    .iter()
+                    .map(|(id, at)| SavedAnchor {
+                        id: id.as_str().to_owned(),
+                        at: *at,
+                    })
+                    .collect()
+            }),
+            hole_ticks: self.round3().then_some(self.hole_ticks),
         }
     }
 
@@ -151,9 +191,11 @@ impl State {
             }
         }
         let version_1 = s.foci.is_none();
-        let (foci, anchors) = check_foci(s.foci, s.focus, active)?;
+        let (foci, anchors, predicted) = check_foci(s.foci, s.focus, active)?;
         let tickets = check_tickets(s.tickets)?;
         let last_wanted = check_last_wanted(&s.last_wanted, &loaded)?;
+        let turn = check_turn(s.turn)?;
+        let history = check_history(s.history.unwrap_or_default(), active)?;
         Ok(Prepared {
             loaded,
             refusals,
@@ -165,6 +207,10 @@ impl State {
             tickets,
             last_wanted,
             over_capacity: s.over_capacity,
+            predicted,
+            turn,
+            history,
+            hole_ticks: s.hole_ticks,
         })
     }
 
@@ -266,8 +312,27 @@ impl State {
         self.tickets = p.tickets;
         self.anchor_foci = p.anchors;
         self.anchor_ids = vec![None; p.anchors];
+        self.predicted_foci = p.predicted;
+        self.turn = p.turn;
+        self.history = p.history;
+        self.round3_used = p.hole_ticks.is_some();
+        self.hole_ticks = p.hole_ticks.unwrap_or(0);
         self.over_capacity = p.over_capacity;
         self.foci_dirty = true;
+        // Ticket foci take their tickets' priorities (a save lists the tickets counting in the
+        // tick that last ran, in id order, after the other foci).
+        let start = p.anchors + p.predicted;
+        let counting: Vec<u8> = self
+            .tickets
+            .iter()
+            .filter(|(_, t)| t.counts_in(tick))
+            .map(|(_, t)| t.priority)
+            .collect();
+        if p.foci.len() - start == counting.len() {
+            for (f, priority) in p.foci[start..].iter_mut().zip(counting) {
+                f.priority = priority;
+            }
+        }
         if p.version_1 {
             let radius = self.settings().radius;
             p.foci.iter_mut().for_each(|f| f.radius = radius);
@@ -309,7 +374,7 @@ fn check_foci(
     saved: Option<Vec<SavedFocus>>,
     focus: Option<Position>,
     active: bool,
-) -> Result<(Vec<FocusView>, usize), Problem> {
+) -> Result<(Vec<FocusView>, usize, usize), Problem> {
     let list = match saved {
         Some(list) => list,
         // A version-1 section: its one focus, at the radius in force (set in `restore`).
@@ -318,6 +383,7 @@ fn check_foci(
                 at,
                 radius: 0,
                 ticket: false,
+                predicted: false,
             })
             .into_iter()
             .collect(),
@@ -335,38 +401,98 @@ fn check_foci(
         ));
     }
     let mut foci = Vec::new();
-    let mut anchors = 0;
+    let (mut anchors, mut predicted) = (0, 0);
     for (i, f) in list.iter().enumerate() {
         let path = format!("foci[{i}]");
         f.at.check().map_err(|p| p.under(&path))?;
         check_radius(f.radius, &path)?;
-        if !f.ticket {
-            if anchors < i {
+        let order = "expected the non-ticket foci first, then the predicted ones, then the tickets";
+        match (f.ticket, f.predicted) {
+            (true, true) => {
                 return Err(Problem::new(
                     path,
-                    "expected the non-ticket foci first, then the tickets",
-                ));
+                    "expected a ticket or a predicted focus, not both",
+                ))
             }
-            anchors += 1;
+            (false, false) if anchors + predicted < i || predicted > 0 => {
+                return Err(Problem::new(path, order))
+            }
+            (false, false) => anchors += 1,
+            (false, true) if anchors + predicted < i => return Err(Problem::new(path, order)),
+            (false, true) => predicted += 1,
+            (true, false) => {}
         }
-        foci.push(FocusView {
-            pos: f.at,
-            radius: f.radius,
-        });
+        // Ticket foci take their priority from the tickets when the foci are listed again
+        // (the first tick after a load lists them in full).
+        foci.push(FocusView::new(f.at, f.radius));
     }
-    if foci.len() - anchors > MAX_TICKETS {
+    if predicted > anchors {
+        return Err(Problem::new(
+            "foci",
+            format!("expected at most one predicted focus per non-ticket focus ({anchors}), got {predicted}"),
+        ));
+    }
+    if foci.len() - anchors - predicted > MAX_TICKETS {
         return Err(Problem::new(
             "foci",
             format!(
                 "expected at most {MAX_TICKETS} ticket foci, got {}",
-                foci.len() - anchors
+                foci.len() - anchors - predicted
             ),
         ));
     }
     if focus != foci.first().map(|f| f.pos) {
         return Err(Problem::new("focus", "expected the first of `foci`"));
     }
-    Ok((foci, anchors))
+    Ok((foci, anchors, predicted))
+}
+
+/// `turn`: a position in a focus order (absent: 0).
+fn check_turn(turn: Option<u64>) -> Result<usize, Problem> {
+    let most = (2 * MAX_ENTITIES + 1 + MAX_TICKETS) as u64;
+    match turn {
+        None => Ok(0),
+        Some(t) if t <= most => Ok(t as usize),
+        Some(t) => Err(Problem::new(
+            "turn",
+            format!("expected an integer 0..={most}, got {t}"),
+        )),
+    }
+}
+
+/// `history`: at most one entry per entity, valid ids each once, positions in range; none
+/// without an active scene.
+fn check_history(
+    list: Vec<SavedAnchor>,
+    active: bool,
+) -> Result<Vec<(EntityId, Position)>, Problem> {
+    if !active && !list.is_empty() {
+        return Err(Problem::new("history", NO_SCENE));
+    }
+    if list.len() > MAX_ENTITIES {
+        return Err(Problem::new(
+            "history",
+            format!(
+                "expected at most {MAX_ENTITIES} anchors, got {}",
+                list.len()
+            ),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(list.len());
+    for (i, a) in list.into_iter().enumerate() {
+        let path = format!("history[{i}]");
+        check_name(&a.id).map_err(|m| Problem::new(format!("{path}.id"), m))?;
+        a.at.check().map_err(|p| p.under(&format!("{path}.at")))?;
+        if !seen.insert(a.id.clone()) {
+            return Err(Problem::new(
+                format!("{path}.id"),
+                format!("anchor {:?} is listed twice", a.id),
+            ));
+        }
+        out.push((EntityId::new(&a.id), a.at));
+    }
+    Ok(out)
 }
 
 /// A saved radius: 0..=[`MAX_RADIUS`].

@@ -29,6 +29,9 @@ pub struct TicketInfo {
     pub radius: u32,
     /// Ticks it still counts in after the current one: its last tick minus the current tick.
     pub ticks_left: u64,
+    /// Its priority (SPEC §16), shown only when the scene uses §16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
 }
 
 /// A kit readiness waits for (SPEC §11): a chunk is ready once every builder built it.
@@ -203,6 +206,8 @@ pub trait StreamingService {
     /// Requests (or replaces) preload ticket `id`: a focus at `at` with `radius` (0..=64) for
     /// `ticks` (1..=2^31-1) tick plans, counting from tick `from` (an input's stamp), else from
     /// the next tick (a mod during a tick, or Rust between ticks).
+    /// `priority` (0..=255, SPEC §16; `None`: 0, and the request does not by itself make the
+    /// scene show §16's outputs).
     fn request(
         &self,
         id: &str,
@@ -210,8 +215,9 @@ pub trait StreamingService {
         radius: i64,
         ticks: i64,
         from: Option<u64>,
+        priority: Option<u8>,
     ) -> Result<(), TicketError>;
-    /// [`StreamingService::request`] from the next tick.
+    /// [`StreamingService::request`] from the next tick, priority 0.
     fn request_around(
         &self,
         id: &str,
@@ -219,7 +225,27 @@ pub trait StreamingService {
         radius: i64,
         ticks: i64,
     ) -> Result<(), TicketError> {
-        self.request(id, at, radius, ticks, None)
+        self.request(id, at, radius, ticks, None, None)
+    }
+    /// [`StreamingService::request`] from the next tick with `priority` (SPEC §16).
+    fn request_around_with_priority(
+        &self,
+        id: &str,
+        at: Position,
+        radius: i64,
+        ticks: i64,
+        priority: u8,
+    ) -> Result<(), TicketError> {
+        self.request(id, at, radius, ticks, None, Some(priority))
+    }
+    /// The predicted foci in force (SPEC §16), anchor order; `None` when the scene does not use
+    /// §16.
+    fn predicted(&self) -> Option<Vec<Position>> {
+        None
+    }
+    /// `world.chunks.holes` of the last tick and `world.chunks.holeTicks` (SPEC §16).
+    fn holes(&self) -> (u64, u64) {
+        (0, 0)
     }
     /// Removes ticket `id` at once; returns whether it was held.
     fn drop_ticket(&self, id: &str) -> bool;

@@ -50,6 +50,18 @@ pub(crate) struct State {
     pub(crate) stages: [Subscribers; 2],
     /// Whether the subscribers are being told what a load changed.
     pub(crate) restoring: Cell<bool>,
+    /// How many predicted foci follow the non-ticket foci in force (SPEC §16).
+    pub(crate) predicted_foci: usize,
+    /// The `"fair"` turn: a position in the focus order (saved).
+    pub(crate) turn: usize,
+    /// Each anchor's focus at the last resolution, anchor order (saved): what look-ahead
+    /// measures the displacement from.
+    pub(crate) history: Vec<(EntityId, Position)>,
+    /// `world.chunks.holes` at the end of the last tick, and their running sum (saved).
+    pub(crate) holes: u64,
+    pub(crate) hole_ticks: u64,
+    /// A mod set a §16 key, a request carried `priority`, or a save said so.
+    pub(crate) round3_used: bool,
 }
 
 impl State {
@@ -73,7 +85,35 @@ impl State {
             subscribers: Subscribers::default(),
             stages: Default::default(),
             restoring: Cell::new(false),
+            predicted_foci: 0,
+            turn: 0,
+            history: Vec::new(),
+            holes: 0,
+            hole_ticks: 0,
+            round3_used: false,
         }
+    }
+
+    /// Whether the scene uses SPEC §16 (a key in the config, a layer or a mod's `set`, or a
+    /// request's `priority`): only then does the state show `predicted`, ticket priorities and
+    /// the hole variables, so that every earlier output stays byte for byte.
+    pub(crate) fn round3(&self) -> bool {
+        self.round3_used
+            || self.config.uses_round_three()
+            || self.layers.values().any(Overrides::uses_round_three)
+    }
+
+    /// The predicted foci in force (after the non-ticket ones).
+    pub(crate) fn predicted(&self) -> impl Iterator<Item = FocusView> + '_ {
+        self.residency
+            .foci()
+            .skip(self.anchor_foci)
+            .take(self.predicted_foci)
+    }
+
+    /// The non-ticket foci and the predicted ones: what comes before the tickets.
+    pub(crate) fn before_tickets(&self) -> usize {
+        self.anchor_foci + self.predicted_foci
     }
 
     /// The view of a ticket.
@@ -81,6 +121,7 @@ impl State {
         FocusView {
             pos: t.at,
             radius: t.radius,
+            priority: t.priority,
         }
     }
 
@@ -102,8 +143,10 @@ impl State {
         radius: i64,
         ticks: i64,
         from: u64,
+        priority: Option<u8>,
     ) -> Result<(), TicketError> {
-        let ticket = Ticket::new(id, at, radius, ticks, from)?;
+        let ticket = Ticket::new(id, at, radius, ticks, from)?.with_priority(priority.unwrap_or(0));
+        self.round3_used |= priority.is_some();
         self.foci_dirty = true;
         self.tickets.request(id, ticket, self.now)
     }

@@ -51,7 +51,7 @@
 //!   restored)` on every load and release (`restored` true when a load of a save tells what it
 //!   changed) and returns a handle whose `handle:unsubscribe()` stops it (an error in the
 //!   callback is reported as a `mod.error` event with hook `onChunk`). Whole numbers are Lua integers.
-//!   SPEC §11: `streaming.request(id, {x = …, z = …}, radius, ticks)` requests (or replaces) a
+//!   SPEC §11, §16: `streaming.request(id, {x = …, z = …}, radius, ticks, priority)` requests (or replaces) a
 //!   preload ticket counting from the next tick, `streaming.drop(id)` → whether it was held,
 //!   `streaming.tickets()` → array of `{id, x, z, radius, ticksLeft}` in id order,
 //!   `streaming.foci()` → array of `{x, z}`, `streaming.ready(entity)`,

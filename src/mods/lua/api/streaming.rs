@@ -10,7 +10,8 @@ use serde_json::json;
 use crate::host::{EntityId, ModId};
 use crate::kits::streaming::config::MAX_RADIUS;
 use crate::kits::streaming::{
-    BudgetMs, FocusMode, MaxLoaded, MaxRefusals, Overrides, Radius, StreamingService,
+    BudgetMs, FocusMode, HoleRing, LookAheadTicks, MaxLoaded, MaxRefusals, Overrides, Priority,
+    Radius, Schedule, StreamingService,
 };
 
 use super::super::sandbox::{EntrySlot, Meter};
@@ -50,6 +51,11 @@ pub(super) const FUNCTIONS: &[(&str, Fun)] = &[
     ("setFocus", set_focus),
     ("setMaxLoaded", set_max_loaded),
     ("setMaxRefusalsPerMod", set_max_refusals_per_mod),
+    ("setSchedule", set_schedule),
+    ("setLookAheadTicks", set_look_ahead_ticks),
+    ("setHoleRing", set_hole_ring),
+    ("predicted", predicted),
+    ("holes", holes),
     ("request", request),
     ("drop", drop_ticket),
     ("tickets", tickets),
@@ -215,9 +221,71 @@ fn request(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> A
     })?;
     let ticks = integer(&arg(args, 3))
         .ok_or_else(|| format!("expected ticks 1..=2147483647, got {}", got(&arg(args, 3))))?;
-    s.request_around(&id, at, radius, ticks)
+    let priority = match arg(args, 4) {
+        Value::Nil => None,
+        v => Some(checked(&v, Priority::parse)?.get() as u8),
+    };
+    s.request(&id, at, radius, ticks, None, priority)
         .map_err(|e| e.to_string())?;
     Ok(ok(lua, ()))
+}
+
+fn set_schedule(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let schedule = match arg(args, 0) {
+        Value::String(m) => Schedule::parse(&json!(m.to_string_lossy()))?,
+        other => Schedule::parse(&serde_json::Value::Null)
+            .map_err(|e| format!("{}{}", e.trim_end_matches("null"), got(&other)))?,
+    };
+    let overrides = Overrides {
+        schedule: Some(schedule),
+        ..Overrides::default()
+    };
+    s.set(&ctx.id, overrides);
+    Ok(ok(lua, ()))
+}
+
+fn set_look_ahead_ticks(
+    lua: &Lua,
+    s: &dyn StreamingService,
+    ctx: &Ctx,
+    args: &MultiValue,
+) -> Answer {
+    let overrides = Overrides {
+        look_ahead_ticks: Some(checked(&arg(args, 0), LookAheadTicks::parse)?),
+        ..Overrides::default()
+    };
+    s.set(&ctx.id, overrides);
+    Ok(ok(lua, ()))
+}
+
+fn set_hole_ring(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let overrides = Overrides {
+        hole_ring: Some(checked(&arg(args, 0), HoleRing::parse)?),
+        ..Overrides::default()
+    };
+    s.set(&ctx.id, overrides);
+    Ok(ok(lua, ()))
+}
+
+fn predicted(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
+    let build = || -> mlua::Result<Table> {
+        let list = s.predicted().unwrap_or_default();
+        ctx.meter.charge(UNITS_PER_TABLE * list.len() as u64)?;
+        let t = lua.create_table_with_capacity(list.len(), 0)?;
+        for (i, p) in list.into_iter().enumerate() {
+            let e = lua.create_table_with_capacity(0, 2)?;
+            e.raw_set("x", number(p.x))?;
+            e.raw_set("z", number(p.z))?;
+            t.raw_set(i + 1, e)?;
+        }
+        Ok(t)
+    };
+    Ok(build().and_then(|t| ok(lua, t)))
+}
+
+fn holes(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answer {
+    let (holes, hole_ticks) = s.holes();
+    Ok(ok(lua, (holes, hole_ticks)))
 }
 
 fn drop_ticket(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
@@ -237,6 +305,9 @@ fn tickets(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> An
             e.raw_set("z", number(k.z))?;
             e.raw_set("radius", k.radius)?;
             e.raw_set("ticksLeft", k.ticks_left)?;
+            if let Some(p) = k.priority {
+                e.raw_set("priority", p)?;
+            }
             t.raw_set(i + 1, e)?;
         }
         Ok(t)
