@@ -170,17 +170,12 @@ fn set_budget_ms(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiVal
 }
 
 fn set_focus(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
-    let focus = match arg(args, 0) {
-        Value::String(m) => FocusMode::parse(&json!(m.to_string_lossy()))?,
-        other => FocusMode::parse(&serde_json::Value::Null)
-            .map_err(|e| format!("{}{}", e.trim_end_matches("null"), got(&other)))?,
-    };
+    let focus = word(&arg(args, 0), FocusMode::parse)?;
     let overrides = Overrides {
         focus: Some(focus),
         ..Overrides::default()
     };
-    s.set(&ctx.id, overrides);
-    Ok(ok(lua, ()))
+    set_override(lua, s, ctx, overrides)
 }
 
 fn set_max_loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
@@ -192,8 +187,7 @@ fn set_max_loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiVa
         max_loaded: Some(cap),
         ..Overrides::default()
     };
-    s.set(&ctx.id, overrides);
-    Ok(ok(lua, ()))
+    set_override(lua, s, ctx, overrides)
 }
 
 fn set_max_refusals_per_mod(
@@ -206,8 +200,7 @@ fn set_max_refusals_per_mod(
         max_refusals_per_mod: Some(checked(&arg(args, 0), MaxRefusals::parse)?),
         ..Overrides::default()
     };
-    s.set(&ctx.id, overrides);
-    Ok(ok(lua, ()))
+    set_override(lua, s, ctx, overrides)
 }
 
 fn request(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
@@ -231,17 +224,12 @@ fn request(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> A
 }
 
 fn set_schedule(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
-    let schedule = match arg(args, 0) {
-        Value::String(m) => Schedule::parse(&json!(m.to_string_lossy()))?,
-        other => Schedule::parse(&serde_json::Value::Null)
-            .map_err(|e| format!("{}{}", e.trim_end_matches("null"), got(&other)))?,
-    };
+    let schedule = word(&arg(args, 0), Schedule::parse)?;
     let overrides = Overrides {
         schedule: Some(schedule),
         ..Overrides::default()
     };
-    s.set(&ctx.id, overrides);
-    Ok(ok(lua, ()))
+    set_override(lua, s, ctx, overrides)
 }
 
 fn set_look_ahead_ticks(
@@ -254,8 +242,7 @@ fn set_look_ahead_ticks(
         look_ahead_ticks: Some(checked(&arg(args, 0), LookAheadTicks::parse)?),
         ..Overrides::default()
     };
-    s.set(&ctx.id, overrides);
-    Ok(ok(lua, ()))
+    set_override(lua, s, ctx, overrides)
 }
 
 fn set_hole_ring(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
@@ -263,24 +250,12 @@ fn set_hole_ring(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiVal
         hole_ring: Some(checked(&arg(args, 0), HoleRing::parse)?),
         ..Overrides::default()
     };
-    s.set(&ctx.id, overrides);
-    Ok(ok(lua, ()))
+    set_override(lua, s, ctx, overrides)
 }
 
 fn predicted(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
-    let build = || -> mlua::Result<Table> {
-        let list = s.predicted().unwrap_or_default();
-        ctx.meter.charge(UNITS_PER_TABLE * list.len() as u64)?;
-        let t = lua.create_table_with_capacity(list.len(), 0)?;
-        for (i, p) in list.into_iter().enumerate() {
-            let e = lua.create_table_with_capacity(0, 2)?;
-            e.raw_set("x", number(p.x))?;
-            e.raw_set("z", number(p.z))?;
-            t.raw_set(i + 1, e)?;
-        }
-        Ok(t)
-    };
-    Ok(build().and_then(|t| ok(lua, t)))
+    let list = s.predicted().unwrap_or_default();
+    Ok(position_list(lua, &ctx.meter, list).and_then(|t| ok(lua, t)))
 }
 
 fn holes(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answer {
@@ -316,19 +291,7 @@ fn tickets(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> An
 }
 
 fn foci(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
-    let build = || -> mlua::Result<Table> {
-        let list = s.foci();
-        ctx.meter.charge(UNITS_PER_TABLE * list.len() as u64)?;
-        let t = lua.create_table_with_capacity(list.len(), 0)?;
-        for (i, p) in list.into_iter().enumerate() {
-            let e = lua.create_table_with_capacity(0, 2)?;
-            e.raw_set("x", number(p.x))?;
-            e.raw_set("z", number(p.z))?;
-            t.raw_set(i + 1, e)?;
-        }
-        Ok(t)
-    };
-    Ok(build().and_then(|t| ok(lua, t)))
+    Ok(position_list(lua, &ctx.meter, s.foci()).and_then(|t| ok(lua, t)))
 }
 
 fn ready(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
@@ -363,4 +326,37 @@ fn on_chunk(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -
         live: ctx.live.clone(),
     };
     Ok(lua.create_userdata(handle).and_then(|ud| ok(lua, ud)))
+}
+
+/// Sets one of the mod's overrides (from the next tick, saved with the game).
+fn set_override(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, overrides: Overrides) -> Answer {
+    s.set(&ctx.id, overrides);
+    Ok(ok(lua, ()))
+}
+
+/// A setting that is a word (`"players"`, `"fair"`), checked by the config's own parser, so a
+/// bad value reads as it would in a scene file.
+fn word<T>(v: &Value, parse: fn(&serde_json::Value) -> Result<T, String>) -> Result<T, String> {
+    match v {
+        Value::String(m) => parse(&json!(m.to_string_lossy())),
+        other => parse(&serde_json::Value::Null)
+            .map_err(|e| format!("{}{}", e.trim_end_matches("null"), got(other))),
+    }
+}
+
+/// `{ {x = …, z = …}, … }`, charged like every list the API builds.
+fn position_list(
+    lua: &Lua,
+    meter: &Meter,
+    list: Vec<crate::grid::Position>,
+) -> mlua::Result<Table> {
+    meter.charge(UNITS_PER_TABLE * list.len() as u64)?;
+    let t = lua.create_table_with_capacity(list.len(), 0)?;
+    for (i, p) in list.into_iter().enumerate() {
+        let e = lua.create_table_with_capacity(0, 2)?;
+        e.raw_set("x", number(p.x))?;
+        e.raw_set("z", number(p.z))?;
+        t.raw_set(i + 1, e)?;
+    }
+    Ok(t)
 }
