@@ -390,6 +390,24 @@ fn holes_count_unready_chunks_in_the_clipped_ring_of_the_players_only() {
 }
 
 #[test]
+fn a_chunk_in_the_rings_of_two_players_is_one_hole() {
+    // Two players in one chunk: their rings are the same 9 chunks, counted once.
+    let mut g = game(&scene(
+        json!({ "focus": "players", "radius": 1, "budgetMs": 1, "holeRing": 1 }),
+        json!([player("a", 16.0, 16.0), player("b", 20.0, 20.0)]),
+    ));
+    run(&mut g, &[], 1);
+    assert_eq!(var(&g, "world.chunks.holes"), Some(json!(8)));
+    // One player alone counts its own ring the same way.
+    let mut g = game(&scene(
+        json!({ "radius": 1, "budgetMs": 1, "holeRing": 1 }),
+        json!([player("a", 16.0, 16.0)]),
+    ));
+    run(&mut g, &[], 1);
+    assert_eq!(var(&g, "world.chunks.holes"), Some(json!(8)));
+}
+
+#[test]
 fn a_load_refusal_is_no_hole() {
     let s = scene(
         json!({ "radius": 0, "budgetMs": 1, "holeRing": 0 }),

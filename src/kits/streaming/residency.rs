@@ -615,6 +615,15 @@ impl Residency {
     /// `world.chunks.holes` (SPEC §16): the chunks inside the ground within ring
     /// `min(ring, r)` of the first `foci` foci's chunks (each once) that are not ready.
     pub fn holes(&self, foci: usize, ring: u32) -> usize {
+        if let [slot] = &self.foci[..foci.min(self.foci.len())] {
+            // One focus (the common case): its square holds each chunk once, nothing to merge.
+            let r = ring.min(slot.view.radius);
+            return self
+                .grid
+                .square(slot.centre, r, self.bounds.as_ref())
+                .filter(|c| !self.chunk_ready(*c))
+                .count();
+        }
         let mut seen: BTreeSet<ChunkPos> = BTreeSet::new();
         for slot in self.foci.iter().take(foci) {
             let r = ring.min(slot.view.radius);
