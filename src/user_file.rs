@@ -103,9 +103,10 @@ fn open(path: &Path) -> std::io::Result<File> {
     options.open(path)
 }
 
-/// The bytes of the regular file at `path` (links followed), at most `cap` of them; see the
-/// module's steps.
-pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+/// Opens the regular file at `path` (links followed) for reading, refusing what is not one
+/// before and after opening it (steps 1 and 2 of the module); for a reader that reads it
+/// itself, through its own cap.
+pub fn open_regular(path: &Path) -> Result<(File, std::fs::Metadata), ReadError> {
     let file = name(path);
     let io = |e: std::io::Error| ReadError::Io {
         file: file.clone(),
@@ -125,11 +126,22 @@ pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     let handle = open(path).map_err(io)?;
     let meta = handle.metadata().map_err(io)?;
     regular(&meta)?;
+    Ok((handle, meta))
+}
+
+/// The bytes of the regular file at `path` (links followed), at most `cap` of them; see the
+/// module's steps.
+pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    let (handle, meta) = open_regular(path)?;
+    let file = name(path);
     if meta.len() > cap {
         return Err(ReadError::TooLarge { file, limit: cap });
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    read_capped(handle, &mut bytes, cap).map_err(io)?;
+    read_capped(handle, &mut bytes, cap).map_err(|e| ReadError::Io {
+        file: file.clone(),
+        message: e.to_string(),
+    })?;
     if bytes.len() as u64 > cap {
         return Err(ReadError::TooLarge { file, limit: cap });
     }

@@ -568,6 +568,25 @@ fn bad_district_files_are_errors_at_start_naming_file_and_line() {
     let (code, err) = cli_run(dir.path());
     assert_eq!(code, 1);
     assert!(err.contains("regular file"), "{err}");
+    // A FIFO: refused at once, never opened for a read that would wait for a writer.
+    std::fs::remove_dir(dir.path().join("missing.jsonl")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("missing.jsonl"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["run", "scene.json", "--ticks", "1"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("expected a regular file, found a FIFO"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -190,16 +190,10 @@ impl Kit for DistrictKit {
         let mut handles = Vec::new();
         for (scene, path) in &self.files {
             let name = crate::user_file::name(path);
-            let meta = std::fs::metadata(path).map_err(|e| {
-                Self::start_error(format!("{name}: cannot read the district file: {e}"))
-            })?;
-            if !meta.is_file() {
-                return Err(Self::start_error(format!(
-                    "{name}: expected a regular file (a district file)"
-                )));
-            }
-            let file = std::fs::File::open(path)
-                .map_err(|e| Self::start_error(format!("{name}: cannot open: {e}")))?;
+            // A regular file, checked before and after opening (a FIFO swapped in between
+            // never blocks the start); the index reads it through its own cap.
+            let (file, _) = crate::user_file::open_regular(path)
+                .map_err(|e| Self::start_error(format!("{e} (a district file)")))?;
             let reader = file
                 .try_clone()
                 .map_err(|e| Self::start_error(format!("{name}: {e}")))?;
