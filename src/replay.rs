@@ -125,6 +125,19 @@ fn world_dir_of(scene: &Value) -> Option<&str> {
         .as_str()
 }
 
+/// Whether the scene enables `world.district` with district files: a recording does not carry
+/// them (yet), so its replay could not run.
+fn has_districts(scene: &Value) -> bool {
+    let kits = scene.get("kits").and_then(Value::as_array);
+    kits.into_iter().flatten().any(|k| {
+        k.get("id").and_then(Value::as_str) == Some(crate::kits::district::DISTRICT)
+            && k.get("config")
+                .and_then(|c| c.get("districts"))
+                .and_then(Value::as_array)
+                .is_some_and(|d| !d.is_empty())
+    })
+}
+
 /// Sets the `worldDir` of the scene's `world.terrain` kit (which has one).
 fn set_world_dir(scene: &mut Value, dir: &Path) {
     let kits = scene.get_mut("kits").and_then(Value::as_array_mut);
@@ -294,6 +307,16 @@ impl Recording {
         let file = display_name(scene_path);
         let scene_value = parse_json(&read_text(scene_path)?, &file)?;
         let scene = SceneFile::from_json(&scene_value).map_err(|p| FileError::invalid(&file, p))?;
+        if has_districts(&scene_value) {
+            return Err(GameError::from(FileError::invalid(
+                &file,
+                Problem::new(
+                    "kits",
+                    "world.district names district files, which a recording does not carry \
+                     yet: its replay could not run, so nothing is recorded",
+                ),
+            )));
+        }
         let base = scene_path.parent().unwrap_or(Path::new("."));
         let mut mods = Vec::new();
         for m in &scene.mods {

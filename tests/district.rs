@@ -639,3 +639,22 @@ end)
         .collect();
     assert!(log.iter().any(|l| l.contains("live")), "{log:?}");
 }
+
+/// A recording carries the scene, mods, inputs and region files, not district files: recording
+/// a district scene is refused before anything runs, rather than writing a recording whose
+/// replay fails.
+#[test]
+fn recording_a_scene_with_district_files_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/town.json");
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["run", scene.to_str().unwrap(), "--ticks", "5"])
+        .args(["--record", "t.replay.json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("a recording does not carry yet"), "{err}");
+    assert!(!dir.path().join("t.replay.json").exists());
+}
