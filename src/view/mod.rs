@@ -31,7 +31,9 @@ use serde_json::{json, Map, Value};
 use crate::files::FileError;
 use crate::game::{Game, GameError};
 use crate::grid::ChunkPos;
+use crate::host::PLAYER_TAG;
 use crate::host::{Event, EventData};
+use crate::kits::district::{DistrictService, DISTRICT};
 use crate::kits::streaming::dormancy::DORMANT;
 use crate::kits::streaming::{CHUNK_LOADED, CHUNK_UNLOADED};
 use crate::kits::terrain::{TerrainService, TERRAIN, VAR_WAITS};
@@ -39,6 +41,9 @@ use crate::replay::{compare, Divergence, Recording, Step, Verdict};
 
 /// The `format` of the data embedded in a page.
 pub const VIEW_FORMAT: &str = "world-streaming-view";
+
+/// The tag the page draws as a vehicle (as does an entity someone rides).
+const VEHICLE_TAG: &str = "vehicle";
 
 const PAGE: &str = include_str!("page.html");
 const CSS: &str = include_str!("view.css");
@@ -95,6 +100,9 @@ pub struct ViewData {
     /// `chunkSize` in metres (to place foci and entities inside their chunks).
     #[serde(rename = "chunkSize")]
     pub chunk_size: f64,
+    /// The frame the page opens on: the first that shows a loaded chunk, else the first that
+    /// shows anything (pending chunks, refusals, foci, tickets, entities), else 0.
+    pub start: u64,
     /// How many ticks ran (the frames after the first). Ticks usually count 1, 2, 3, …; a `load`
     /// input sets the counter to the save's tick, and the frame after says so in `t`.
     pub ticks: u64,
@@ -148,6 +156,25 @@ pub struct Frame {
     /// The active scene, when it changed (`null` outside a scene).
     #[serde(rename = "s", skip_serializing_if = "Option::is_none")]
     pub scene: Option<Value>,
+    /// The predicted foci of SPEC §16 (the state's `predicted`), when they changed: `[x0, z0,
+    /// …]` in metres, anchor order.
+    #[serde(rename = "p", skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<Vec<f64>>,
+    /// The hole cells of SPEC §16 (the chunks `world.chunks.holes` counts), when they changed:
+    /// flat, row order. Never set when the scene does not use §16.
+    #[serde(rename = "o", skip_serializing_if = "Option::is_none")]
+    pub holes: Option<Vec<i64>>,
+    /// Live entities that appeared or changed: `[id, kind, x, z, tags, data]` with kind `"p"`
+    /// (a player: tagged `player` or controlled), `"v"` (a vehicle: tagged `vehicle` or ridden),
+    /// `"d"` (a district entity) or `"e"` (any other), `data` `null` when it has none.
+    #[serde(rename = "n", skip_serializing_if = "Vec::is_empty")]
+    pub entities: Vec<Value>,
+    /// Ids of the entities no longer live.
+    #[serde(rename = "nr", skip_serializing_if = "Vec::is_empty")]
+    pub entities_removed: Vec<String>,
+    /// The state's `district` counts `[live, stored]` (SPEC §15), when they changed.
+    #[serde(rename = "c", skip_serializing_if = "Option::is_none")]
+    pub district: Option<[u64; 2]>,
 }
 
 /// What the previous tick looked like, to diff against.
@@ -165,6 +192,11 @@ struct Seen {
     names: BTreeMap<String, usize>,
     /// The loaded chunks whose height the page has.
     heights: BTreeSet<ChunkPos>,
+    predicted: Option<Vec<f64>>,
+    holes: Option<Vec<i64>>,
+    /// The live entities as the page has them, by id.
+    entities: BTreeMap<String, Value>,
+    district: Option<[u64; 2]>,
 }
 
 /// The chunks in `a` and not in `b`, both sorted.
@@ -333,7 +365,81 @@ impl Seen {
             }
         }
         frame.scene = changed(&mut self.scene, state["scene"].clone());
+        if let Some(predicted) = state.get("predicted").and_then(Value::as_array) {
+            let flat = predicted
+                .iter()
+                .filter_map(|f| Some([f["x"].as_f64()?, f["z"].as_f64()?]))
+                .flatten()
+                .collect();
+            frame.predicted = changed(&mut self.predicted, flat);
+        }
+        if let Some(holes) = game.streaming().and_then(|s| s.hole_chunks()) {
+            frame.holes = changed(&mut self.holes, flat(holes));
+        }
+        if let Some(d) = &doc.district {
+            frame.district = changed(&mut self.district, [d.live, d.stored]);
+        }
+        self.entities(game, &mut frame);
         frame
+    }
+
+    /// The live entities that appeared or changed since the last frame, and those gone.
+    fn entities(&mut self, game: &Game, frame: &mut Frame) {
+        let world = game.engine().world();
+        let district = game.engine().service::<dyn DistrictService>(DISTRICT);
+        let ridden: BTreeSet<&str> = world
+            .iter()
+            .filter_map(|e| e.rides.as_ref().map(|r| r.as_str()))
+            .collect();
+        let control = world.control();
+        let mut now = BTreeSet::new();
+        for e in world.iter() {
+            let id = e.id.as_str();
+            let kind = if e.has_tag(PLAYER_TAG) || control == Some(&e.id) {
+                "p"
+            } else if e.has_tag(VEHICLE_TAG) || ridden.contains(id) {
+                "v"
+            } else if district
+                .as_ref()
+                .is_some_and(|d| d.district_line(&e.id).is_some())
+            {
+                "d"
+            } else {
+                "e"
+            };
+            let tags: Vec<&str> = e.tags.iter().collect();
+            let data = e
+                .data
+                .as_deref()
+                .map_or(Value::Null, |d| Value::Object(d.clone()));
+            let record = json!([id, kind, e.position.x, e.position.z, tags, data]);
+            now.insert(id);
+            if self.entities.get(id) != Some(&record) {
+                self.entities.insert(id.to_owned(), record.clone());
+                frame.entities.push(record);
+            }
+        }
+        let gone: Vec<String> = self
+            .entities
+            .keys()
+            .filter(|id| !now.contains(id.as_str()))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.entities.remove(&id);
+            frame.entities_removed.push(id);
+        }
+    }
+
+    /// Whether the page draws a loaded chunk at this state, and whether it draws anything.
+    fn shows(&self) -> (bool, bool) {
+        let anything = !self.loaded.is_empty()
+            || !self.pending.is_empty()
+            || self.refusals.as_ref().is_some_and(|r| !r.is_empty())
+            || self.foci.as_ref().is_some_and(|f| !f.is_empty())
+            || self.tickets.as_ref().is_some_and(|t| !t.is_empty())
+            || !self.entities.is_empty();
+        (!self.loaded.is_empty(), anything)
     }
 }
 
@@ -405,6 +511,17 @@ pub fn capture(
     let mut names = Vec::new();
     let mut seen = Seen::default();
     let mut frames = vec![seen.frame(&game, &[], &mut names, heights)];
+    // The first frame with a loaded chunk, and the first showing anything.
+    let mut first = [None, None];
+    let mut note = |seen: &Seen, i: usize| {
+        let (loaded, anything) = seen.shows();
+        for (slot, yes) in first.iter_mut().zip([loaded, anything]) {
+            if yes && slot.is_none() {
+                *slot = Some(i as u64);
+            }
+        }
+    };
+    note(&seen, 0);
     let mut steps = Vec::new();
     let mut events_seen = 0;
     let mut last_tick = game.engine().tick_count();
@@ -419,6 +536,7 @@ pub fn capture(
         }
         last_tick = tick;
         frames.push(frame);
+        note(&seen, frames.len() - 1);
     })?;
     if let Verdict::Differs(d) = compare(&recording.steps, &steps) {
         return Err(ViewError::Differs(Box::new(d)));
@@ -427,6 +545,7 @@ pub fn capture(
         format: VIEW_FORMAT,
         version: 1,
         title: title.to_owned(),
+        start: first[0].or(first[1]).unwrap_or(0),
         chunk_size,
         ticks: frames.len() as u64 - 1,
         names,
