@@ -1336,3 +1336,182 @@ fn predicted_foci_and_holes_are_drawn_in_chromium() {
     );
     std::fs::write(target_dir().join("view-lookahead.png"), page.screenshot()).unwrap();
 }
+
+// ---- SPEC §15: live entities ----
+
+const PLAYER_RGB: [u64; 3] = [0xff, 0x4f, 0xd8];
+const VEHICLE_RGB: [u64; 3] = [0x3a, 0xd7, 0xff];
+const DISTRICT_RGB: [u64; 3] = [0xd9, 0xd9, 0xd9];
+const ENTITY_RGB: [u64; 3] = [0x7f, 0x8c, 0x99];
+/// A district entity whose id and data are HTML: the page shows them as text.
+const HOSTILE_ID: &str = "<img src=x onerror=\"document.title='owned'\">";
+
+/// A district scene: a hero riding a cart, a free boat, a sign, and district entities (a well,
+/// a crate, one with HTML in its id and data, and one far away that stays stored).
+fn district_recording(dir: &Path) -> Recording {
+    let lines = [
+        json!({"id": "well", "tags": ["prop"], "position": {"x": 10, "z": 28}}),
+        json!({"id": "crate1", "tags": ["crate"], "position": {"x": 56, "z": 20}, "data": {"loot": ["rope"]}}),
+        json!({"id": HOSTILE_ID, "position": {"x": 28, "z": 56}, "data": {"note": "<b>bold</b>"}}),
+        json!({"id": "far", "position": {"x": 300, "z": 10}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("d.jsonl"), text).unwrap();
+    let scene = json!({
+        "kits": [
+            {"id": "game.engine"},
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 1, "budgetMs": 4}},
+            {"id": "world.district", "config": {"districts": ["d.jsonl"]}}
+        ],
+        "entities": [
+            {"id": "hero", "tags": ["player"], "position": {"x": 4, "z": 4}, "rides": "cart"},
+            {"id": "cart", "tags": ["vehicle"], "position": {"x": 20, "z": 12}},
+            {"id": "boat", "tags": ["vehicle"], "position": {"x": 50, "z": 50}},
+            {"id": "sign", "position": {"x": 40, "z": 6}}
+        ],
+        "control": "hero"
+    });
+    let path = dir.join("district.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let lines = [
+        json!({"tick": 3, "do": "move", "entity": "boat", "to": {"x": -20, "z": 40}}),
+        json!({"tick": 4, "do": "set", "entity": "crate1", "data": {"loot": []}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let inputs = Inputs::parse(&text, "district.inputs.jsonl").unwrap();
+    Recording::record(&path, &inputs, 6).unwrap()
+}
+
+#[test]
+fn the_frames_of_a_district_run_carry_its_entities_and_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = district_recording(dir.path());
+    assert_eq!(recording.districts.len(), 1);
+    let data = check_frames_against_the_engine(&recording);
+    let kinds: BTreeSet<String> = data
+        .frames
+        .iter()
+        .flat_map(|f| &f.entities)
+        .map(|e| e[1].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["d", "e", "p", "v"].map(String::from).into());
+    assert!(data.frames.iter().any(|f| f.district.is_some()));
+    // The town example too.
+    let town = record_example("town", Some(8));
+    check_frames_against_the_engine(&town);
+}
+
+/// The page shows every live entity of `tick` where it stands, in its kind's colour, and the
+/// counts the state has.
+fn check_entities_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64) {
+    let (_dir, game) = game_at(recording, tick);
+    let streaming = game.streaming().unwrap();
+    let size = streaming.chunk_size();
+    let state = state_with_entities(&game);
+    let entities = state["_entities"].as_object().unwrap();
+    let count = |k: &str| entities.values().filter(|e| e[2] == k).count();
+    let district = state["district"].clone();
+    let expected = format!(
+        "live {} (players {} · vehicles {} · district {} · other {}) · district kit: live {}, stored {}",
+        entities.len(),
+        count("p"),
+        count("v"),
+        count("d"),
+        count("e"),
+        district["live"],
+        district["stored"]
+    );
+    assert_eq!(
+        page.eval("document.getElementById('entity-counts').textContent"),
+        json!(expected),
+        "tick {tick}"
+    );
+    assert_eq!(
+        page.eval("Number(document.getElementById('grid').dataset.entitiesDrawn)"),
+        json!(entities.len())
+    );
+    let cell = page
+        .eval("Number(document.getElementById('grid').dataset.cell)")
+        .as_f64()
+        .unwrap();
+    let reach = ((cell * 0.3).clamp(3.0, 10.0) + 3.0) / cell * size;
+    let foci: Vec<[f64; 2]> = streaming.foci().iter().map(|f| [f.x, f.z]).collect();
+    let mut checked = BTreeSet::new();
+    let at: Vec<(String, [f64; 2], String)> = entities
+        .iter()
+        .map(|(id, e)| {
+            (
+                id.clone(),
+                [e[0].as_f64().unwrap(), e[1].as_f64().unwrap()],
+                e[2].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let positions: Vec<[f64; 2]> = at.iter().map(|a| a.1).collect();
+    let pixels = pixels_at_metres(page, &positions, size);
+    for ((id, p, kind), rgb) in at.iter().zip(pixels) {
+        let near = |q: &[f64; 2]| (q[0] - p[0]).abs() <= reach && (q[1] - p[1]).abs() <= reach;
+        if foci.iter().any(near) || positions.iter().filter(|q| near(q)).count() > 1 {
+            continue; // another marker covers it
+        }
+        let colour = match kind.as_str() {
+            "p" => PLAYER_RGB,
+            "v" => VEHICLE_RGB,
+            "d" => DISTRICT_RGB,
+            _ => ENTITY_RGB,
+        };
+        assert_eq!(rgb, colour, "{id} ({kind}) at {p:?}, tick {tick}");
+        checked.insert(kind.clone());
+    }
+    assert!(checked.len() >= 3, "tick {tick}: only {checked:?} checked");
+}
+
+#[test]
+fn entities_are_drawn_where_they_stand_in_chromium() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let recording = district_recording(scratch.path());
+    let (_dir, file) = write_page(&recording, "district");
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    let start = first_tick_with_a_loaded_chunk(&recording);
+    check_page_at(&mut page, &recording, start);
+    check_entities_at(&mut page, &recording, start);
+    for tick in 2..=6 {
+        slide_to(&mut page, tick);
+        check_page_at(&mut page, &recording, tick);
+        check_entities_at(&mut page, &recording, tick);
+    }
+    // The pointer over the entity whose id is HTML: the detail panel shows it as text.
+    let (_dir, game) = game_at(&recording, 6);
+    let hostile = game
+        .engine()
+        .world()
+        .get(&world_streaming::host::EntityId::new(HOSTILE_ID))
+        .expect("live at tick 6")
+        .position;
+    page.eval(&format!(
+        "(() => {{ const c = document.getElementById('grid'); const d = c.dataset; \
+         const r = c.getBoundingClientRect(); const cell = Number(d.cell); \
+         const px = Number(d.ox) + ({x} / 32 - Number(d.originX)) * cell; \
+         const pz = Number(d.oz) + ({z} / 32 - Number(d.originZ)) * cell; \
+         c.dispatchEvent(new MouseEvent('mousemove', {{ clientX: r.left + px * r.width / c.width, \
+           clientY: r.top + pz * r.height / c.height, bubbles: true }})); }})()",
+        x = hostile.x,
+        z = hostile.z
+    ));
+    let detail =
+        page.eval("Array.from(document.querySelectorAll('#detail dd')).map((d) => d.textContent)");
+    assert_eq!(detail[0], json!(HOSTILE_ID), "{detail}");
+    assert_eq!(detail[1], json!("district entity"), "{detail}");
+    assert_eq!(detail[4], json!(r#"{"note":"<b>bold</b>"}"#), "{detail}");
+    assert_eq!(
+        page.eval("document.querySelectorAll('img, b').length"),
+        json!(0)
+    );
+    assert_ne!(page.eval("document.title"), json!("owned"));
+    std::fs::write(target_dir().join("view-district.png"), page.screenshot()).unwrap();
+}

@@ -321,7 +321,7 @@
         row("kind", KIND[best[1]]);
         row("position", "x " + best[2] + ", z " + best[3] + " (chunk " + Math.floor(best[2] / size) +
           ", " + Math.floor(best[3] / size) + ")");
-        row("tags", best[4].join(", "));
+        row("tags", best[4].length ? best[4].join(", ") : "(none)");
         if (best[5] !== null) row("data", JSON.stringify(best[5]));
       }
     }
