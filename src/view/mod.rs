@@ -108,6 +108,8 @@ pub struct ViewData {
     pub ticks: u64,
     /// Event names, indexed by the frames.
     pub names: Vec<String>,
+    /// Entity ids, indexed by the frames' entity records, in the order they first appear.
+    pub ids: Vec<String>,
     /// One frame per tick run, after the frame of the state before tick 1.
     pub frames: Vec<Frame>,
 }
@@ -164,14 +166,18 @@ pub struct Frame {
     /// flat, row order. Never set when the scene does not use §16.
     #[serde(rename = "o", skip_serializing_if = "Option::is_none")]
     pub holes: Option<Vec<i64>>,
-    /// Live entities that appeared or changed: `[id, kind, x, z, tags, data]` with kind `"p"`
-    /// (a player: tagged `player` or controlled), `"v"` (a vehicle: tagged `vehicle` or ridden),
-    /// `"d"` (a district entity) or `"e"` (any other), `data` `null` when it has none.
+    /// Live entities that appeared or changed other than by moving: `[id, kind, x, z, tags,
+    /// data]`, `id` an index into [`ViewData::ids`], kind `"p"` (a player: tagged `player` or
+    /// controlled), `"v"` (a vehicle: tagged `vehicle` or ridden), `"d"` (a district entity) or
+    /// `"e"` (any other), `data` `null` when it has none.
     #[serde(rename = "n", skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<Value>,
-    /// Ids of the entities no longer live.
+    /// Live entities that only moved: `[id0, x0, z0, id1, …]` (ids as in `n`).
+    #[serde(rename = "m", skip_serializing_if = "Vec::is_empty")]
+    pub entities_moved: Vec<Value>,
+    /// The entities no longer live (ids as in `n`).
     #[serde(rename = "nr", skip_serializing_if = "Vec::is_empty")]
-    pub entities_removed: Vec<String>,
+    pub entities_removed: Vec<usize>,
     /// The state's `district` counts `[live, stored]` (SPEC §15), when they changed.
     #[serde(rename = "c", skip_serializing_if = "Option::is_none")]
     pub district: Option<[u64; 2]>,
@@ -194,8 +200,13 @@ struct Seen {
     heights: BTreeSet<ChunkPos>,
     predicted: Option<Vec<f64>>,
     holes: Option<Vec<i64>>,
-    /// The live entities as the page has them, by id.
-    entities: BTreeMap<String, Value>,
+    /// The live entities as the page has them, by id: their index in `ids` and their record
+    /// (`[kind, tags, data]`, and the position).
+    entities: BTreeMap<String, (usize, Value, [f64; 2])>,
+    /// Every entity id seen, indexed.
+    ids: Vec<String>,
+    /// The index of each id in `ids`.
+    id_index: BTreeMap<String, usize>,
     district: Option<[u64; 2]>,
 }
 
@@ -216,6 +227,16 @@ fn minus(a: &[ChunkPos], b: &[ChunkPos]) -> Vec<ChunkPos> {
 
 fn flat(chunks: impl IntoIterator<Item = ChunkPos>) -> Vec<i64> {
     chunks.into_iter().flat_map(|c| [c.x, c.z]).collect()
+}
+
+/// A position coordinate for the page: an integer when it is one (`18`, not `18.0`: most
+/// positions are, and a moving entity writes two every tick).
+fn metres(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
 }
 
 /// The chunk of a `{x, z}` payload with integer coordinates (the chunk events'), else `None`.
@@ -412,11 +433,36 @@ impl Seen {
                 .data
                 .as_deref()
                 .map_or(Value::Null, |d| Value::Object(d.clone()));
-            let record = json!([id, kind, e.position.x, e.position.z, tags, data]);
+            let record = json!([kind, tags, data]);
+            let at = [e.position.x, e.position.z];
             now.insert(id);
-            if self.entities.get(id) != Some(&record) {
-                self.entities.insert(id.to_owned(), record.clone());
-                frame.entities.push(record);
+            match self.entities.get_mut(id) {
+                Some((_, r, p)) if *r == record && *p == at => {}
+                Some((i, r, p)) if *r == record => {
+                    *p = at;
+                    frame
+                        .entities_moved
+                        .extend([json!(*i), metres(at[0]), metres(at[1])]);
+                }
+                _ => {
+                    let i = match self.id_index.get(id) {
+                        Some(&i) => i,
+                        None => {
+                            self.ids.push(id.to_owned());
+                            self.id_index.insert(id.to_owned(), self.ids.len() - 1);
+                            self.ids.len() - 1
+                        }
+                    };
+                    frame.entities.push(json!([
+                        i,
+                        record[0],
+                        metres(at[0]),
+                        metres(at[1]),
+                        record[1],
+                        record[2]
+                    ]));
+                    self.entities.insert(id.to_owned(), (i, record, at));
+                }
             }
         }
         let gone: Vec<String> = self
@@ -426,8 +472,9 @@ impl Seen {
             .cloned()
             .collect();
         for id in gone {
-            self.entities.remove(&id);
-            frame.entities_removed.push(id);
+            if let Some((i, ..)) = self.entities.remove(&id) {
+                frame.entities_removed.push(i);
+            }
         }
     }
 
@@ -549,6 +596,7 @@ pub fn capture(
         chunk_size,
         ticks: frames.len() as u64 - 1,
         names,
+        ids: std::mem::take(&mut seen.ids),
         frames,
     })
 }

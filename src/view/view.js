@@ -90,8 +90,16 @@
     if ("s" in f) s.scene = f.s;
     if (f.p) s.predicted = f.p;
     if (f.o) s.holes = f.o;
-    if (f.n) for (const e of f.n) s.entities.set(e[0], e);
-    if (f.nr) for (const id of f.nr) s.entities.delete(id);
+    // Entities by index in data.ids: [id, kind, x, z, tags, data], replaced whole when they
+    // change, so a kept state never shares a changed record.
+    if (f.n) for (const e of f.n) s.entities.set(e[0], [data.ids[e[0]], e[1], e[2], e[3], e[4], e[5]]);
+    if (f.m) {
+      for (let i = 0; i < f.m.length; i += 3) {
+        const e = s.entities.get(f.m[i]);
+        s.entities.set(f.m[i], [e[0], e[1], f.m[i + 1], f.m[i + 2], e[4], e[5]]);
+      }
+    }
+    if (f.nr) for (const i of f.nr) s.entities.delete(i);
     if (f.c) s.district = f.c;
     s.tick = t;
   }
