@@ -1341,6 +1341,7 @@ fn predicted_foci_and_holes_are_drawn_in_chromium() {
     page.open(&file, READY);
     let mut with_holes = 0;
     let mut with_predicted = 0;
+    let mut most = (0, 0);
     for tick in [1, 2, 3, 5, 8, 13, 21, 34, 47, 55, 60] {
         slide_to(&mut page, tick);
         check_page_at(&mut page, &recording, tick);
@@ -1348,14 +1349,22 @@ fn predicted_foci_and_holes_are_drawn_in_chromium() {
         let (_dir, game) = game_at(&recording, tick);
         let s = game.streaming().unwrap();
         with_holes += usize::from(s.holes().0 > 0);
+        most = most.max((s.holes().0, tick));
         with_predicted += usize::from(!s.predicted().unwrap().is_empty());
+    }
+    for id in ["legend-holes", "legend-predicted"] {
+        let hidden = format!("document.getElementById('{id}').hidden");
+        assert_eq!(page.eval(&hidden), json!(false), "{id}");
     }
     assert!(with_holes >= 3, "only {with_holes} ticks with holes");
     assert!(
         with_predicted >= 3,
         "only {with_predicted} ticks with predictions"
     );
+    // The screenshot at the tick with the most holes.
+    slide_to(&mut page, most.1);
     std::fs::write(target_dir().join("view-lookahead.png"), page.screenshot()).unwrap();
+    eprintln!("view-lookahead.png: tick {} with {} holes", most.1, most.0);
 }
 
 // ---- SPEC §15: live entities ----
@@ -1501,6 +1510,11 @@ fn entities_are_drawn_where_they_stand_in_chromium() {
     let start = first_tick_with_a_loaded_chunk(&recording);
     check_page_at(&mut page, &recording, start);
     check_entities_at(&mut page, &recording, start);
+    // No §16 key: no hole or prediction in the legend.
+    for id in ["legend-holes", "legend-predicted"] {
+        let hidden = format!("document.getElementById('{id}').hidden");
+        assert_eq!(page.eval(&hidden), json!(true), "{id}");
+    }
     for tick in 2..=6 {
         slide_to(&mut page, tick);
         check_page_at(&mut page, &recording, tick);

@@ -20,6 +20,13 @@
 //! has them, so a run with many foci shows them without a change here; terrain heights come
 //! from a [`HeightProbe`] the caller passes ([`terrain_height`] for `world.terrain`).
 //!
+//! Round 3 adds, each read from the engine after every tick: SPEC §16's predicted foci (the
+//! state's `predicted`) and hole cells ([`crate::kits::streaming::StreamingService::hole_chunks`],
+//! the chunks `world.chunks.holes` counts), and SPEC §15's live entities by kind (player,
+//! vehicle, district entity, other; a per-id delta, a move costing its index and position) with
+//! the state's `district` counts. The page opens on [`ViewData::start`], the first tick with a
+//! loaded chunk.
+//!
 //! The page itself lives in `page.html`, `view.css` and `view.js` beside this file.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -475,6 +475,9 @@
 
   slider.max = String(last);
   $("last").textContent = String(tickOf[last]);
+  // SPEC §16's marks are in the legend when the run has them.
+  $("legend-predicted").hidden = !frames.some((f) => f.p && f.p.length > 0);
+  $("legend-holes").hidden = !frames.some((f) => f.o);
   if (hMax >= hMin) {
     $("legend-heights").hidden = false;
     $("height-range").textContent = "(" + hMin + " – " + hMax + ")";
