@@ -790,3 +790,62 @@ fn an_altered_district_text_in_a_recording_is_caught() {
         "{out}"
     );
 }
+
+/// What a recording cannot carry is refused at record time, before anything runs: district
+/// files over 16 MiB together (the cap a recording is read with), and a district `worldDir`.
+#[test]
+fn run_record_refuses_district_files_a_recording_cannot_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two files of 9 MiB each (one entity line, then padding blank lines).
+    let big = format!(
+        "{}\n{}",
+        line("a", 5.0, 5.0, &[], None),
+        " \n".repeat(9 * 1024 * 1024 / 2)
+    );
+    std::fs::write(dir.path().join("a.jsonl"), &big).unwrap();
+    std::fs::write(dir.path().join("b.jsonl"), big.replace("\"a\"", "\"b\"")).unwrap();
+    world(dir.path(), &[], json!({}));
+    let scene_path = dir.path().join("scene.json");
+    let mut scene: Value =
+        serde_json::from_str(&std::fs::read_to_string(&scene_path).unwrap()).unwrap();
+    scene["kits"][3]["config"]["districts"] = json!(["a.jsonl", "b.jsonl"]);
+    std::fs::write(&scene_path, scene.to_string()).unwrap();
+    let record = || {
+        bin()
+            .current_dir(dir.path())
+            .args([
+                "run",
+                "scene.json",
+                "--ticks",
+                "2",
+                "--record",
+                "r.replay.json",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = record();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("b.jsonl")
+            && err.contains("the district files come to more than 16777216 bytes"),
+        "{err}"
+    );
+    assert!(!dir.path().join("r.replay.json").exists());
+    // A worldDir (which this build's kit refuses too, and `run` says so first): the record
+    // step refuses it before building the game, so it stays refused when the kit takes one.
+    scene["kits"][3]["config"] = json!({"districts": ["a.jsonl"], "worldDir": "w"});
+    std::fs::write(&scene_path, scene.to_string()).unwrap();
+    let err = world_streaming::replay::Recording::record(
+        &scene_path,
+        &world_streaming::files::inputs::Inputs::default(),
+        2,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("kits: world.district names a worldDir, which a recording does not carry"),
+        "{err}"
+    );
+}
