@@ -247,9 +247,10 @@ pub trait StreamingService {
     fn holes(&self) -> (u64, u64) {
         (0, 0)
     }
-    /// The chunks `world.chunks.holes` counts, in row order, computed now (between ticks: the
-    /// ones the last tick counted); `None` when the scene does not use §16 (as
-    /// [`StreamingService::predicted`]).
+    /// The chunks `world.chunks.holes` counts, in row order, computed now from the resident
+    /// set: right after a tick, exactly the ones it counted (an input applied since, such as a
+    /// `release` or a `load`, may change them before the next tick counts again); `None` when
+    /// the scene does not use §16 (as [`StreamingService::predicted`]).
     fn hole_chunks(&self) -> Option<Vec<ChunkPos>> {
         None
     }
