@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::files::inputs::{parse_line, Action, InputLine, Inputs, NumberedInput, MAX_TICK};
 use crate::files::scene::SceneFile;
-use crate::files::{display_name, parse_json, read_text, write_atomic, FileError};
+use crate::files::{display_name, parse_json, read_text, write_atomic, FileError, MAX_FILE_BYTES};
 use crate::game::{Game, GameError};
 use crate::host::{Engine, Event};
 use crate::json::{from_value, Problem};
@@ -89,6 +89,34 @@ pub struct RecordedFile {
     pub hex: String,
 }
 
+/// A district file of `world.district` (SPEC §15) as the recorded run read it. A replay writes
+/// `text` to a file of its own temporary directory and runs on that: `file` is only shown in
+/// messages, never opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedDistrict {
+    /// The path as the scene's config names it.
+    pub file: String,
+    /// The text's length in bytes.
+    pub length: u64,
+    /// FNV-1a 64 of the text, 16 lowercase hex digits (the district file's stamp).
+    pub hash: String,
+    /// The file's text.
+    pub text: String,
+}
+
+impl RecordedDistrict {
+    /// The entry for district file `file` holding `text`.
+    pub fn new(file: &str, text: String) -> RecordedDistrict {
+        RecordedDistrict {
+            file: file.to_owned(),
+            length: text.len() as u64,
+            hash: format!("{:016x}", fnv1a64(text.as_bytes())),
+            text,
+        }
+    }
+}
+
 /// A recorded run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -111,6 +139,9 @@ pub struct Recording {
     /// on a copy of them in a temporary directory, so it neither reads nor writes the real one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub world: Vec<RecordedFile>,
+    /// With `world.district`: its district files, in the order its config lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub districts: Vec<RecordedDistrict>,
 }
 
 /// The `worldDir` of the scene's `world.terrain` kit, if it has one (as written).
@@ -125,17 +156,59 @@ fn world_dir_of(scene: &Value) -> Option<&str> {
         .as_str()
 }
 
-/// Whether the scene enables `world.district` with district files: a recording does not carry
-/// them (yet), so its replay could not run.
-fn has_districts(scene: &Value) -> bool {
+/// The district file entries of the scene's `world.district` kits, in config order (each the
+/// entry as written: a path, or `{scene, file}`), and whether a kit names a `worldDir`; none
+/// when the config is not well formed (the game then reports it).
+fn district_entries(scene: &Value) -> (Vec<&Value>, bool) {
     let kits = scene.get("kits").and_then(Value::as_array);
-    kits.into_iter().flatten().any(|k| {
-        k.get("id").and_then(Value::as_str) == Some(crate::kits::district::DISTRICT)
-            && k.get("config")
-                .and_then(|c| c.get("districts"))
+    let configs = kits
+        .into_iter()
+        .flatten()
+        .filter(|k| k.get("id").and_then(Value::as_str) == Some(crate::kits::district::DISTRICT))
+        .filter_map(|k| k.get("config"));
+    let mut entries = Vec::new();
+    let mut world_dir = false;
+    for c in configs {
+        world_dir |= c.get("worldDir").is_some();
+        entries.extend(
+            c.get("districts")
                 .and_then(Value::as_array)
-                .is_some_and(|d| !d.is_empty())
-    })
+                .into_iter()
+                .flatten(),
+        );
+    }
+    (entries, world_dir)
+}
+
+/// The path of a district entry (a string, or the `file` of `{scene, file}`).
+fn district_path(entry: &Value) -> Option<&str> {
+    entry
+        .as_str()
+        .or_else(|| entry.get("file").and_then(Value::as_str))
+}
+
+/// Points the scene's district entries, in config order, at `paths` (one each).
+fn set_district_paths(scene: &mut Value, paths: &[String]) {
+    let mut paths = paths.iter();
+    let kits = scene.get_mut("kits").and_then(Value::as_array_mut);
+    for k in kits.into_iter().flatten() {
+        if k.get("id").and_then(Value::as_str) != Some(crate::kits::district::DISTRICT) {
+            continue;
+        }
+        let entries = k
+            .get_mut("config")
+            .and_then(|c| c.get_mut("districts"))
+            .and_then(Value::as_array_mut);
+        for e in entries.into_iter().flatten() {
+            let Some(p) = paths.next() else { return };
+            match e.as_object_mut() {
+                Some(obj) => {
+                    obj.insert("file".into(), Value::String(p.clone()));
+                }
+                None => *e = Value::String(p.clone()),
+            }
+        }
+    }
 }
 
 /// Sets the `worldDir` of the scene's `world.terrain` kit (which has one).
@@ -298,6 +371,71 @@ pub fn run_steps(game: &mut Game, inputs: &Inputs, target: u64) -> Result<Vec<St
     Ok(steps)
 }
 
+/// Reads the district files the scene's `world.district` names (relative to `base`), for a
+/// recording: each a regular UTF-8 file, together at most [`MAX_FILE_BYTES`] (the cap a
+/// recording is read with). A district `worldDir` is refused (a recording does not carry one).
+fn read_districts(
+    scene: &Value,
+    base: &Path,
+    file: &str,
+) -> Result<Vec<RecordedDistrict>, GameError> {
+    let (entries, world_dir) = district_entries(scene);
+    if world_dir {
+        return Err(FileError::invalid(
+            file,
+            Problem::new(
+                "kits",
+                "world.district names a worldDir, which a recording does not carry: its \
+                 replay could not run, so nothing is recorded",
+            ),
+        )
+        .into());
+    }
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    for entry in entries {
+        let Some(path) = district_path(entry) else {
+            continue; // not well formed: the game says so
+        };
+        let text = read_text(&base.join(path))?;
+        total += text.len() as u64;
+        if total > MAX_FILE_BYTES {
+            return Err(FileError::Io {
+                file: display_name(&base.join(path)),
+                message: format!(
+                    "the district files come to more than {MAX_FILE_BYTES} bytes, the most a \
+                     recording holds: not recorded"
+                ),
+            }
+            .into());
+        }
+        out.push(RecordedDistrict::new(path, text));
+    }
+    Ok(out)
+}
+
+/// Writes each district's text to `dir/districts/<i>.jsonl`; returns those paths, relative to
+/// `dir`, in order.
+fn write_districts(districts: &[RecordedDistrict], dir: &Path) -> Result<Vec<String>, FileError> {
+    let mut paths = Vec::new();
+    if districts.is_empty() {
+        return Ok(paths);
+    }
+    let sub = dir.join("districts");
+    let io = |p: &Path, e: std::io::Error| FileError::Io {
+        file: display_name(p),
+        message: e.to_string(),
+    };
+    std::fs::create_dir_all(&sub).map_err(|e| io(&sub, e))?;
+    for (i, d) in districts.iter().enumerate() {
+        let rel = format!("districts/{i}.jsonl");
+        let full = dir.join(&rel);
+        std::fs::write(&full, &d.text).map_err(|e| io(&full, e))?;
+        paths.push(rel);
+    }
+    Ok(paths)
+}
+
 impl Recording {
     /// Runs the scene file with `inputs` to `target` and records it.
     /// Its inputs must pass [`check_recordable`] (checked first, before anything is read or
@@ -307,16 +445,6 @@ impl Recording {
         let file = display_name(scene_path);
         let scene_value = parse_json(&read_text(scene_path)?, &file)?;
         let scene = SceneFile::from_json(&scene_value).map_err(|p| FileError::invalid(&file, p))?;
-        if has_districts(&scene_value) {
-            return Err(GameError::from(FileError::invalid(
-                &file,
-                Problem::new(
-                    "kits",
-                    "world.district names district files, which a recording does not carry \
-                     yet: its replay could not run, so nothing is recorded",
-                ),
-            )));
-        }
         let base = scene_path.parent().unwrap_or(Path::new("."));
         let mut mods = Vec::new();
         for m in &scene.mods {
@@ -366,30 +494,45 @@ impl Recording {
                 }
             }
         }
+        let districts = read_districts(&scene_value, base, &file)?;
         // The recording's own run works on a copy of that world: the directory belongs to the
-        // game being recorded (its lock), and the run must see it as that game found it.
-        let mut game = match world_dir_of(&scene_value) {
-            Some(_) => {
-                let copy = tempfile::tempdir().map_err(|e| FileError::Io {
-                    file: "recording".into(),
+        // game being recorded (its lock), and the run must see it as that game found it. It
+        // runs on copies of the district files too, so that it runs on exactly what the
+        // recording carries (a file changed in between cannot make a recording that does not
+        // replay).
+        let mut game = if world_dir_of(&scene_value).is_some() || !districts.is_empty() {
+            let copy = tempfile::tempdir().map_err(|e| FileError::Io {
+                file: "recording".into(),
+                message: e.to_string(),
+            })?;
+            let mut scene = scene_value.clone();
+            if world_dir_of(&scene_value).is_some() {
+                let dir = copy.path().join("world");
+                std::fs::create_dir_all(&dir).map_err(|e| FileError::Io {
+                    file: display_name(&dir),
                     message: e.to_string(),
                 })?;
                 for f in &world {
-                    let path = copy.path().join(&f.name);
+                    let path = dir.join(&f.name);
                     let bytes = from_hex(&f.hex).expect("hex written above");
                     std::fs::write(&path, bytes).map_err(|e| FileError::Io {
                         file: display_name(&path),
                         message: e.to_string(),
                     })?;
                 }
-                let mut scene = scene_value.clone();
-                set_world_dir(&mut scene, copy.path());
-                let game =
-                    Game::from_scene_text(&scene.to_string(), &file, base, &builtin_catalog())?;
-                world_copy = Some(copy);
-                game
+                set_world_dir(&mut scene, &dir);
             }
-            None => Game::from_scene_file(scene_path)?,
+            let paths = write_districts(&districts, copy.path())?;
+            let paths: Vec<String> = paths
+                .iter()
+                .map(|p| copy.path().join(p).to_string_lossy().into_owned())
+                .collect();
+            set_district_paths(&mut scene, &paths);
+            let game = Game::from_scene_text(&scene.to_string(), &file, base, &builtin_catalog())?;
+            world_copy = Some(copy);
+            game
+        } else {
+            Game::from_scene_file(scene_path)?
         };
         let steps = run_steps(&mut game, inputs, target)?;
         // Its edits stay in the copy, removed with it.
@@ -397,6 +540,7 @@ impl Recording {
         drop(world_copy);
         Ok(Recording {
             world,
+            districts,
             format: REPLAY_FORMAT.into(),
             version: REPLAY_VERSION as u32,
             scene: scene_value,
@@ -483,7 +627,78 @@ impl Recording {
             last = input.tick;
         }
         rec.check_paths(&file)?;
+        rec.check_districts(&file)?;
         Ok(rec)
+    }
+
+    /// Checks the embedded district files against the scene before anything runs: one for each
+    /// district the scene's config names, each matching its stamp (length and FNV-1a 64: a
+    /// text altered or damaged is caught here), each line a district entity (SPEC §15), at most
+    /// [`MAX_FILE_BYTES`] together. Duplicate ids are the kit's to find when the replay starts.
+    pub fn check_districts(&self, file: &str) -> Result<(), FileError> {
+        use crate::escape::escape;
+        let bad =
+            |path: String, message: String| FileError::invalid(file, Problem::new(path, message));
+        let (entries, world_dir) = district_entries(&self.scene);
+        if world_dir {
+            return Err(bad(
+                "scene.kits".into(),
+                "world.district names a worldDir, which a recording does not carry; nothing was run"
+                    .into(),
+            ));
+        }
+        if entries.len() != self.districts.len() {
+            return Err(bad(
+                "districts".into(),
+                format!(
+                    "the scene names {} district file(s) and the recording carries {}: it was \
+                     altered or damaged; nothing was run",
+                    entries.len(),
+                    self.districts.len()
+                ),
+            ));
+        }
+        let mut total = 0u64;
+        for (i, d) in self.districts.iter().enumerate() {
+            let name = escape(&d.file);
+            let length = d.text.len() as u64;
+            let hash = format!("{:016x}", fnv1a64(d.text.as_bytes()));
+            if length != d.length || hash != d.hash {
+                return Err(bad(
+                    format!("districts[{i}]"),
+                    format!(
+                        "the text of district file \"{name}\" does not match its stamp (length {}, \
+                         hash {}; the text has length {length}, hash {hash}): it was altered or \
+                         damaged; nothing was run",
+                        d.length,
+                        escape(&d.hash)
+                    ),
+                ));
+            }
+            total += length;
+            if total > MAX_FILE_BYTES {
+                return Err(bad(
+                    format!("districts[{i}]"),
+                    format!("the district files come to more than {MAX_FILE_BYTES} bytes"),
+                ));
+            }
+            for (n, line) in d.text.split('\n').enumerate() {
+                let line = line.strip_suffix('\r').unwrap_or(line);
+                if line.bytes().all(|b| b.is_ascii_whitespace()) {
+                    continue;
+                }
+                if let Err(m) = crate::kits::district::index::parse_line(line.as_bytes()) {
+                    return Err(bad(
+                        format!("districts[{i}].text"),
+                        format!(
+                            "district file \"{name}\" line {}: {m}; nothing was run",
+                            n + 1
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Refuses the first `save`/`load` input whose path fails [`recorded_path_problem`],
@@ -528,6 +743,7 @@ impl Recording {
         // Before the temporary directory exists: a path that would lead out of it is refused
         // before anything is written (a recording built in memory skips `read`'s check).
         self.check_paths("replay")?;
+        self.check_districts("replay")?;
         let dir = tempfile::tempdir().map_err(|e| FileError::Io {
             file: "replay".into(),
             message: e.to_string(),
@@ -571,6 +787,10 @@ impl Recording {
             }
             set_world_dir(&mut scene, &world);
         }
+        // The district files: the recording's texts, in files of that directory (the paths
+        // the recorded scene names are never opened).
+        let paths = write_districts(&self.districts, dir.path())?;
+        set_district_paths(&mut scene, &paths);
         let game = Game::from_scene_text(
             &scene.to_string(),
             "replay scene",

@@ -640,21 +640,212 @@ end)
     assert!(log.iter().any(|l| l.contains("live")), "{log:?}");
 }
 
-/// A recording carries the scene, mods, inputs and region files, not district files: recording
-/// a district scene is refused before anything runs, rather than writing a recording whose
-/// replay fails.
-#[test]
-fn recording_a_scene_with_district_files_is_refused_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/town.json");
+/// `run --record` of the town example (district files) in `dir`: the recording's JSON.
+fn town_recording(dir: &Path) -> Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes");
     let out = bin()
-        .current_dir(dir.path())
-        .args(["run", scene.to_str().unwrap(), "--ticks", "5"])
+        .current_dir(dir)
+        .args([
+            "run",
+            root.join("town.json").to_str().unwrap(),
+            "--ticks",
+            "8",
+        ])
+        .args(["--inputs", root.join("town.inputs.jsonl").to_str().unwrap()])
         .args(["--record", "t.replay.json"])
         .output()
         .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(dir.join("t.replay.json")).unwrap()).unwrap()
+}
+
+/// `world-streaming replay` of `recording` (written to `dir`): exit code and stderr + stdout.
+fn replay(dir: &Path, recording: &Value) -> (Option<i32>, String) {
+    let file = dir.join("r.replay.json");
+    std::fs::write(&file, recording.to_string()).unwrap();
+    let out = bin().arg("replay").arg(&file).output().unwrap();
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        ),
+    )
+}
+
+/// Sets the embedded text of district 0 and its stamp (as a consistent forger would).
+fn forge(recording: &mut Value, text: String) {
+    let d = &mut recording["districts"][0];
+    d["length"] = json!(text.len());
+    d["hash"] = json!(format!(
+        "{:016x}",
+        world_streaming::replay::fnv1a64(text.as_bytes())
+    ));
+    d["text"] = json!(text);
+}
+
+/// A recording carries the district files (their text and stamp, in config order): a district
+/// scene records and replays, from the embedded text alone.
+#[test]
+fn a_recording_carries_the_district_files_and_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = town_recording(dir.path());
+    let districts = rec["districts"].as_array().unwrap();
+    assert_eq!(districts.len(), 1);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes");
+    let text = std::fs::read_to_string(root.join("town.district.jsonl")).unwrap();
+    assert_eq!(districts[0]["file"], "town.district.jsonl");
+    assert_eq!(districts[0]["text"], json!(text));
+    assert_eq!(districts[0]["length"], json!(text.len()));
+    // The run materialised district entities, so the steps depend on the text.
+    let steps = rec["steps"].to_string();
+    assert!(steps.contains("world.district.materialised"), "{steps}");
+    let (code, out) = replay(dir.path(), &rec);
+    assert_eq!(code, Some(0), "{out}");
+    // The paths the recording names are never opened: pointed at a file that does not exist
+    // (or at another district file), the replay still runs on the embedded text.
+    let mut moved = rec.clone();
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(
+        &other,
+        "{\"id\": \"x\", \"position\": {\"x\": 1, \"z\": 1}}\n",
+    )
+    .unwrap();
+    for path in [
+        json!("/nonexistent/d.jsonl"),
+        json!(other.to_str().unwrap()),
+    ] {
+        let kits = moved["scene"]["kits"].as_array_mut().unwrap();
+        let district = kits
+            .iter_mut()
+            .find(|k| k["id"] == "world.district")
+            .unwrap();
+        district["config"]["districts"] = json!([path]);
+        let (code, out) = replay(dir.path(), &moved);
+        assert_eq!(code, Some(0), "{path}: {out}");
+    }
+}
+
+/// An embedded district text that does not match its stamp is refused before anything runs,
+/// naming it; a forged stamp with a changed text is caught at the first tick whose events
+/// differ; a forged text that is not district lines is refused naming its line; a recording
+/// that drops a district the scene names is refused.
+#[test]
+fn an_altered_district_text_in_a_recording_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = town_recording(dir.path());
+    let text = rec["districts"][0]["text"].as_str().unwrap().to_owned();
+
+    // The text changed, the stamp not.
+    let mut tampered = rec.clone();
+    tampered["districts"][0]["text"] = json!(text.replace("\"well\"", "\"wall\""));
+    let (code, out) = replay(dir.path(), &tampered);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("districts[0]: the text of district file \"town.district.jsonl\" does not match its stamp"),
+        "{out}"
+    );
+    assert!(out.contains("nothing was run"), "{out}");
+
+    // Text and stamp forged together: the well moved to a chunk that never loads. The replay
+    // runs and reports the tick whose digest differs.
+    let mut forged = rec.clone();
+    forge(
+        &mut forged,
+        text.replace("\"x\": 10, \"z\": 12", "\"x\": 1000, \"z\": 12"),
+    );
+    assert_ne!(
+        forged["districts"][0]["text"],
+        json!(text),
+        "the well moved"
+    );
+    let (code, out) = replay(dir.path(), &forged);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("tick 1: the events differ"), "{out}");
+
+    // Forged into something that is not a district line.
+    let mut broken = rec.clone();
+    forge(&mut broken, text.clone() + "{\"id\": 5}\n");
+    let (code, out) = replay(dir.path(), &broken);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(
+            "districts[0].text: district file \"town.district.jsonl\" line 4: expected an entity"
+        ),
+        "{out}"
+    );
+
+    // The district dropped from the recording.
+    let mut dropped = rec.clone();
+    dropped.as_object_mut().unwrap().remove("districts");
+    let (code, out) = replay(dir.path(), &dropped);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("the scene names 1 district file(s) and the recording carries 0"),
+        "{out}"
+    );
+}
+
+/// What a recording cannot carry is refused at record time, before anything runs: district
+/// files over 16 MiB together (the cap a recording is read with), and a district `worldDir`.
+#[test]
+fn run_record_refuses_district_files_a_recording_cannot_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two files of 9 MiB each (one entity line, then padding blank lines).
+    let big = format!(
+        "{}\n{}",
+        line("a", 5.0, 5.0, &[], None),
+        " \n".repeat(9 * 1024 * 1024 / 2)
+    );
+    std::fs::write(dir.path().join("a.jsonl"), &big).unwrap();
+    std::fs::write(dir.path().join("b.jsonl"), big.replace("\"a\"", "\"b\"")).unwrap();
+    world(dir.path(), &[], json!({}));
+    let scene_path = dir.path().join("scene.json");
+    let mut scene: Value =
+        serde_json::from_str(&std::fs::read_to_string(&scene_path).unwrap()).unwrap();
+    scene["kits"][3]["config"]["districts"] = json!(["a.jsonl", "b.jsonl"]);
+    std::fs::write(&scene_path, scene.to_string()).unwrap();
+    let record = || {
+        bin()
+            .current_dir(dir.path())
+            .args([
+                "run",
+                "scene.json",
+                "--ticks",
+                "2",
+                "--record",
+                "r.replay.json",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = record();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("a recording does not carry yet"), "{err}");
-    assert!(!dir.path().join("t.replay.json").exists());
+    assert!(
+        err.contains("b.jsonl")
+            && err.contains("the district files come to more than 16777216 bytes"),
+        "{err}"
+    );
+    assert!(!dir.path().join("r.replay.json").exists());
+    // A worldDir (which this build's kit refuses too, and `run` says so first): the record
+    // step refuses it before building the game, so it stays refused when the kit takes one.
+    scene["kits"][3]["config"] = json!({"districts": ["a.jsonl"], "worldDir": "w"});
+    std::fs::write(&scene_path, scene.to_string()).unwrap();
+    let err = world_streaming::replay::Recording::record(
+        &scene_path,
+        &world_streaming::files::inputs::Inputs::default(),
+        2,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("kits: world.district names a worldDir, which a recording does not carry"),
+        "{err}"
+    );
 }

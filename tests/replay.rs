@@ -32,7 +32,7 @@ fn record(name: &str, dir: &Path) -> std::path::PathBuf {
 #[test]
 fn recorded_runs_of_every_example_scene_replay_ok() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["seed", "defaults", "drive", "two_scenes", "demo"] {
+    for name in ["seed", "defaults", "drive", "two_scenes", "demo", "town"] {
         let file = record(name, dir.path());
         let out = bin().arg("replay").arg(&file).output().unwrap();
         assert!(

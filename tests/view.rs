@@ -65,6 +65,10 @@ struct Rebuilt {
     dormant: Vec<Value>,
     variables: BTreeMap<String, Value>,
     scene: Value,
+    predicted: Vec<f64>,
+    holes: Option<Vec<ChunkPos>>,
+    entities: BTreeMap<String, Value>,
+    district: Option<Value>,
 }
 
 fn chunks(flat: &Value) -> Vec<ChunkPos> {
@@ -76,7 +80,7 @@ fn chunks(flat: &Value) -> Vec<ChunkPos> {
 }
 
 impl Rebuilt {
-    fn apply(&mut self, frame: &Value, names: &[Value]) {
+    fn apply(&mut self, frame: &Value, names: &[Value], ids: &[Value]) {
         for e in frame["e"].as_array().into_iter().flatten() {
             let e = e.as_array().unwrap();
             if e.len() != 3 {
@@ -135,14 +139,53 @@ impl Rebuilt {
         if let Some(s) = frame.get("s") {
             self.scene = s.clone();
         }
+        if let Some(p) = frame.get("p") {
+            self.predicted = p
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_f64().unwrap())
+                .collect();
+        }
+        if let Some(o) = frame.get("o") {
+            self.holes = Some(chunks(o));
+        }
+        let id = |i: &Value| {
+            ids[i.as_u64().unwrap() as usize]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        for e in frame["n"].as_array().into_iter().flatten() {
+            let mut e = e.clone();
+            e[0] = json!(id(&e[0]));
+            self.entities.insert(e[0].as_str().unwrap().to_owned(), e);
+        }
+        let moved = frame["m"].as_array().cloned().unwrap_or_default();
+        for m in moved.chunks(3) {
+            let e = self
+                .entities
+                .get_mut(&id(&m[0]))
+                .expect("a move of a live entity");
+            e[2] = m[1].clone();
+            e[3] = m[2].clone();
+        }
+        for i in frame["nr"].as_array().into_iter().flatten() {
+            self.entities.remove(&id(i));
+        }
+        if let Some(c) = frame.get("c") {
+            self.district = Some(c.clone());
+        }
     }
 }
 
 /// Every tick's state rebuilt from the frames equals the engine's at that tick.
 fn check_frames_against_the_engine(recording: &Recording) -> ViewData {
     let data = capture(recording, "test", Some(&terrain_height)).unwrap();
+    let terrain = world_streaming::view::has_terrain(recording);
     let json = serde_json::to_value(&data).unwrap();
     let names = json["names"].as_array().unwrap().clone();
+    let ids = json["ids"].as_array().unwrap().clone();
     let frames = json["frames"].as_array().unwrap();
     assert_eq!(frames.len(), recording.steps.len() + 1);
     // The engine's state after every tick (one run: `Game::run` starts its inputs afresh).
@@ -155,14 +198,14 @@ fn check_frames_against_the_engine(recording: &Recording) -> ViewData {
             .filter_map(|c| Some((c, terrain_height(g, c)?)))
             .collect()
     };
-    let mut states = vec![(serde_json::to_value(game.state()).unwrap(), heights(&game))];
+    let mut states = vec![(state_with_entities(&game), heights(&game))];
     game.run_observing(&inputs, recording.ticks, |g, _| {
-        states.push((serde_json::to_value(g.state()).unwrap(), heights(g)))
+        states.push((state_with_entities(g), heights(g)))
     })
     .unwrap();
     let mut rebuilt = Rebuilt::default();
     for (tick, (frame, (state, heights))) in frames.iter().zip(&states).enumerate() {
-        rebuilt.apply(frame, &names);
+        rebuilt.apply(frame, &names, &ids);
         assert_eq!(&rebuilt.heights, heights, "terrain heights at tick {tick}");
         let set = |key: &str| -> BTreeSet<ChunkPos> {
             serde_json::from_value::<Vec<ChunkPos>>(state[key].clone())
@@ -217,6 +260,7 @@ fn check_frames_against_the_engine(recording: &Recording) -> ViewData {
         rebuilt_variables.retain(|k, _| timing(k));
         assert_eq!(rebuilt_variables, variables, "variables at tick {tick}");
         assert_eq!(rebuilt.scene, state["scene"], "scene at tick {tick}");
+        check_round3_against_the_state(&rebuilt, state, tick, terrain.then_some(heights));
         // The frame lists exactly the step's events of the recording.
         if tick > 0 {
             let step = &recording.steps[tick - 1];
@@ -228,6 +272,112 @@ fn check_frames_against_the_engine(recording: &Recording) -> ViewData {
         }
     }
     data
+}
+
+/// The state document with, under `"_entities"`, every live entity as `{id: [x, z, kind]}`
+/// (kinds as the page draws them, worked out here from the entity's tags and links), and under
+/// `"_ready"` the chunks that are loaded and built or held by a load refusal.
+fn state_with_entities(game: &Game) -> Value {
+    let mut state = serde_json::to_value(game.state()).unwrap();
+    let world = game.engine().world();
+    let district = game
+        .engine()
+        .service::<dyn world_streaming::kits::district::DistrictService>("world.district");
+    let mut entities = serde_json::Map::new();
+    for e in world.iter() {
+        let ridden = world.iter().any(|o| o.rides.as_ref() == Some(&e.id));
+        let kind = if e.has_tag("player") || world.control() == Some(&e.id) {
+            "p"
+        } else if e.has_tag("vehicle") || ridden {
+            "v"
+        } else if district
+            .as_ref()
+            .is_some_and(|d| d.district_line(&e.id).is_some())
+        {
+            "d"
+        } else {
+            "e"
+        };
+        entities.insert(
+            e.id.as_str().to_owned(),
+            json!([e.position.x, e.position.z, kind]),
+        );
+    }
+    state["_entities"] = Value::Object(entities);
+    state
+}
+
+/// What SPEC §15 and §16 add to a frame, against the state document of the same tick.
+/// `built`: with a terrain builder, the chunks built (else every loaded chunk is ready).
+fn check_round3_against_the_state(
+    rebuilt: &Rebuilt,
+    state: &Value,
+    tick: usize,
+    built: Option<&BTreeMap<ChunkPos, f64>>,
+) {
+    let predicted: Vec<f64> = state["predicted"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| [f["x"].as_f64().unwrap(), f["z"].as_f64().unwrap()])
+        .collect();
+    assert_eq!(
+        rebuilt.predicted, predicted,
+        "predicted foci at tick {tick}"
+    );
+    // The hole cells: as many as `world.chunks.holes` counts (present exactly when the scene
+    // uses §16), none of them loaded and built (a built chunk has a height) or load-refused.
+    match state["variables"].get("world.chunks.holes") {
+        Some(n) => {
+            let holes = rebuilt.holes.as_ref().expect("§16 scene: holes carried");
+            assert_eq!(
+                holes.len() as u64,
+                n.as_u64().unwrap(),
+                "holes at tick {tick}"
+            );
+            let refused: BTreeSet<ChunkPos> = state["refusals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["hook"] == "world.chunk.load")
+                .map(|r| ChunkPos::new(r["x"].as_i64().unwrap(), r["z"].as_i64().unwrap()))
+                .collect();
+            let mut sorted = holes.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(&sorted, holes, "holes sorted, each once, at tick {tick}");
+            let loaded: BTreeSet<ChunkPos> =
+                serde_json::from_value(state["loaded"].clone()).unwrap();
+            for h in holes {
+                assert!(
+                    !refused.contains(h),
+                    "{h} is refused, not a hole, at tick {tick}"
+                );
+                let ready = loaded.contains(h) && built.is_none_or(|b| b.contains_key(h));
+                assert!(!ready, "{h} is ready, not a hole, at tick {tick}");
+            }
+        }
+        None => assert_eq!(rebuilt.holes, None, "no §16: no holes at tick {tick}"),
+    }
+    let entities: BTreeMap<String, Value> = rebuilt
+        .entities
+        .iter()
+        .map(|(id, e)| {
+            let (x, z) = (e[2].as_f64().unwrap(), e[3].as_f64().unwrap());
+            (id.clone(), json!([x, z, e[1]]))
+        })
+        .collect();
+    let expected: BTreeMap<String, Value> = state["_entities"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(entities, expected, "live entities at tick {tick}");
+    let district = state
+        .get("district")
+        .map(|d| json!([d["live"], d["stored"]]));
+    assert_eq!(rebuilt.district, district, "district counts at tick {tick}");
 }
 
 #[test]
@@ -506,6 +656,19 @@ fn pixels_at(page: &mut chromium::Page<'_>, cells: &[ChunkPos]) -> Vec<[u64; 3]>
         .collect()
 }
 
+/// The first tick after which the engine has a loaded chunk (0 when it never has one).
+fn first_tick_with_a_loaded_chunk(recording: &Recording) -> u64 {
+    let (_dir, mut game, inputs) = recording.game().unwrap();
+    let mut first = None;
+    game.run_observing(&inputs, recording.ticks, |g, _| {
+        if first.is_none() && !g.streaming().unwrap().loaded().is_empty() {
+            first = Some(g.engine().tick_count());
+        }
+    })
+    .unwrap();
+    first.unwrap_or(0)
+}
+
 /// The page shows tick `tick` exactly as the engine has it.
 fn check_page_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64) {
     assert_eq!(
@@ -537,13 +700,16 @@ fn check_page_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64
     let reach = ((cell * 0.3).clamp(3.0, 10.0) + 2.0) / cell;
     let reach = reach.ceil() as i64;
     let mut centres = Vec::new();
-    for f in streaming.foci() {
+    for f in streaming
+        .foci()
+        .into_iter()
+        .chain(streaming.predicted().unwrap_or_default())
+    {
         centres.push(streaming.chunk_of(f));
     }
+    // Every live entity has a marker (dormant ones a second one).
     for e in game.engine().world().iter() {
-        if e.has_tag("dormant") {
-            centres.push(streaming.chunk_of(e.position));
-        }
+        centres.push(streaming.chunk_of(e.position));
     }
     let mut marked = BTreeSet::new();
     for c in centres {
@@ -626,6 +792,11 @@ fn stepping_in_chromium_shows_the_replays_state_at_each_tick() {
     let (_dir, file) = write_page(&recording, "drive");
     let mut page = browser.page(1280, 1000);
     page.open(&file, READY);
+    // The page opens on the first tick that shows a loaded chunk, not on the empty tick 0.
+    let start = first_tick_with_a_loaded_chunk(&recording);
+    assert!(start > 0);
+    check_page_at(&mut page, &recording, start);
+    page.click("reset");
     check_page_at(&mut page, &recording, 0);
     for _ in 0..12 {
         page.click("step");
@@ -660,6 +831,8 @@ fn stepping_in_chromium_shows_the_replays_state_at_each_tick() {
     let (_dir, file) = write_page(&party, "party");
     let mut page = browser.page(1280, 1000);
     page.open(&file, READY);
+    check_page_at(&mut page, &party, first_tick_with_a_loaded_chunk(&party));
+    page.press("Home");
     for _ in 0..20 {
         page.press(".");
     }
@@ -694,19 +867,20 @@ fn with_reduced_motion_the_page_never_plays_by_itself() {
             page.eval("document.getElementById('motion').hidden"),
             json!(false)
         );
+        let start = first_tick_with_a_loaded_chunk(&recording);
         page.click("start");
         page.press(" ");
         std::thread::sleep(Duration::from_millis(800));
         assert_eq!(
             page.eval("document.getElementById('tick').textContent"),
-            json!("0")
+            json!(start.to_string())
         );
         page.click("step");
-        check_page_at(&mut page, &recording, 1);
+        check_page_at(&mut page, &recording, start + 1);
         std::thread::sleep(Duration::from_millis(500));
         assert_eq!(
             page.eval("document.getElementById('tick').textContent"),
-            json!("1")
+            json!((start + 1).to_string())
         );
     }
     // Without the preference, Start plays on by itself and Pause stops it.
@@ -815,7 +989,8 @@ fn a_10000_tick_radius_32_replay_opens_and_jumps_to_its_end() {
          const g = performance.getEntriesByName('ws-first-grid')[0]; \
          return [p ? p.startTime : null, g ? g.startTime : null]; })()",
     );
-    check_page_at(&mut page, &recording, 0);
+    // It opens on tick 1, the first with a loaded chunk (the hero's square starts loading).
+    check_page_at(&mut page, &recording, 1);
     let jump = page.eval(
         "(() => { const t0 = performance.now(); const s = document.getElementById('slider'); \
          s.value = s.max; s.dispatchEvent(new Event('input')); return performance.now() - t0; })()",
@@ -862,6 +1037,7 @@ fn foci_tickets_and_terrain_heights_are_drawn_when_the_run_has_them() {
     std::fs::write(&file, render(&data)).unwrap();
     let mut page = browser.page(1280, 1000);
     page.open(&file, READY);
+    page.click("reset");
     for _ in 0..5 {
         page.click("step");
     }
@@ -966,4 +1142,411 @@ fn terrain_heights_follow_edits() {
         .heights
         .chunks(3)
         .any(|h| (h[0], h[1]) == (0.0, 0.0)));
+}
+
+// ---- SPEC §16: predicted foci and holes ----
+
+const HOLE_RGB: [u64; 3] = [0xff, 0x2d, 0x55];
+const PREDICTED_RGB: [u64; 3] = [0x00, 0xf0, 0xa8];
+
+/// `examples/scenes/lookahead.json` (terrain with commitLatency 2, radius 4, budget 3, a drive
+/// east at 24 m a tick) for `ticks` ticks, with `lookAheadTicks` set to `look_ahead` (the
+/// example has none: it is the baseline of the book's table).
+fn lookahead_recording(dir: &Path, look_ahead: u64, ticks: u64) -> Recording {
+    let root = repo().join("examples/scenes");
+    let mut scene: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("lookahead.json")).unwrap())
+            .unwrap();
+    scene["kits"][1]["config"]["lookAheadTicks"] = json!(look_ahead);
+    let path = dir.join("lookahead.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let text = std::fs::read_to_string(root.join("lookahead.inputs.jsonl")).unwrap();
+    let inputs = Inputs::parse(&text, "lookahead.inputs.jsonl").unwrap();
+    Recording::record(&path, &inputs, ticks).unwrap()
+}
+
+#[test]
+fn the_frames_carry_the_predicted_foci_and_the_hole_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    for look_ahead in [0, 2] {
+        let recording = lookahead_recording(dir.path(), look_ahead, 60);
+        let data = check_frames_against_the_engine(&recording);
+        let holes: usize = data
+            .frames
+            .iter()
+            .filter_map(|f| f.holes.as_ref())
+            .map(|h| h.len() / 2)
+            .sum();
+        assert!(holes > 0, "lookAheadTicks {look_ahead}: no hole carried");
+        let predicted = data
+            .frames
+            .iter()
+            .filter(|f| f.predicted.as_ref().is_some_and(|p| !p.is_empty()))
+            .count();
+        if look_ahead == 0 {
+            assert_eq!(predicted, 0);
+        } else {
+            assert!(predicted > 0, "no predicted focus carried");
+        }
+    }
+    // Without a §16 key no hole list is carried (the state has no hole variables either).
+    let data = check_frames_against_the_engine(&record_example("drive", None));
+    assert!(data.frames.iter().all(|f| f.holes.is_none()));
+}
+
+/// Reads the canvas pixel `inset` px inside the left edge of each chunk's cell, half-way down.
+fn edge_pixels_at(page: &mut chromium::Page<'_>, cells: &[ChunkPos]) -> Vec<[u64; 3]> {
+    let list: Vec<[i64; 2]> = cells.iter().map(|c| [c.x, c.z]).collect();
+    let v = page.eval(&format!(
+        "(() => {{ const c = document.getElementById('grid'); const d = c.dataset; \
+         const ctx = c.getContext('2d'); const cell = Number(d.cell); const gap = cell >= 6 ? 1 : 0; \
+         return {list:?}.map(([x, z]) => {{ \
+           const px = Number(d.ox) + (x - Number(d.originX)) * cell + gap + 1; \
+           const pz = Number(d.oz) + (z - Number(d.originZ) + 0.5) * cell; \
+           return Array.from(ctx.getImageData(Math.floor(px), Math.floor(pz), 1, 1).data.slice(0, 3)); }}); }})()"
+    ));
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let p = p.as_array().unwrap();
+            [0, 1, 2].map(|i| p[i].as_u64().unwrap())
+        })
+        .collect()
+}
+
+/// The canvas pixel at each position in metres.
+fn pixels_at_metres(page: &mut chromium::Page<'_>, at: &[[f64; 2]], size: f64) -> Vec<[u64; 3]> {
+    let v = page.eval(&format!(
+        "(() => {{ const c = document.getElementById('grid'); const d = c.dataset; \
+         const ctx = c.getContext('2d'); const cell = Number(d.cell); \
+         return {at:?}.map(([x, z]) => {{ \
+           const px = Number(d.ox) + (x / {size} - Number(d.originX)) * cell; \
+           const pz = Number(d.oz) + (z / {size} - Number(d.originZ)) * cell; \
+           return Array.from(ctx.getImageData(Math.floor(px), Math.floor(pz), 1, 1).data.slice(0, 3)); }}); }})()"
+    ));
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let p = p.as_array().unwrap();
+            [0, 1, 2].map(|i| p[i].as_u64().unwrap())
+        })
+        .collect()
+}
+
+fn slide_to(page: &mut chromium::Page<'_>, frame: u64) {
+    page.eval(&format!(
+        "(() => {{ const s = document.getElementById('slider'); s.value = '{frame}'; \
+         s.dispatchEvent(new Event('input')); }})()"
+    ));
+}
+
+/// The page shows the engine's hole cells and count, and its predicted foci, at `tick`.
+fn check_holes_and_predicted_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64) {
+    let (_dir, game) = game_at(recording, tick);
+    let streaming = game.streaming().unwrap();
+    let holes = streaming.hole_chunks().expect("a §16 scene");
+    let (count, _) = streaming.holes();
+    assert_eq!(
+        holes.len() as u64,
+        count,
+        "the list is what the variable counts"
+    );
+    let caption = page.eval("document.getElementById('counts').textContent");
+    assert!(
+        caption
+            .as_str()
+            .unwrap()
+            .ends_with(&format!(" · holes {count}")),
+        "tick {tick}: {caption}"
+    );
+    assert_eq!(
+        page.eval("Number(document.getElementById('grid').dataset.holesDrawn)"),
+        json!(count)
+    );
+    // Every hole cell is framed in the hole colour, every other loaded or pending cell is not.
+    let state = game.state();
+    let others: Vec<ChunkPos> = state
+        .loaded
+        .iter()
+        .chain(&state.pending)
+        .filter(|c| !holes.contains(c))
+        .copied()
+        .collect();
+    // Markers (foci, entities) may cover the sampled point: those cells are skipped.
+    let cell = page
+        .eval("Number(document.getElementById('grid').dataset.cell)")
+        .as_f64()
+        .unwrap();
+    let size = streaming.chunk_size();
+    let reach = ((cell * 0.3).clamp(3.0, 10.0) + 3.0) / cell * size;
+    let markers: Vec<[f64; 2]> = streaming
+        .foci()
+        .into_iter()
+        .chain(streaming.predicted().unwrap_or_default())
+        .chain(game.engine().world().iter().map(|e| e.position))
+        .map(|p| [p.x, p.z])
+        .collect();
+    let gap = if cell >= 6.0 { 1.0 } else { 0.0 };
+    let clear = |c: &ChunkPos| {
+        let (x, z) = (
+            (c.x as f64 + (gap + 1.0) / cell) * size,
+            (c.z as f64 + 0.5) * size,
+        );
+        markers
+            .iter()
+            .all(|m| (m[0] - x).abs() > reach || (m[1] - z).abs() > reach)
+    };
+    let holes_clear: Vec<ChunkPos> = holes.iter().filter(|c| clear(c)).copied().collect();
+    assert!(
+        holes_clear.len() + 2 >= holes.len(),
+        "tick {tick}: too few hole cells to sample"
+    );
+    let others: Vec<ChunkPos> = others.into_iter().filter(|c| clear(c)).collect();
+    for (c, rgb) in holes_clear.iter().zip(edge_pixels_at(page, &holes_clear)) {
+        assert_eq!(rgb, HOLE_RGB, "hole {c} at tick {tick}");
+    }
+    for (c, rgb) in others.iter().zip(edge_pixels_at(page, &others)) {
+        assert_ne!(rgb, HOLE_RGB, "{c} is no hole at tick {tick}");
+    }
+    // The predicted foci: a disc of their own colour where the state has them.
+    let predicted: Vec<[f64; 2]> = streaming
+        .predicted()
+        .expect("a §16 scene")
+        .iter()
+        .map(|p| [p.x, p.z])
+        .collect();
+    assert_eq!(
+        page.eval("Number(document.getElementById('grid').dataset.predictedDrawn)"),
+        json!(predicted.len())
+    );
+    for (p, rgb) in predicted
+        .iter()
+        .zip(pixels_at_metres(page, &predicted, streaming.chunk_size()))
+    {
+        assert_eq!(rgb, PREDICTED_RGB, "predicted focus {p:?} at tick {tick}");
+    }
+}
+
+#[test]
+fn predicted_foci_and_holes_are_drawn_in_chromium() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let recording = lookahead_recording(scratch.path(), 2, 60);
+    let (_dir, file) = write_page(&recording, "lookahead");
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    let mut with_holes = 0;
+    let mut with_predicted = 0;
+    let mut most = (0, 0);
+    for tick in [1, 2, 3, 5, 8, 13, 21, 34, 47, 55, 60] {
+        slide_to(&mut page, tick);
+        check_page_at(&mut page, &recording, tick);
+        check_holes_and_predicted_at(&mut page, &recording, tick);
+        let (_dir, game) = game_at(&recording, tick);
+        let s = game.streaming().unwrap();
+        with_holes += usize::from(s.holes().0 > 0);
+        most = most.max((s.holes().0, tick));
+        with_predicted += usize::from(!s.predicted().unwrap().is_empty());
+    }
+    for id in ["legend-holes", "legend-predicted"] {
+        let hidden = format!("document.getElementById('{id}').hidden");
+        assert_eq!(page.eval(&hidden), json!(false), "{id}");
+    }
+    assert!(with_holes >= 3, "only {with_holes} ticks with holes");
+    assert!(
+        with_predicted >= 3,
+        "only {with_predicted} ticks with predictions"
+    );
+    // The screenshot at the tick with the most holes.
+    slide_to(&mut page, most.1);
+    std::fs::write(target_dir().join("view-lookahead.png"), page.screenshot()).unwrap();
+    eprintln!("view-lookahead.png: tick {} with {} holes", most.1, most.0);
+}
+
+// ---- SPEC §15: live entities ----
+
+const PLAYER_RGB: [u64; 3] = [0xff, 0x4f, 0xd8];
+const VEHICLE_RGB: [u64; 3] = [0x3a, 0xd7, 0xff];
+const DISTRICT_RGB: [u64; 3] = [0xd9, 0xd9, 0xd9];
+const ENTITY_RGB: [u64; 3] = [0x7f, 0x8c, 0x99];
+/// A district entity whose id and data are HTML: the page shows them as text.
+const HOSTILE_ID: &str = "<img src=x onerror=\"document.title='owned'\">";
+
+/// A district scene: a hero riding a cart, a free boat, a sign, and district entities (a well,
+/// a crate, one with HTML in its id and data, and one far away that stays stored).
+fn district_recording(dir: &Path) -> Recording {
+    let lines = [
+        json!({"id": "well", "tags": ["prop"], "position": {"x": 10, "z": 28}}),
+        json!({"id": "crate1", "tags": ["crate"], "position": {"x": 56, "z": 20}, "data": {"loot": ["rope"]}}),
+        json!({"id": HOSTILE_ID, "position": {"x": 28, "z": 56}, "data": {"note": "<b>bold</b>"}}),
+        json!({"id": "far", "position": {"x": 300, "z": 10}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("d.jsonl"), text).unwrap();
+    let scene = json!({
+        "kits": [
+            {"id": "game.engine"},
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 1, "budgetMs": 4}},
+            {"id": "world.district", "config": {"districts": ["d.jsonl"]}}
+        ],
+        "entities": [
+            {"id": "hero", "tags": ["player"], "position": {"x": 4, "z": 4}, "rides": "cart"},
+            {"id": "cart", "tags": ["vehicle"], "position": {"x": 20, "z": 12}},
+            {"id": "boat", "tags": ["vehicle"], "position": {"x": 50, "z": 50}},
+            {"id": "sign", "position": {"x": 40, "z": 6}}
+        ],
+        "control": "hero"
+    });
+    let path = dir.join("district.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let lines = [
+        json!({"tick": 3, "do": "move", "entity": "boat", "to": {"x": -20, "z": 40}}),
+        json!({"tick": 4, "do": "set", "entity": "crate1", "data": {"loot": []}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let inputs = Inputs::parse(&text, "district.inputs.jsonl").unwrap();
+    Recording::record(&path, &inputs, 6).unwrap()
+}
+
+#[test]
+fn the_frames_of_a_district_run_carry_its_entities_and_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = district_recording(dir.path());
+    assert_eq!(recording.districts.len(), 1);
+    let data = check_frames_against_the_engine(&recording);
+    let kinds: BTreeSet<String> = data
+        .frames
+        .iter()
+        .flat_map(|f| &f.entities)
+        .map(|e| e[1].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["d", "e", "p", "v"].map(String::from).into());
+    assert!(data.frames.iter().any(|f| f.district.is_some()));
+    // The town example too.
+    let town = record_example("town", Some(8));
+    check_frames_against_the_engine(&town);
+}
+
+/// The page shows every live entity of `tick` where it stands, in its kind's colour, and the
+/// counts the state has.
+fn check_entities_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64) {
+    let (_dir, game) = game_at(recording, tick);
+    let streaming = game.streaming().unwrap();
+    let size = streaming.chunk_size();
+    let state = state_with_entities(&game);
+    let entities = state["_entities"].as_object().unwrap();
+    let count = |k: &str| entities.values().filter(|e| e[2] == k).count();
+    let district = state["district"].clone();
+    let expected = format!(
+        "live {} (players {} · vehicles {} · district {} · other {}) · district kit: live {}, stored {}",
+        entities.len(),
+        count("p"),
+        count("v"),
+        count("d"),
+        count("e"),
+        district["live"],
+        district["stored"]
+    );
+    assert_eq!(
+        page.eval("document.getElementById('entity-counts').textContent"),
+        json!(expected),
+        "tick {tick}"
+    );
+    assert_eq!(
+        page.eval("Number(document.getElementById('grid').dataset.entitiesDrawn)"),
+        json!(entities.len())
+    );
+    let cell = page
+        .eval("Number(document.getElementById('grid').dataset.cell)")
+        .as_f64()
+        .unwrap();
+    let reach = ((cell * 0.3).clamp(3.0, 10.0) + 3.0) / cell * size;
+    let foci: Vec<[f64; 2]> = streaming.foci().iter().map(|f| [f.x, f.z]).collect();
+    let mut checked = BTreeSet::new();
+    let at: Vec<(String, [f64; 2], String)> = entities
+        .iter()
+        .map(|(id, e)| {
+            (
+                id.clone(),
+                [e[0].as_f64().unwrap(), e[1].as_f64().unwrap()],
+                e[2].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let positions: Vec<[f64; 2]> = at.iter().map(|a| a.1).collect();
+    let pixels = pixels_at_metres(page, &positions, size);
+    for ((id, p, kind), rgb) in at.iter().zip(pixels) {
+        let near = |q: &[f64; 2]| (q[0] - p[0]).abs() <= reach && (q[1] - p[1]).abs() <= reach;
+        if foci.iter().any(near) || positions.iter().filter(|q| near(q)).count() > 1 {
+            continue; // another marker covers it
+        }
+        let colour = match kind.as_str() {
+            "p" => PLAYER_RGB,
+            "v" => VEHICLE_RGB,
+            "d" => DISTRICT_RGB,
+            _ => ENTITY_RGB,
+        };
+        assert_eq!(rgb, colour, "{id} ({kind}) at {p:?}, tick {tick}");
+        checked.insert(kind.clone());
+    }
+    assert!(checked.len() >= 3, "tick {tick}: only {checked:?} checked");
+}
+
+#[test]
+fn entities_are_drawn_where_they_stand_in_chromium() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let recording = district_recording(scratch.path());
+    let (_dir, file) = write_page(&recording, "district");
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    let start = first_tick_with_a_loaded_chunk(&recording);
+    check_page_at(&mut page, &recording, start);
+    check_entities_at(&mut page, &recording, start);
+    // No §16 key: no hole or prediction in the legend.
+    for id in ["legend-holes", "legend-predicted"] {
+        let hidden = format!("document.getElementById('{id}').hidden");
+        assert_eq!(page.eval(&hidden), json!(true), "{id}");
+    }
+    for tick in 2..=6 {
+        slide_to(&mut page, tick);
+        check_page_at(&mut page, &recording, tick);
+        check_entities_at(&mut page, &recording, tick);
+    }
+    // The pointer over the entity whose id is HTML: the detail panel shows it as text.
+    let (_dir, game) = game_at(&recording, 6);
+    let hostile = game
+        .engine()
+        .world()
+        .get(&world_streaming::host::EntityId::new(HOSTILE_ID))
+        .expect("live at tick 6")
+        .position;
+    page.eval(&format!(
+        "(() => {{ const c = document.getElementById('grid'); const d = c.dataset; \
+         const r = c.getBoundingClientRect(); const cell = Number(d.cell); \
+         const px = Number(d.ox) + ({x} / 32 - Number(d.originX)) * cell; \
+         const pz = Number(d.oz) + ({z} / 32 - Number(d.originZ)) * cell; \
+         c.dispatchEvent(new MouseEvent('mousemove', {{ clientX: r.left + px * r.width / c.width, \
+           clientY: r.top + pz * r.height / c.height, bubbles: true }})); }})()",
+        x = hostile.x,
+        z = hostile.z
+    ));
+    let detail =
+        page.eval("Array.from(document.querySelectorAll('#detail dd')).map((d) => d.textContent)");
+    assert_eq!(detail[0], json!(HOSTILE_ID), "{detail}");
+    assert_eq!(detail[1], json!("district entity"), "{detail}");
+    assert_eq!(detail[4], json!(r#"{"note":"<b>bold</b>"}"#), "{detail}");
+    assert_eq!(
+        page.eval("document.querySelectorAll('img, b').length"),
+        json!(0)
+    );
+    assert_ne!(page.eval("document.title"), json!("owned"));
+    std::fs::write(target_dir().join("view-district.png"), page.screenshot()).unwrap();
 }

@@ -20,6 +20,13 @@
 //! has them, so a run with many foci shows them without a change here; terrain heights come
 //! from a [`HeightProbe`] the caller passes ([`terrain_height`] for `world.terrain`).
 //!
+//! Round 3 adds, each read from the engine after every tick: SPEC §16's predicted foci (the
+//! state's `predicted`) and hole cells ([`crate::kits::streaming::StreamingService::hole_chunks`],
+//! the chunks `world.chunks.holes` counts), and SPEC §15's live entities by kind (player,
+//! vehicle, district entity, other; a per-id delta, a move costing its index and position) with
+//! the state's `district` counts. The page opens on [`ViewData::start`], the first tick with a
+//! loaded chunk.
+//!
 //! The page itself lives in `page.html`, `view.css` and `view.js` beside this file.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -31,7 +38,9 @@ use serde_json::{json, Map, Value};
 use crate::files::FileError;
 use crate::game::{Game, GameError};
 use crate::grid::ChunkPos;
+use crate::host::PLAYER_TAG;
 use crate::host::{Event, EventData};
+use crate::kits::district::{DistrictService, DISTRICT};
 use crate::kits::streaming::dormancy::DORMANT;
 use crate::kits::streaming::{CHUNK_LOADED, CHUNK_UNLOADED};
 use crate::kits::terrain::{TerrainService, TERRAIN, VAR_WAITS};
@@ -39,6 +48,9 @@ use crate::replay::{compare, Divergence, Recording, Step, Verdict};
 
 /// The `format` of the data embedded in a page.
 pub const VIEW_FORMAT: &str = "world-streaming-view";
+
+/// The tag the page draws as a vehicle (as does an entity someone rides).
+const VEHICLE_TAG: &str = "vehicle";
 
 const PAGE: &str = include_str!("page.html");
 const CSS: &str = include_str!("view.css");
@@ -95,11 +107,16 @@ pub struct ViewData {
     /// `chunkSize` in metres (to place foci and entities inside their chunks).
     #[serde(rename = "chunkSize")]
     pub chunk_size: f64,
+    /// The frame the page opens on: the first that shows a loaded chunk, else the first that
+    /// shows anything (pending chunks, refusals, foci, tickets, entities), else 0.
+    pub start: u64,
     /// How many ticks ran (the frames after the first). Ticks usually count 1, 2, 3, …; a `load`
     /// input sets the counter to the save's tick, and the frame after says so in `t`.
     pub ticks: u64,
     /// Event names, indexed by the frames.
     pub names: Vec<String>,
+    /// Entity ids, indexed by the frames' entity records, in the order they first appear.
+    pub ids: Vec<String>,
     /// One frame per tick run, after the frame of the state before tick 1.
     pub frames: Vec<Frame>,
 }
@@ -148,6 +165,29 @@ pub struct Frame {
     /// The active scene, when it changed (`null` outside a scene).
     #[serde(rename = "s", skip_serializing_if = "Option::is_none")]
     pub scene: Option<Value>,
+    /// The predicted foci of SPEC §16 (the state's `predicted`), when they changed: `[x0, z0,
+    /// …]` in metres, anchor order.
+    #[serde(rename = "p", skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<Vec<f64>>,
+    /// The hole cells of SPEC §16 (the chunks `world.chunks.holes` counts), when they changed:
+    /// flat, row order. Never set when the scene does not use §16.
+    #[serde(rename = "o", skip_serializing_if = "Option::is_none")]
+    pub holes: Option<Vec<i64>>,
+    /// Live entities that appeared or changed other than by moving: `[id, kind, x, z, tags,
+    /// data]`, `id` an index into [`ViewData::ids`], kind `"p"` (a player: tagged `player` or
+    /// controlled), `"v"` (a vehicle: tagged `vehicle` or ridden), `"d"` (a district entity) or
+    /// `"e"` (any other), `data` `null` when it has none.
+    #[serde(rename = "n", skip_serializing_if = "Vec::is_empty")]
+    pub entities: Vec<Value>,
+    /// Live entities that only moved: `[id0, x0, z0, id1, …]` (ids as in `n`).
+    #[serde(rename = "m", skip_serializing_if = "Vec::is_empty")]
+    pub entities_moved: Vec<Value>,
+    /// The entities no longer live (ids as in `n`).
+    #[serde(rename = "nr", skip_serializing_if = "Vec::is_empty")]
+    pub entities_removed: Vec<usize>,
+    /// The state's `district` counts `[live, stored]` (SPEC §15), when they changed.
+    #[serde(rename = "c", skip_serializing_if = "Option::is_none")]
+    pub district: Option<[u64; 2]>,
 }
 
 /// What the previous tick looked like, to diff against.
@@ -165,6 +205,16 @@ struct Seen {
     names: BTreeMap<String, usize>,
     /// The loaded chunks whose height the page has.
     heights: BTreeSet<ChunkPos>,
+    predicted: Option<Vec<f64>>,
+    holes: Option<Vec<i64>>,
+    /// The live entities as the page has them, by id: their index in `ids` and their record
+    /// (`[kind, tags, data]`, and the position).
+    entities: BTreeMap<String, (usize, Value, [f64; 2])>,
+    /// Every entity id seen, indexed.
+    ids: Vec<String>,
+    /// The index of each id in `ids`.
+    id_index: BTreeMap<String, usize>,
+    district: Option<[u64; 2]>,
 }
 
 /// The chunks in `a` and not in `b`, both sorted.
@@ -184,6 +234,16 @@ fn minus(a: &[ChunkPos], b: &[ChunkPos]) -> Vec<ChunkPos> {
 
 fn flat(chunks: impl IntoIterator<Item = ChunkPos>) -> Vec<i64> {
     chunks.into_iter().flat_map(|c| [c.x, c.z]).collect()
+}
+
+/// A position coordinate for the page: an integer when it is one (`18`, not `18.0`: most
+/// positions are, and a moving entity writes two every tick).
+fn metres(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
 }
 
 /// The chunk of a `{x, z}` payload with integer coordinates (the chunk events'), else `None`.
@@ -333,7 +393,107 @@ impl Seen {
             }
         }
         frame.scene = changed(&mut self.scene, state["scene"].clone());
+        if let Some(predicted) = state.get("predicted").and_then(Value::as_array) {
+            let flat = predicted
+                .iter()
+                .filter_map(|f| Some([f["x"].as_f64()?, f["z"].as_f64()?]))
+                .flatten()
+                .collect();
+            frame.predicted = changed(&mut self.predicted, flat);
+        }
+        if let Some(holes) = game.streaming().and_then(|s| s.hole_chunks()) {
+            frame.holes = changed(&mut self.holes, flat(holes));
+        }
+        if let Some(d) = &doc.district {
+            frame.district = changed(&mut self.district, [d.live, d.stored]);
+        }
+        self.entities(game, &mut frame);
         frame
+    }
+
+    /// The live entities that appeared or changed since the last frame, and those gone.
+    fn entities(&mut self, game: &Game, frame: &mut Frame) {
+        let world = game.engine().world();
+        let district = game.engine().service::<dyn DistrictService>(DISTRICT);
+        let ridden: BTreeSet<&str> = world
+            .iter()
+            .filter_map(|e| e.rides.as_ref().map(|r| r.as_str()))
+            .collect();
+        let control = world.control();
+        let mut now = BTreeSet::new();
+        for e in world.iter() {
+            let id = e.id.as_str();
+            let kind = if e.has_tag(PLAYER_TAG) || control == Some(&e.id) {
+                "p"
+            } else if e.has_tag(VEHICLE_TAG) || ridden.contains(id) {
+                "v"
+            } else if district
+                .as_ref()
+                .is_some_and(|d| d.district_line(&e.id).is_some())
+            {
+                "d"
+            } else {
+                "e"
+            };
+            let tags: Vec<&str> = e.tags.iter().collect();
+            let data = e
+                .data
+                .as_deref()
+                .map_or(Value::Null, |d| Value::Object(d.clone()));
+            let record = json!([kind, tags, data]);
+            let at = [e.position.x, e.position.z];
+            now.insert(id);
+            match self.entities.get_mut(id) {
+                Some((_, r, p)) if *r == record && *p == at => {}
+                Some((i, r, p)) if *r == record => {
+                    *p = at;
+                    frame
+                        .entities_moved
+                        .extend([json!(*i), metres(at[0]), metres(at[1])]);
+                }
+                _ => {
+                    let i = match self.id_index.get(id) {
+                        Some(&i) => i,
+                        None => {
+                            self.ids.push(id.to_owned());
+                            self.id_index.insert(id.to_owned(), self.ids.len() - 1);
+                            self.ids.len() - 1
+                        }
+                    };
+                    frame.entities.push(json!([
+                        i,
+                        record[0],
+                        metres(at[0]),
+                        metres(at[1]),
+                        record[1],
+                        record[2]
+                    ]));
+                    self.entities.insert(id.to_owned(), (i, record, at));
+                }
+            }
+        }
+        let gone: Vec<String> = self
+            .entities
+            .keys()
+            .filter(|id| !now.contains(id.as_str()))
+            .cloned()
+            .collect();
+        for id in gone {
+            if let Some((i, ..)) = self.entities.remove(&id) {
+                frame.entities_removed.push(i);
+            }
+        }
+    }
+
+    /// Whether the page draws a loaded chunk at this state, and whether it draws anything.
+    fn shows(&self) -> (bool, bool) {
+        let anything = !self.loaded.is_empty()
+            || !self.pending.is_empty()
+            || self.refusals.as_ref().is_some_and(|r| !r.is_empty())
+            || self.foci.as_ref().is_some_and(|f| !f.is_empty())
+            || self.tickets.as_ref().is_some_and(|t| !t.is_empty())
+            || !self.entities.is_empty();
+        (!self.loaded.is_empty(), anything)
     }
 }
 
@@ -405,6 +565,17 @@ pub fn capture(
     let mut names = Vec::new();
     let mut seen = Seen::default();
     let mut frames = vec![seen.frame(&game, &[], &mut names, heights)];
+    // The first frame with a loaded chunk, and the first showing anything.
+    let mut first = [None, None];
+    let mut note = |seen: &Seen, i: usize| {
+        let (loaded, anything) = seen.shows();
+        for (slot, yes) in first.iter_mut().zip([loaded, anything]) {
+            if yes && slot.is_none() {
+                *slot = Some(i as u64);
+            }
+        }
+    };
+    note(&seen, 0);
     let mut steps = Vec::new();
     let mut events_seen = 0;
     let mut last_tick = game.engine().tick_count();
@@ -419,6 +590,7 @@ pub fn capture(
         }
         last_tick = tick;
         frames.push(frame);
+        note(&seen, frames.len() - 1);
     })?;
     if let Verdict::Differs(d) = compare(&recording.steps, &steps) {
         return Err(ViewError::Differs(Box::new(d)));
@@ -427,9 +599,11 @@ pub fn capture(
         format: VIEW_FORMAT,
         version: 1,
         title: title.to_owned(),
+        start: first[0].or(first[1]).unwrap_or(0),
         chunk_size,
         ticks: frames.len() as u64 - 1,
         names,
+        ids: std::mem::take(&mut seen.ids),
         frames,
     })
 }

@@ -37,6 +37,7 @@
     return {
       tick: -1, loaded: new Map(), pending: new Map(), heights: new Map(), refusals: [], foci: [],
       tickets: [], dormant: [], variables: {}, scene: null,
+      predicted: [], holes: null, entities: new Map(), district: null,
     };
   }
 
@@ -46,6 +47,7 @@
       heights: new Map(s.heights), refusals: s.refusals,
       foci: s.foci, tickets: s.tickets, dormant: s.dormant,
       variables: Object.assign({}, s.variables), scene: s.scene,
+      predicted: s.predicted, holes: s.holes, entities: new Map(s.entities), district: s.district,
     };
   }
 
@@ -86,6 +88,19 @@
     if (f.d) s.dormant = f.d;
     if (f.v) Object.assign(s.variables, f.v);
     if ("s" in f) s.scene = f.s;
+    if (f.p) s.predicted = f.p;
+    if (f.o) s.holes = f.o;
+    // Entities by index in data.ids: [id, kind, x, z, tags, data], replaced whole when they
+    // change, so a kept state never shares a changed record.
+    if (f.n) for (const e of f.n) s.entities.set(e[0], [data.ids[e[0]], e[1], e[2], e[3], e[4], e[5]]);
+    if (f.m) {
+      for (let i = 0; i < f.m.length; i += 3) {
+        const e = s.entities.get(f.m[i]);
+        s.entities.set(f.m[i], [e[0], e[1], f.m[i + 1], f.m[i + 2], e[4], e[5]]);
+      }
+    }
+    if (f.nr) for (const i of f.nr) s.entities.delete(i);
+    if (f.c) s.district = f.c;
     s.tick = t;
   }
 
@@ -113,8 +128,13 @@
   const C = {
     loaded: color("--loaded"), pending: color("--pending"), loadRefused: color("--load-refused"),
     unloadRefused: color("--unload-refused"), focus: color("--focus"), ticket: color("--ticket"),
-    dormant: color("--dormant"), empty: color("--empty"),
+    dormant: color("--dormant"), empty: color("--empty"), predicted: color("--predicted"),
+    hole: color("--hole"),
+    kind: { p: color("--player"), v: color("--vehicle"), d: color("--district"), e: color("--entity") },
   };
+  const KIND = { p: "player", v: "vehicle", d: "district entity", e: "entity" };
+  // Where the last drawing put things, for the pointer.
+  let geometry = null;
   const W = canvas.width;
   const H = canvas.height;
 
@@ -144,6 +164,11 @@
       extend(cx + r, cz + r);
     }
     for (const d of s.dormant) extend(Math.floor(d[1] / size), Math.floor(d[2] / size));
+    for (let i = 0; i < s.predicted.length; i += 2) {
+      extend(Math.floor(s.predicted[i] / size), Math.floor(s.predicted[i + 1] / size));
+    }
+    if (s.holes) for (let i = 0; i < s.holes.length; i += 2) extend(s.holes[i], s.holes[i + 1]);
+    for (const e of s.entities.values()) extend(Math.floor(e[2] / size), Math.floor(e[3] / size));
     if (minX === Infinity) minX = maxX = minZ = maxZ = 0;
     minX -= 1; minZ -= 1; maxX += 1; maxZ += 1;
     const w = maxX - minX + 1, h = maxZ - minZ + 1;
@@ -174,6 +199,20 @@
       fill(x, z, c);
       loadedDrawn++;
     }
+    // Holes (SPEC §16): a frame inside the cell, whatever the cell shows.
+    let holesDrawn = 0;
+    if (s.holes) {
+      const b = Math.max(2, Math.floor(cell / 8));
+      ctx.fillStyle = C.hole;
+      for (let i = 0; i < s.holes.length; i += 2) {
+        const x0 = px(s.holes[i]) + gap, z0 = pz(s.holes[i + 1]) + gap, side = cell - gap;
+        ctx.fillRect(x0, z0, side, b);
+        ctx.fillRect(x0, z0 + side - b, side, b);
+        ctx.fillRect(x0, z0, b, side);
+        ctx.fillRect(x0 + side - b, z0, b, side);
+        holesDrawn++;
+      }
+    }
     ctx.setLineDash([Math.max(2, cell / 4), Math.max(2, cell / 4)]);
     ctx.strokeStyle = C.ticket;
     ctx.lineWidth = 2;
@@ -186,6 +225,30 @@
     }
     ctx.setLineDash([]);
     const mark = Math.max(3, Math.min(cell * 0.3, 10));
+    // Live entities where they stand, by kind: a player a triangle, a vehicle a square, a
+    // district entity or any other a small disc.
+    const kinds = { p: 0, v: 0, d: 0, e: 0 };
+    ctx.lineWidth = 1;
+    ctx.strokeStyle = "#000";
+    for (const e of s.entities.values()) {
+      const x = ox + (e[2] / size - minX) * cell, z = oz + (e[3] / size - minZ) * cell;
+      const m = mark * 0.8;
+      ctx.fillStyle = C.kind[e[1]];
+      ctx.beginPath();
+      if (e[1] === "p") {
+        ctx.moveTo(x, z - m);
+        ctx.lineTo(x + m, z + m * 0.8);
+        ctx.lineTo(x - m, z + m * 0.8);
+        ctx.closePath();
+      } else if (e[1] === "v") {
+        ctx.rect(x - m * 0.8, z - m * 0.8, m * 1.6, m * 1.6);
+      } else {
+        ctx.arc(x, z, m * 0.7, 0, 2 * Math.PI);
+      }
+      ctx.fill();
+      ctx.stroke();
+      kinds[e[1]]++;
+    }
     ctx.fillStyle = C.dormant;
     for (const d of s.dormant) {
       const x = ox + (d[1] / size - minX) * cell, z = oz + (d[2] / size - minZ) * cell;
@@ -199,6 +262,16 @@
     }
     ctx.lineWidth = 2;
     ctx.strokeStyle = "#000";
+    // Predicted foci (SPEC §16) under the real ones: another colour, the same disc.
+    ctx.fillStyle = C.predicted;
+    for (let i = 0; i < s.predicted.length; i += 2) {
+      const x = ox + (s.predicted[i] / size - minX) * cell;
+      const z = oz + (s.predicted[i + 1] / size - minZ) * cell;
+      ctx.beginPath();
+      ctx.arc(x, z, mark, 0, 2 * Math.PI);
+      ctx.fill();
+      ctx.stroke();
+    }
     ctx.fillStyle = C.focus;
     for (let i = 0; i < s.foci.length; i += 2) {
       const x = ox + (s.foci[i] / size - minX) * cell, z = oz + (s.foci[i + 1] / size - minZ) * cell;
@@ -209,14 +282,69 @@
     }
     Object.assign(canvas.dataset, {
       tick: tickOf[s.tick], frame: s.tick, loadedDrawn: loadedDrawn, originX: minX, originZ: minZ, cell: cell, ox: ox, oz: oz,
+      holesDrawn: holesDrawn, predictedDrawn: s.predicted.length / 2, entitiesDrawn: s.entities.size,
     });
+    geometry = { minX, minZ, cell, ox, oz, mark };
     let loadRefused = 0;
     for (const r of s.refusals) if (r[2] === "load") loadRefused++;
     $("counts").textContent =
       "loaded " + s.loaded.size + " · pending " + s.pending.size + " · load refused " + loadRefused +
       " · unload refused " + (s.refusals.length - loadRefused) + " · foci " + s.foci.length / 2 +
-      " · tickets " + s.tickets.length + " · dormant " + s.dormant.length;
+      " · tickets " + s.tickets.length + " · dormant " + s.dormant.length +
+      (s.predicted.length ? " · predicted " + s.predicted.length / 2 : "") +
+      (s.holes ? " · holes " + s.holes.length / 2 : "");
+    $("entity-counts").textContent =
+      "live " + s.entities.size + " (players " + kinds.p + " · vehicles " + kinds.v +
+      " · district " + kinds.d + " · other " + kinds.e + ")" +
+      (s.district ? " · district kit: live " + s.district[0] + ", stored " + s.district[1] : "");
+    showDetail();
   }
+
+  // The entity under the pointer, in the detail panel (text only: ids and data come from the
+  // run, never parsed as HTML).
+  let pointer = null;
+  function showDetail() {
+    const items = [];
+    if (pointer && geometry) {
+      const g = geometry;
+      let best = null;
+      let bestD = (g.mark + 3) * (g.mark + 3);
+      for (const e of cur.entities.values()) {
+        const x = g.ox + (e[2] / size - g.minX) * g.cell, z = g.oz + (e[3] / size - g.minZ) * g.cell;
+        const d = (x - pointer[0]) * (x - pointer[0]) + (z - pointer[1]) * (z - pointer[1]);
+        if (d <= bestD) {
+          best = e;
+          bestD = d;
+        }
+      }
+      if (best) {
+        const row = (k, v) => {
+          const dt = document.createElement("dt");
+          dt.textContent = k;
+          const dd = document.createElement("dd");
+          dd.textContent = v;
+          items.push(dt, dd);
+        };
+        row("id", best[0]);
+        row("kind", KIND[best[1]]);
+        row("position", "x " + best[2] + ", z " + best[3] + " (chunk " + Math.floor(best[2] / size) +
+          ", " + Math.floor(best[3] / size) + ")");
+        row("tags", best[4].length ? best[4].join(", ") : "(none)");
+        if (best[5] !== null) row("data", JSON.stringify(best[5]));
+      }
+    }
+    $("detail").replaceChildren(...items);
+    $("detail-none").hidden = items.length > 0;
+  }
+  canvas.addEventListener("mousemove", (e) => {
+    const r = canvas.getBoundingClientRect();
+    pointer = [((e.clientX - r.left) * W) / r.width, ((e.clientY - r.top) * H) / r.height];
+    showDetail();
+  });
+  canvas.addEventListener("mouseleave", () => {
+    pointer = null;
+    showDetail();
+  });
 
   const MAX_EVENTS_SHOWN = 400;
 
@@ -347,12 +475,15 @@
 
   slider.max = String(last);
   $("last").textContent = String(tickOf[last]);
+  // SPEC §16's marks are in the legend when the run has them.
+  $("legend-predicted").hidden = !frames.some((f) => f.p && f.p.length > 0);
+  $("legend-holes").hidden = !frames.some((f) => f.o);
   if (hMax >= hMin) {
     $("legend-heights").hidden = false;
     $("height-range").textContent = "(" + hMin + " – " + hMax + ")";
   }
   buttons();
-  show(0);
+  show(data.start);
   performance.mark("ws-first-grid");
   document.body.dataset.ready = "1";
 })();

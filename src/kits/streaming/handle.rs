@@ -188,6 +188,18 @@ impl StreamingService for Handle {
         (st.holes, st.hole_ticks)
     }
 
+    fn hole_chunks(&self) -> Option<Vec<ChunkPos>> {
+        let st = self.0.borrow();
+        st.round3().then(|| {
+            if st.active {
+                st.residency
+                    .hole_chunks(st.anchor_foci, st.settings().hole_ring)
+            } else {
+                Vec::new()
+            }
+        })
+    }
+
     fn drop_ticket(&self, id: &str) -> bool {
         let mut st = self.0.borrow_mut();
         st.foci_dirty = true;

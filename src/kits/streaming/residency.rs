@@ -636,6 +636,21 @@ impl Residency {
         seen.len()
     }
 
+    /// The chunks [`Residency::holes`] counts (each once), in row order: for the viewer, which
+    /// marks them.
+    pub fn hole_chunks(&self, foci: usize, ring: u32) -> Vec<ChunkPos> {
+        let mut seen: BTreeSet<ChunkPos> = BTreeSet::new();
+        for slot in self.foci.iter().take(foci) {
+            let r = ring.min(slot.view.radius);
+            seen.extend(
+                self.grid
+                    .square(slot.centre, r, self.bounds.as_ref())
+                    .filter(|c| !self.chunk_ready(*c)),
+            );
+        }
+        seen.into_iter().collect()
+    }
+
     /// Puts a chunk taken by [`Residency::take_nearest`] back (its load was not asked).
     pub fn untake(&mut self, chunk: ChunkPos) {
         if self.is_wanted(chunk)

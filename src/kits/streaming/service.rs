@@ -247,6 +247,13 @@ pub trait StreamingService {
     fn holes(&self) -> (u64, u64) {
         (0, 0)
     }
+    /// The chunks `world.chunks.holes` counts, in row order, computed now from the resident
+    /// set: right after a tick, exactly the ones it counted (an input applied since, such as a
+    /// `release` or a `load`, may change them before the next tick counts again); `None` when
+    /// the scene does not use §16 (as [`StreamingService::predicted`]).
+    fn hole_chunks(&self) -> Option<Vec<ChunkPos>> {
+        None
+    }
     /// Removes ticket `id` at once; returns whether it was held.
     fn drop_ticket(&self, id: &str) -> bool;
     /// The held tickets, in id order.
