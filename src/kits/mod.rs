@@ -4,6 +4,7 @@
 
 pub mod district;
 pub mod ground;
+pub mod nav;
 pub mod streaming;
 pub mod terrain;
 
@@ -31,5 +32,6 @@ pub fn builtin_catalog() -> KitCatalog {
         district::manifest(),
         Box::new(district::DistrictKit::from_spec),
     );
+    catalog.add(nav::manifest(), Box::new(nav::NavKit::from_spec));
     catalog
 }
