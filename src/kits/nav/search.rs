@@ -535,6 +535,8 @@ pub(crate) mod tests {
         pub(crate) n: u32,
         pub(crate) chunks: BTreeMap<ChunkPos, Arc<ChunkData>>,
         pub(crate) outside: Option<Arc<ChunkData>>,
+        /// Chunks not built (drawn or not).
+        pub(crate) unbuilt: std::collections::BTreeSet<ChunkPos>,
     }
 
     impl Drawn {
@@ -545,6 +547,7 @@ pub(crate) mod tests {
                 n,
                 chunks: BTreeMap::new(),
                 outside: Some(Arc::new(rock)),
+                unbuilt: Default::default(),
             }
         }
 
@@ -572,11 +575,12 @@ pub(crate) mod tests {
                             materials.push(m);
                         }
                     }
-                    if !unbuilt {
-                        d.chunks.insert(
-                            ChunkPos::new(i64::from(cx), i64::from(cz)),
-                            Arc::new(ChunkData::from_cells(n, &heights, &materials)),
-                        );
+                    let c = ChunkPos::new(i64::from(cx), i64::from(cz));
+                    if unbuilt {
+                        d.unbuilt.insert(c);
+                    } else {
+                        d.chunks
+                            .insert(c, Arc::new(ChunkData::from_cells(n, &heights, &materials)));
                     }
                 }
             }
@@ -589,6 +593,9 @@ pub(crate) mod tests {
             self.n
         }
         fn chunk(&self, chunk: ChunkPos) -> Option<Arc<ChunkData>> {
+            if self.unbuilt.contains(&chunk) {
+                return None;
+            }
             match self.chunks.get(&chunk) {
                 Some(c) => Some(c.clone()),
                 None => self.outside.clone(),
@@ -710,6 +717,16 @@ pub(crate) mod tests {
             o.nodes, 5,
             "the deepest node always wins a tie: no detour is expanded"
         );
+        // Equal f, g and z: x decides. From (1,1) to (1,3) round the rock at (1,2): (0,1)
+        // and (2,1) tie (f=4, g=1, z=1) after (1,0) (z=0) is expanded; (0,1) has the lesser
+        // x, and its branch reaches the goal without (2,1) ever being popped.
+        let g = Drawn::world(4, &["....", "....", ".#..", "...."]);
+        let o = run(&g, &rock_blocked(), (1, 1), (1, 3));
+        assert_eq!(
+            o.answer,
+            Answer::Found(cells(&[(1, 1), (0, 1), (0, 2), (0, 3), (1, 3)]))
+        );
+        assert_eq!(o.nodes, 6);
     }
 
     #[test]
@@ -776,5 +793,114 @@ pub(crate) mod tests {
         assert!(!e((1, 1), (2, 1)), "900 height units");
         assert!(e((2, 2), (3, 3)));
         assert!(!e((0, 0), (2, 0)), "not adjacent");
+    }
+
+    /// Draws `rows` and puts `chunk` of `with` into it (a chunk built later).
+    fn build(g: &mut Drawn, chunk: (i64, i64), with: &Drawn) {
+        let c = ChunkPos::new(chunk.0, chunk.1);
+        g.chunks.insert(c, with.chunks[&c].clone());
+        g.unbuilt.remove(&c);
+    }
+
+    #[test]
+    fn the_seed_fixture_a_missing_bridge_is_indeterminate_until_it_is_built() {
+        // Two islands joined by a bridge chunk (1, 0) whose only walkable row is z = 1.
+        let rows = [
+            "....########....",
+            "................",
+            "....########....",
+            "....########....",
+        ];
+        let built = Drawn::world(4, &rows);
+        let mut g = Drawn::world(4, &rows);
+        g.unbuilt.insert(ChunkPos::new(1, 0));
+        g.unbuilt.insert(ChunkPos::new(2, 0));
+        build(&mut g, (2, 0), &built);
+        let r = rock_blocked();
+        // Across the missing chunk: not "no path", but "needs chunk (1, 0)".
+        let o = run(&g, &r, (0, 0), (15, 3));
+        assert_eq!(o.answer, Answer::Indeterminate(ChunkPos::new(1, 0)));
+        assert_eq!(
+            o.nodes, 16,
+            "the whole first island, then the open set is empty"
+        );
+        // The bridge is built: the same query finds the route across it.
+        build(&mut g, (1, 0), &built);
+        let o = run(&g, &r, (0, 0), (15, 3));
+        let Answer::Found(p) = o.answer else {
+            panic!("{o:?}")
+        };
+        assert_eq!(p.len(), 1 + 15 + 3, "a shortest 4-neighbour route");
+        assert!(
+            (4..12).all(|x| p.contains(&Cell::new(x, 1))),
+            "over the bridge"
+        );
+    }
+
+    #[test]
+    fn the_seed_fixture_a_wall_is_proven_none_only_when_every_cell_around_it_is_built() {
+        // A rock wall down x = 5 of chunk (1, 0); below it chunk (1, 1), not built at first.
+        let top = ".....#..........";
+        let rows = [top, top, top, top];
+        let walled = [
+            rows[0],
+            rows[0],
+            rows[0],
+            rows[0],
+            ".....#..........",
+            ".....#..........",
+            ".....#..........",
+            ".....#..........",
+        ];
+        let open = [
+            rows[0],
+            rows[0],
+            rows[0],
+            rows[0],
+            "................",
+            "................",
+            "................",
+            "................",
+        ];
+        let r = rock_blocked();
+        let mut g = Drawn::world(4, &walled);
+        g.unbuilt.insert(ChunkPos::new(1, 1));
+        let o = run(&g, &r, (0, 0), (15, 0));
+        assert_eq!(
+            o.answer,
+            Answer::Indeterminate(ChunkPos::new(1, 1)),
+            "the wall might end in the chunk not built"
+        );
+        // Built, and the wall goes on through it: every cell around the search is built.
+        build(&mut g, (1, 1), &Drawn::world(4, &walled));
+        let o = run(&g, &r, (0, 0), (15, 0));
+        assert_eq!(o.answer, Answer::None, "proven unreachable");
+        assert_eq!(o.nodes, 5 * 8, "every cell west of the wall, once");
+        // Built open instead: the route goes round the wall's end.
+        let mut g = Drawn::world(4, &walled);
+        build(&mut g, (1, 1), &Drawn::world(4, &open));
+        let o = run(&g, &r, (0, 0), (15, 0));
+        assert!(matches!(&o.answer, Answer::Found(p) if p.contains(&Cell::new(5, 4))));
+    }
+
+    #[test]
+    fn a_route_over_built_cells_is_found_beside_a_chunk_not_built() {
+        // Chunk (1, 1) is not built, but the straight route along z = 0 does not need it.
+        let mut g = Drawn::world(
+            4,
+            &[
+                "............",
+                "............",
+                "............",
+                "............",
+                "............",
+                "............",
+                "............",
+                "............",
+            ],
+        );
+        g.unbuilt.insert(ChunkPos::new(1, 1));
+        let o = run(&g, &Rules::default(), (0, 3), (11, 3));
+        assert!(matches!(o.answer, Answer::Found(p) if p.len() == 12));
     }
 }
