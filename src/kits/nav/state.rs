@@ -15,7 +15,7 @@
 //! 4. A plan is one search of at most `min(maxNodes, nodes left this tick)` nodes; the tick
 //!    starts with `maxNodes` nodes for all its agents. `found`: the path is held (its cells
 //!    after `here`); `indeterminate`: it waits (`world.agent.waiting {id, x, z}` when a wait
-//!    starts, none while it goes on) and retries each tick; `none`, or `budget` with the full
+//!    starts or the chunk it waits for changes, none while it goes on) and retries each tick; `none`, or `budget` with the full
 //!    `maxNodes`: `world.agent.stuck {id, status}` and it is marked stuck. `budget` because the
 //!    tick's nodes ran short: it was cut off — it is the *turn* agent, and no agent plans again
 //!    this tick (the rest wait their turn). The next tick starts at the turn agent (then the
@@ -198,7 +198,7 @@ impl State {
                     }
                     Answer::Indeterminate(c) => {
                         agent.stuck = None;
-                        if agent.waiting.is_none() {
+                        if agent.waiting != Some(c) {
                             events.emit(
                                 AGENT_WAITING,
                                 json!({ "id": id.as_str(), "x": c.x, "z": c.z }),
@@ -247,5 +247,194 @@ impl State {
                 events.emit(AGENT_ARRIVED, json!({ "id": id.as_str() }));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{Entity, Tags};
+    use crate::kits::nav::search::tests::{rock_blocked, Drawn};
+    use crate::kits::terrain::{BuiltCallback, EditRefused};
+
+    /// Terrain drawn by hand, as the service other kits see.
+    struct Fake(Drawn);
+
+    impl TerrainService for Fake {
+        fn height_at(&self, _: Position) -> Option<u16> {
+            None
+        }
+        fn chunk(&self, c: ChunkPos) -> Option<Arc<ChunkData>> {
+            Ground::chunk(&self.0, c)
+        }
+        fn is_built(&self, c: ChunkPos) -> bool {
+            Ground::chunk(&self.0, c).is_some()
+        }
+        fn on_built(&self, _: BuiltCallback) {}
+        fn cells_per_chunk(&self) -> u32 {
+            self.0.n
+        }
+        fn generating(&self) -> usize {
+            0
+        }
+        fn edit(&self, _: Position, _: u16, _: Option<u8>) -> Result<(), EditRefused> {
+            Err(EditRefused::NotBuilt)
+        }
+        fn is_modified(&self, _: ChunkPos) -> bool {
+            false
+        }
+    }
+
+    fn state(ground: Drawn, max_nodes: u32) -> State {
+        State {
+            rules: rock_blocked(),
+            max_nodes,
+            grid: CellGrid {
+                chunk_size: f64::from(ground.n),
+                cells: ground.n,
+            },
+            terrain: Some(Rc::new(Fake(ground))),
+            agents: BTreeMap::new(),
+            turn: None,
+            changed: BTreeSet::new(),
+            moved: false,
+            nodes: 0,
+        }
+    }
+
+    fn agent(world: &mut World, id: &str, at: (f64, f64), goal: (f64, f64)) {
+        let mut tags = Tags::new();
+        tags.insert(AGENT_TAG);
+        let mut data = serde_json::Map::new();
+        data.insert("goal".into(), json!({"x": goal.0, "z": goal.1}));
+        world
+            .spawn(Entity {
+                id: EntityId::new(id),
+                tags,
+                position: Position::new(at.0, at.1),
+                rides: None,
+                data: Some(Box::new(data)),
+            })
+            .unwrap();
+    }
+
+    fn names(events: &mut EventBus) -> Vec<String> {
+        while let Some(e) = events.next_undelivered() {
+            events.delivered(e);
+        }
+        events
+            .take_log()
+            .into_iter()
+            .map(|e| format!("{} {}", e.event, e.data.to_value()))
+            .collect()
+    }
+
+    #[test]
+    fn the_agent_cut_off_by_the_ticks_nodes_plans_first_next_tick() {
+        // Agent `a` (first in entity order) sits in a pocket of four cells whose only way out
+        // is chunk (1, 0), not built: each tick it retries, expanding 4 nodes, and waits. Agent
+        // `b` needs a 16-node search down the corridor of row 5. With 18 nodes a tick, `b` is
+        // cut off on tick 1 after `a`'s 4; on tick 2 it plans first and walks (and `a` is cut
+        // off then: it goes first on tick 3). Planning from the first agent every tick, `b`
+        // would never get its 16 nodes.
+        let ground = Drawn::world(
+            4,
+            &[
+                "....????????????",
+                "####????????????",
+                "####????????????",
+                "####????????????",
+                "################",
+                "................",
+                "################",
+                "################",
+            ],
+        );
+        let mut st = state(ground, 18);
+        let mut world = World::new();
+        agent(&mut world, "a", (0.5, 0.5), (15.5, 5.5));
+        agent(&mut world, "b", (0.5, 5.5), (15.5, 5.5));
+        let mut events = EventBus::default();
+        st.tick(&mut world, &mut events);
+        assert_eq!(
+            names(&mut events),
+            [r#"world.agent.waiting {"id":"a","x":1,"z":0}"#]
+        );
+        assert_eq!(st.turn, Some(EntityId::new("b")));
+        assert_eq!(
+            st.nodes,
+            4 + 14,
+            "a's 4, then b's search cut at the 14 left"
+        );
+        let b = |w: &World| w.get(&EntityId::new("b")).unwrap().position;
+        assert_eq!(b(&world), Position::new(0.5, 5.5), "b waits its turn");
+        st.tick(&mut world, &mut events);
+        assert_eq!(
+            st.agents[&EntityId::new("b")].path.len(),
+            14,
+            "b planned, stepped"
+        );
+        assert_eq!(b(&world), Position::new(1.5, 5.5));
+        assert!(
+            names(&mut events).is_empty(),
+            "a's wait goes on without a new event"
+        );
+        for _ in 0..14 {
+            st.tick(&mut world, &mut events);
+        }
+        assert_eq!(b(&world), Position::new(15.5, 5.5));
+        assert_eq!(names(&mut events), [r#"world.agent.arrived {"id":"b"}"#]);
+        assert!(st.nodes <= 18, "never more than maxNodes a tick");
+    }
+
+    #[test]
+    fn an_agent_never_steps_into_a_chunk_not_built() {
+        // b holds a path into chunk (1, 0); the chunk is released (not built) under it.
+        let ground = Drawn::world(4, &["........", "........", "........", "........"]);
+        let mut st = state(ground, 1000);
+        let mut world = World::new();
+        agent(&mut world, "b", (2.5, 0.5), (6.5, 0.5));
+        let mut events = EventBus::default();
+        st.tick(&mut world, &mut events);
+        assert_eq!(
+            world.get(&EntityId::new("b")).unwrap().position,
+            Position::new(3.5, 0.5)
+        );
+        let mut drawn = Drawn::world(4, &["........", "........", "........", "........"]);
+        drawn.unbuilt.insert(ChunkPos::new(1, 0));
+        st.terrain = Some(Rc::new(Fake(drawn)));
+        st.changed.insert(ChunkPos::new(1, 0));
+        st.moved = true;
+        for _ in 0..3 {
+            st.tick(&mut world, &mut events);
+            assert_eq!(
+                world.get(&EntityId::new("b")).unwrap().position,
+                Position::new(3.5, 0.5),
+                "it waits at the edge"
+            );
+        }
+        assert_eq!(
+            names(&mut events),
+            [r#"world.agent.waiting {"id":"b","x":1,"z":0}"#],
+            "one event per wait"
+        );
+    }
+
+    #[test]
+    fn an_agent_checks_its_next_step_before_taking_it() {
+        // The cell ahead turns to rock with no event yet (an edit this tick): the agent does
+        // not step onto it but re-plans round it.
+        let rows = ["........", "........", "####....", "####...."];
+        let mut st = state(Drawn::world(4, &rows), 1000);
+        let mut world = World::new();
+        agent(&mut world, "b", (2.5, 0.5), (6.5, 0.5));
+        let mut events = EventBus::default();
+        st.tick(&mut world, &mut events);
+        let at = |w: &World| w.get(&EntityId::new("b")).unwrap().position;
+        assert_eq!(at(&world), Position::new(3.5, 0.5));
+        let walled = ["....#...", "........", "####....", "####...."];
+        st.terrain = Some(Rc::new(Fake(Drawn::world(4, &walled))));
+        st.tick(&mut world, &mut events);
+        assert_eq!(at(&world), Position::new(3.5, 1.5), "round the rock");
     }
 }
