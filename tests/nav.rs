@@ -426,3 +426,58 @@ fn agents_take_the_same_paths_with_one_and_four_terrain_workers() {
     assert_eq!(run_with(4), one);
     assert_eq!(run_with(1), one, "and the same on every run");
 }
+
+#[test]
+fn the_example_scene_runs_through_the_cli() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = common::bin()
+        .current_dir(repo)
+        .args([
+            "run",
+            "examples/scenes/nav.json",
+            "--inputs",
+            "examples/scenes/nav.inputs.jsonl",
+            "--ticks",
+            "90",
+            "--events",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |name: &str| -> Vec<&Value> { events.iter().filter(|e| e["event"] == name).collect() };
+    let courier_waits: Vec<_> = of("world.agent.waiting")
+        .into_iter()
+        .filter(|e| e["data"]["id"] == "courier")
+        .collect();
+    assert_eq!(
+        courier_waits.last().unwrap()["data"],
+        json!({"id": "courier", "x": 3, "z": 0}),
+        "the courier waits for the chunk of its goal, beyond the radius"
+    );
+    let paths = of("world.nav.path");
+    assert_eq!(paths[0]["data"]["status"], "indeterminate");
+    assert_eq!(paths[1]["data"]["status"], "found");
+    let arrived: Vec<&Value> = of("world.agent.arrived")
+        .iter()
+        .map(|e| &e["data"]["id"])
+        .collect();
+    assert_eq!(
+        arrived,
+        [&json!("scout"), &json!("courier"), &json!("scout")]
+    );
+    common::bin()
+        .current_dir(repo)
+        .args(["check", "examples/scenes/nav.json"])
+        .assert()
+        .success();
+}

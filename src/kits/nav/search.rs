@@ -49,8 +49,9 @@ use serde::{Deserialize, Serialize};
 use crate::grid::{ChunkPos, Grid, Position};
 use crate::kits::terrain::ChunkData;
 
-/// The cost of a diagonal step: √2 as this exact f64.
-pub const DIAGONAL_COST: f64 = 1.414_213_562_373_095_1;
+/// The cost of a diagonal step: √2 as the exact f64 `1.4142135623730951` (the standard
+/// library's constant, the nearest f64 to √2).
+pub const DIAGONAL_COST: f64 = std::f64::consts::SQRT_2;
 
 /// A terrain cell, in global cell coordinates.
 #[derive(
@@ -198,30 +199,31 @@ fn ortho(dx: i64, dz: i64) -> (usize, usize) {
     (x, z)
 }
 
-/// An open-set entry; `Ord` is reversed so the max-heap pops the least (f, -g, z, x).
-#[derive(Debug, Clone, Copy)]
+/// An open-set entry: `(f, g descending, z, x)` as integers that compare in that order (`f` and
+/// `g` are never negative, so their IEEE bits order like the numbers; `!bits` reverses `g`).
+/// `Ord` is reversed so the max-heap pops the least.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Open {
-    f: f64,
-    g: f64,
-    cell: Cell,
+    key: (u64, u64, i64, i64),
 }
 
 impl Open {
-    fn key(&self, other: &Open) -> Ordering {
-        self.f
-            .total_cmp(&other.f)
-            .then(other.g.total_cmp(&self.g))
-            .then(self.cell.z.cmp(&other.cell.z))
-            .then(self.cell.x.cmp(&other.cell.x))
+    fn new(f: f64, g: f64, cell: Cell) -> Self {
+        debug_assert!(f >= 0.0 && g >= 0.0);
+        Open {
+            key: (f.to_bits(), !g.to_bits(), cell.z, cell.x),
+        }
+    }
+
+    fn g(&self) -> f64 {
+        f64::from_bits(!self.key.1)
+    }
+
+    fn cell(&self) -> Cell {
+        Cell::new(self.key.3, self.key.2)
     }
 }
 
-impl PartialEq for Open {
-    fn eq(&self, other: &Self) -> bool {
-        self.key(other) == Ordering::Equal
-    }
-}
-impl Eq for Open {}
 impl PartialOrd for Open {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -229,7 +231,7 @@ impl PartialOrd for Open {
 }
 impl Ord for Open {
     fn cmp(&self, other: &Self) -> Ordering {
-        other.key(self)
+        other.key.cmp(&self.key)
     }
 }
 
@@ -246,6 +248,8 @@ struct Slot {
 struct Window<'a> {
     ground: &'a dyn Ground,
     n: i64,
+    /// `log2(n)` when `n` is a power of two: chunk and cell by shift and mask, no division.
+    shift: Option<u32>,
     slots: Vec<Slot>,
     index: FxHashMap<ChunkPos, u32>,
     last: Option<(ChunkPos, u32)>,
@@ -260,9 +264,11 @@ struct At {
 
 impl<'a> Window<'a> {
     fn new(ground: &'a dyn Ground) -> Self {
+        let n = ground.cells().max(1);
         Window {
             ground,
-            n: i64::from(ground.cells().max(1)),
+            n: i64::from(n),
+            shift: n.is_power_of_two().then(|| n.trailing_zeros()),
             slots: Vec::new(),
             index: FxHashMap::default(),
             last: None,
@@ -301,27 +307,42 @@ impl<'a> Window<'a> {
 
     /// The cell's place, or `Err(chunk)` when its chunk is not built.
     fn at(&mut self, cell: Cell) -> Result<At, ChunkPos> {
-        let chunk = ChunkPos::new(cell.x.div_euclid(self.n), cell.z.div_euclid(self.n));
+        let (chunk, i, j) = match self.shift {
+            Some(s) => {
+                let mask = self.n - 1;
+                (
+                    ChunkPos::new(cell.x >> s, cell.z >> s),
+                    cell.x & mask,
+                    cell.z & mask,
+                )
+            }
+            None => (
+                ChunkPos::new(cell.x.div_euclid(self.n), cell.z.div_euclid(self.n)),
+                cell.x.rem_euclid(self.n),
+                cell.z.rem_euclid(self.n),
+            ),
+        };
         let slot = self.slot_of(chunk);
         if self.slots[slot as usize].data.is_none() {
             return Err(chunk);
         }
-        let (i, j) = (cell.x.rem_euclid(self.n), cell.z.rem_euclid(self.n));
         Ok(At {
             slot,
             k: (j * self.n + i) as usize,
         })
     }
 
-    /// Height and material of a cell in a built chunk.
+    /// Height and material of a cell in a built chunk (read straight from the chunk's bytes:
+    /// heights, little-endian u16 in row order, then materials).
     fn cell(&self, at: At) -> (u16, u8) {
         let data = self.slots[at.slot as usize]
             .data
             .as_ref()
             .expect("at() found it built");
-        let n = data.cells;
-        let (i, j) = ((at.k as u32) % n, (at.k as u32) / n);
-        (data.height(i, j), data.material(i, j))
+        let b = &data.bytes;
+        let cells = (data.cells * data.cells) as usize;
+        let h = u16::from_le_bytes([b[2 * at.k], b[2 * at.k + 1]]);
+        (h, b[2 * cells + at.k])
     }
 }
 
@@ -366,17 +387,14 @@ pub fn search(
     let mut open = BinaryHeap::new();
     let s = &mut w.slots[start.slot as usize];
     s.g[start.k] = 0.0;
-    open.push(Open {
-        f: heuristic(from, to, rules.diagonal),
-        g: 0.0,
-        cell: from,
-    });
+    open.push(Open::new(heuristic(from, to, rules.diagonal), 0.0, from));
     let mut nodes = 0u64;
-    while let Some(top) = open.pop() {
-        let at = w.at(top.cell).expect("only built cells are opened");
+    while let Some(entry) = open.pop() {
+        let (top_g, top_cell) = (entry.g(), entry.cell());
+        let at = w.at(top_cell).expect("only built cells are opened");
         {
             let s = &w.slots[at.slot as usize];
-            if s.closed[at.k] || top.g > s.g[at.k] {
+            if s.closed[at.k] || top_g > s.g[at.k] {
                 continue; // stale
             }
         }
@@ -388,14 +406,14 @@ pub fn search(
             return Err(Stopped(nodes));
         }
         w.slots[at.slot as usize].closed[at.k] = true;
-        if top.cell == to {
+        if top_cell == to {
             return done(Answer::Found(path(&mut w, from, to)), nodes);
         }
         let (h0, _) = w.cell(at);
         // Heights of the orthogonal neighbours whose step from here is an edge.
         let mut walk: [Option<u16>; 4] = [None; 4];
         for (d, &(dx, dz)) in STEPS.iter().enumerate().take(steps) {
-            let cell = Cell::new(top.cell.x + dx, top.cell.z + dz);
+            let cell = Cell::new(top_cell.x + dx, top_cell.z + dz);
             let cost = if d < 4 {
                 1.0
             } else {
@@ -440,15 +458,11 @@ pub fn search(
             if s.closed[nb.k] {
                 continue;
             }
-            let g = top.g + cost;
+            let g = top_g + cost;
             if g < s.g[nb.k] {
                 s.g[nb.k] = g;
                 s.via[nb.k] = d as u8;
-                open.push(Open {
-                    f: g + heuristic(cell, to, rules.diagonal),
-                    g,
-                    cell,
-                });
+                open.push(Open::new(g + heuristic(cell, to, rules.diagonal), g, cell));
             }
         }
     }
@@ -663,9 +677,12 @@ pub(crate) mod tests {
 
     #[test]
     fn diagonals_cost_root_two_and_never_cut_a_corner() {
+        assert_eq!(DIAGONAL_COST.to_string(), "1.4142135623730951");
         let g = Drawn::world(4, &["....", "....", "....", "...."]);
-        let mut r = Rules::default();
-        r.diagonal = true;
+        let r = Rules {
+            diagonal: true,
+            ..Rules::default()
+        };
         let o = run(&g, &r, (0, 0), (3, 3));
         let Answer::Found(p) = o.answer else { panic!() };
         assert_eq!(p, cells(&[(0, 0), (1, 1), (2, 2), (3, 3)]));
