@@ -481,3 +481,27 @@ fn the_example_scene_runs_through_the_cli() {
         .assert()
         .success();
 }
+
+#[test]
+fn check_names_the_bad_key_of_a_saves_nav_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = game(&walk(1));
+    run(&mut g, &walk_inputs(), 8);
+    let save = dir.path().join("save.json");
+    g.save(&save).unwrap();
+    common::bin().args(["check"]).arg(&save).assert().success();
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    doc["kits"]["world.nav"]["agents"][0]["path"][1] = json!({"x": 1000, "z": 1000});
+    std::fs::write(&save, doc.to_string()).unwrap();
+    let out = common::bin().args(["check"]).arg(&save).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("kits.world.nav.agents[0].path[1]: expected a cell next to the one before it"),
+        "{err}"
+    );
+    // And the game refuses to load it, unchanged.
+    let mut other = game(&walk(1));
+    assert!(other.load(&save).is_err());
+    assert_eq!(other.engine().tick_count(), 0);
+}
