@@ -1,6 +1,7 @@
 //! The kits this crate ships: `world.ground` (the extent of the ground), `world.streaming`
-//! (which chunks are live) and `world.terrain` (a world generated off the tick), plus the catalog
-//! that lets a host enable them.
+//! (which chunks are live) and `world.terrain` (a world generated off the tick), `world.district`
+//! (entities that stream with their chunks) and `world.nav` (paths over built terrain, agents),
+//! plus the catalog that lets a host enable them.
 
 pub mod district;
 pub mod ground;
