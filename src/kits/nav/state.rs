@@ -437,4 +437,36 @@ mod tests {
         st.tick(&mut world, &mut events);
         assert_eq!(at(&world), Position::new(3.5, 1.5), "round the rock");
     }
+
+    #[test]
+    fn a_stuck_agent_says_so_once_and_retries_only_after_terrain_moved() {
+        // The goal (6, 0) lies behind a rock wall down x = 4, every chunk built: none.
+        let rows = ["....#...", "....#...", "....#...", "....#..."];
+        let mut st = state(Drawn::world(4, &rows), 1000);
+        let mut world = World::new();
+        agent(&mut world, "s", (0.5, 0.5), (6.5, 0.5));
+        let mut events = EventBus::default();
+        st.tick(&mut world, &mut events);
+        assert_eq!(
+            names(&mut events),
+            [r#"world.agent.stuck {"id":"s","status":"none"}"#]
+        );
+        assert_eq!(st.nodes, 16, "the 16 cells west of the wall");
+        st.tick(&mut world, &mut events);
+        assert_eq!(st.nodes, 0, "a proven answer is not searched again");
+        st.moved = true; // some chunk was built, changed or released
+        st.tick(&mut world, &mut events);
+        assert_eq!(st.nodes, 16, "searched again");
+        assert!(
+            names(&mut events).is_empty(),
+            "still stuck: no second event"
+        );
+        // Out of one query's budget: stuck with "budget".
+        let mut st = state(Drawn::world(4, &rows), 5);
+        st.tick(&mut world, &mut events);
+        assert_eq!(
+            names(&mut events),
+            [r#"world.agent.stuck {"id":"s","status":"budget"}"#]
+        );
+    }
 }
