@@ -920,4 +920,25 @@ pub(crate) mod tests {
         let o = run(&g, &Rules::default(), (0, 3), (11, 3));
         assert!(matches!(o.answer, Answer::Found(p) if p.len() == 12));
     }
+
+    #[test]
+    fn indeterminate_names_the_first_chunk_met_in_expansion_then_neighbour_order() {
+        // Chunk (1, 0) is not built, nor is anything outside the picture.
+        let mut g = Drawn::world(
+            4,
+            &[
+                "....????....",
+                "....????....",
+                "....????....",
+                "....????....",
+            ],
+        );
+        g.outside = None;
+        // From (0, 0) the first node's first neighbour, (0, -1), is in chunk (0, -1).
+        let o = run(&g, &Rules::default(), (0, 0), (11, 0));
+        assert_eq!(o.answer, Answer::Indeterminate(ChunkPos::new(0, -1)));
+        // From (3, 1): (3, 0) and (2, 1) are built, then (4, 1) is in chunk (1, 0).
+        let o = run(&g, &Rules::default(), (3, 1), (11, 0));
+        assert_eq!(o.answer, Answer::Indeterminate(ChunkPos::new(1, 0)));
+    }
 }
