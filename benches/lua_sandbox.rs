@@ -47,6 +47,7 @@ fn sandboxed(body: &str, limits: LuaLimits) -> Box<dyn HookHandler> {
         streaming: None,
         terrain: None,
         district: None,
+        nav: None,
         hooks: &hooks,
         log: Log::default(),
         errors: ModErrors::default(),

@@ -57,6 +57,9 @@ pub enum GameError {
     /// `world.terrain` is missing, or refused an edit ([`Game::edit`]).
     #[error("{0}")]
     Terrain(String),
+    /// `world.nav` is missing (a `path` input without the kit).
+    #[error("{0}")]
+    Nav(String),
     /// The scene's world directory (`worldDir`) is held by another game, in this process or
     /// another: one game owns a world directory (its `session.lock`).
     #[error("world directory {dir} is in use by another game (lock file {lock} held)")]
@@ -377,6 +380,18 @@ impl Game {
                     })?;
                     // A refusal is the world's answer (an event), not a failed input.
                     let _ = terrain.edit(*at, *height, *material);
+                }
+                Action::Path { id, from, to } => {
+                    let nav = e
+                        .service::<dyn crate::kits::nav::NavService>(crate::kits::nav::NAV)
+                        .ok_or_else(|| {
+                            GameError::Nav(format!("path needs the {} kit", crate::kits::nav::NAV))
+                        })?;
+                    let outcome = nav.path(*from, *to);
+                    e.emit(
+                        crate::kits::nav::NAV_PATH,
+                        crate::kits::nav::path_event(id, &outcome),
+                    );
                 }
                 Action::Save { .. } | Action::Load { .. } => unreachable!("handled above"),
             }

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 use world_streaming::host::KitManifest;
-use world_streaming::kits::{builtin_catalog, district, ground, streaming, terrain};
+use world_streaming::kits::{builtin_catalog, district, ground, nav, streaming, terrain};
 
 fn schema(name: &str) -> Value {
     let path = format!("{}/schemas/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -73,6 +73,7 @@ fn every_kit_manifest_agrees_with_its_config_type() {
         (streaming::manifest(), "streaming-config.schema.json"),
         (terrain::manifest(), "terrain-config.schema.json"),
         (district::manifest(), "district-config.schema.json"),
+        (nav::manifest(), "nav-config.schema.json"),
     ];
     let ids: Vec<&str> = catalog.ids().filter(|id| *id != "game.engine").collect();
     let listed: Vec<&str> = kits.iter().map(|(m, _)| m.id.as_str()).collect();
@@ -91,8 +92,8 @@ fn every_kit_manifest_agrees_with_its_config_type() {
         ranges += check(manifest, schema_file);
     }
     // radius, maxLoaded, maxRefusalsPerMod, lookAheadTicks, holeRing, cellsPerChunk, workers,
-    // commitLatency, flushEveryTicks
-    assert_eq!(ranges, 9);
+    // commitLatency, flushEveryTicks, maxStep, maxNodes
+    assert_eq!(ranges, 11);
 }
 
 #[test]

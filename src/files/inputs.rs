@@ -178,6 +178,18 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         material: Option<u8>,
     },
+    /// Asks `world.nav` for a path from the cell of `from` to the cell of `to` (SPEC §18); the
+    /// answer is a `world.nav.path {id, status, nodes, path | x, z}` event stamped with this
+    /// input's tick.
+    #[serde(rename = "path")]
+    Path {
+        /// The query's name, echoed by the answer (1..=256 bytes).
+        id: String,
+        /// Where the walker stands (`y` is ignored).
+        from: Position,
+        /// Where it goes (`y` is ignored).
+        to: Position,
+    },
 }
 
 crate::checked_number!(
@@ -450,6 +462,12 @@ enum Tagged {
         #[serde(default)]
         material: Option<u8>,
     },
+    #[serde(rename = "path")]
+    Path {
+        id: String,
+        from: Position,
+        to: Position,
+    },
 }
 
 impl From<Tagged> for Action {
@@ -493,6 +511,7 @@ impl From<Tagged> for Action {
                 height,
                 material,
             },
+            Tagged::Path { id, from, to } => Action::Path { id, from, to },
         }
     }
 }
@@ -561,6 +580,11 @@ fn check_action(action: &Action) -> Result<(), Problem> {
         Action::Drop { ticket } => crate::kits::streaming::foci::check_id(ticket)
             .map_err(|e| Problem::new("ticket", e.to_string())),
         Action::Edit { at, .. } => at.check().map_err(|p| p.under("at")),
+        Action::Path { id, from, to } => {
+            super::check_name(id).map_err(|m| Problem::new("id", m))?;
+            from.check().map_err(|p| p.under("from"))?;
+            to.check().map_err(|p| p.under("to"))
+        }
         _ => Ok(()),
     }
 }

@@ -36,5 +36,9 @@ pub fn check(value: &Value) -> Result<(), Problem> {
             &format!("kits.{key}"),
         )?;
     }
+    let key = crate::kits::nav::NAV;
+    if let Some(section) = doc.kits.get(key) {
+        crate::kits::nav::check_save_section(section, &format!("kits.{key}"))?;
+    }
     Ok(())
 }

@@ -9,6 +9,7 @@ use crate::files::scene::SceneFile;
 use crate::files::state::StateDoc;
 use crate::kits::district::{DistrictConfig, SaveSection as DistrictSave};
 use crate::kits::ground::GroundConfig;
+use crate::kits::nav::{NavConfig, SaveSection as NavSave};
 use crate::kits::streaming::StreamingConfig;
 use crate::kits::terrain::{SaveSection as TerrainSave, TerrainConfig};
 use crate::mods::json::JsonMod;
@@ -26,6 +27,8 @@ pub fn all() -> Vec<(&'static str, String)> {
         ("terrain-save.schema.json", schema_for!(TerrainSave)),
         ("district-config.schema.json", schema_for!(DistrictConfig)),
         ("district-save.schema.json", schema_for!(DistrictSave)),
+        ("nav-config.schema.json", schema_for!(NavConfig)),
+        ("nav-save.schema.json", schema_for!(NavSave)),
         (
             "district-line.schema.json",
             schema_for!(crate::host::Entity),

@@ -1,9 +1,11 @@
 //! The kits this crate ships: `world.ground` (the extent of the ground), `world.streaming`
-//! (which chunks are live) and `world.terrain` (a world generated off the tick), plus the catalog
-//! that lets a host enable them.
+//! (which chunks are live) and `world.terrain` (a world generated off the tick), `world.district`
+//! (entities that stream with their chunks) and `world.nav` (paths over built terrain, agents),
+//! plus the catalog that lets a host enable them.
 
 pub mod district;
 pub mod ground;
+pub mod nav;
 pub mod streaming;
 pub mod terrain;
 
@@ -31,5 +33,6 @@ pub fn builtin_catalog() -> KitCatalog {
         district::manifest(),
         Box::new(district::DistrictKit::from_spec),
     );
+    catalog.add(nav::manifest(), Box::new(nav::NavKit::from_spec));
     catalog
 }

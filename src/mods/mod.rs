@@ -187,6 +187,7 @@ pub fn install_from(
     let terrain: Option<Rc<dyn TerrainService>> = engine.service(TERRAIN);
     let district: Option<Rc<dyn crate::kits::district::DistrictService>> =
         engine.service(crate::kits::district::DISTRICT);
+    let nav: Option<Rc<dyn crate::kits::nav::NavService>> = engine.service(crate::kits::nav::NAV);
     let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
     let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
     let mut errors = check_hooks(&mods, &declared);
@@ -240,6 +241,7 @@ pub fn install_from(
                     streaming: streaming.clone(),
                     terrain: terrain.clone(),
                     district: district.clone(),
+                    nav: nav.clone(),
                     hooks: &declared,
                     log: log.clone(),
                     errors: engine.mod_errors(),

@@ -108,6 +108,26 @@ impl ChunkData {
         self.bytes[2 * n + (j * self.cells + i) as usize]
     }
 
+    /// A chunk of `cells × cells` cells from its heights and materials in row order (`z`,
+    /// then `x`), hashed: terrain drawn by hand (tests, benchmarks, other kits' fixtures).
+    ///
+    /// # Panics
+    /// When either slice does not hold `cells²` values.
+    pub fn from_cells(cells: u32, heights: &[u16], materials: &[u8]) -> ChunkData {
+        let n = (cells * cells) as usize;
+        assert!(
+            heights.len() == n && materials.len() == n,
+            "cells² heights and materials"
+        );
+        let mut bytes = Vec::with_capacity(3 * n);
+        for h in heights {
+            bytes.extend_from_slice(&h.to_le_bytes());
+        }
+        bytes.extend_from_slice(materials);
+        let hash = fnv1a64(&bytes);
+        ChunkData { cells, bytes, hash }
+    }
+
     /// FNV-1a 64 of the bytes: the chunk hash.
     pub fn hash(&self) -> u64 {
         self.hash

@@ -171,6 +171,8 @@ pub struct LuaSetup<'a> {
     pub terrain: Option<Rc<dyn TerrainService>>,
     /// The district service, if the scene enables `world.district`.
     pub district: Option<Rc<dyn crate::kits::district::DistrictService>>,
+    /// The nav service, if the scene enables `world.nav`.
+    pub nav: Option<Rc<dyn crate::kits::nav::NavService>>,
     /// The declared hook names.
     pub hooks: &'a [String],
     /// Where `log`/`print` write.
@@ -410,6 +412,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
             streaming: setup.streaming.as_ref().map(Rc::downgrade),
             terrain: setup.terrain.as_ref().map(Rc::downgrade),
             district: setup.district.as_ref().map(Rc::downgrade),
+            nav: setup.nav.as_ref().map(Rc::downgrade),
             registered: registered.clone(),
             top_level: top_level.clone(),
             id: setup.id.clone(),
@@ -510,6 +513,7 @@ mod tests {
             streaming: None,
             terrain: None,
             district: None,
+            nav: None,
             hooks: &[],
             log: log.clone(),
             errors: ModErrors::default(),

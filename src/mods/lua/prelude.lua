@@ -134,9 +134,9 @@ local env = {
   storage = {},
 }
 
--- The service tables (`streaming`, `terrain`, `district`), each function lifted, when the scene
+-- The service tables (`streaming`, `terrain`, `district`, `nav`), each function lifted, when the scene
 -- has them.
-for _, service in native_ipairs({"streaming", "terrain", "district"}) do
+for _, service in native_ipairs({"streaming", "terrain", "district", "nav"}) do
   if R[service] then
     local t = {}
     for name, raw in native_pairs(R[service]) do

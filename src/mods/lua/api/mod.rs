@@ -5,6 +5,7 @@
 
 mod args;
 mod district;
+mod nav;
 mod streaming;
 mod terrain;
 
@@ -91,6 +92,8 @@ pub(super) struct ApiContext {
     pub(super) terrain: Option<Weak<dyn TerrainService>>,
     /// The district service, likewise.
     pub(super) district: Option<Weak<dyn DistrictService>>,
+    /// The nav service, likewise.
+    pub(super) nav: Option<Weak<dyn crate::kits::nav::NavService>>,
     /// `(hook, handler)` registered by `on`, in order.
     pub(super) registered: Rc<RefCell<Vec<(String, Function)>>>,
     /// Whether the mod's top level is running (`on` is allowed only then).
@@ -132,6 +135,7 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
         streaming,
         terrain,
         district,
+        nav,
         registered,
         top_level,
         id,
@@ -213,6 +217,9 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
             ok(lua, lua.create_userdata(CancelToken { reason })?)
         })?,
     )?;
+    if let Some(service) = nav {
+        r.raw_set("nav", nav::table(lua, service, meter.clone())?)?;
+    }
     if let Some(service) = district {
         r.raw_set("district", district::table(lua, service, meter.clone())?)?;
     }
@@ -276,7 +283,12 @@ fn reference() -> Vec<String> {
     let district = district::FUNCTIONS
         .iter()
         .map(|(n, _)| format!("district.{n}"));
-    streaming.chain(terrain).chain(district).collect()
+    let nav = nav::FUNCTIONS.iter().map(|(n, _)| format!("nav.{n}"));
+    streaming
+        .chain(terrain)
+        .chain(district)
+        .chain(nav)
+        .collect()
 }
 
 #[cfg(test)]
@@ -302,7 +314,7 @@ mod tests {
                             out.insert(format!("{t}.{name}"));
                         }
                     }
-                    Some((t @ ("streaming" | "terrain" | "district"), name)) => {
+                    Some((t @ ("streaming" | "terrain" | "district" | "nav"), name)) => {
                         table = Some(t);
                         out.insert(format!("{t}.{name}"));
                     }
@@ -323,6 +335,6 @@ mod tests {
             missing.is_empty() && extra.is_empty(),
             "docs/mods.md misses {missing:?} and lists {extra:?}, which no table registers"
         );
-        assert_eq!(registered.len(), 39);
+        assert_eq!(registered.len(), 41);
     }
 }

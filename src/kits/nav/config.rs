@@ -1,0 +1,152 @@
+//! `world.nav`'s settings (SPEC §18): `maxStep`, `blocked`, `diagonal`, `maxNodes`, each range
+//! declared once (its check, message and schema bounds come from the one `checked_number!`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::checked_number;
+
+/// Most nodes one query (and one tick's agents in all) may expand.
+pub const MAX_NODES: u32 = 4_194_304;
+/// The default per-query node budget.
+pub const DEFAULT_MAX_NODES: u32 = 65_536;
+/// The default climb between 4-neighbouring cells.
+pub const DEFAULT_MAX_STEP: u16 = 256;
+
+checked_number!(
+    /// Height units a walker may climb (or descend) between 4-neighbouring cells: an integer
+    /// 0..=65535.
+    MaxStep(u16),
+    integer 0..=65535,
+    "height units a walker may climb between 4-neighbouring cells"
+);
+
+checked_number!(
+    /// A terrain material: an integer 0..=255.
+    Material(u8),
+    integer 0..=255,
+    "a terrain material"
+);
+
+checked_number!(
+    /// Nodes one query may expand: an integer 1..=[`MAX_NODES`].
+    MaxNodes(u32),
+    integer 1..=MAX_NODES,
+    "nodes one query may expand (and one tick's agents in all)"
+);
+
+/// `{ "maxStep": 256, "blocked": [1], "diagonal": false, "maxNodes": 65536 }`, every key
+/// optional.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NavConfig {
+    /// Height units a walker may climb between 4-neighbouring cells (default 256).
+    #[serde(default = "default_max_step")]
+    pub max_step: MaxStep,
+    /// Materials no walker may enter (default none).
+    #[serde(default)]
+    pub blocked: Vec<Material>,
+    /// Whether walkers also step diagonally, at cost √2 (default false).
+    #[serde(default)]
+    pub diagonal: bool,
+    /// Nodes one query may expand, and one tick's agents in all (default 65536).
+    #[serde(default = "default_max_nodes")]
+    pub max_nodes: MaxNodes,
+}
+
+fn default_max_step() -> MaxStep {
+    MaxStep(DEFAULT_MAX_STEP)
+}
+
+fn default_max_nodes() -> MaxNodes {
+    MaxNodes(DEFAULT_MAX_NODES)
+}
+
+impl Default for NavConfig {
+    fn default() -> Self {
+        NavConfig {
+            max_step: default_max_step(),
+            blocked: Vec::new(),
+            diagonal: false,
+            max_nodes: default_max_nodes(),
+        }
+    }
+}
+
+impl NavConfig {
+    /// The walking rules these settings make.
+    pub fn rules(&self) -> super::search::Rules {
+        let mut blocked = [false; 256];
+        for m in &self.blocked {
+            blocked[usize::from(m.get())] = true;
+        }
+        super::search::Rules {
+            max_step: self.max_step.get(),
+            blocked,
+            diagonal: self.diagonal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::from_value;
+    use serde_json::json;
+
+    #[test]
+    fn every_setting_is_checked_with_its_path() {
+        for (v, path, expected) in [
+            (
+                json!({"maxStep": 65536}),
+                "kits[3].config.maxStep",
+                "0..=65535",
+            ),
+            (
+                json!({"maxStep": -1}),
+                "kits[3].config.maxStep",
+                "0..=65535",
+            ),
+            (
+                json!({"maxNodes": 0}),
+                "kits[3].config.maxNodes",
+                "1..=4194304",
+            ),
+            (
+                json!({"maxNodes": 4194305}),
+                "kits[3].config.maxNodes",
+                "1..=4194304",
+            ),
+            (
+                json!({"blocked": [1, 256]}),
+                "kits[3].config.blocked[1]",
+                "0..=255",
+            ),
+            (json!({"blocked": 1}), "kits[3].config.blocked", "an array"),
+            (json!({"diagonal": 1}), "kits[3].config.diagonal", "boolean"),
+        ] {
+            let err = from_value::<NavConfig>(&v, "kits[3].config").unwrap_err();
+            assert_eq!(err.path, path, "{err}");
+            assert!(err.message.contains(expected), "{err}");
+        }
+        let err = from_value::<NavConfig>(&json!({"maxSteps": 1}), "c").unwrap_err();
+        assert!(err.message.contains("unknown field `maxSteps`"), "{err}");
+    }
+
+    #[test]
+    fn the_defaults_are_the_specs() {
+        let c = from_value::<NavConfig>(&json!({}), "c").unwrap();
+        assert_eq!(c, NavConfig::default());
+        assert_eq!(c.max_step.get(), 256);
+        assert_eq!(c.max_nodes.get(), 65_536);
+        assert!(!c.diagonal && c.blocked.is_empty());
+        let c = from_value::<NavConfig>(
+            &json!({"maxStep": 0, "blocked": [0, 255], "diagonal": true, "maxNodes": 4194304}),
+            "c",
+        )
+        .unwrap();
+        let rules = c.rules();
+        assert!(rules.blocked[0] && rules.blocked[255] && !rules.blocked[1]);
+        assert!(rules.diagonal && rules.max_step == 0);
+    }
+}

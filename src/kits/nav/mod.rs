@@ -1,0 +1,231 @@
+//! `world.nav` (SPEC §18): paths over what is built, and `indeterminate` when the answer needs a
+//! chunk that is not built yet. Queries come from Rust ([`NavService::path`]), Lua
+//! (`nav.path`) and the input `path {id, from, to}`; agents (entities tagged `agent` with
+//! `data.goal`) walk one cell a tick, waiting while their route is not built.
+//!
+//! - [`config`]: the settings; [`service`]: the face other kits see, and its event names;
+//! - [`search`]: the pure cell graph and A* (no host);
+//! - `state.rs`: the agents' tick; `save.rs`: the save section;
+//! - this file: the kit, which hears the terrain's changes and ticks the agents.
+
+pub mod config;
+mod save;
+pub mod search;
+pub mod service;
+mod state;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::grid::Position;
+use crate::host::{
+    Ctx, Event, Install, Kit, KitError, KitManifest, KitSpec, PreparedSection, Problem, SceneDef,
+    Services,
+};
+use crate::json::from_value;
+use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
+use crate::kits::terrain::{TerrainService, TERRAIN, TERRAIN_BUILT, TERRAIN_CHANGED};
+
+pub use config::{MaxNodes, MaxStep, NavConfig, MAX_NODES};
+pub use save::SaveSection;
+pub use search::{Answer, Cell, CellGrid, Outcome, Rules, Stopped, DIAGONAL_COST};
+pub use service::{
+    answer_data, path_event, NavService, AGENT_ARRIVED, AGENT_STUCK, AGENT_TAG, AGENT_WAITING,
+    NAV_PATH,
+};
+use state::{State, TerrainGround};
+
+/// The kit and service id.
+pub const NAV: &str = "world.nav";
+/// Variable: nodes the agents expanded on the last tick.
+pub const VAR_NODES: &str = "world.nav.nodes";
+
+/// The kit's manifest, read from `kit.json` beside this file.
+pub fn manifest() -> KitManifest {
+    serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
+}
+
+/// Checks a `world.nav` save section on its own (`check` of a save file): everything a load
+/// checks.
+pub fn check_save_section(section: &serde_json::Value, path: &str) -> Result<(), Problem> {
+    let parsed: SaveSection = from_value(section, path)?;
+    save::check(parsed).map(drop).map_err(|p| p.under(path))
+}
+
+/// The `world.nav` kit.
+pub struct NavKit {
+    state: Rc<RefCell<State>>,
+    published: Option<u64>,
+}
+
+impl NavKit {
+    /// The catalog factory.
+    pub fn from_spec(spec: &KitSpec<'_>) -> Result<Box<dyn Kit>, Vec<Problem>> {
+        let config: NavConfig = match spec.config {
+            None => NavConfig::default(),
+            Some(v) => from_value(v, &spec.config_path).map_err(|p| vec![p])?,
+        };
+        Ok(Box::new(NavKit::new(&config)))
+    }
+
+    /// A kit with `config`.
+    pub fn new(config: &NavConfig) -> Self {
+        NavKit {
+            state: Rc::new(RefCell::new(State {
+                rules: config.rules(),
+                max_nodes: config.max_nodes.get(),
+                grid: CellGrid {
+                    chunk_size: 32.0,
+                    cells: 32,
+                },
+                terrain: None,
+                agents: BTreeMap::new(),
+                turn: None,
+                changed: Default::default(),
+                moved: false,
+                nodes: 0,
+            })),
+            published: None,
+        }
+    }
+}
+
+impl Kit for NavKit {
+    fn id(&self) -> &str {
+        NAV
+    }
+
+    fn install(&mut self, host: &mut Install<'_>) {
+        let handle: Rc<dyn NavService> = Rc::new(Handle(self.state.clone()));
+        host.services.provide(NAV, handle);
+        host.variables.set(VAR_NODES, 0u64);
+    }
+
+    fn start(&mut self, services: &Services) -> Result<(), KitError> {
+        let missing = |service: &str| KitError::MissingService {
+            kit: NAV.into(),
+            service: service.into(),
+        };
+        let terrain = services
+            .get::<dyn TerrainService>(TERRAIN)
+            .ok_or_else(|| missing(TERRAIN))?;
+        let streaming = services
+            .get::<dyn StreamingService>(STREAMING)
+            .ok_or_else(|| missing(STREAMING))?;
+        let mut st = self.state.borrow_mut();
+        st.grid = CellGrid {
+            chunk_size: streaming.chunk_size(),
+            cells: terrain.cells_per_chunk(),
+        };
+        st.terrain = Some(terrain);
+        Ok(())
+    }
+
+    fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
+        let mut st = self.state.borrow_mut();
+        if let Some((chunk, loaded)) = event.chunk() {
+            if !loaded {
+                st.changed.insert(chunk);
+                st.moved = true;
+            }
+            return;
+        }
+        if event.event == TERRAIN_CHANGED {
+            if let (Some(x), Some(z)) = (event.data["x"].as_i64(), event.data["z"].as_i64()) {
+                st.changed.insert(crate::grid::ChunkPos::new(x, z));
+            }
+            st.moved = true;
+        } else if event.event == TERRAIN_BUILT {
+            st.moved = true;
+        }
+    }
+
+    fn on_leave(&mut self, _ctx: &mut Ctx<'_>) {
+        // The chunks' releases follow as events; agents re-plan from them.
+    }
+
+    fn on_enter(&mut self, _scene: &SceneDef, _ctx: &mut Ctx<'_>) {}
+
+    fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        let mut st = self.state.borrow_mut();
+        st.tick(ctx.world, ctx.events);
+        let nodes = st.nodes;
+        drop(st);
+        if self.published != Some(nodes) {
+            ctx.variables.set(VAR_NODES, nodes);
+            self.published = Some(nodes);
+        }
+    }
+
+    fn save_version(&self) -> u32 {
+        crate::host::save::SAVE_VERSION
+    }
+
+    fn save(&self) -> Option<serde_json::Value> {
+        Some(serde_json::to_value(self.state.borrow().save_section()).expect("plain data"))
+    }
+
+    fn prepare_load(
+        &self,
+        section: Option<&serde_json::Value>,
+        _scene: Option<&SceneDef>,
+    ) -> Result<Option<PreparedSection>, Problem> {
+        let path = format!("kits.{NAV}");
+        let Some(section) = section else {
+            return Ok(None); // an older save: no agent state
+        };
+        let parsed: SaveSection = from_value(section, &path)?;
+        let prepared = save::check(parsed).map_err(|p| p.under(&path))?;
+        // (check_save_section is this without keeping the result)
+        Ok(Some(Box::new(prepared)))
+    }
+
+    fn commit_load(&mut self, prepared: Option<PreparedSection>, _ctx: &mut Ctx<'_>) {
+        let p = prepared.and_then(|p| p.downcast::<save::Prepared>().ok());
+        self.state.borrow_mut().restore(p.map(|p| *p));
+        self.published = None;
+    }
+}
+
+/// The service handle registered as `world.nav`.
+struct Handle(Rc<RefCell<State>>);
+
+impl NavService for Handle {
+    fn path(&self, from: Position, to: Position) -> Outcome {
+        self.path_metered(from, to, &mut || true)
+            .expect("no meter stops it")
+    }
+
+    fn path_metered(
+        &self,
+        from: Position,
+        to: Position,
+        meter: &mut dyn FnMut() -> bool,
+    ) -> Result<Outcome, Stopped> {
+        let st = self.0.borrow();
+        let (from, to) = (st.grid.cell_of(from), st.grid.cell_of(to));
+        let Some(terrain) = st.terrain.clone() else {
+            return Ok(Outcome {
+                answer: Answer::Indeterminate(st.grid.chunk_of(from)),
+                nodes: 0,
+            });
+        };
+        let rules = st.rules.clone();
+        let limit = u64::from(st.max_nodes);
+        drop(st); // a meter may run Lua, which may ask the service again
+        search::search(&TerrainGround(&*terrain), &rules, from, to, limit, meter)
+    }
+
+    fn cell_of(&self, pos: Position) -> Cell {
+        self.0.borrow().grid.cell_of(pos)
+    }
+
+    fn centre(&self, cell: Cell) -> Position {
+        self.0.borrow().grid.centre(cell)
+    }
+
+    fn max_nodes(&self) -> u32 {
+        self.0.borrow().max_nodes
+    }
+}

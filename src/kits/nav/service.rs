@@ -1,0 +1,70 @@
+//! The `world.nav` service: what mods, the game and other kits may ask of the kit, and the names
+//! of what it emits. Reach it through the service registry as `Rc<dyn NavService>`.
+
+use serde_json::{json, Value};
+
+use crate::grid::Position;
+
+use super::search::{Answer, Cell, Outcome, Stopped};
+
+/// Event: the answer to a `path {id, from, to}` input: `{id, status, nodes}` plus `path` (a
+/// list of `{x, z}` cells, start to goal) when `found`, or `x`, `z` (the chunk not built) when
+/// `indeterminate`.
+pub const NAV_PATH: &str = "world.nav.path";
+/// Event: an agent's search met a chunk that is not built `{id, x, z}` (once per wait).
+pub const AGENT_WAITING: &str = "world.agent.waiting";
+/// Event: an agent stands on its goal's cell `{id}` (once per goal).
+pub const AGENT_ARRIVED: &str = "world.agent.arrived";
+/// Event: an agent's goal is proven unreachable or out of one query's budget `{id, status}`
+/// (`none` or `budget`; once, then retried only after terrain is built, changed or released).
+pub const AGENT_STUCK: &str = "world.agent.stuck";
+/// The tag that makes an entity an agent.
+pub const AGENT_TAG: &str = "agent";
+
+/// What `world.nav` offers.
+pub trait NavService {
+    /// Searches a path from the cell of `from` to the cell of `to` over the built terrain,
+    /// expanding at most `maxNodes` nodes (SPEC §18).
+    fn path(&self, from: Position, to: Position) -> Outcome;
+    /// [`NavService::path`], asking `meter` once per node expanded; it stops the search when it
+    /// answers false (a mod's budget is spent).
+    fn path_metered(
+        &self,
+        from: Position,
+        to: Position,
+        meter: &mut dyn FnMut() -> bool,
+    ) -> Result<Outcome, Stopped>;
+    /// The cell containing `pos` (the one `world.terrain`'s `heightAt` reads).
+    fn cell_of(&self, pos: Position) -> Cell;
+    /// The centre of `cell`, in metres.
+    fn centre(&self, cell: Cell) -> Position;
+    /// Nodes one query may expand.
+    fn max_nodes(&self) -> u32;
+}
+
+/// An answer as events carry it: `{status, nodes}` plus `path` or `x`, `z`.
+pub fn answer_data(outcome: &Outcome) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("status".into(), json!(outcome.answer.status()));
+    m.insert("nodes".into(), json!(outcome.nodes));
+    match &outcome.answer {
+        Answer::Found(path) => {
+            let cells: Vec<Value> = path.iter().map(|c| json!({"x": c.x, "z": c.z})).collect();
+            m.insert("path".into(), Value::Array(cells));
+        }
+        Answer::Indeterminate(c) => {
+            m.insert("x".into(), json!(c.x));
+            m.insert("z".into(), json!(c.z));
+        }
+        Answer::None | Answer::Budget => {}
+    }
+    m
+}
+
+/// The `world.nav.path` payload of query `id`: `{id, status, nodes, path | x, z}`.
+pub fn path_event(id: &str, outcome: &Outcome) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("id".into(), json!(id));
+    m.extend(answer_data(outcome));
+    Value::Object(m)
+}
