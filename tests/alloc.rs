@@ -145,3 +145,48 @@ fn a_big_scene_loads_within_5x_its_size_and_keeps_a_few_hundred_bytes_per_entity
     let per_entity = kept / (n as i64 + 1);
     assert!(per_entity <= 450, "{per_entity} bytes kept per entity");
 }
+
+#[test]
+fn a_started_district_world_holds_under_64_bytes_per_unloaded_entity() {
+    // SPEC §15: 50 000 district entities over 500 chunks, none loaded (the focus is elsewhere).
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for c in 0..500i64 {
+        for k in 0..100i64 {
+            let (x, z) = (
+                1000.0 + (c % 25) as f64 * 32.0 + k as f64 * 0.3,
+                (c / 25) as f64 * 32.0,
+            );
+            text.push_str(&format!(
+                "{{\"id\":\"e{c}_{k}\",\"tags\":[\"crate\"],\"position\":{{\"x\":{x},\"z\":{z}}}}}\n"
+            ));
+        }
+    }
+    std::fs::write(dir.path().join("d.jsonl"), &text).unwrap();
+    let scene = serde_json::json!({
+        "kits": [
+            { "id": "game.engine" }, { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 0 } },
+            { "id": "world.district", "config": { "districts": ["d.jsonl"] } }
+        ],
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } } ]
+    })
+    .to_string();
+    let catalog = world_streaming::kits::builtin_catalog();
+    let start = || {
+        world_streaming::game::Game::from_scene_text(&scene, "s.json", dir.path(), &catalog)
+            .unwrap()
+    };
+    drop(start()); // interned names and lazy statics, made once before counting
+    let before = LIVE.with(Cell::get);
+    let game = start();
+    let kept = LIVE.with(Cell::get) - before;
+    assert_eq!(game.state().district.unwrap().stored, 50_000);
+    assert_eq!(game.engine().world().len(), 1, "nothing materialised");
+    let per_entity = kept as f64 / 50_000.0;
+    eprintln!("a started district world keeps {kept} bytes = {per_entity:.1} per entity");
+    assert!(
+        per_entity < 64.0,
+        "{per_entity} bytes kept per unloaded entity"
+    );
+}

@@ -849,3 +849,58 @@ fn run_record_refuses_district_files_a_recording_cannot_carry() {
         "{err}"
     );
 }
+
+#[test]
+fn a_drive_at_radius_8_keeps_the_live_count_proportional_to_the_loaded_chunks() {
+    // Four district entities in each chunk of a 30 × 30 square; the hero drives east through
+    // its middle and out at radius 8, one chunk a tick, every wanted chunk loaded at once.
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = Vec::new();
+    for cz in 0..30i64 {
+        for cx in 0..30i64 {
+            for k in 0..4i64 {
+                let (x, z) = (cx as f64 * 32.0 + 3.0 + k as f64, cz as f64 * 32.0 + 7.0);
+                lines.push(line(&format!("e{cx}_{cz}_{k}"), x, z, &["crate"], None));
+            }
+        }
+    }
+    let scene = world(
+        dir.path(),
+        &[("d.jsonl", lines)],
+        json!({ "kits": [
+            { "id": "game.engine" }, { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 8, "budgetMs": 400 } },
+            { "id": "world.district", "config": { "districts": ["d.jsonl"] } }
+        ] }),
+    );
+    let mut game = start(dir.path(), &scene);
+    let streaming = game.streaming().unwrap();
+    let hero = EntityId::new("hero");
+    let mut most = 0;
+    for step in 0..45 {
+        let to = world_streaming::grid::Position::new(16.0 + 32.0 * f64::from(step), 15.0 * 32.0);
+        game.engine_mut().world_mut().move_to(&hero, to).unwrap();
+        game.tick();
+        let inside = streaming
+            .loaded()
+            .iter()
+            .filter(|c| (0..30).contains(&c.x) && (0..30).contains(&c.z))
+            .count() as u64;
+        let (live, stored) = counts(&game);
+        assert_eq!(
+            live,
+            4 * inside,
+            "tick {step}: 4 live entities per loaded chunk"
+        );
+        assert_eq!(
+            live + stored,
+            3600,
+            "tick {step}: every entity live or stored"
+        );
+        assert_eq!(game.engine().world().len() as u64, live + 1);
+        most = most.max(live);
+    }
+    // The full 17 × 17 ring (and the column kept behind it until it is released) at some point.
+    assert!(most >= 4 * 17 * 17, "{most}");
+    assert_eq!(counts(&game), (0, 3600), "driven out: everything stored");
+}

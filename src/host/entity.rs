@@ -392,6 +392,45 @@ impl World {
         Ok(entity)
     }
 
+    /// [`World::despawn`] of each of `ids` in order, in one pass over the world instead of one
+    /// shift of the spawn order per entity (a kit storing a chunk of 100 entities in a world of
+    /// 30 000 would otherwise move the world 100 times). The same result, entity for entity.
+    pub fn despawn_many(&mut self, ids: &[EntityId]) -> Vec<Result<Entity, EntityError>> {
+        if ids.len() < 2 {
+            return ids.iter().map(|id| self.despawn(id)).collect();
+        }
+        let mut wanted: FxHashMap<&EntityId, usize> = FxHashMap::default();
+        for (i, id) in ids.iter().enumerate() {
+            wanted.entry(id).or_insert(i);
+        }
+        let mut out: Vec<Option<Entity>> = (0..ids.len()).map(|_| None).collect();
+        self.entities.retain(|k, v| match wanted.get(k) {
+            Some(&i) => {
+                let placeholder = Entity {
+                    id: k.clone(),
+                    tags: Tags::new(),
+                    position: Position::new(0.0, 0.0),
+                    rides: None,
+                    data: None,
+                };
+                out[i] = Some(std::mem::replace(v, placeholder));
+                false
+            }
+            None => true,
+        });
+        ids.iter()
+            .zip(out)
+            .map(|(id, e)| {
+                let entity = e.ok_or_else(|| EntityError::NoSuchEntity(id.clone()))?;
+                if let Some(seq) = self.seq.remove(id) {
+                    self.players.remove(&seq);
+                }
+                self.changed.push(id.clone());
+                Ok(entity)
+            })
+            .collect()
+    }
+
     /// Moves an entity (riding never moves the rider: only this entity changes).
     pub fn move_to(&mut self, id: &EntityId, to: Position) -> Result<(), EntityError> {
         to.check()
@@ -583,6 +622,37 @@ mod tests {
         );
         w.untag(&"b".into(), "player").unwrap();
         assert_eq!(w.player().unwrap().id.as_str(), "c");
+    }
+
+    #[test]
+    fn despawning_many_at_once_is_despawning_each_in_turn() {
+        let build = || {
+            let mut w = World::new();
+            for i in 0..12 {
+                let tags: &[&str] = if i % 3 == 0 { &["player"] } else { &[] };
+                w.spawn(ent(&format!("e{i}"), tags)).unwrap();
+            }
+            w.take_changed();
+            w
+        };
+        let ids: Vec<EntityId> = ["e3", "e0", "e7", "nobody", "e3", "e11", "e6"]
+            .iter()
+            .map(|&s| s.into())
+            .collect();
+        let (mut one, mut many) = (build(), build());
+        let each: Vec<_> = ids.iter().map(|id| one.despawn(id)).collect();
+        assert_eq!(many.despawn_many(&ids), each);
+        let order = |w: &World| w.iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+        assert_eq!(order(&many), order(&one));
+        assert_eq!(many.take_changed(), one.take_changed());
+        assert_eq!(
+            many.player().map(|e| e.id.clone()),
+            one.player().map(|e| e.id.clone())
+        );
+        assert_eq!(many.anchors().count(), one.anchors().count());
+        many.spawn(ent("e3", &[])).unwrap();
+        one.spawn(ent("e3", &[])).unwrap();
+        assert_eq!(many.spawn_seq(&"e3".into()), one.spawn_seq(&"e3".into()));
     }
 
     #[test]

@@ -5,10 +5,8 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Seek, SeekFrom};
 
-use rustc_hash::FxHashMap;
-
 use crate::grid::{ChunkPos, Grid};
-use crate::host::{check_data, Entity, EntityId};
+use crate::host::{check_data, Entity};
 
 /// FNV-1a, 64 bits, fed in pieces.
 #[derive(Debug, Clone, Copy)]
@@ -116,6 +114,88 @@ pub fn parse_line(bytes: &[u8]) -> Result<Entity, String> {
     Ok(e)
 }
 
+/// A district line's shape as the index needs it, borrowed from the line: its id, tags and
+/// `rides` as slices of the text (when they have no escapes), its position. Field for field the
+/// shape of [`Entity`] (`deny_unknown_fields`, the same names and defaults), so a line is
+/// accepted here exactly when [`parse_line`] accepts it; `data`, rare and at most 4 KiB, is
+/// parsed in full to measure its compact size.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Shape<'a> {
+    #[serde(borrow)]
+    id: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    #[allow(dead_code)] // checked while read
+    tags: TagNames,
+    position: crate::grid::Position,
+    #[serde(default, borrow)]
+    rides: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    data: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A line's tags, each checked as it is read and none kept.
+#[derive(Default)]
+struct TagNames;
+
+impl<'de> serde::Deserialize<'de> for TagNames {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = TagNames;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of tags (strings)")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<TagNames, A::Error> {
+                while let Some(t) = seq.next_element::<std::borrow::Cow<'de, str>>()? {
+                    crate::limits::check_name(&t).map_err(serde::de::Error::custom)?;
+                }
+                Ok(TagNames)
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// What the index keeps of a checked line: its id and its position.
+pub struct Checked<'a> {
+    /// The id (borrowed from the line when it has no escapes).
+    pub id: std::borrow::Cow<'a, str>,
+    /// The position.
+    pub position: crate::grid::Position,
+}
+
+/// Checks one district line as [`parse_line`] does, without building the entity: no
+/// allocation for a line without escapes or `data`. The error is [`parse_line`]'s own message.
+pub fn check_line(bytes: &[u8]) -> Result<Checked<'_>, String> {
+    let fast = (|| {
+        let s: Shape<'_> = serde_json::from_slice(bytes).ok()?;
+        crate::limits::check_name(&s.id).ok()?;
+        if let Some(r) = &s.rides {
+            crate::limits::check_name(r).ok()?;
+        }
+        s.position.check().ok()?;
+        if let Some(d) = &s.data {
+            check_data(d).ok()?;
+        }
+        Some(Checked {
+            id: s.id,
+            position: s.position,
+        })
+    })();
+    match fast {
+        Some(c) => Ok(c),
+        // A bad line: the full parse names what is wrong (it refuses what the shape refused).
+        None => match parse_line(bytes) {
+            Err(m) => Err(m),
+            Ok(_) => Err("expected an entity {id, tags?, position, rides?, data?}".into()),
+        },
+    }
+}
+
 /// The hash an id is looked up by.
 pub fn id_hash(id: &str) -> u64 {
     Fnv::of(id.as_bytes())
@@ -138,11 +218,24 @@ pub struct Index {
     pub stamps: Vec<Stamp>,
 }
 
+/// One line as read: its scene, home chunk, file, place and id hash.
+type Entry = (u16, ChunkPos, u16, LineRef, u64);
+
 /// Builds an [`Index`]: files are added one by one; ids are checked unique across them.
+///
+/// Uniqueness is checked by sorting, not by a map: every line's id is kept end to end in one
+/// buffer, and a sort of (id hash, entry) pairs, which the index needs anyway, brings equal ids
+/// together (ids whose hashes collide, as a crafted file can make FNV's, are told apart by their
+/// bytes). The error is the one reading line by line would give: the first line, in file and
+/// line order, whose id an earlier line has, naming that earlier line (or, when a line that is
+/// not an entity comes first, that line).
 pub struct Builder {
     grid: Grid,
-    entries: Vec<(u16, ChunkPos, u16, LineRef, u64)>,
-    seen: FxHashMap<EntityId, (u16, u32)>,
+    entries: Vec<Entry>,
+    /// Every id read so far, end to end (dropped by [`Builder::finish`]); entry `i`'s id ends at
+    /// `id_ends[i]` and starts where entry `i - 1`'s ends.
+    arena: Vec<u8>,
+    id_ends: Vec<u64>,
     stamps: Vec<Stamp>,
 }
 
@@ -152,14 +245,96 @@ impl Builder {
         Builder {
             grid,
             entries: Vec::new(),
-            seen: FxHashMap::default(),
+            arena: Vec::new(),
+            id_ends: Vec::new(),
             stamps: Vec::new(),
+        }
+    }
+
+    /// The id of entry `i`.
+    fn id_of(&self, i: u32) -> &[u8] {
+        let i = i as usize;
+        let start = if i == 0 { 0 } else { self.id_ends[i - 1] };
+        &self.arena[start as usize..self.id_ends[i] as usize]
+    }
+
+    /// The (id hash, entry) pairs, sorted.
+    fn sorted_ids(&self) -> Vec<(u64, u32)> {
+        let mut ids: Vec<(u64, u32)> = (self.entries.iter().enumerate())
+            .map(|(i, e)| (e.4, i as u32))
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The first entry (in reading order) whose id an earlier entry has, and the first entry
+    /// that has it; `sorted` from [`Builder::sorted_ids`].
+    fn first_duplicate(&self, sorted: &[(u64, u32)]) -> Option<(u32, u32)> {
+        let mut best: Option<(u32, u32)> = None;
+        let mut at = 0;
+        while at < sorted.len() {
+            let mut end = at + 1;
+            while end < sorted.len() && sorted[end].0 == sorted[at].0 {
+                end += 1;
+            }
+            if end - at > 1 {
+                // Equal hashes: equal ids side by side, each id's entries in reading order.
+                let mut run: Vec<u32> = sorted[at..end].iter().map(|(_, i)| *i).collect();
+                run.sort_by(|x, y| self.id_of(*x).cmp(self.id_of(*y)).then(x.cmp(y)));
+                for same in run.chunk_by(|x, y| self.id_of(*x) == self.id_of(*y)) {
+                    if let [first, second, ..] = *same {
+                        if best.is_none_or(|(b, _)| second < b) {
+                            best = Some((second, first));
+                        }
+                    }
+                }
+            }
+            at = end;
+        }
+        best
+    }
+
+    /// The duplicate-id error for `(later, earlier)`; `current`: the file being read.
+    fn duplicate_error(&self, (later, earlier): (u32, u32), current: &str) -> IndexError {
+        let name = |f: u16| {
+            self.stamps
+                .get(f as usize)
+                .map_or(current, |s| s.file.as_str())
+                .to_owned()
+        };
+        let (_, _, f, r, _) = self.entries[later as usize];
+        let (_, _, g, q, _) = self.entries[earlier as usize];
+        IndexError::Line {
+            file: name(f),
+            line: r.line,
+            message: format!(
+                "duplicate entity id {:?}: {} line {} has it",
+                String::from_utf8_lossy(self.id_of(later)),
+                name(g),
+                q.line
+            ),
         }
     }
 
     /// Reads district file `name` (the next file index) for scene `scene` from `reader`,
     /// refusing more than `cap` bytes. The first bad line is the error.
     pub fn add(
+        &mut self,
+        scene: u16,
+        name: &str,
+        reader: impl BufRead,
+        cap: u64,
+    ) -> Result<(), IndexError> {
+        self.read(scene, name, reader, cap).map_err(|e| {
+            // A duplicate read before the bad line comes first.
+            match self.first_duplicate(&self.sorted_ids()) {
+                Some(d) => self.duplicate_error(d, name),
+                None => e,
+            }
+        })
+    }
+
+    fn read(
         &mut self,
         scene: u16,
         name: &str,
@@ -208,16 +383,9 @@ impl Builder {
                 message,
             };
             let len = u32::try_from(text.len()).map_err(|_| fail("a line over 4 GiB".into()))?;
-            let e = parse_line(text).map_err(fail)?;
-            if let Some((f, l)) = self.seen.get(&e.id) {
-                let other = &self
-                    .stamps
-                    .get(*f as usize)
-                    .map_or(name, |s| s.file.as_str());
-                return Err(fail(format!(
-                    "duplicate entity id {:?}: {other} line {l} has it",
-                    e.id.as_str()
-                )));
+            let e = check_line(text).map_err(fail)?;
+            if u32::try_from(self.entries.len()).is_err() {
+                return Err(fail("more than 4294967295 district entities".into()));
             }
             let chunk = self.grid.chunk_of(e.position);
             let r = LineRef {
@@ -225,9 +393,9 @@ impl Builder {
                 len,
                 line,
             };
-            self.entries
-                .push((scene, chunk, file, r, id_hash(e.id.as_str())));
-            self.seen.insert(e.id, (file, line));
+            self.arena.extend_from_slice(e.id.as_bytes());
+            self.id_ends.push(self.arena.len() as u64);
+            self.entries.push((scene, chunk, file, r, id_hash(&e.id)));
         }
         self.stamps.push(Stamp {
             file: name.to_owned(),
@@ -237,18 +405,26 @@ impl Builder {
         Ok(())
     }
 
-    /// Where id `id` is, when a district line has it: `(file name, line)`.
-    pub fn find(&self, id: &EntityId) -> Option<(&str, u32)> {
-        self.seen
-            .get(id)
-            .map(|(f, l)| (self.stamps[*f as usize].file.as_str(), *l))
-    }
-
-    /// The index (the id table is dropped: only hashes are kept).
-    pub fn finish(self) -> Index {
-        let mut entries = self.entries;
+    /// The index, once every id is known unique (the ids themselves are dropped: only their
+    /// hashes are kept).
+    pub fn finish(self) -> Result<Index, IndexError> {
+        let sorted = self.sorted_ids();
+        if let Some(d) = self.first_duplicate(&sorted) {
+            return Err(self.duplicate_error(d, ""));
+        }
+        let mut entries: Vec<(u32, Entry)> = self
+            .entries
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (i as u32, e))
+            .collect();
         // Stable: each group keeps file order (files in config order, lines in line order).
-        entries.sort_by_key(|(s, c, ..)| (*s, (c.z, c.x)));
+        entries.sort_by_key(|(_, (s, c, ..))| (*s, (c.z, c.x)));
+        // Where each entry went: the sorted hashes then name the grouped lines, still sorted.
+        let mut moved = vec![0u32; entries.len()];
+        for (new, (old, _)) in entries.iter().enumerate() {
+            moved[*old as usize] = new as u32;
+        }
         let mut index = Index {
             lines: Vec::with_capacity(entries.len()),
             files: Vec::with_capacity(entries.len()),
@@ -257,7 +433,7 @@ impl Builder {
             starts: Vec::new(),
             stamps: self.stamps,
         };
-        for (i, (scene, chunk, file, r, h)) in entries.into_iter().enumerate() {
+        for (i, (_, (scene, chunk, file, r, _))) in entries.into_iter().enumerate() {
             let i = i as u32;
             index
                 .groups
@@ -266,11 +442,12 @@ impl Builder {
                 .or_insert((i, i + 1));
             index.lines.push(r);
             index.files.push(file);
-            index.ids.push((h, i));
         }
-        index.ids.sort_unstable();
-        index.starts = index.groups.iter().map(|(k, g)| (g.0, k.1)).collect();
         index
+            .ids
+            .extend(sorted.into_iter().map(|(h, old)| (h, moved[old as usize])));
+        index.starts = index.groups.iter().map(|(k, g)| (g.0, k.1)).collect();
+        Ok(index)
     }
 }
 
@@ -345,7 +522,7 @@ mod tests {
         let text = "{\"id\":\"a\",\"position\":{\"x\":40,\"z\":0}}\n\n{\"id\":\"b\",\"position\":{\"x\":1,\"z\":1}}\n{\"id\":\"c\",\"position\":{\"x\":33,\"z\":2}}\n";
         let mut b = Builder::new(Grid::new(32.0));
         b.add(0, "d.jsonl", text.as_bytes(), 1 << 20).unwrap();
-        let index = b.finish();
+        let index = b.finish().unwrap();
         assert_eq!(index.len(), 3);
         let g = index.group(0, ChunkPos::new(1, 0));
         let lines: Vec<u32> = g.map(|i| index.line(i).1.line).collect();
@@ -358,11 +535,108 @@ mod tests {
     fn a_duplicate_id_names_both_lines() {
         let text = "{\"id\":\"a\",\"position\":{\"x\":0,\"z\":0}}\n{\"id\":\"a\",\"position\":{\"x\":1,\"z\":0}}\n";
         let mut b = Builder::new(Grid::new(32.0));
-        let e = b.add(0, "d.jsonl", text.as_bytes(), 1 << 20).unwrap_err();
+        b.add(0, "d.jsonl", text.as_bytes(), 1 << 20).unwrap();
+        let e = b.finish().unwrap_err();
         assert_eq!(
             e.to_string(),
             "d.jsonl: line 2: duplicate entity id \"a\": d.jsonl line 1 has it"
         );
+    }
+
+    fn lines(ids: &[&str]) -> String {
+        ids.iter()
+            .map(|id| match *id {
+                "bad" => "{\"id\":\"bad\"}\n".to_string(),
+                id => format!("{{\"id\":\"{id}\",\"position\":{{\"x\":0,\"z\":0}}}}\n"),
+            })
+            .collect()
+    }
+
+    fn build(files: &[&[&str]], same_hash: bool) -> Result<Index, String> {
+        let mut b = Builder::new(Grid::new(32.0));
+        for (i, f) in files.iter().enumerate() {
+            let name = format!("{i}.jsonl");
+            b.add(0, &name, lines(f).as_bytes(), 1 << 20)
+                .map_err(|e| e.to_string())?;
+            if same_hash {
+                // As if every id hashed alike (a crafted file can make FNV collide).
+                for e in &mut b.entries {
+                    e.4 = 7;
+                }
+            }
+        }
+        b.finish().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_first_duplicate_in_reading_order_is_the_error_hashes_colliding_or_not() {
+        for same in [false, true] {
+            assert_eq!(build(&[&["a", "b", "c"], &["d"]], same).unwrap().len(), 4);
+            assert_eq!(
+                build(&[&["x", "y", "y", "x"]], same).unwrap_err(),
+                "0.jsonl: line 3: duplicate entity id \"y\": 0.jsonl line 2 has it"
+            );
+            assert_eq!(
+                build(&[&["x", "y"], &["z", "x", "y"]], same).unwrap_err(),
+                "1.jsonl: line 2: duplicate entity id \"x\": 0.jsonl line 1 has it"
+            );
+            assert_eq!(
+                build(&[&["a", "a", "bad"]], same).unwrap_err(),
+                "0.jsonl: line 2: duplicate entity id \"a\": 0.jsonl line 1 has it",
+                "a duplicate before a bad line comes first"
+            );
+            assert_eq!(
+                build(&[&["a", "a"], &["bad"]], same).unwrap_err(),
+                "0.jsonl: line 2: duplicate entity id \"a\": 0.jsonl line 1 has it"
+            );
+            assert!(build(&[&["a", "bad", "a"]], same)
+                .unwrap_err()
+                .starts_with("0.jsonl: line 2: expected an entity"));
+        }
+    }
+
+    #[test]
+    fn the_fast_check_accepts_and_refuses_what_the_full_parse_does() {
+        let cases = [
+            r#"{"id":"a","position":{"x":1,"z":2}}"#,
+            r#"{"id":"a","tags":["x","y"],"position":{"x":1,"y":3,"z":2},"rides":"v","data":{"k":[1,2]}}"#,
+            r#"{"id":"a\u0041","tags":["t\n"],"position":{"x":1,"z":2},"data":null}"#,
+            r#"{"id":"a","position":{"x":1,"z":2},"extra":1}"#,
+            r#"{"id":"","position":{"x":1,"z":2}}"#,
+            r#"{"id":"a","tags":[""],"position":{"x":1,"z":2}}"#,
+            r#"{"id":"a","rides":"","position":{"x":1,"z":2}}"#,
+            r#"{"id":"a","position":{"x":1e16,"z":2}}"#,
+            r#"{"id":"a","position":{"x":1,"z":2,"w":0}}"#,
+            r#"{"id":"a","position":{"x":1}}"#,
+            r#"{"id":"a","id":"b","position":{"x":1,"z":2}}"#,
+            r#"{"id":"a","tags":"x","position":{"x":1,"z":2}}"#,
+            r#"{"id":"a","position":{"x":1,"z":2},"data":[]}"#,
+            r#"{"id":"a","position":{"x":1,"z":2}} x"#,
+            r#"[1]"#,
+            r#"{"id":"a","position":{"x":1,"z":2}"#,
+        ];
+        for c in cases {
+            let full = parse_line(c.as_bytes());
+            let fast = check_line(c.as_bytes());
+            assert_eq!(full.is_ok(), fast.is_ok(), "{c}");
+            match (full, fast) {
+                (Ok(e), Ok(k)) => {
+                    assert_eq!(e.id.as_str(), &*k.id, "{c}");
+                    assert_eq!(e.position, k.position, "{c}");
+                }
+                (Err(a), Err(b)) => assert_eq!(a, b, "{c}"),
+                _ => unreachable!(),
+            }
+        }
+        let big = format!(
+            r#"{{"id":"a","position":{{"x":1,"z":2}},"data":{{"k":"{}"}}}}"#,
+            "x".repeat(5000)
+        );
+        assert_eq!(
+            check_line(big.as_bytes()).err(),
+            parse_line(big.as_bytes()).err()
+        );
+        assert!(check_line(big.as_bytes()).is_err());
     }
 
     #[test]

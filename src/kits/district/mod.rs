@@ -137,6 +137,11 @@ impl DistrictKit {
         self.state.borrow().index.heap_bytes()
     }
 
+    /// The kit's two chunk steps on their own (the benchmarks time each alone).
+    pub fn chunk_steps(&self) -> ChunkSteps {
+        ChunkSteps(self.state.clone())
+    }
+
     fn start_error(message: String) -> KitError {
         KitError::Start {
             kit: DISTRICT.into(),
@@ -207,7 +212,9 @@ impl Kit for DistrictKit {
                 .map_err(|e| Self::start_error(e.to_string()))?;
             handles.push(RefCell::new(file));
         }
-        let index = builder.finish();
+        let index = builder
+            .finish()
+            .map_err(|e| Self::start_error(e.to_string()))?;
         {
             let mut st = self.state.borrow_mut();
             st.grid = grid;
@@ -317,6 +324,25 @@ impl Kit for DistrictKit {
         };
         st.restore(prepared, active, ctx.world);
         self.published = None;
+    }
+}
+
+/// The kit's materialise and store steps, called directly: what a chunk load and a chunk release
+/// do to the world, without the streaming kit around them and without their events (the
+/// benchmarks time each alone).
+#[derive(Clone)]
+pub struct ChunkSteps(Rc<RefCell<State>>);
+
+impl ChunkSteps {
+    /// Spawns `chunk`'s stored entities of the active scene into `world`, as a chunk load does;
+    /// how many.
+    pub fn materialise(&self, world: &mut crate::host::World, chunk: ChunkPos) -> usize {
+        self.0.borrow_mut().materialise(world, chunk).1
+    }
+
+    /// Stores `chunk`'s live streamed entities, as a chunk release does; how many.
+    pub fn store(&self, world: &mut crate::host::World, chunk: ChunkPos) -> usize {
+        self.0.borrow_mut().release(world, chunk).1
     }
 }
 

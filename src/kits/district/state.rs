@@ -248,13 +248,20 @@ impl State {
             None => self.index.group(scene, chunk).map(Stored::Line).collect(),
         };
         let had = list.len();
+        let mut lives = Vec::with_capacity(ids.len());
         for id in ids {
             let Some(live) = self.unindex(&id) else {
                 continue;
             };
             self.check.remove(&id);
             self.data.remove(&id);
-            let Ok(mut e) = world.despawn(&id) else {
+            lives.push((id, live));
+        }
+        let ids: Vec<EntityId> = lives.iter().map(|(id, _)| id.clone()).collect();
+        // One pass over the world for the whole chunk.
+        let despawned = world.despawn_many(&ids);
+        for ((_, live), e) in lives.into_iter().zip(despawned) {
+            let Ok(mut e) = e else {
                 continue;
             };
             e.tags.remove(DORMANT);
