@@ -92,6 +92,40 @@ fn two_games_in_one_process_cannot_share_a_world_directory() {
     assert_eq!(files, ["r.-1.0.wsr", "r.0.0.wsr"]);
 }
 
+/// A child process forked while a game holds the directory shares the game's open files until
+/// it execs (or exits): a program spawned by another thread, say. With `flock` the lock went
+/// with the open file, so such a child kept the directory locked after the game was gone, and
+/// the next game was refused ("in use by another game") though nothing held it: a flaky
+/// failure of this suite under load. The record lock belongs to the game's process alone.
+#[test]
+fn a_forked_child_does_not_keep_the_directory_locked_once_its_game_is_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("world");
+    let first = new_game(&scene(&dir, 0)).unwrap();
+    // SAFETY: the child only sleeps and exits (both async-signal-safe), holding a copy of
+    // every open descriptor meanwhile, as a child between fork and exec does.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork failed");
+    if child == 0 {
+        unsafe {
+            libc::sleep(3);
+            libc::_exit(0);
+        }
+    }
+    first.close().unwrap();
+    let second = new_game(&scene(&dir, 0));
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    let second = second.expect("the directory is free once its game is gone");
+    // And it is held again: a third game is refused while the second lives.
+    let err = new_game(&scene(&dir, 0))
+        .err()
+        .expect("a third game started");
+    assert_eq!(err.to_string(), in_use(&dir));
+    drop(second);
+}
+
 #[test]
 fn a_second_run_process_is_refused_while_a_game_holds_the_directory() {
     let tmp = tempfile::tempdir().unwrap();

@@ -483,45 +483,80 @@ fn write_atomic_with(fs: &dyn Fs, dir: &Path, name: &str, bytes: &[u8]) -> std::
     fs.sync_dir(dir).map_err(|e| op("fsync", dir, e))
 }
 
-/// The advisory lock on a world directory's `session.lock`, released when dropped (or when the
-/// process dies).
+/// The directories this process holds, by the directory's device and inode (one owner per
+/// directory in the process: two games here, through the C ABI say, never share one).
+static HELD: std::sync::Mutex<BTreeSet<(u64, u64)>> = std::sync::Mutex::new(BTreeSet::new());
+
+/// The lock on a world directory: this process's claim in [`HELD`] and a POSIX record lock
+/// (`fcntl` `F_SETLK`, a write lock over the whole of `session.lock`) that the OS releases when
+/// the process dies. A record lock belongs to the process, not to the open file, so a child
+/// forked by another thread (spawning a program) never holds it, not even between its fork and
+/// its exec: with `flock` such a child kept the directory locked after the game that owned it
+/// was gone. The price of record locks, that closing *any* descriptor of the file in this
+/// process releases them, is paid by never opening `session.lock` anywhere else (reading a
+/// directory does not touch it) and by checking [`HELD`] before opening it. Released when
+/// dropped.
 #[derive(Debug)]
 struct Lock {
-    _file: std::fs::File,
+    /// Always `Some` until dropped.
+    file: Option<std::fs::File>,
+    key: (u64, u64),
 }
 
 impl Lock {
     /// Creates `dir` if needed and takes its lock, or says who holds it.
     fn take(dir: &Path) -> Result<Lock, StoreError> {
+        use std::os::unix::fs::MetadataExt as _;
         let io = |message: String| StoreError::Io {
             dir: dir.to_owned(),
             message,
         };
         std::fs::create_dir_all(dir).map_err(|e| io(format!("cannot create it: {e}")))?;
         let path = dir.join(LOCK_FILE);
+        let meta = std::fs::metadata(dir).map_err(|e| io(format!("cannot read it: {e}")))?;
+        let key = (meta.dev(), meta.ino());
+        let locked = || StoreError::Locked {
+            dir: dir.to_owned(),
+            lock: path.clone(),
+        };
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        if held.contains(&key) {
+            return Err(locked());
+        }
         let mut options = std::fs::OpenOptions::new();
         options.read(true).write(true).create(true).truncate(false);
         no_follow(&mut options);
         let mut file = options
             .open(&path)
             .map_err(|e| io(format!("cannot open its lock file {LOCK_FILE}: {e}")))?;
-        match file.try_lock() {
+        match rustix::fs::fcntl_lock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(StoreError::Locked {
-                    dir: dir.to_owned(),
-                    lock: path,
-                })
+            Err(e) if e == rustix::io::Errno::ACCESS || e == rustix::io::Errno::AGAIN => {
+                return Err(locked())
             }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(io(format!("cannot lock {LOCK_FILE}: {e}")))
-            }
+            Err(e) => return Err(io(format!("cannot lock {LOCK_FILE}: {e}"))),
         }
+        held.insert(key);
         // For a person looking: which process holds it (never read back by the game).
         let _ = file
             .set_len(0)
             .and_then(|()| writeln!(file, "{}", std::process::id()));
-        Ok(Lock { _file: file })
+        Ok(Lock {
+            file: Some(file),
+            key,
+        })
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        // Under the registry's lock: close the descriptor (which releases the record lock),
+        // then give up the claim. In the other order a take in between would open and lock the
+        // file, and this close would then release that new owner's lock (record locks are the
+        // process's).
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        drop(self.file.take());
+        held.remove(&self.key);
     }
 }
 
