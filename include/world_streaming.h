@@ -48,12 +48,15 @@ typedef enum WsStatus {
   WS_STATUS_UNKNOWN_STRING = 14,
   // A call panicked inside the library (a bug: please report the message).
   WS_STATUS_PANIC = 15,
+  // `ws_game_terrain`: the chunk (or LOD block) is not built (not loaded yet, still
+  // generating, or released).
+  WS_STATUS_NOT_BUILT = 16,
   // The scene's world directory (`worldDir`) is held by another game, in this process or
   // another (its `session.lock`); the message names both.
-  WS_STATUS_WORLD_IN_USE = 16,
+  WS_STATUS_WORLD_IN_USE = 17,
   // `ws_game_free` could not write every edit back to the world directory: the message
   // names each region file and how many chunks are lost (the game is freed all the same).
-  WS_STATUS_EDITS_LOST = 17,
+  WS_STATUS_EDITS_LOST = 18,
 } WsStatus;
 
 // A game handle. 0 is never a game; every other value names at most one game, ever.

@@ -78,12 +78,15 @@ pub enum WsStatus {
     UnknownString = 14,
     /// A call panicked inside the library (a bug: please report the message).
     Panic = 15,
+    /// `ws_game_terrain`: the chunk (or LOD block) is not built (not loaded yet, still
+    /// generating, or released).
+    NotBuilt = 16,
     /// The scene's world directory (`worldDir`) is held by another game, in this process or
     /// another (its `session.lock`); the message names both.
-    WorldInUse = 16,
+    WorldInUse = 17,
     /// `ws_game_free` could not write every edit back to the world directory: the message
     /// names each region file and how many chunks are lost (the game is freed all the same).
-    EditsLost = 17,
+    EditsLost = 18,
 }
 
 /// One chunk: the `{x, z}` of SPEC §1.
@@ -408,8 +411,9 @@ pub extern "C" fn ws_status_name(status: i32) -> *const c_char {
         13 => "WS_STATUS_NO_SUCH_VARIABLE\0",
         14 => "WS_STATUS_UNKNOWN_STRING\0",
         15 => "WS_STATUS_PANIC\0",
-        16 => "WS_STATUS_WORLD_IN_USE\0",
-        17 => "WS_STATUS_EDITS_LOST\0",
+        16 => "WS_STATUS_NOT_BUILT\0",
+        17 => "WS_STATUS_WORLD_IN_USE\0",
+        18 => "WS_STATUS_EDITS_LOST\0",
         _ => "WS_STATUS_UNKNOWN\0",
     };
     name.as_ptr().cast()
@@ -856,6 +860,7 @@ mod tests {
             (WsStatus::Ok, "WS_STATUS_OK"),
             (WsStatus::BadInput, "WS_STATUS_BAD_INPUT"),
             (WsStatus::Panic, "WS_STATUS_PANIC"),
+            (WsStatus::NotBuilt, "WS_STATUS_NOT_BUILT"),
             (WsStatus::WorldInUse, "WS_STATUS_WORLD_IN_USE"),
             (WsStatus::EditsLost, "WS_STATUS_EDITS_LOST"),
         ] {
@@ -866,6 +871,42 @@ mod tests {
         // SAFETY: as above.
         let unknown = unsafe { CStr::from_ptr(ws_status_name(99)) };
         assert_eq!(unknown.to_str().unwrap(), "WS_STATUS_UNKNOWN");
+    }
+
+    /// The numbers are the contract (SPEC §14, §19: `WS_STATUS_NOT_BUILT` is 16): C and C#
+    /// callers compare against them, so none may move.
+    #[test]
+    fn every_status_keeps_its_number() {
+        let all = [
+            (WsStatus::Ok, 0, "WS_STATUS_OK"),
+            (WsStatus::NullArgument, 1, "WS_STATUS_NULL_ARGUMENT"),
+            (WsStatus::InvalidUtf8, 2, "WS_STATUS_INVALID_UTF8"),
+            (WsStatus::InvalidHandle, 3, "WS_STATUS_INVALID_HANDLE"),
+            (WsStatus::Poisoned, 4, "WS_STATUS_POISONED"),
+            (WsStatus::BadScene, 5, "WS_STATUS_BAD_SCENE"),
+            (WsStatus::BadInput, 6, "WS_STATUS_BAD_INPUT"),
+            (WsStatus::InputFailed, 7, "WS_STATUS_INPUT_FAILED"),
+            (WsStatus::NoStreaming, 8, "WS_STATUS_NO_STREAMING"),
+            (WsStatus::SaveFailed, 9, "WS_STATUS_SAVE_FAILED"),
+            (WsStatus::LoadFailed, 10, "WS_STATUS_LOAD_FAILED"),
+            (WsStatus::OutOfRange, 11, "WS_STATUS_OUT_OF_RANGE"),
+            (WsStatus::BufferTooSmall, 12, "WS_STATUS_BUFFER_TOO_SMALL"),
+            (WsStatus::NoSuchVariable, 13, "WS_STATUS_NO_SUCH_VARIABLE"),
+            (WsStatus::UnknownString, 14, "WS_STATUS_UNKNOWN_STRING"),
+            (WsStatus::Panic, 15, "WS_STATUS_PANIC"),
+            (WsStatus::NotBuilt, 16, "WS_STATUS_NOT_BUILT"),
+            (WsStatus::WorldInUse, 17, "WS_STATUS_WORLD_IN_USE"),
+            (WsStatus::EditsLost, 18, "WS_STATUS_EDITS_LOST"),
+        ];
+        for (status, number, name) in all {
+            assert_eq!(status_of(status), number, "{name}");
+            // SAFETY: ws_status_name returns a static NUL-terminated string.
+            let got = unsafe { CStr::from_ptr(ws_status_name(number)) };
+            assert_eq!(got.to_str().unwrap(), name);
+        }
+        // SAFETY: as above.
+        let next = unsafe { CStr::from_ptr(ws_status_name(all.len() as i32)) };
+        assert_eq!(next.to_str().unwrap(), "WS_STATUS_UNKNOWN");
     }
 
     #[test]
