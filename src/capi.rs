@@ -21,7 +21,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
@@ -30,12 +30,14 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
-use crate::files::inputs::{parse_line, MAX_TICK};
+use crate::files::inputs::{check_input, parse_line, Action, InputLine, MAX_TICK};
 use crate::files::{FileError, MAX_FILE_BYTES};
 use crate::game::{Game, GameError};
-use crate::grid::ChunkPos;
+use crate::grid::{ChunkPos, Position};
+use crate::host::{EntityId, Event};
 use crate::kits::builtin_catalog;
-use crate::kits::streaming::StreamingService;
+use crate::kits::streaming::{StreamingService, CHUNK_LOADED, CHUNK_UNLOADED};
+use crate::kits::terrain::{TERRAIN_BUILT, TERRAIN_CHANGED};
 
 /// A game handle. 0 is never a game; every other value names at most one game, ever.
 pub type WsGame = u64;
@@ -97,6 +99,130 @@ pub struct WsChunk {
     pub x: i64,
     /// Row (north-south).
     pub z: i64,
+}
+
+/// `world.chunk.loaded {x, z}`.
+pub const WS_CHUNK_EVENT_LOADED: i32 = 0;
+/// `world.chunk.unloaded {x, z}`.
+pub const WS_CHUNK_EVENT_UNLOADED: i32 = 1;
+/// `world.terrain.built {x, z, hash}`.
+pub const WS_CHUNK_EVENT_BUILT: i32 = 2;
+/// `world.terrain.changed {x, z}` (with `level` for an LOD block).
+pub const WS_CHUNK_EVENT_CHANGED: i32 = 3;
+/// `world.lod.loaded {level, x, z}`.
+pub const WS_CHUNK_EVENT_LOD_LOADED: i32 = 4;
+/// `world.lod.unloaded {level, x, z}`.
+pub const WS_CHUNK_EVENT_LOD_UNLOADED: i32 = 5;
+/// `world.terrain.lod.built {level, x, z, hash}`.
+pub const WS_CHUNK_EVENT_LOD_BUILT: i32 = 6;
+
+/// `world.lod.loaded` (SPEC §17).
+const LOD_LOADED: &str = "world.lod.loaded";
+/// `world.lod.unloaded` (SPEC §17).
+const LOD_UNLOADED: &str = "world.lod.unloaded";
+/// `world.terrain.lod.built` (SPEC §17).
+const LOD_BUILT: &str = "world.terrain.lod.built";
+
+/// One chunk event (SPEC §19) as `ws_game_drain_chunk_events` hands it out: no JSON.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WsChunkEvent {
+    /// One of the `WS_CHUNK_EVENT_*` kinds.
+    pub kind: i32,
+    /// 0 for a chunk; the LOD level (1 = the first `lod` entry) for a block.
+    pub level: u32,
+    /// Column of the chunk (or block).
+    pub x: i64,
+    /// Row of the chunk (or block).
+    pub z: i64,
+    /// FNV-1a 64 of the built bytes for `BUILT` and `LOD_BUILT` (SPEC §12), else 0.
+    pub hash: u64,
+}
+
+/// The event as a [`WsChunkEvent`], when it is one of the seven chunk events and its payload
+/// has their shape (`x`, `z` integers; `level` a u32 where given; `hash` 16 hex digits, or a
+/// number, for the built events); `None` for every other event.
+pub fn chunk_event(event: &Event) -> Option<WsChunkEvent> {
+    let (kind, has_hash) = match &*event.event {
+        CHUNK_LOADED => (WS_CHUNK_EVENT_LOADED, false),
+        CHUNK_UNLOADED => (WS_CHUNK_EVENT_UNLOADED, false),
+        TERRAIN_BUILT => (WS_CHUNK_EVENT_BUILT, true),
+        TERRAIN_CHANGED => (WS_CHUNK_EVENT_CHANGED, false),
+        LOD_LOADED => (WS_CHUNK_EVENT_LOD_LOADED, false),
+        LOD_UNLOADED => (WS_CHUNK_EVENT_LOD_UNLOADED, false),
+        LOD_BUILT => (WS_CHUNK_EVENT_LOD_BUILT, true),
+        _ => return None,
+    };
+    let data = &event.data;
+    let x = data.get("x")?.as_i64()?;
+    let z = data.get("z")?.as_i64()?;
+    let level = match data.get("level") {
+        None => 0,
+        Some(v) => u32::try_from(v.as_u64()?).ok()?,
+    };
+    let hash = if has_hash {
+        match data.get("hash")? {
+            Value::String(hex) if hex.len() == 16 => u64::from_str_radix(hex, 16).ok()?,
+            v => v.as_u64()?,
+        }
+    } else {
+        0
+    };
+    Some(WsChunkEvent {
+        kind,
+        level,
+        x,
+        z,
+        hash,
+    })
+}
+
+/// The events taken from the engine and not yet handed out, split so each drain costs what it
+/// hands out: the chunk events (already in their C form, with the event they stand for) and
+/// every other event, each with its emission sequence number so `ws_game_drain_events` can
+/// merge them back in emission order.
+#[derive(Debug, Default)]
+struct EventQueue {
+    chunks: VecDeque<(u64, WsChunkEvent, Event)>,
+    others: VecDeque<(u64, Event)>,
+    next: u64,
+}
+
+impl EventQueue {
+    /// Moves the engine's delivered events into the queue.
+    fn pull(&mut self, game: &mut Game) {
+        for event in game.engine_mut().take_events() {
+            let seq = self.next;
+            self.next += 1;
+            match chunk_event(&event) {
+                Some(c) => self.chunks.push_back((seq, c, event)),
+                None => self.others.push_back((seq, event)),
+            }
+        }
+    }
+
+    /// Every event not handed out yet, in emission order (the queue is left empty).
+    fn take_all(&mut self, game: &mut Game) -> Vec<Event> {
+        if self.chunks.is_empty() && self.others.is_empty() {
+            return game.engine_mut().take_events(); // nothing held back: the engine's log as is
+        }
+        self.pull(game);
+        let mut out = Vec::with_capacity(self.chunks.len() + self.others.len());
+        loop {
+            let chunk_first = match (self.chunks.front(), self.others.front()) {
+                (Some(c), Some(o)) => c.0 < o.0,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            if chunk_first {
+                out.extend(self.chunks.pop_front().map(|c| c.2));
+            } else {
+                out.extend(self.others.pop_front().map(|o| o.1));
+            }
+        }
+        out
+    }
 }
 
 /// Why a C call failed: each variant is one [`WsStatus`] with its message.
@@ -212,6 +338,8 @@ impl CapiError {
 struct Slot {
     game: Game,
     poisoned: bool,
+    /// Events taken from the engine but not handed out yet (see [`ws_game_drain_chunk_events`]).
+    queue: EventQueue,
 }
 
 /// Handles are never reused: a freed handle stays invalid for the life of the process.
@@ -320,6 +448,14 @@ fn with_game<R>(
     handle: WsGame,
     f: impl FnOnce(&mut Game) -> Result<R, CapiError>,
 ) -> Result<R, CapiError> {
+    with_slot(handle, |slot| f(&mut slot.game))
+}
+
+/// [`with_game`] with the whole slot (the game and its event queue).
+fn with_slot<R>(
+    handle: WsGame,
+    f: impl FnOnce(&mut Slot) -> Result<R, CapiError>,
+) -> Result<R, CapiError> {
     GAMES.with(|games| {
         let mut games = games
             .try_borrow_mut()
@@ -329,7 +465,7 @@ fn with_game<R>(
             return Err(CapiError::Poisoned(handle));
         }
         slot.poisoned = true;
-        let result = f(&mut slot.game);
+        let result = f(slot);
         slot.poisoned = false;
         result
     })
@@ -478,6 +614,7 @@ pub unsafe extern "C" fn ws_game_new(
                     Slot {
                         game,
                         poisoned: false,
+                        queue: EventQueue::default(),
                     },
                 )
             });
@@ -590,7 +727,9 @@ pub unsafe extern "C" fn ws_game_tick_count(
 
 /// Takes the events emitted since the last drain, as a JSON array of the event log's objects
 /// (`[{"tick": 1, "event": "world.chunk.loaded", "data": {"x": 0, "z": 0}}, …]`, emission
-/// order). The game keeps every event until it is drained: drain after every tick or few.
+/// order). The game keeps every event until it is drained: drain after every tick or few. The
+/// chunk events already handed out by [`ws_game_drain_chunk_events`] are not in it; those it
+/// has not handed out are, in their place.
 ///
 /// # Safety
 /// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
@@ -606,9 +745,85 @@ pub unsafe extern "C" fn ws_game_drain_events(
             if out_json.is_null() {
                 return Err(CapiError::Null("out_json"));
             }
-            let events = with_game(game, |g| Ok(g.engine_mut().take_events()))?;
+            let events = with_slot(game, |slot| Ok(slot.queue.take_all(&mut slot.game)))?;
             let json = serde_json::to_string(&events).expect("events are JSON");
             put(out_json, "out_json", hand_out(json))
+        })
+    }
+}
+
+/// Moves `entity` to `(x, y, z)` as a `move` input stamped with the next tick would
+/// (`{"tick": next, "do": "move", "entity": …, "to": {"x": x, "y": y, "z": z}}`), without JSON:
+/// the per-frame transform sync. A coordinate that is not finite or beyond ±1e15 m, or a
+/// malformed id, is `WS_STATUS_BAD_INPUT`; an entity that does not exist is
+/// `WS_STATUS_INPUT_FAILED` (the messages an input line gets).
+///
+/// # Safety
+/// `entity` is null or a NUL-terminated string; `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_move(
+    game: WsGame,
+    entity: *const c_char,
+    x: f64,
+    y: f64,
+    z: f64,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let entity = text(entity, "entity")?;
+            let action = Action::Move {
+                entity: EntityId::new(entity),
+                to: Position { x, y, z },
+            };
+            check_input(&action).map_err(CapiError::BadInput)?;
+            with_game(game, |g| {
+                let input = InputLine {
+                    tick: g.engine().tick_count() + 1,
+                    action,
+                };
+                g.apply(&input).map_err(|e| CapiError::Input(e.to_string()))
+            })
+        })
+    }
+}
+
+/// Takes at most `capacity` of the chunk events emitted since the last drain (the
+/// `WS_CHUNK_EVENT_*` kinds), in emission order, into `out`, and writes how many to
+/// `*out_count`: call again while it equals `capacity`. The events it hands out are no longer
+/// in what [`ws_game_drain_events`] hands out, which keeps every other event (and the chunk
+/// events not taken yet) in emission order. `out` may be null with `capacity` 0.
+///
+/// # Safety
+/// `out` is null or valid for `capacity` writes; `out_count` and `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_drain_chunk_events(
+    game: WsGame,
+    out: *mut WsChunkEvent,
+    capacity: usize,
+    out_count: *mut usize,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            if out_count.is_null() {
+                return Err(CapiError::Null("out_count"));
+            }
+            if out.is_null() && capacity > 0 {
+                return Err(CapiError::Null("out (with a capacity above 0)"));
+            }
+            let written = with_slot(game, |slot| {
+                slot.queue.pull(&mut slot.game);
+                let n = capacity.min(slot.queue.chunks.len());
+                for (i, (_, event, _)) in slot.queue.chunks.drain(..n).enumerate() {
+                    // SAFETY: i < n <= capacity, and `out` holds `capacity` events.
+                    out.add(i).write(event);
+                }
+                Ok(n)
+            })?;
+            put(out_count, "out_count", written)
         })
     }
 }
@@ -1072,5 +1287,415 @@ mod tests {
         );
         // Freed all the same.
         assert_eq!(free_game(game).0, WsStatus::InvalidHandle);
+    }
+
+    /// A terrain scene with one player, on one worker.
+    fn terrain_scene() -> String {
+        serde_json::json!({
+            "kits": [
+                {"id": "world.ground"},
+                {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 2, "budgetMs": 3}},
+                {"id": "world.terrain", "config": {"seed": 7, "cellsPerChunk": 8, "workers": 1}}
+            ],
+            "entities": [{"id": "hero", "tags": ["player"], "position": {"x": 16, "z": 16}}]
+        })
+        .to_string()
+    }
+
+    fn tick(game: WsGame, n: u64) {
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a writable out-pointer.
+        let status = unsafe { ws_game_tick(game, n, &mut error) };
+        assert_eq!(status, WsStatus::Ok, "{}", take_message(error));
+    }
+
+    fn apply(game: WsGame, line: &str) -> (WsStatus, String) {
+        let line = CString::new(line).unwrap();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a valid string and out-pointer.
+        let status = unsafe { ws_game_apply(game, line.as_ptr(), &mut error) };
+        (status, take_message(error))
+    }
+
+    fn move_to(game: WsGame, entity: &str, x: f64, y: f64, z: f64) -> (WsStatus, String) {
+        let entity = CString::new(entity).unwrap();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a valid string and out-pointer.
+        let status = unsafe { ws_game_move(game, entity.as_ptr(), x, y, z, &mut error) };
+        (status, take_message(error))
+    }
+
+    /// `ws_game_drain_events`, parsed.
+    fn drain_json(game: WsGame) -> Vec<Value> {
+        let mut json = std::ptr::null_mut();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: writable out-pointers.
+        let status = unsafe { ws_game_drain_events(game, &mut json, &mut error) };
+        assert_eq!(status, WsStatus::Ok, "{}", take_message(error));
+        let text = take_message(json);
+        match serde_json::from_str(&text).unwrap() {
+            Value::Array(events) => events,
+            other => panic!("not an array: {other}"),
+        }
+    }
+
+    /// One `ws_game_drain_chunk_events` call with room for `capacity`.
+    fn drain_chunks_once(game: WsGame, capacity: usize) -> Vec<WsChunkEvent> {
+        let blank = WsChunkEvent {
+            kind: -1,
+            level: 99,
+            x: 0,
+            z: 0,
+            hash: 0,
+        };
+        let mut buffer = vec![blank; capacity];
+        let mut count = usize::MAX;
+        let mut error = std::ptr::null_mut();
+        // SAFETY: `buffer` holds `capacity` events; writable out-pointers.
+        let status = unsafe {
+            ws_game_drain_chunk_events(game, buffer.as_mut_ptr(), capacity, &mut count, &mut error)
+        };
+        assert_eq!(status, WsStatus::Ok, "{}", take_message(error));
+        assert!(count <= capacity);
+        assert!(
+            buffer[count..].iter().all(|e| *e == blank),
+            "wrote past the count"
+        );
+        buffer.truncate(count);
+        buffer
+    }
+
+    /// The chunk event a JSON event of the log stands for.
+    fn chunk_event_of_json(v: &Value) -> Option<WsChunkEvent> {
+        let event = Event {
+            tick: v["tick"].as_u64().unwrap(),
+            event: v["event"].as_str().unwrap().to_owned().into(),
+            data: v["data"].clone().into(),
+        };
+        chunk_event(&event)
+    }
+
+    #[test]
+    fn a_move_is_the_move_input_stamped_with_the_next_tick() {
+        let (_, by_line, _) = new_game(&terrain_scene());
+        let (_, by_move, _) = new_game(&terrain_scene());
+        for t in 1..=30u64 {
+            let x = 16.0 + 9.5 * t as f64;
+            let (status, message) = apply(
+                by_line,
+                &format!(
+                    r#"{{"tick": {t}, "do": "move", "entity": "hero", "to": {{"x": {x}, "y": 2, "z": -3}}}}"#
+                ),
+            );
+            assert_eq!(status, WsStatus::Ok, "{message}");
+            assert_eq!(
+                move_to(by_move, "hero", x, 2.0, -3.0),
+                (WsStatus::Ok, String::new())
+            );
+            tick(by_line, 1);
+            tick(by_move, 1);
+            assert_eq!(drain_json(by_line), drain_json(by_move), "tick {t}");
+        }
+        // Every byte of the state but the worker waits (thread timing, SPEC §12).
+        let state = |g| {
+            with_game(g, |g: &mut Game| {
+                let mut v = serde_json::to_value(g.state()).unwrap();
+                v["variables"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("world.terrain.waits");
+                Ok(v)
+            })
+        };
+        assert_eq!(state(by_line).unwrap(), state(by_move).unwrap());
+        let hero = with_game(by_move, |g| {
+            Ok(g.engine()
+                .world()
+                .get(&EntityId::new("hero"))
+                .unwrap()
+                .position)
+        })
+        .unwrap();
+        assert_eq!(
+            hero,
+            Position {
+                x: 16.0 + 9.5 * 30.0,
+                y: 2.0,
+                z: -3.0
+            }
+        );
+        free_game(by_line);
+        free_game(by_move);
+    }
+
+    #[test]
+    fn a_bad_move_is_refused_like_the_input_line_and_changes_nothing() {
+        let (_, game, _) = new_game(&terrain_scene());
+        for (x, y, z, field) in [
+            (f64::NAN, 0.0, 0.0, "x"),
+            (0.0, f64::INFINITY, 0.0, "y"),
+            (0.0, 0.0, f64::NEG_INFINITY, "z"),
+            (2e15, 0.0, 0.0, "x"),
+        ] {
+            let (status, message) = move_to(game, "hero", x, y, z);
+            assert_eq!(status, WsStatus::BadInput, "{message}");
+            assert!(
+                message.starts_with(&format!("input: to.{field}: expected a finite number")),
+                "{message}"
+            );
+        }
+        let (status, message) = move_to(game, "nobody", 1.0, 0.0, 1.0);
+        let (line_status, line_message) = apply(
+            game,
+            r#"{"tick": 1, "do": "move", "entity": "nobody", "to": {"x": 1, "z": 1}}"#,
+        );
+        assert_eq!((status, &message), (line_status, &line_message));
+        assert_eq!(status, WsStatus::InputFailed);
+        assert!(message.contains("nobody"), "{message}");
+        let (status, message) = move_to(game, "", 1.0, 0.0, 1.0);
+        assert_eq!(status, WsStatus::BadInput, "{message}");
+        let hero = with_game(game, |g| {
+            Ok(g.engine()
+                .world()
+                .get(&EntityId::new("hero"))
+                .unwrap()
+                .position)
+        })
+        .unwrap();
+        assert_eq!(hero, Position::new(16.0, 16.0));
+        // Null and freed handles.
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a null entity is refused before it is read.
+        let status = unsafe { ws_game_move(game, std::ptr::null(), 0.0, 0.0, 0.0, &mut error) };
+        assert_eq!(status, WsStatus::NullArgument);
+        assert_eq!(take_message(error), "entity is null");
+        free_game(game);
+        assert_eq!(
+            move_to(game, "hero", 1.0, 0.0, 1.0).0,
+            WsStatus::InvalidHandle
+        );
+    }
+
+    #[test]
+    fn drained_chunk_events_leave_the_json_drain_and_every_other_event_keeps_its_order() {
+        // `all` drains JSON only; `split` drains a few chunk events every tick and JSON every
+        // 4th tick, at the same ticks as `all`.
+        let (_, all, _) = new_game(&terrain_scene());
+        let (_, split, _) = new_game(&terrain_scene());
+        let mut handed: Vec<WsChunkEvent> = Vec::new();
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut others = 0;
+        for t in 1..=48u64 {
+            let x = 16.0 + 12.0 * t as f64;
+            for g in [all, split] {
+                assert_eq!(move_to(g, "hero", x, 0.0, 16.0).0, WsStatus::Ok);
+                // An event of another kind between the ticks' chunk events.
+                let line =
+                    format!(r#"{{"tick": {t}, "do": "player.moved", "at": {{"x": {x}, "z": 1}}}}"#);
+                assert_eq!(apply(g, &line).0, WsStatus::Ok);
+                tick(g, 1);
+            }
+            handed.extend(drain_chunks_once(split, (t % 3) as usize * 2));
+            if t % 4 == 0 {
+                let segment = drain_json(all);
+                let rest = drain_json(split);
+                // The events handed out are the segment's first chunk events, in order...
+                let chunk_events: Vec<WsChunkEvent> =
+                    segment.iter().filter_map(chunk_event_of_json).collect();
+                assert!(handed.len() <= chunk_events.len());
+                assert_eq!(handed, chunk_events[..handed.len()], "tick {t}");
+                // ... and the JSON drain holds the rest, every event in its place.
+                let mut skip = handed.len();
+                let expected: Vec<Value> = segment
+                    .into_iter()
+                    .filter(|e| {
+                        if skip > 0 && chunk_event_of_json(e).is_some() {
+                            skip -= 1;
+                            return false;
+                        }
+                        true
+                    })
+                    .collect();
+                assert_eq!(rest, expected, "tick {t}");
+                others += rest.iter().filter(|e| e["event"] == "player.moved").count();
+                kinds.extend(handed.iter().map(|e| e.kind));
+                handed.clear();
+            }
+        }
+        assert_eq!(
+            kinds.into_iter().collect::<Vec<_>>(),
+            [
+                WS_CHUNK_EVENT_LOADED,
+                WS_CHUNK_EVENT_UNLOADED,
+                WS_CHUNK_EVENT_BUILT
+            ]
+        );
+        assert!(others > 40, "{others}");
+        free_game(all);
+        free_game(split);
+    }
+
+    #[test]
+    fn chunk_events_drained_until_short_are_every_chunk_event_with_the_built_hashes() {
+        let (_, all, _) = new_game(&terrain_scene());
+        let (_, chunks, _) = new_game(&terrain_scene());
+        let mut built = 0;
+        for t in 1..=20u64 {
+            for g in [all, chunks] {
+                assert_eq!(
+                    move_to(g, "hero", 16.0 + 20.0 * t as f64, 0.0, 16.0).0,
+                    WsStatus::Ok
+                );
+                tick(g, 1);
+            }
+            let mut got = Vec::new();
+            for round in 0.. {
+                assert!(round < 1000, "the drain never came up short");
+                let batch = drain_chunks_once(chunks, 3);
+                let full = batch.len() == 3;
+                got.extend(batch);
+                if !full {
+                    break;
+                }
+            }
+            let expected: Vec<WsChunkEvent> = drain_json(all)
+                .iter()
+                .filter_map(chunk_event_of_json)
+                .collect();
+            assert_eq!(got, expected, "tick {t}");
+            for e in got.iter().filter(|e| e.kind == WS_CHUNK_EVENT_BUILT) {
+                assert_eq!(e.level, 0);
+                let hash = with_game(chunks, |g| {
+                    let terrain = g
+                        .engine()
+                        .service::<dyn crate::kits::terrain::TerrainService>(
+                            crate::kits::terrain::TERRAIN,
+                        )
+                        .unwrap();
+                    Ok(terrain.chunk(ChunkPos::new(e.x, e.z)).map(|c| c.hash()))
+                })
+                .unwrap();
+                if let Some(hash) = hash {
+                    assert_eq!(e.hash, hash);
+                    assert_ne!(hash, 0);
+                    built += 1;
+                }
+            }
+            // Nothing but the other events is left for the JSON drain.
+            assert!(drain_json(chunks)
+                .iter()
+                .all(|e| chunk_event_of_json(e).is_none()));
+        }
+        assert!(built > 10, "{built}");
+        free_game(all);
+        free_game(chunks);
+    }
+
+    #[test]
+    fn the_lod_events_and_a_changed_block_read_back_with_their_level() {
+        let event = |name: &'static str, data: Value| Event {
+            tick: 3,
+            event: name.into(),
+            data: data.into(),
+        };
+        let c = |kind, level, x, z, hash| WsChunkEvent {
+            kind,
+            level,
+            x,
+            z,
+            hash,
+        };
+        for (e, want) in [
+            (
+                event(LOD_LOADED, json!({"level": 2, "x": -1, "z": 4})),
+                Some(c(WS_CHUNK_EVENT_LOD_LOADED, 2, -1, 4, 0)),
+            ),
+            (
+                event(LOD_UNLOADED, json!({"level": 1, "x": 3, "z": 0})),
+                Some(c(WS_CHUNK_EVENT_LOD_UNLOADED, 1, 3, 0, 0)),
+            ),
+            (
+                event(
+                    LOD_BUILT,
+                    json!({"level": 1, "x": 0, "z": -2, "hash": "9d01eaa547c9a46c"}),
+                ),
+                Some(c(WS_CHUNK_EVENT_LOD_BUILT, 1, 0, -2, 0x9d01_eaa5_47c9_a46c)),
+            ),
+            (
+                event(TERRAIN_CHANGED, json!({"x": 5, "z": 6, "level": 3})),
+                Some(c(WS_CHUNK_EVENT_CHANGED, 3, 5, 6, 0)),
+            ),
+            (
+                event(TERRAIN_CHANGED, json!({"x": 5, "z": 6})),
+                Some(c(WS_CHUNK_EVENT_CHANGED, 0, 5, 6, 0)),
+            ),
+            (
+                event(
+                    TERRAIN_BUILT,
+                    crate::host::chunk_hash_data(ChunkPos::new(-7, 8), u64::MAX).to_value(),
+                ),
+                Some(c(WS_CHUNK_EVENT_BUILT, 0, -7, 8, u64::MAX)),
+            ),
+            (event(CHUNK_LOADED, json!({"x": 1})), None),
+            (
+                event(
+                    LOD_BUILT,
+                    json!({"level": 1, "x": 0, "z": 0, "hash": "xyz"}),
+                ),
+                None,
+            ),
+            (
+                event("world.district.stored", json!({"x": 1, "z": 2, "count": 3})),
+                None,
+            ),
+        ] {
+            assert_eq!(chunk_event(&e), want, "{}", e.event);
+        }
+    }
+
+    #[test]
+    fn a_chunk_drain_with_null_pointers_or_a_freed_handle_is_refused_and_takes_nothing() {
+        let (_, game, _) = new_game(&terrain_scene());
+        tick(game, 3);
+        let mut count = 7usize;
+        let mut error = std::ptr::null_mut();
+        // SAFETY: null pointers are refused before any write.
+        let status = unsafe {
+            ws_game_drain_chunk_events(game, std::ptr::null_mut(), 4, &mut count, &mut error)
+        };
+        assert_eq!(status, WsStatus::NullArgument);
+        assert_eq!(take_message(error), "out (with a capacity above 0) is null");
+        let mut one = [WsChunkEvent {
+            kind: 0,
+            level: 0,
+            x: 0,
+            z: 0,
+            hash: 0,
+        }];
+        // SAFETY: as above.
+        let status = unsafe {
+            ws_game_drain_chunk_events(game, one.as_mut_ptr(), 1, std::ptr::null_mut(), &mut error)
+        };
+        assert_eq!(status, WsStatus::NullArgument);
+        assert_eq!(take_message(error), "out_count is null");
+        // Capacity 0: nothing taken, the count is 0.
+        // SAFETY: null `out` with capacity 0 is allowed.
+        let status = unsafe {
+            ws_game_drain_chunk_events(game, std::ptr::null_mut(), 0, &mut count, &mut error)
+        };
+        assert_eq!((status, count), (WsStatus::Ok, 0));
+        // Nothing was taken by the refused calls: the JSON drain still has every chunk event.
+        let loaded = drain_json(game)
+            .iter()
+            .filter(|e| e["event"] == CHUNK_LOADED)
+            .count();
+        assert_eq!(loaded, 9);
+        free_game(game);
+        // SAFETY: valid pointers; the handle is freed.
+        let status = unsafe {
+            ws_game_drain_chunk_events(game, one.as_mut_ptr(), 1, &mut count, &mut error)
+        };
+        assert_eq!(status, WsStatus::InvalidHandle);
+        assert!(take_message(error).contains(&format!("handle {game}")));
     }
 }
