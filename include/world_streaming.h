@@ -78,6 +78,11 @@ typedef enum WsStatus {
   // `ws_game_free` could not write every edit back to the world directory: the message
   // names each region file and how many chunks are lost (the game is freed all the same).
   WS_STATUS_EDITS_LOST = 18,
+  // The scene does not enable the `world.terrain` kit (`ws_game_terrain`).
+  WS_STATUS_NO_TERRAIN = 19,
+  // No live entity has that id (`ws_game_entity_data`): never spawned, despawned, or stored
+  // with its chunk (SPEC §15).
+  WS_STATUS_NO_SUCH_ENTITY = 20,
 } WsStatus;
 
 // A game handle. 0 is never a game; every other value names at most one game, ever.
@@ -207,6 +212,52 @@ enum WsStatus ws_game_drain_chunk_events(WsGame game,
                                          uintptr_t capacity,
                                          uintptr_t *out_count,
                                          char **out_error);
+
+// Copies the cells of built chunk `(x, z)` (`level` 0) or of the built LOD block `(x, z)` of
+// `level` (≥ 1, SPEC §17) in row order (cell `(i, j)`, `i` east, `j` north, at `j *
+// cellsPerChunk + i`): heights (0..=65535) to `heights`, materials to `materials`. The buffer
+// contract of [`ws_game_loaded`]: `*out_cells` always receives `cellsPerChunk²`; the cells are
+// written when `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing written).
+// Either buffer may be null to skip it; both null with `capacity` 0 asks the count. A chunk
+// that is not built (not loaded yet, still generating, released) is `WS_STATUS_NOT_BUILT`; a
+// scene without `world.terrain` is `WS_STATUS_NO_TERRAIN`. The bytes FNV-1a 64 hashes (SPEC
+// §12, the `hash` of the built event) are the heights as little-endian `u16`, then the
+// materials.
+//
+// # Safety
+// `heights` and `materials` are null or valid for `capacity` writes; `out_cells` and
+// `out_error` null or writable.
+enum WsStatus ws_game_terrain(WsGame game,
+                              int64_t x,
+                              int64_t z,
+                              uint32_t level,
+                              uint16_t *heights,
+                              uint8_t *materials,
+                              uintptr_t capacity,
+                              uintptr_t *out_cells,
+                              char **out_error);
+
+// Replaces the `data` of live entity `entity` (SPEC §15) with the JSON object `json`, as a
+// `set` input stamped with the next tick would (`{"tick": next, "do": "set", "entity": …,
+// "data": json}`); `null` clears it. Text that is not JSON, not an object (or `null`), or over
+// 4 KiB serialized is `WS_STATUS_BAD_INPUT`; an entity that is not live is
+// `WS_STATUS_INPUT_FAILED` (the messages a `set` line gets).
+//
+// # Safety
+// `entity` and `json` are null or NUL-terminated strings; `out_error` null or writable.
+enum WsStatus ws_game_set_data(WsGame game, const char *entity, const char *json, char **out_error);
+
+// The `data` of live entity `entity` (SPEC §15) as compact JSON: an object, or `null` when it
+// has none. An entity that is not live (never spawned, despawned, or stored with its chunk)
+// is `WS_STATUS_NO_SUCH_ENTITY`.
+//
+// # Safety
+// `entity` is null or a NUL-terminated string; `out_json` and `out_error` null or writable;
+// free `*out_json` with `ws_string_free`.
+enum WsStatus ws_game_entity_data(WsGame game,
+                                  const char *entity,
+                                  char **out_json,
+                                  char **out_error);
 
 // Takes what the game's Lua mods logged since the last drain, as a JSON array of
 // `{"mod": id, "message": text}` (the game keeps every line until drained).

@@ -37,7 +37,7 @@ use crate::grid::{ChunkPos, Position};
 use crate::host::{EntityId, Event};
 use crate::kits::builtin_catalog;
 use crate::kits::streaming::{StreamingService, CHUNK_LOADED, CHUNK_UNLOADED};
-use crate::kits::terrain::{TERRAIN_BUILT, TERRAIN_CHANGED};
+use crate::kits::terrain::{ChunkData, TerrainService, TERRAIN, TERRAIN_BUILT, TERRAIN_CHANGED};
 
 /// A game handle. 0 is never a game; every other value names at most one game, ever.
 pub type WsGame = u64;
@@ -89,6 +89,11 @@ pub enum WsStatus {
     /// `ws_game_free` could not write every edit back to the world directory: the message
     /// names each region file and how many chunks are lost (the game is freed all the same).
     EditsLost = 18,
+    /// The scene does not enable the `world.terrain` kit (`ws_game_terrain`).
+    NoTerrain = 19,
+    /// No live entity has that id (`ws_game_entity_data`): never spawned, despawned, or stored
+    /// with its chunk (SPEC §15).
+    NoSuchEntity = 20,
 }
 
 /// One chunk: the `{x, z}` of SPEC §1.
@@ -301,6 +306,23 @@ enum CapiError {
         "ws_string_free: {0:#x} is not a string this library handed out (or it was already freed)"
     )]
     UnknownString(usize),
+    /// No terrain kit.
+    #[error("the scene does not enable the world.terrain kit")]
+    NoTerrain,
+    /// The chunk or block is not built.
+    #[error("{0}")]
+    NotBuilt(String),
+    /// The cell buffers are too small.
+    #[error("the buffers hold {capacity} cells; {count} are needed (cellsPerChunk²)")]
+    Cells {
+        /// Their capacity.
+        capacity: usize,
+        /// What is needed.
+        count: usize,
+    },
+    /// No live entity.
+    #[error("no live entity `{0}` (never spawned, despawned, or stored with its chunk)")]
+    NoEntity(String),
     /// The last write back failed (`ws_game_free`).
     #[error("{0}")]
     Close(GameError),
@@ -325,7 +347,10 @@ impl CapiError {
             CapiError::NoStreaming => WsStatus::NoStreaming,
             CapiError::Save(_) => WsStatus::SaveFailed,
             CapiError::Load(_) => WsStatus::LoadFailed,
-            CapiError::Buffer { .. } => WsStatus::BufferTooSmall,
+            CapiError::Buffer { .. } | CapiError::Cells { .. } => WsStatus::BufferTooSmall,
+            CapiError::NoTerrain => WsStatus::NoTerrain,
+            CapiError::NotBuilt(_) => WsStatus::NotBuilt,
+            CapiError::NoEntity(_) => WsStatus::NoSuchEntity,
             CapiError::Variable(_) => WsStatus::NoSuchVariable,
             CapiError::UnknownString(_) => WsStatus::UnknownString,
             CapiError::Panic(_) => WsStatus::Panic,
@@ -550,6 +575,8 @@ pub extern "C" fn ws_status_name(status: i32) -> *const c_char {
         16 => "WS_STATUS_NOT_BUILT\0",
         17 => "WS_STATUS_WORLD_IN_USE\0",
         18 => "WS_STATUS_EDITS_LOST\0",
+        19 => "WS_STATUS_NO_TERRAIN\0",
+        20 => "WS_STATUS_NO_SUCH_ENTITY\0",
         _ => "WS_STATUS_UNKNOWN\0",
     };
     name.as_ptr().cast()
@@ -824,6 +851,196 @@ pub unsafe extern "C" fn ws_game_drain_chunk_events(
                 Ok(n)
             })?;
             put(out_count, "out_count", written)
+        })
+    }
+}
+
+/// The built LOD block `(x, z)` of `level` (≥ 1, SPEC §17).
+///
+/// LOD blocks are not built on this branch yet: the `lod` work adds
+/// `TerrainService::lod_block(level, x, z) -> Option<Arc<ChunkData>>`, and this function is the
+/// one place `ws_game_terrain` asks for a block. Until it answers, every block is not built.
+fn lod_block_data(
+    _terrain: &dyn TerrainService,
+    _level: u32,
+    _x: i64,
+    _z: i64,
+) -> Option<std::sync::Arc<ChunkData>> {
+    None // at merge: `_terrain.lod_block(_level, _x, _z)`
+}
+
+/// Copies the cells of built chunk `(x, z)` (`level` 0) or of the built LOD block `(x, z)` of
+/// `level` (≥ 1, SPEC §17) in row order (cell `(i, j)`, `i` east, `j` north, at `j *
+/// cellsPerChunk + i`): heights (0..=65535) to `heights`, materials to `materials`. The buffer
+/// contract of [`ws_game_loaded`]: `*out_cells` always receives `cellsPerChunk²`; the cells are
+/// written when `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing written).
+/// Either buffer may be null to skip it; both null with `capacity` 0 asks the count. A chunk
+/// that is not built (not loaded yet, still generating, released) is `WS_STATUS_NOT_BUILT`; a
+/// scene without `world.terrain` is `WS_STATUS_NO_TERRAIN`. The bytes FNV-1a 64 hashes (SPEC
+/// §12, the `hash` of the built event) are the heights as little-endian `u16`, then the
+/// materials.
+///
+/// # Safety
+/// `heights` and `materials` are null or valid for `capacity` writes; `out_cells` and
+/// `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_terrain(
+    game: WsGame,
+    x: i64,
+    z: i64,
+    level: u32,
+    heights: *mut u16,
+    materials: *mut u8,
+    capacity: usize,
+    out_cells: *mut usize,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            // 0 until the terrain's cellsPerChunk is known (no game, no terrain kit).
+            put(out_cells, "out_cells", 0)?;
+            if heights.is_null() && materials.is_null() && capacity > 0 {
+                return Err(CapiError::Null(
+                    "heights and materials (with a capacity above 0)",
+                ));
+            }
+            let (cells, data) = with_game(game, |g| {
+                let terrain = g
+                    .engine()
+                    .service::<dyn TerrainService>(TERRAIN)
+                    .ok_or(CapiError::NoTerrain)?;
+                let side = terrain.cells_per_chunk() as usize;
+                let data = if level == 0 {
+                    terrain.chunk(ChunkPos::new(x, z))
+                } else {
+                    lod_block_data(&*terrain, level, x, z)
+                };
+                Ok((side * side, data))
+            })?;
+            out_cells.write(cells);
+            let data = data.ok_or_else(|| {
+                CapiError::NotBuilt(if level == 0 {
+                    format!("chunk ({x}, {z}) is not built")
+                } else {
+                    format!("LOD block ({x}, {z}) of level {level} is not built")
+                })
+            })?;
+            if heights.is_null() && materials.is_null() {
+                return Ok(()); // the count only
+            }
+            if capacity < cells {
+                return Err(CapiError::Cells {
+                    capacity,
+                    count: cells,
+                });
+            }
+            debug_assert_eq!(data.bytes.len(), 3 * cells);
+            let (height_bytes, material_bytes) = data.bytes.split_at(2 * cells);
+            if !heights.is_null() {
+                for (i, pair) in height_bytes.chunks_exact(2).enumerate() {
+                    // SAFETY: i < cells <= capacity, and `heights` holds `capacity` cells.
+                    heights.add(i).write(u16::from_le_bytes([pair[0], pair[1]]));
+                }
+            }
+            if !materials.is_null() {
+                // SAFETY: `materials` holds `capacity` >= cells bytes; the source is ours.
+                std::ptr::copy_nonoverlapping(material_bytes.as_ptr(), materials, cells);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Replaces the `data` of live entity `entity` (SPEC §15) with the JSON object `json`, as a
+/// `set` input stamped with the next tick would (`{"tick": next, "do": "set", "entity": …,
+/// "data": json}`); `null` clears it. Text that is not JSON, not an object (or `null`), or over
+/// 4 KiB serialized is `WS_STATUS_BAD_INPUT`; an entity that is not live is
+/// `WS_STATUS_INPUT_FAILED` (the messages a `set` line gets).
+///
+/// # Safety
+/// `entity` and `json` are null or NUL-terminated strings; `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_set_data(
+    game: WsGame,
+    entity: *const c_char,
+    json: *const c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let entity = text(entity, "entity")?;
+            let json = text(json, "json")?;
+            let data = match serde_json::from_str::<Value>(json) {
+                Ok(Value::Object(map)) => Some(map),
+                Ok(Value::Null) => None,
+                Ok(other) => {
+                    return Err(CapiError::BadInput(format!(
+                        "data: expected a JSON object (or null to clear it), got {}",
+                        crate::json::describe(&other)
+                    )))
+                }
+                Err(e) => {
+                    return Err(CapiError::BadInput(format!(
+                        "data: not JSON: line {} column {}: {e}",
+                        e.line(),
+                        e.column()
+                    )))
+                }
+            };
+            let id = EntityId::new(entity);
+            let action = Action::Set {
+                entity: id.clone(),
+                data: data.clone().unwrap_or_default(),
+            };
+            check_input(&action).map_err(CapiError::BadInput)?;
+            with_game(game, |g| {
+                let tick = g.engine().tick_count() + 1;
+                match data {
+                    Some(_) => g.apply(&InputLine { tick, action }),
+                    None => g.engine_mut().input(tick, |e| {
+                        e.world_mut()
+                            .set_data(&id, None)
+                            .map_err(crate::game::GameError::from)
+                    }),
+                }
+                .map_err(|e| CapiError::Input(e.to_string()))
+            })
+        })
+    }
+}
+
+/// The `data` of live entity `entity` (SPEC §15) as compact JSON: an object, or `null` when it
+/// has none. An entity that is not live (never spawned, despawned, or stored with its chunk)
+/// is `WS_STATUS_NO_SUCH_ENTITY`.
+///
+/// # Safety
+/// `entity` is null or a NUL-terminated string; `out_json` and `out_error` null or writable;
+/// free `*out_json` with `ws_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_entity_data(
+    game: WsGame,
+    entity: *const c_char,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let entity = text(entity, "entity")?;
+            if out_json.is_null() {
+                return Err(CapiError::Null("out_json"));
+            }
+            let json = with_game(game, |g| {
+                let e = g
+                    .engine()
+                    .world()
+                    .get(&EntityId::new(entity))
+                    .ok_or_else(|| CapiError::NoEntity(entity.to_owned()))?;
+                Ok(serde_json::to_string(&e.data).expect("data is JSON"))
+            })?;
+            put(out_json, "out_json", hand_out(json))
         })
     }
 }
@@ -1112,6 +1329,8 @@ mod tests {
             (WsStatus::NotBuilt, 16, "WS_STATUS_NOT_BUILT"),
             (WsStatus::WorldInUse, 17, "WS_STATUS_WORLD_IN_USE"),
             (WsStatus::EditsLost, 18, "WS_STATUS_EDITS_LOST"),
+            (WsStatus::NoTerrain, 19, "WS_STATUS_NO_TERRAIN"),
+            (WsStatus::NoSuchEntity, 20, "WS_STATUS_NO_SUCH_ENTITY"),
         ];
         for (status, number, name) in all {
             assert_eq!(status_of(status), number, "{name}");
@@ -1697,5 +1916,293 @@ mod tests {
         };
         assert_eq!(status, WsStatus::InvalidHandle);
         assert!(take_message(error).contains(&format!("handle {game}")));
+    }
+
+    /// `ws_game_terrain` into buffers of `capacity` cells pre-filled with sentinels.
+    fn terrain(
+        game: WsGame,
+        x: i64,
+        z: i64,
+        level: u32,
+        capacity: usize,
+    ) -> (WsStatus, usize, Vec<u16>, Vec<u8>, String) {
+        let mut heights = vec![0xBEEF_u16; capacity];
+        let mut materials = vec![0xA5_u8; capacity];
+        let mut cells = usize::MAX;
+        let mut error = std::ptr::null_mut();
+        // SAFETY: both buffers hold `capacity` cells; writable out-pointers.
+        let status = unsafe {
+            ws_game_terrain(
+                game,
+                x,
+                z,
+                level,
+                heights.as_mut_ptr(),
+                materials.as_mut_ptr(),
+                capacity,
+                &mut cells,
+                &mut error,
+            )
+        };
+        (status, cells, heights, materials, take_message(error))
+    }
+
+    #[test]
+    fn the_terrain_of_a_built_chunk_is_its_cells_and_hashes_to_its_built_event() {
+        let (_, game, _) = new_game(&terrain_scene());
+        let mut checked = 0;
+        for t in 1..=12u64 {
+            assert_eq!(
+                move_to(game, "hero", 16.0 + 20.0 * t as f64, 0.0, 16.0).0,
+                WsStatus::Ok
+            );
+            tick(game, 1);
+            let mut released = std::collections::BTreeSet::new();
+            let events = drain_chunks_once(game, 1000);
+            for (i, e) in events.iter().enumerate() {
+                if e.kind != WS_CHUNK_EVENT_BUILT {
+                    continue;
+                }
+                let later_release = events[i + 1..]
+                    .iter()
+                    .any(|u| u.kind == WS_CHUNK_EVENT_UNLOADED && (u.x, u.z) == (e.x, e.z));
+                let (status, cells, heights, materials, message) = terrain(game, e.x, e.z, 0, 64);
+                assert_eq!(cells, 64);
+                if later_release {
+                    assert_eq!(status, WsStatus::NotBuilt, "{message}");
+                    released.insert((e.x, e.z));
+                    continue;
+                }
+                assert_eq!(status, WsStatus::Ok, "{message}");
+                let mut bytes: Vec<u8> = heights.iter().flat_map(|h| h.to_le_bytes()).collect();
+                bytes.extend(&materials);
+                assert_eq!(crate::kits::terrain::generate::fnv1a64(&bytes), e.hash);
+                let data = with_game(game, |g| {
+                    let t = g.engine().service::<dyn TerrainService>(TERRAIN).unwrap();
+                    Ok(t.chunk(ChunkPos::new(e.x, e.z)).unwrap())
+                })
+                .unwrap();
+                for j in 0..8u32 {
+                    for i in 0..8u32 {
+                        let k = (j * 8 + i) as usize;
+                        assert_eq!(heights[k], data.height(i, j));
+                        assert_eq!(materials[k], data.material(i, j));
+                    }
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 10, "{checked}");
+        free_game(game);
+    }
+
+    #[test]
+    fn terrain_keeps_the_buffer_contract_and_says_what_is_not_built() {
+        let (_, game, _) = new_game(&terrain_scene());
+        tick(game, 4); // (0, 0) loaded at tick 1, committed at tick 3
+                       // Too small: the count, nothing written.
+        let (status, cells, heights, materials, message) = terrain(game, 0, 0, 0, 63);
+        assert_eq!((status, cells), (WsStatus::BufferTooSmall, 64), "{message}");
+        assert_eq!(
+            message,
+            "the buffers hold 63 cells; 64 are needed (cellsPerChunk²)"
+        );
+        assert!(heights.iter().all(|h| *h == 0xBEEF) && materials.iter().all(|m| *m == 0xA5));
+        // Room for more: exactly 64 written.
+        let (status, cells, heights, materials, _) = terrain(game, 0, 0, 0, 70);
+        assert_eq!((status, cells), (WsStatus::Ok, 64));
+        assert!(heights[64..].iter().all(|h| *h == 0xBEEF));
+        assert!(materials[64..].iter().all(|m| *m == 0xA5));
+        assert!(heights[..64].iter().any(|h| *h != 0xBEEF));
+        // Not built: far away, and any LOD level (not built on this branch).
+        let (status, cells, heights, _, message) = terrain(game, 40, 40, 0, 64);
+        assert_eq!((status, cells), (WsStatus::NotBuilt, 64));
+        assert_eq!(message, "chunk (40, 40) is not built");
+        assert!(heights.iter().all(|h| *h == 0xBEEF));
+        let (status, cells, _, _, message) = terrain(game, 0, 0, 1, 64);
+        assert_eq!((status, cells), (WsStatus::NotBuilt, 64));
+        assert_eq!(message, "LOD block (0, 0) of level 1 is not built");
+        // The count only; one buffer only.
+        let mut cells = 0usize;
+        let mut only = vec![0u8; 64];
+        // SAFETY: null buffers with capacity 0; then one buffer of 64 cells.
+        unsafe {
+            let none = std::ptr::null_mut();
+            let status =
+                ws_game_terrain(game, 0, 0, 0, none, none.cast(), 0, &mut cells, none.cast());
+            assert_eq!((status, cells), (WsStatus::Ok, 64));
+            let status = ws_game_terrain(
+                game,
+                0,
+                0,
+                0,
+                std::ptr::null_mut(),
+                only.as_mut_ptr(),
+                64,
+                &mut cells,
+                std::ptr::null_mut(),
+            );
+            assert_eq!(status, WsStatus::Ok);
+            let status = ws_game_terrain(
+                game,
+                0,
+                0,
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                64,
+                &mut cells,
+                std::ptr::null_mut(),
+            );
+            assert_eq!(status, WsStatus::NullArgument);
+        }
+        assert_eq!(only, terrain(game, 0, 0, 0, 64).3);
+        free_game(game);
+        let (status, cells, _, _, _) = terrain(game, 0, 0, 0, 64);
+        assert_eq!((status, cells), (WsStatus::InvalidHandle, 0));
+        // No world.terrain in the scene.
+        let (_, plain, _) =
+            new_game(r#"{"kits":[{"id":"world.ground"},{"id":"world.streaming"}],"entities":[]}"#);
+        let (status, cells, _, _, message) = terrain(plain, 0, 0, 0, 64);
+        assert_eq!((status, cells), (WsStatus::NoTerrain, 0));
+        assert_eq!(message, "the scene does not enable the world.terrain kit");
+        free_game(plain);
+    }
+
+    fn set_data(game: WsGame, entity: &str, json: &str) -> (WsStatus, String) {
+        let entity = CString::new(entity).unwrap();
+        let json = CString::new(json).unwrap();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: valid strings and out-pointer.
+        let status = unsafe { ws_game_set_data(game, entity.as_ptr(), json.as_ptr(), &mut error) };
+        (status, take_message(error))
+    }
+
+    fn entity_data(game: WsGame, entity: &str) -> (WsStatus, String) {
+        let entity = CString::new(entity).unwrap();
+        let mut json = std::ptr::null_mut();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a valid string and out-pointers.
+        let status = unsafe { ws_game_entity_data(game, entity.as_ptr(), &mut json, &mut error) };
+        if status == WsStatus::Ok {
+            (status, take_message(json))
+        } else {
+            assert!(json.is_null());
+            (status, take_message(error))
+        }
+    }
+
+    #[test]
+    fn set_data_is_the_set_input_and_entity_data_reads_it_back() {
+        let scene = terrain_scene();
+        let (_, by_c, _) = new_game(&scene);
+        let (_, by_line, _) = new_game(&scene);
+        assert_eq!(entity_data(by_c, "hero"), (WsStatus::Ok, "null".to_owned()));
+        let data = r#"{"hp": 7, "bag": ["rope", {"n": 2}]}"#;
+        assert_eq!(set_data(by_c, "hero", data), (WsStatus::Ok, String::new()));
+        let line = format!(r#"{{"tick": 1, "do": "set", "entity": "hero", "data": {data}}}"#);
+        assert_eq!(apply(by_line, &line).0, WsStatus::Ok);
+        assert_eq!(
+            entity_data(by_c, "hero"),
+            (
+                WsStatus::Ok,
+                r#"{"hp":7,"bag":["rope",{"n":2}]}"#.to_owned()
+            )
+        );
+        assert_eq!(entity_data(by_c, "hero"), entity_data(by_line, "hero"));
+        tick(by_c, 2);
+        tick(by_line, 2);
+        assert_eq!(drain_json(by_c), drain_json(by_line));
+        // null clears.
+        assert_eq!(set_data(by_c, "hero", "null").0, WsStatus::Ok);
+        assert_eq!(entity_data(by_c, "hero"), (WsStatus::Ok, "null".to_owned()));
+        // Refusals change nothing.
+        assert_eq!(set_data(by_c, "hero", r#"{"keep": true}"#).0, WsStatus::Ok);
+        let (status, message) = set_data(by_c, "hero", "[1, 2]");
+        assert_eq!(status, WsStatus::BadInput);
+        assert_eq!(
+            message,
+            "input: data: expected a JSON object (or null to clear it), got [1,2]"
+        );
+        let (status, message) = set_data(by_c, "hero", "{\"a\": ");
+        assert_eq!(status, WsStatus::BadInput);
+        assert!(
+            message.starts_with("input: data: not JSON: line 1 column"),
+            "{message}"
+        );
+        let big = format!(r#"{{"s": "{}"}}"#, "x".repeat(5000));
+        let (status, message) = set_data(by_c, "hero", &big);
+        let (line_status, line_message) = apply(
+            by_c,
+            &format!(r#"{{"tick": 3, "do": "set", "entity": "hero", "data": {big}}}"#),
+        );
+        assert_eq!((status, &message), (line_status, &line_message));
+        assert_eq!(status, WsStatus::BadInput);
+        assert!(message.contains("at most 4096 bytes"), "{message}");
+        let (status, message) = set_data(by_c, "ghost", "{}");
+        let (line_status, line_message) = apply(
+            by_c,
+            r#"{"tick": 3, "do": "set", "entity": "ghost", "data": {}}"#,
+        );
+        assert_eq!((status, &message), (line_status, &line_message));
+        assert_eq!(status, WsStatus::InputFailed);
+        assert_eq!(set_data(by_c, "ghost", "null").0, WsStatus::InputFailed);
+        assert_eq!(
+            entity_data(by_c, "hero"),
+            (WsStatus::Ok, r#"{"keep":true}"#.to_owned())
+        );
+        let (status, message) = entity_data(by_c, "ghost");
+        assert_eq!(status, WsStatus::NoSuchEntity);
+        assert_eq!(
+            message,
+            "no live entity `ghost` (never spawned, despawned, or stored with its chunk)"
+        );
+        free_game(by_c);
+        free_game(by_line);
+        assert_eq!(entity_data(by_c, "hero").0, WsStatus::InvalidHandle);
+        assert_eq!(set_data(by_c, "hero", "{}").0, WsStatus::InvalidHandle);
+    }
+
+    #[test]
+    fn the_state_carries_the_district_counts_and_a_district_entitys_data_reads_back() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes");
+        let scene = std::fs::read_to_string(dir.join("town.json")).unwrap();
+        let scene = CString::new(scene).unwrap();
+        let base = CString::new(dir.to_str().unwrap()).unwrap();
+        let mut game: WsGame = 0;
+        // SAFETY: valid strings and out-pointers.
+        let status = unsafe {
+            ws_game_new(
+                scene.as_ptr(),
+                base.as_ptr(),
+                &mut game,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, WsStatus::Ok);
+        tick(game, 3);
+        let mut json = std::ptr::null_mut();
+        // SAFETY: writable out-pointers.
+        let status = unsafe { ws_game_state(game, &mut json, std::ptr::null_mut()) };
+        assert_eq!(status, WsStatus::Ok);
+        let state: Value = serde_json::from_str(&take_message(json)).unwrap();
+        let (live, stored) = with_game(game, |g| {
+            let d = g.state().district.unwrap();
+            Ok((d.live, d.stored))
+        })
+        .unwrap();
+        assert_eq!(state["district"], json!({"live": live, "stored": stored}));
+        assert!(live > 0);
+        // crate1 (40, 8) is in chunk (1, 0), loaded with radius 1.
+        assert_eq!(
+            entity_data(game, "crate1"),
+            (
+                WsStatus::Ok,
+                r#"{"loot":["rope"],"opened":false}"#.to_owned()
+            )
+        );
+        // baker (300, 10) is in chunk (9, 0): not materialised.
+        assert_eq!(entity_data(game, "baker").0, WsStatus::NoSuchEntity);
+        free_game(game);
     }
 }
