@@ -800,11 +800,18 @@ pub unsafe extern "C" fn ws_game_move(
     unsafe {
         entry(out_error, || {
             let entity = text(entity, "entity")?;
+            let to = Position { x, y, z };
+            // check_input's two checks of a move, without building its list of names (the hot
+            // path); the messages are the same (a test compares them with the line's).
+            crate::limits::check_name(entity).map_err(|m| {
+                CapiError::BadInput(crate::json::Problem::new("entity", m).to_string())
+            })?;
+            to.check()
+                .map_err(|p| CapiError::BadInput(p.under("to").to_string()))?;
             let action = Action::Move {
                 entity: EntityId::new(entity),
-                to: Position { x, y, z },
+                to,
             };
-            check_input(&action).map_err(CapiError::BadInput)?;
             with_game(game, |g| {
                 let input = InputLine {
                     tick: g.engine().tick_count() + 1,
@@ -1671,8 +1678,19 @@ mod tests {
         assert_eq!((status, &message), (line_status, &line_message));
         assert_eq!(status, WsStatus::InputFailed);
         assert!(message.contains("nobody"), "{message}");
-        let (status, message) = move_to(game, "", 1.0, 0.0, 1.0);
-        assert_eq!(status, WsStatus::BadInput, "{message}");
+        // The refusals a line can spell carry the line's very message.
+        for (entity, x, spelled) in [
+            ("", 1.0, "1"),
+            ("hero", 2e15, "2e15"),
+            ("hero", -1e16, "-1e16"),
+        ] {
+            let got = move_to(game, entity, x, 0.0, 1.0);
+            let line = format!(
+                r#"{{"tick": 1, "do": "move", "entity": "{entity}", "to": {{"x": {spelled}, "z": 1}}}}"#
+            );
+            assert_eq!(got, apply(game, &line), "{line}");
+            assert_eq!(got.0, WsStatus::BadInput);
+        }
         let hero = with_game(game, |g| {
             Ok(g.engine()
                 .world()
