@@ -12,6 +12,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// `world.chunk.loaded {x, z}`.
+#define WS_CHUNK_EVENT_LOADED 0
+
+// `world.chunk.unloaded {x, z}`.
+#define WS_CHUNK_EVENT_UNLOADED 1
+
+// `world.terrain.built {x, z, hash}`.
+#define WS_CHUNK_EVENT_BUILT 2
+
+// `world.terrain.changed {x, z}` (with `level` for an LOD block).
+#define WS_CHUNK_EVENT_CHANGED 3
+
+// `world.lod.loaded {level, x, z}`.
+#define WS_CHUNK_EVENT_LOD_LOADED 4
+
+// `world.lod.unloaded {level, x, z}`.
+#define WS_CHUNK_EVENT_LOD_UNLOADED 5
+
+// `world.terrain.lod.built {level, x, z, hash}`.
+#define WS_CHUNK_EVENT_LOD_BUILT 6
+
 // What a call did. `WS_STATUS_OK` is 0; every other value is an error whose message the call
 // hands out through `out_error`.
 typedef enum WsStatus {
@@ -48,16 +69,38 @@ typedef enum WsStatus {
   WS_STATUS_UNKNOWN_STRING = 14,
   // A call panicked inside the library (a bug: please report the message).
   WS_STATUS_PANIC = 15,
+  // `ws_game_terrain`: the chunk (or LOD block) is not built (not loaded yet, still
+  // generating, or released).
+  WS_STATUS_NOT_BUILT = 16,
   // The scene's world directory (`worldDir`) is held by another game, in this process or
   // another (its `session.lock`); the message names both.
-  WS_STATUS_WORLD_IN_USE = 16,
+  WS_STATUS_WORLD_IN_USE = 17,
   // `ws_game_free` could not write every edit back to the world directory: the message
   // names each region file and how many chunks are lost (the game is freed all the same).
-  WS_STATUS_EDITS_LOST = 17,
+  WS_STATUS_EDITS_LOST = 18,
+  // The scene does not enable the `world.terrain` kit (`ws_game_terrain`).
+  WS_STATUS_NO_TERRAIN = 19,
+  // No live entity has that id (`ws_game_entity_data`): never spawned, despawned, or stored
+  // with its chunk (SPEC §15).
+  WS_STATUS_NO_SUCH_ENTITY = 20,
 } WsStatus;
 
 // A game handle. 0 is never a game; every other value names at most one game, ever.
 typedef uint64_t WsGame;
+
+// One chunk event (SPEC §19) as `ws_game_drain_chunk_events` hands it out: no JSON.
+typedef struct WsChunkEvent {
+  // One of the `WS_CHUNK_EVENT_*` kinds.
+  int32_t kind;
+  // 0 for a chunk; the LOD level (1 = the first `lod` entry) for a block.
+  uint32_t level;
+  // Column of the chunk (or block).
+  int64_t x;
+  // Row of the chunk (or block).
+  int64_t z;
+  // FNV-1a 64 of the built bytes for `BUILT` and `LOD_BUILT` (SPEC §12), else 0.
+  uint64_t hash;
+} WsChunkEvent;
 
 // One chunk: the `{x, z}` of SPEC §1.
 typedef struct WsChunk {
@@ -133,11 +176,88 @@ enum WsStatus ws_game_tick_count(WsGame game, uint64_t *out_tick, char **out_err
 
 // Takes the events emitted since the last drain, as a JSON array of the event log's objects
 // (`[{"tick": 1, "event": "world.chunk.loaded", "data": {"x": 0, "z": 0}}, …]`, emission
-// order). The game keeps every event until it is drained: drain after every tick or few.
+// order). The game keeps every event until it is drained: drain after every tick or few. The
+// chunk events already handed out by [`ws_game_drain_chunk_events`] are not in it; those it
+// has not handed out are, in their place.
 //
 // # Safety
 // `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
 enum WsStatus ws_game_drain_events(WsGame game, char **out_json, char **out_error);
+
+// Moves `entity` to `(x, y, z)` as a `move` input stamped with the next tick would
+// (`{"tick": next, "do": "move", "entity": …, "to": {"x": x, "y": y, "z": z}}`), without JSON:
+// the per-frame transform sync. A coordinate that is not finite or beyond ±1e15 m, or a
+// malformed id, is `WS_STATUS_BAD_INPUT`; an entity that does not exist is
+// `WS_STATUS_INPUT_FAILED` (the messages an input line gets).
+//
+// # Safety
+// `entity` is null or a NUL-terminated string; `out_error` null or writable.
+enum WsStatus ws_game_move(WsGame game,
+                           const char *entity,
+                           double x,
+                           double y,
+                           double z,
+                           char **out_error);
+
+// Takes at most `capacity` of the chunk events emitted since the last drain (the
+// `WS_CHUNK_EVENT_*` kinds), in emission order, into `out`, and writes how many to
+// `*out_count`: call again while it equals `capacity`. The events it hands out are no longer
+// in what [`ws_game_drain_events`] hands out, which keeps every other event (and the chunk
+// events not taken yet) in emission order. `out` may be null with `capacity` 0.
+//
+// # Safety
+// `out` is null or valid for `capacity` writes; `out_count` and `out_error` null or writable.
+enum WsStatus ws_game_drain_chunk_events(WsGame game,
+                                         struct WsChunkEvent *out,
+                                         uintptr_t capacity,
+                                         uintptr_t *out_count,
+                                         char **out_error);
+
+// Copies the cells of built chunk `(x, z)` (`level` 0) or of the built LOD block `(x, z)` of
+// `level` (≥ 1, SPEC §17) in row order (cell `(i, j)`, `i` east, `j` north, at `j *
+// cellsPerChunk + i`): heights (0..=65535) to `heights`, materials to `materials`. The buffer
+// contract of [`ws_game_loaded`]: `*out_cells` always receives `cellsPerChunk²`; the cells are
+// written when `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing written).
+// Either buffer may be null to skip it; both null with `capacity` 0 asks the count. A chunk
+// that is not built (not loaded yet, still generating, released) is `WS_STATUS_NOT_BUILT`; a
+// scene without `world.terrain` is `WS_STATUS_NO_TERRAIN`. The bytes FNV-1a 64 hashes (SPEC
+// §12, the `hash` of the built event) are the heights as little-endian `u16`, then the
+// materials.
+//
+// # Safety
+// `heights` and `materials` are null or valid for `capacity` writes; `out_cells` and
+// `out_error` null or writable.
+enum WsStatus ws_game_terrain(WsGame game,
+                              int64_t x,
+                              int64_t z,
+                              uint32_t level,
+                              uint16_t *heights,
+                              uint8_t *materials,
+                              uintptr_t capacity,
+                              uintptr_t *out_cells,
+                              char **out_error);
+
+// Replaces the `data` of live entity `entity` (SPEC §15) with the JSON object `json`, as a
+// `set` input stamped with the next tick would (`{"tick": next, "do": "set", "entity": …,
+// "data": json}`); `null` clears it. Text that is not JSON, not an object (or `null`), or over
+// 4 KiB serialized is `WS_STATUS_BAD_INPUT`; an entity that is not live is
+// `WS_STATUS_INPUT_FAILED` (the messages a `set` line gets).
+//
+// # Safety
+// `entity` and `json` are null or NUL-terminated strings; `out_error` null or writable.
+enum WsStatus ws_game_set_data(WsGame game, const char *entity, const char *json, char **out_error);
+
+// The `data` of live entity `entity` (SPEC §15) as compact JSON: an object, or `null` when it
+// has none. An entity that is not live (never spawned, despawned, or stored with its chunk)
+// is `WS_STATUS_NO_SUCH_ENTITY`.
+//
+// # Safety
+// `entity` is null or a NUL-terminated string; `out_json` and `out_error` null or writable;
+// free `*out_json` with `ws_string_free`.
+enum WsStatus ws_game_entity_data(WsGame game,
+                                  const char *entity,
+                                  char **out_json,
+                                  char **out_error);
 
 // Takes what the game's Lua mods logged since the last drain, as a JSON array of
 // `{"mod": id, "message": text}` (the game keeps every line until drained).

@@ -21,7 +21,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
@@ -30,12 +30,14 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
-use crate::files::inputs::{parse_line, MAX_TICK};
+use crate::files::inputs::{check_input, parse_line, Action, InputLine, MAX_TICK};
 use crate::files::{FileError, MAX_FILE_BYTES};
 use crate::game::{Game, GameError};
-use crate::grid::ChunkPos;
+use crate::grid::{ChunkPos, Position};
+use crate::host::{EntityId, Event};
 use crate::kits::builtin_catalog;
-use crate::kits::streaming::StreamingService;
+use crate::kits::streaming::{StreamingService, CHUNK_LOADED, CHUNK_UNLOADED};
+use crate::kits::terrain::{ChunkData, TerrainService, TERRAIN, TERRAIN_BUILT, TERRAIN_CHANGED};
 
 /// A game handle. 0 is never a game; every other value names at most one game, ever.
 pub type WsGame = u64;
@@ -78,12 +80,20 @@ pub enum WsStatus {
     UnknownString = 14,
     /// A call panicked inside the library (a bug: please report the message).
     Panic = 15,
+    /// `ws_game_terrain`: the chunk (or LOD block) is not built (not loaded yet, still
+    /// generating, or released).
+    NotBuilt = 16,
     /// The scene's world directory (`worldDir`) is held by another game, in this process or
     /// another (its `session.lock`); the message names both.
-    WorldInUse = 16,
+    WorldInUse = 17,
     /// `ws_game_free` could not write every edit back to the world directory: the message
     /// names each region file and how many chunks are lost (the game is freed all the same).
-    EditsLost = 17,
+    EditsLost = 18,
+    /// The scene does not enable the `world.terrain` kit (`ws_game_terrain`).
+    NoTerrain = 19,
+    /// No live entity has that id (`ws_game_entity_data`): never spawned, despawned, or stored
+    /// with its chunk (SPEC §15).
+    NoSuchEntity = 20,
 }
 
 /// One chunk: the `{x, z}` of SPEC §1.
@@ -94,6 +104,130 @@ pub struct WsChunk {
     pub x: i64,
     /// Row (north-south).
     pub z: i64,
+}
+
+/// `world.chunk.loaded {x, z}`.
+pub const WS_CHUNK_EVENT_LOADED: i32 = 0;
+/// `world.chunk.unloaded {x, z}`.
+pub const WS_CHUNK_EVENT_UNLOADED: i32 = 1;
+/// `world.terrain.built {x, z, hash}`.
+pub const WS_CHUNK_EVENT_BUILT: i32 = 2;
+/// `world.terrain.changed {x, z}` (with `level` for an LOD block).
+pub const WS_CHUNK_EVENT_CHANGED: i32 = 3;
+/// `world.lod.loaded {level, x, z}`.
+pub const WS_CHUNK_EVENT_LOD_LOADED: i32 = 4;
+/// `world.lod.unloaded {level, x, z}`.
+pub const WS_CHUNK_EVENT_LOD_UNLOADED: i32 = 5;
+/// `world.terrain.lod.built {level, x, z, hash}`.
+pub const WS_CHUNK_EVENT_LOD_BUILT: i32 = 6;
+
+/// `world.lod.loaded` (SPEC §17).
+const LOD_LOADED: &str = "world.lod.loaded";
+/// `world.lod.unloaded` (SPEC §17).
+const LOD_UNLOADED: &str = "world.lod.unloaded";
+/// `world.terrain.lod.built` (SPEC §17).
+const LOD_BUILT: &str = "world.terrain.lod.built";
+
+/// One chunk event (SPEC §19) as `ws_game_drain_chunk_events` hands it out: no JSON.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WsChunkEvent {
+    /// One of the `WS_CHUNK_EVENT_*` kinds.
+    pub kind: i32,
+    /// 0 for a chunk; the LOD level (1 = the first `lod` entry) for a block.
+    pub level: u32,
+    /// Column of the chunk (or block).
+    pub x: i64,
+    /// Row of the chunk (or block).
+    pub z: i64,
+    /// FNV-1a 64 of the built bytes for `BUILT` and `LOD_BUILT` (SPEC §12), else 0.
+    pub hash: u64,
+}
+
+/// The event as a [`WsChunkEvent`], when it is one of the seven chunk events and its payload
+/// has their shape (`x`, `z` integers; `level` a u32 where given; `hash` 16 hex digits, or a
+/// number, for the built events); `None` for every other event.
+pub fn chunk_event(event: &Event) -> Option<WsChunkEvent> {
+    let (kind, has_hash) = match &*event.event {
+        CHUNK_LOADED => (WS_CHUNK_EVENT_LOADED, false),
+        CHUNK_UNLOADED => (WS_CHUNK_EVENT_UNLOADED, false),
+        TERRAIN_BUILT => (WS_CHUNK_EVENT_BUILT, true),
+        TERRAIN_CHANGED => (WS_CHUNK_EVENT_CHANGED, false),
+        LOD_LOADED => (WS_CHUNK_EVENT_LOD_LOADED, false),
+        LOD_UNLOADED => (WS_CHUNK_EVENT_LOD_UNLOADED, false),
+        LOD_BUILT => (WS_CHUNK_EVENT_LOD_BUILT, true),
+        _ => return None,
+    };
+    let data = &event.data;
+    let x = data.get("x")?.as_i64()?;
+    let z = data.get("z")?.as_i64()?;
+    let level = match data.get("level") {
+        None => 0,
+        Some(v) => u32::try_from(v.as_u64()?).ok()?,
+    };
+    let hash = if has_hash {
+        match data.get("hash")? {
+            Value::String(hex) if hex.len() == 16 => u64::from_str_radix(hex, 16).ok()?,
+            v => v.as_u64()?,
+        }
+    } else {
+        0
+    };
+    Some(WsChunkEvent {
+        kind,
+        level,
+        x,
+        z,
+        hash,
+    })
+}
+
+/// The events taken from the engine and not yet handed out, split so each drain costs what it
+/// hands out: the chunk events (already in their C form, with the event they stand for) and
+/// every other event, each with its emission sequence number so `ws_game_drain_events` can
+/// merge them back in emission order.
+#[derive(Debug, Default)]
+struct EventQueue {
+    chunks: VecDeque<(u64, WsChunkEvent, Event)>,
+    others: VecDeque<(u64, Event)>,
+    next: u64,
+}
+
+impl EventQueue {
+    /// Moves the engine's delivered events into the queue.
+    fn pull(&mut self, game: &mut Game) {
+        for event in game.engine_mut().take_events() {
+            let seq = self.next;
+            self.next += 1;
+            match chunk_event(&event) {
+                Some(c) => self.chunks.push_back((seq, c, event)),
+                None => self.others.push_back((seq, event)),
+            }
+        }
+    }
+
+    /// Every event not handed out yet, in emission order (the queue is left empty).
+    fn take_all(&mut self, game: &mut Game) -> Vec<Event> {
+        if self.chunks.is_empty() && self.others.is_empty() {
+            return game.engine_mut().take_events(); // nothing held back: the engine's log as is
+        }
+        self.pull(game);
+        let mut out = Vec::with_capacity(self.chunks.len() + self.others.len());
+        loop {
+            let chunk_first = match (self.chunks.front(), self.others.front()) {
+                (Some(c), Some(o)) => c.0 < o.0,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            if chunk_first {
+                out.extend(self.chunks.pop_front().map(|c| c.2));
+            } else {
+                out.extend(self.others.pop_front().map(|o| o.1));
+            }
+        }
+        out
+    }
 }
 
 /// Why a C call failed: each variant is one [`WsStatus`] with its message.
@@ -172,6 +306,23 @@ enum CapiError {
         "ws_string_free: {0:#x} is not a string this library handed out (or it was already freed)"
     )]
     UnknownString(usize),
+    /// No terrain kit.
+    #[error("the scene does not enable the world.terrain kit")]
+    NoTerrain,
+    /// The chunk or block is not built.
+    #[error("{0}")]
+    NotBuilt(String),
+    /// The cell buffers are too small.
+    #[error("the buffers hold {capacity} cells; {count} are needed (cellsPerChunk²)")]
+    Cells {
+        /// Their capacity.
+        capacity: usize,
+        /// What is needed.
+        count: usize,
+    },
+    /// No live entity.
+    #[error("no live entity `{0}` (never spawned, despawned, or stored with its chunk)")]
+    NoEntity(String),
     /// The last write back failed (`ws_game_free`).
     #[error("{0}")]
     Close(GameError),
@@ -196,7 +347,10 @@ impl CapiError {
             CapiError::NoStreaming => WsStatus::NoStreaming,
             CapiError::Save(_) => WsStatus::SaveFailed,
             CapiError::Load(_) => WsStatus::LoadFailed,
-            CapiError::Buffer { .. } => WsStatus::BufferTooSmall,
+            CapiError::Buffer { .. } | CapiError::Cells { .. } => WsStatus::BufferTooSmall,
+            CapiError::NoTerrain => WsStatus::NoTerrain,
+            CapiError::NotBuilt(_) => WsStatus::NotBuilt,
+            CapiError::NoEntity(_) => WsStatus::NoSuchEntity,
             CapiError::Variable(_) => WsStatus::NoSuchVariable,
             CapiError::UnknownString(_) => WsStatus::UnknownString,
             CapiError::Panic(_) => WsStatus::Panic,
@@ -209,6 +363,8 @@ impl CapiError {
 struct Slot {
     game: Game,
     poisoned: bool,
+    /// Events taken from the engine but not handed out yet (see [`ws_game_drain_chunk_events`]).
+    queue: EventQueue,
 }
 
 /// Handles are never reused: a freed handle stays invalid for the life of the process.
@@ -317,6 +473,14 @@ fn with_game<R>(
     handle: WsGame,
     f: impl FnOnce(&mut Game) -> Result<R, CapiError>,
 ) -> Result<R, CapiError> {
+    with_slot(handle, |slot| f(&mut slot.game))
+}
+
+/// [`with_game`] with the whole slot (the game and its event queue).
+fn with_slot<R>(
+    handle: WsGame,
+    f: impl FnOnce(&mut Slot) -> Result<R, CapiError>,
+) -> Result<R, CapiError> {
     GAMES.with(|games| {
         let mut games = games
             .try_borrow_mut()
@@ -326,7 +490,7 @@ fn with_game<R>(
             return Err(CapiError::Poisoned(handle));
         }
         slot.poisoned = true;
-        let result = f(&mut slot.game);
+        let result = f(slot);
         slot.poisoned = false;
         result
     })
@@ -408,8 +572,11 @@ pub extern "C" fn ws_status_name(status: i32) -> *const c_char {
         13 => "WS_STATUS_NO_SUCH_VARIABLE\0",
         14 => "WS_STATUS_UNKNOWN_STRING\0",
         15 => "WS_STATUS_PANIC\0",
-        16 => "WS_STATUS_WORLD_IN_USE\0",
-        17 => "WS_STATUS_EDITS_LOST\0",
+        16 => "WS_STATUS_NOT_BUILT\0",
+        17 => "WS_STATUS_WORLD_IN_USE\0",
+        18 => "WS_STATUS_EDITS_LOST\0",
+        19 => "WS_STATUS_NO_TERRAIN\0",
+        20 => "WS_STATUS_NO_SUCH_ENTITY\0",
         _ => "WS_STATUS_UNKNOWN\0",
     };
     name.as_ptr().cast()
@@ -474,6 +641,7 @@ pub unsafe extern "C" fn ws_game_new(
                     Slot {
                         game,
                         poisoned: false,
+                        queue: EventQueue::default(),
                     },
                 )
             });
@@ -586,7 +754,9 @@ pub unsafe extern "C" fn ws_game_tick_count(
 
 /// Takes the events emitted since the last drain, as a JSON array of the event log's objects
 /// (`[{"tick": 1, "event": "world.chunk.loaded", "data": {"x": 0, "z": 0}}, …]`, emission
-/// order). The game keeps every event until it is drained: drain after every tick or few.
+/// order). The game keeps every event until it is drained: drain after every tick or few. The
+/// chunk events already handed out by [`ws_game_drain_chunk_events`] are not in it; those it
+/// has not handed out are, in their place.
 ///
 /// # Safety
 /// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
@@ -602,8 +772,281 @@ pub unsafe extern "C" fn ws_game_drain_events(
             if out_json.is_null() {
                 return Err(CapiError::Null("out_json"));
             }
-            let events = with_game(game, |g| Ok(g.engine_mut().take_events()))?;
+            let events = with_slot(game, |slot| Ok(slot.queue.take_all(&mut slot.game)))?;
             let json = serde_json::to_string(&events).expect("events are JSON");
+            put(out_json, "out_json", hand_out(json))
+        })
+    }
+}
+
+/// Moves `entity` to `(x, y, z)` as a `move` input stamped with the next tick would
+/// (`{"tick": next, "do": "move", "entity": …, "to": {"x": x, "y": y, "z": z}}`), without JSON:
+/// the per-frame transform sync. A coordinate that is not finite or beyond ±1e15 m, or a
+/// malformed id, is `WS_STATUS_BAD_INPUT`; an entity that does not exist is
+/// `WS_STATUS_INPUT_FAILED` (the messages an input line gets).
+///
+/// # Safety
+/// `entity` is null or a NUL-terminated string; `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_move(
+    game: WsGame,
+    entity: *const c_char,
+    x: f64,
+    y: f64,
+    z: f64,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let entity = text(entity, "entity")?;
+            let to = Position { x, y, z };
+            // check_input's two checks of a move, without building its list of names (the hot
+            // path); the messages are the same (a test compares them with the line's).
+            crate::limits::check_name(entity).map_err(|m| {
+                CapiError::BadInput(crate::json::Problem::new("entity", m).to_string())
+            })?;
+            to.check()
+                .map_err(|p| CapiError::BadInput(p.under("to").to_string()))?;
+            let action = Action::Move {
+                entity: EntityId::new(entity),
+                to,
+            };
+            with_game(game, |g| {
+                let input = InputLine {
+                    tick: g.engine().tick_count() + 1,
+                    action,
+                };
+                g.apply(&input).map_err(|e| CapiError::Input(e.to_string()))
+            })
+        })
+    }
+}
+
+/// Takes at most `capacity` of the chunk events emitted since the last drain (the
+/// `WS_CHUNK_EVENT_*` kinds), in emission order, into `out`, and writes how many to
+/// `*out_count`: call again while it equals `capacity`. The events it hands out are no longer
+/// in what [`ws_game_drain_events`] hands out, which keeps every other event (and the chunk
+/// events not taken yet) in emission order. `out` may be null with `capacity` 0.
+///
+/// # Safety
+/// `out` is null or valid for `capacity` writes; `out_count` and `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_drain_chunk_events(
+    game: WsGame,
+    out: *mut WsChunkEvent,
+    capacity: usize,
+    out_count: *mut usize,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            if out_count.is_null() {
+                return Err(CapiError::Null("out_count"));
+            }
+            if out.is_null() && capacity > 0 {
+                return Err(CapiError::Null("out (with a capacity above 0)"));
+            }
+            let written = with_slot(game, |slot| {
+                slot.queue.pull(&mut slot.game);
+                let n = capacity.min(slot.queue.chunks.len());
+                for (i, (_, event, _)) in slot.queue.chunks.drain(..n).enumerate() {
+                    // SAFETY: i < n <= capacity, and `out` holds `capacity` events.
+                    out.add(i).write(event);
+                }
+                Ok(n)
+            })?;
+            put(out_count, "out_count", written)
+        })
+    }
+}
+
+/// The built LOD block `(x, z)` of `level` (≥ 1, SPEC §17).
+///
+/// LOD blocks are not built on this branch yet: the `lod` work adds
+/// `TerrainService::lod_block(level, x, z) -> Option<Arc<ChunkData>>`, and this function is the
+/// one place `ws_game_terrain` asks for a block. Until it answers, every block is not built.
+fn lod_block_data(
+    _terrain: &dyn TerrainService,
+    _level: u32,
+    _x: i64,
+    _z: i64,
+) -> Option<std::sync::Arc<ChunkData>> {
+    None // at merge: `_terrain.lod_block(_level, _x, _z)`
+}
+
+/// Copies the cells of built chunk `(x, z)` (`level` 0) or of the built LOD block `(x, z)` of
+/// `level` (≥ 1, SPEC §17) in row order (cell `(i, j)`, `i` east, `j` north, at `j *
+/// cellsPerChunk + i`): heights (0..=65535) to `heights`, materials to `materials`. The buffer
+/// contract of [`ws_game_loaded`]: `*out_cells` always receives `cellsPerChunk²`; the cells are
+/// written when `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing written).
+/// Either buffer may be null to skip it; both null with `capacity` 0 asks the count. A chunk
+/// that is not built (not loaded yet, still generating, released) is `WS_STATUS_NOT_BUILT`; a
+/// scene without `world.terrain` is `WS_STATUS_NO_TERRAIN`. The bytes FNV-1a 64 hashes (SPEC
+/// §12, the `hash` of the built event) are the heights as little-endian `u16`, then the
+/// materials.
+///
+/// # Safety
+/// `heights` and `materials` are null or valid for `capacity` writes; `out_cells` and
+/// `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_terrain(
+    game: WsGame,
+    x: i64,
+    z: i64,
+    level: u32,
+    heights: *mut u16,
+    materials: *mut u8,
+    capacity: usize,
+    out_cells: *mut usize,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            // 0 until the terrain's cellsPerChunk is known (no game, no terrain kit).
+            put(out_cells, "out_cells", 0)?;
+            if heights.is_null() && materials.is_null() && capacity > 0 {
+                return Err(CapiError::Null(
+                    "heights and materials (with a capacity above 0)",
+                ));
+            }
+            let (cells, data) = with_game(game, |g| {
+                let terrain = g
+                    .engine()
+                    .service::<dyn TerrainService>(TERRAIN)
+                    .ok_or(CapiError::NoTerrain)?;
+                let side = terrain.cells_per_chunk() as usize;
+                let data = if level == 0 {
+                    terrain.chunk(ChunkPos::new(x, z))
+                } else {
+                    lod_block_data(&*terrain, level, x, z)
+                };
+                Ok((side * side, data))
+            })?;
+            out_cells.write(cells);
+            let data = data.ok_or_else(|| {
+                CapiError::NotBuilt(if level == 0 {
+                    format!("chunk ({x}, {z}) is not built")
+                } else {
+                    format!("LOD block ({x}, {z}) of level {level} is not built")
+                })
+            })?;
+            if heights.is_null() && materials.is_null() {
+                return Ok(()); // the count only
+            }
+            if capacity < cells {
+                return Err(CapiError::Cells {
+                    capacity,
+                    count: cells,
+                });
+            }
+            debug_assert_eq!(data.bytes.len(), 3 * cells);
+            let (height_bytes, material_bytes) = data.bytes.split_at(2 * cells);
+            if !heights.is_null() {
+                for (i, pair) in height_bytes.chunks_exact(2).enumerate() {
+                    // SAFETY: i < cells <= capacity, and `heights` holds `capacity` cells.
+                    heights.add(i).write(u16::from_le_bytes([pair[0], pair[1]]));
+                }
+            }
+            if !materials.is_null() {
+                // SAFETY: `materials` holds `capacity` >= cells bytes; the source is ours.
+                std::ptr::copy_nonoverlapping(material_bytes.as_ptr(), materials, cells);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Replaces the `data` of live entity `entity` (SPEC §15) with the JSON object `json`, as a
+/// `set` input stamped with the next tick would (`{"tick": next, "do": "set", "entity": …,
+/// "data": json}`); `null` clears it. Text that is not JSON, not an object (or `null`), or over
+/// 4 KiB serialized is `WS_STATUS_BAD_INPUT`; an entity that is not live is
+/// `WS_STATUS_INPUT_FAILED` (the messages a `set` line gets).
+///
+/// # Safety
+/// `entity` and `json` are null or NUL-terminated strings; `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_set_data(
+    game: WsGame,
+    entity: *const c_char,
+    json: *const c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let entity = text(entity, "entity")?;
+            let json = text(json, "json")?;
+            let data = match serde_json::from_str::<Value>(json) {
+                Ok(Value::Object(map)) => Some(map),
+                Ok(Value::Null) => None,
+                Ok(other) => {
+                    return Err(CapiError::BadInput(format!(
+                        "data: expected a JSON object (or null to clear it), got {}",
+                        crate::json::describe(&other)
+                    )))
+                }
+                Err(e) => {
+                    return Err(CapiError::BadInput(format!(
+                        "data: not JSON: line {} column {}: {e}",
+                        e.line(),
+                        e.column()
+                    )))
+                }
+            };
+            let id = EntityId::new(entity);
+            let action = Action::Set {
+                entity: id.clone(),
+                data: data.clone().unwrap_or_default(),
+            };
+            check_input(&action).map_err(CapiError::BadInput)?;
+            with_game(game, |g| {
+                let tick = g.engine().tick_count() + 1;
+                match data {
+                    Some(_) => g.apply(&InputLine { tick, action }),
+                    None => g.engine_mut().input(tick, |e| {
+                        e.world_mut()
+                            .set_data(&id, None)
+                            .map_err(crate::game::GameError::from)
+                    }),
+                }
+                .map_err(|e| CapiError::Input(e.to_string()))
+            })
+        })
+    }
+}
+
+/// The `data` of live entity `entity` (SPEC §15) as compact JSON: an object, or `null` when it
+/// has none. An entity that is not live (never spawned, despawned, or stored with its chunk)
+/// is `WS_STATUS_NO_SUCH_ENTITY`.
+///
+/// # Safety
+/// `entity` is null or a NUL-terminated string; `out_json` and `out_error` null or writable;
+/// free `*out_json` with `ws_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_entity_data(
+    game: WsGame,
+    entity: *const c_char,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let entity = text(entity, "entity")?;
+            if out_json.is_null() {
+                return Err(CapiError::Null("out_json"));
+            }
+            let json = with_game(game, |g| {
+                let e = g
+                    .engine()
+                    .world()
+                    .get(&EntityId::new(entity))
+                    .ok_or_else(|| CapiError::NoEntity(entity.to_owned()))?;
+                Ok(serde_json::to_string(&e.data).expect("data is JSON"))
+            })?;
             put(out_json, "out_json", hand_out(json))
         })
     }
@@ -856,6 +1299,7 @@ mod tests {
             (WsStatus::Ok, "WS_STATUS_OK"),
             (WsStatus::BadInput, "WS_STATUS_BAD_INPUT"),
             (WsStatus::Panic, "WS_STATUS_PANIC"),
+            (WsStatus::NotBuilt, "WS_STATUS_NOT_BUILT"),
             (WsStatus::WorldInUse, "WS_STATUS_WORLD_IN_USE"),
             (WsStatus::EditsLost, "WS_STATUS_EDITS_LOST"),
         ] {
@@ -866,6 +1310,44 @@ mod tests {
         // SAFETY: as above.
         let unknown = unsafe { CStr::from_ptr(ws_status_name(99)) };
         assert_eq!(unknown.to_str().unwrap(), "WS_STATUS_UNKNOWN");
+    }
+
+    /// The numbers are the contract (SPEC §14, §19: `WS_STATUS_NOT_BUILT` is 16): C and C#
+    /// callers compare against them, so none may move.
+    #[test]
+    fn every_status_keeps_its_number() {
+        let all = [
+            (WsStatus::Ok, 0, "WS_STATUS_OK"),
+            (WsStatus::NullArgument, 1, "WS_STATUS_NULL_ARGUMENT"),
+            (WsStatus::InvalidUtf8, 2, "WS_STATUS_INVALID_UTF8"),
+            (WsStatus::InvalidHandle, 3, "WS_STATUS_INVALID_HANDLE"),
+            (WsStatus::Poisoned, 4, "WS_STATUS_POISONED"),
+            (WsStatus::BadScene, 5, "WS_STATUS_BAD_SCENE"),
+            (WsStatus::BadInput, 6, "WS_STATUS_BAD_INPUT"),
+            (WsStatus::InputFailed, 7, "WS_STATUS_INPUT_FAILED"),
+            (WsStatus::NoStreaming, 8, "WS_STATUS_NO_STREAMING"),
+            (WsStatus::SaveFailed, 9, "WS_STATUS_SAVE_FAILED"),
+            (WsStatus::LoadFailed, 10, "WS_STATUS_LOAD_FAILED"),
+            (WsStatus::OutOfRange, 11, "WS_STATUS_OUT_OF_RANGE"),
+            (WsStatus::BufferTooSmall, 12, "WS_STATUS_BUFFER_TOO_SMALL"),
+            (WsStatus::NoSuchVariable, 13, "WS_STATUS_NO_SUCH_VARIABLE"),
+            (WsStatus::UnknownString, 14, "WS_STATUS_UNKNOWN_STRING"),
+            (WsStatus::Panic, 15, "WS_STATUS_PANIC"),
+            (WsStatus::NotBuilt, 16, "WS_STATUS_NOT_BUILT"),
+            (WsStatus::WorldInUse, 17, "WS_STATUS_WORLD_IN_USE"),
+            (WsStatus::EditsLost, 18, "WS_STATUS_EDITS_LOST"),
+            (WsStatus::NoTerrain, 19, "WS_STATUS_NO_TERRAIN"),
+            (WsStatus::NoSuchEntity, 20, "WS_STATUS_NO_SUCH_ENTITY"),
+        ];
+        for (status, number, name) in all {
+            assert_eq!(status_of(status), number, "{name}");
+            // SAFETY: ws_status_name returns a static NUL-terminated string.
+            let got = unsafe { CStr::from_ptr(ws_status_name(number)) };
+            assert_eq!(got.to_str().unwrap(), name);
+        }
+        // SAFETY: as above.
+        let next = unsafe { CStr::from_ptr(ws_status_name(all.len() as i32)) };
+        assert_eq!(next.to_str().unwrap(), "WS_STATUS_UNKNOWN");
     }
 
     #[test]
@@ -1031,5 +1513,714 @@ mod tests {
         );
         // Freed all the same.
         assert_eq!(free_game(game).0, WsStatus::InvalidHandle);
+    }
+
+    /// A terrain scene with one player, on one worker.
+    fn terrain_scene() -> String {
+        serde_json::json!({
+            "kits": [
+                {"id": "world.ground"},
+                {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 2, "budgetMs": 3}},
+                {"id": "world.terrain", "config": {"seed": 7, "cellsPerChunk": 8, "workers": 1}}
+            ],
+            "entities": [{"id": "hero", "tags": ["player"], "position": {"x": 16, "z": 16}}]
+        })
+        .to_string()
+    }
+
+    fn tick(game: WsGame, n: u64) {
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a writable out-pointer.
+        let status = unsafe { ws_game_tick(game, n, &mut error) };
+        assert_eq!(status, WsStatus::Ok, "{}", take_message(error));
+    }
+
+    fn apply(game: WsGame, line: &str) -> (WsStatus, String) {
+        let line = CString::new(line).unwrap();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a valid string and out-pointer.
+        let status = unsafe { ws_game_apply(game, line.as_ptr(), &mut error) };
+        (status, take_message(error))
+    }
+
+    fn move_to(game: WsGame, entity: &str, x: f64, y: f64, z: f64) -> (WsStatus, String) {
+        let entity = CString::new(entity).unwrap();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a valid string and out-pointer.
+        let status = unsafe { ws_game_move(game, entity.as_ptr(), x, y, z, &mut error) };
+        (status, take_message(error))
+    }
+
+    /// `ws_game_drain_events`, parsed.
+    fn drain_json(game: WsGame) -> Vec<Value> {
+        let mut json = std::ptr::null_mut();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: writable out-pointers.
+        let status = unsafe { ws_game_drain_events(game, &mut json, &mut error) };
+        assert_eq!(status, WsStatus::Ok, "{}", take_message(error));
+        let text = take_message(json);
+        match serde_json::from_str(&text).unwrap() {
+            Value::Array(events) => events,
+            other => panic!("not an array: {other}"),
+        }
+    }
+
+    /// One `ws_game_drain_chunk_events` call with room for `capacity`.
+    fn drain_chunks_once(game: WsGame, capacity: usize) -> Vec<WsChunkEvent> {
+        let blank = WsChunkEvent {
+            kind: -1,
+            level: 99,
+            x: 0,
+            z: 0,
+            hash: 0,
+        };
+        let mut buffer = vec![blank; capacity];
+        let mut count = usize::MAX;
+        let mut error = std::ptr::null_mut();
+        // SAFETY: `buffer` holds `capacity` events; writable out-pointers.
+        let status = unsafe {
+            ws_game_drain_chunk_events(game, buffer.as_mut_ptr(), capacity, &mut count, &mut error)
+        };
+        assert_eq!(status, WsStatus::Ok, "{}", take_message(error));
+        assert!(count <= capacity);
+        assert!(
+            buffer[count..].iter().all(|e| *e == blank),
+            "wrote past the count"
+        );
+        buffer.truncate(count);
+        buffer
+    }
+
+    /// The chunk event a JSON event of the log stands for.
+    fn chunk_event_of_json(v: &Value) -> Option<WsChunkEvent> {
+        let event = Event {
+            tick: v["tick"].as_u64().unwrap(),
+            event: v["event"].as_str().unwrap().to_owned().into(),
+            data: v["data"].clone().into(),
+        };
+        chunk_event(&event)
+    }
+
+    #[test]
+    fn a_move_is_the_move_input_stamped_with_the_next_tick() {
+        let (_, by_line, _) = new_game(&terrain_scene());
+        let (_, by_move, _) = new_game(&terrain_scene());
+        for t in 1..=30u64 {
+            let x = 16.0 + 9.5 * t as f64;
+            let (status, message) = apply(
+                by_line,
+                &format!(
+                    r#"{{"tick": {t}, "do": "move", "entity": "hero", "to": {{"x": {x}, "y": 2, "z": -3}}}}"#
+                ),
+            );
+            assert_eq!(status, WsStatus::Ok, "{message}");
+            assert_eq!(
+                move_to(by_move, "hero", x, 2.0, -3.0),
+                (WsStatus::Ok, String::new())
+            );
+            tick(by_line, 1);
+            tick(by_move, 1);
+            assert_eq!(drain_json(by_line), drain_json(by_move), "tick {t}");
+        }
+        // Every byte of the state but the worker waits (thread timing, SPEC §12).
+        let state = |g| {
+            with_game(g, |g: &mut Game| {
+                let mut v = serde_json::to_value(g.state()).unwrap();
+                v["variables"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("world.terrain.waits");
+                Ok(v)
+            })
+        };
+        assert_eq!(state(by_line).unwrap(), state(by_move).unwrap());
+        let hero = with_game(by_move, |g| {
+            Ok(g.engine()
+                .world()
+                .get(&EntityId::new("hero"))
+                .unwrap()
+                .position)
+        })
+        .unwrap();
+        assert_eq!(
+            hero,
+            Position {
+                x: 16.0 + 9.5 * 30.0,
+                y: 2.0,
+                z: -3.0
+            }
+        );
+        free_game(by_line);
+        free_game(by_move);
+    }
+
+    #[test]
+    fn a_bad_move_is_refused_like_the_input_line_and_changes_nothing() {
+        let (_, game, _) = new_game(&terrain_scene());
+        for (x, y, z, field) in [
+            (f64::NAN, 0.0, 0.0, "x"),
+            (0.0, f64::INFINITY, 0.0, "y"),
+            (0.0, 0.0, f64::NEG_INFINITY, "z"),
+            (2e15, 0.0, 0.0, "x"),
+        ] {
+            let (status, message) = move_to(game, "hero", x, y, z);
+            assert_eq!(status, WsStatus::BadInput, "{message}");
+            assert!(
+                message.starts_with(&format!("input: to.{field}: expected a finite number")),
+                "{message}"
+            );
+        }
+        let (status, message) = move_to(game, "nobody", 1.0, 0.0, 1.0);
+        let (line_status, line_message) = apply(
+            game,
+            r#"{"tick": 1, "do": "move", "entity": "nobody", "to": {"x": 1, "z": 1}}"#,
+        );
+        assert_eq!((status, &message), (line_status, &line_message));
+        assert_eq!(status, WsStatus::InputFailed);
+        assert!(message.contains("nobody"), "{message}");
+        // The refusals a line can spell carry the line's very message.
+        for (entity, x, spelled) in [
+            ("", 1.0, "1"),
+            ("hero", 2e15, "2e15"),
+            ("hero", -1e16, "-1e16"),
+        ] {
+            let got = move_to(game, entity, x, 0.0, 1.0);
+            let line = format!(
+                r#"{{"tick": 1, "do": "move", "entity": "{entity}", "to": {{"x": {spelled}, "z": 1}}}}"#
+            );
+            assert_eq!(got, apply(game, &line), "{line}");
+            assert_eq!(got.0, WsStatus::BadInput);
+        }
+        let hero = with_game(game, |g| {
+            Ok(g.engine()
+                .world()
+                .get(&EntityId::new("hero"))
+                .unwrap()
+                .position)
+        })
+        .unwrap();
+        assert_eq!(hero, Position::new(16.0, 16.0));
+        // Null and freed handles.
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a null entity is refused before it is read.
+        let status = unsafe { ws_game_move(game, std::ptr::null(), 0.0, 0.0, 0.0, &mut error) };
+        assert_eq!(status, WsStatus::NullArgument);
+        assert_eq!(take_message(error), "entity is null");
+        free_game(game);
+        assert_eq!(
+            move_to(game, "hero", 1.0, 0.0, 1.0).0,
+            WsStatus::InvalidHandle
+        );
+    }
+
+    #[test]
+    fn drained_chunk_events_leave_the_json_drain_and_every_other_event_keeps_its_order() {
+        // `all` drains JSON only; `split` drains a few chunk events every tick and JSON every
+        // 4th tick, at the same ticks as `all`.
+        let (_, all, _) = new_game(&terrain_scene());
+        let (_, split, _) = new_game(&terrain_scene());
+        let mut handed: Vec<WsChunkEvent> = Vec::new();
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut others = 0;
+        for t in 1..=48u64 {
+            let x = 16.0 + 12.0 * t as f64;
+            for g in [all, split] {
+                assert_eq!(move_to(g, "hero", x, 0.0, 16.0).0, WsStatus::Ok);
+                // An event of another kind between the ticks' chunk events.
+                let line =
+                    format!(r#"{{"tick": {t}, "do": "player.moved", "at": {{"x": {x}, "z": 1}}}}"#);
+                assert_eq!(apply(g, &line).0, WsStatus::Ok);
+                tick(g, 1);
+            }
+            handed.extend(drain_chunks_once(split, (t % 3) as usize * 2));
+            if t % 4 == 0 {
+                let segment = drain_json(all);
+                let rest = drain_json(split);
+                // The events handed out are the segment's first chunk events, in order...
+                let chunk_events: Vec<WsChunkEvent> =
+                    segment.iter().filter_map(chunk_event_of_json).collect();
+                assert!(handed.len() <= chunk_events.len());
+                assert_eq!(handed, chunk_events[..handed.len()], "tick {t}");
+                // ... and the JSON drain holds the rest, every event in its place.
+                let mut skip = handed.len();
+                let expected: Vec<Value> = segment
+                    .into_iter()
+                    .filter(|e| {
+                        if skip > 0 && chunk_event_of_json(e).is_some() {
+                            skip -= 1;
+                            return false;
+                        }
+                        true
+                    })
+                    .collect();
+                assert_eq!(rest, expected, "tick {t}");
+                others += rest.iter().filter(|e| e["event"] == "player.moved").count();
+                kinds.extend(handed.iter().map(|e| e.kind));
+                handed.clear();
+            }
+        }
+        assert_eq!(
+            kinds.into_iter().collect::<Vec<_>>(),
+            [
+                WS_CHUNK_EVENT_LOADED,
+                WS_CHUNK_EVENT_UNLOADED,
+                WS_CHUNK_EVENT_BUILT
+            ]
+        );
+        assert!(others > 40, "{others}");
+        free_game(all);
+        free_game(split);
+    }
+
+    #[test]
+    fn chunk_events_drained_until_short_are_every_chunk_event_with_the_built_hashes() {
+        let (_, all, _) = new_game(&terrain_scene());
+        let (_, chunks, _) = new_game(&terrain_scene());
+        let mut built = 0;
+        for t in 1..=20u64 {
+            for g in [all, chunks] {
+                assert_eq!(
+                    move_to(g, "hero", 16.0 + 20.0 * t as f64, 0.0, 16.0).0,
+                    WsStatus::Ok
+                );
+                tick(g, 1);
+            }
+            let mut got = Vec::new();
+            for round in 0.. {
+                assert!(round < 1000, "the drain never came up short");
+                let batch = drain_chunks_once(chunks, 3);
+                let full = batch.len() == 3;
+                got.extend(batch);
+                if !full {
+                    break;
+                }
+            }
+            let expected: Vec<WsChunkEvent> = drain_json(all)
+                .iter()
+                .filter_map(chunk_event_of_json)
+                .collect();
+            assert_eq!(got, expected, "tick {t}");
+            for e in got.iter().filter(|e| e.kind == WS_CHUNK_EVENT_BUILT) {
+                assert_eq!(e.level, 0);
+                let hash = with_game(chunks, |g| {
+                    let terrain = g
+                        .engine()
+                        .service::<dyn crate::kits::terrain::TerrainService>(
+                            crate::kits::terrain::TERRAIN,
+                        )
+                        .unwrap();
+                    Ok(terrain.chunk(ChunkPos::new(e.x, e.z)).map(|c| c.hash()))
+                })
+                .unwrap();
+                if let Some(hash) = hash {
+                    assert_eq!(e.hash, hash);
+                    assert_ne!(hash, 0);
+                    built += 1;
+                }
+            }
+            // Nothing but the other events is left for the JSON drain.
+            assert!(drain_json(chunks)
+                .iter()
+                .all(|e| chunk_event_of_json(e).is_none()));
+        }
+        assert!(built > 10, "{built}");
+        free_game(all);
+        free_game(chunks);
+    }
+
+    #[test]
+    fn the_lod_events_and_a_changed_block_read_back_with_their_level() {
+        let event = |name: &'static str, data: Value| Event {
+            tick: 3,
+            event: name.into(),
+            data: data.into(),
+        };
+        let c = |kind, level, x, z, hash| WsChunkEvent {
+            kind,
+            level,
+            x,
+            z,
+            hash,
+        };
+        for (e, want) in [
+            (
+                event(LOD_LOADED, json!({"level": 2, "x": -1, "z": 4})),
+                Some(c(WS_CHUNK_EVENT_LOD_LOADED, 2, -1, 4, 0)),
+            ),
+            (
+                event(LOD_UNLOADED, json!({"level": 1, "x": 3, "z": 0})),
+                Some(c(WS_CHUNK_EVENT_LOD_UNLOADED, 1, 3, 0, 0)),
+            ),
+            (
+                event(
+                    LOD_BUILT,
+                    json!({"level": 1, "x": 0, "z": -2, "hash": "9d01eaa547c9a46c"}),
+                ),
+                Some(c(WS_CHUNK_EVENT_LOD_BUILT, 1, 0, -2, 0x9d01_eaa5_47c9_a46c)),
+            ),
+            (
+                event(TERRAIN_CHANGED, json!({"x": 5, "z": 6, "level": 3})),
+                Some(c(WS_CHUNK_EVENT_CHANGED, 3, 5, 6, 0)),
+            ),
+            (
+                event(TERRAIN_CHANGED, json!({"x": 5, "z": 6})),
+                Some(c(WS_CHUNK_EVENT_CHANGED, 0, 5, 6, 0)),
+            ),
+            (
+                event(
+                    TERRAIN_BUILT,
+                    crate::host::chunk_hash_data(ChunkPos::new(-7, 8), u64::MAX).to_value(),
+                ),
+                Some(c(WS_CHUNK_EVENT_BUILT, 0, -7, 8, u64::MAX)),
+            ),
+            (event(CHUNK_LOADED, json!({"x": 1})), None),
+            (
+                event(
+                    LOD_BUILT,
+                    json!({"level": 1, "x": 0, "z": 0, "hash": "xyz"}),
+                ),
+                None,
+            ),
+            (
+                event("world.district.stored", json!({"x": 1, "z": 2, "count": 3})),
+                None,
+            ),
+        ] {
+            assert_eq!(chunk_event(&e), want, "{}", e.event);
+        }
+    }
+
+    #[test]
+    fn a_chunk_drain_with_null_pointers_or_a_freed_handle_is_refused_and_takes_nothing() {
+        let (_, game, _) = new_game(&terrain_scene());
+        tick(game, 3);
+        let mut count = 7usize;
+        let mut error = std::ptr::null_mut();
+        // SAFETY: null pointers are refused before any write.
+        let status = unsafe {
+            ws_game_drain_chunk_events(game, std::ptr::null_mut(), 4, &mut count, &mut error)
+        };
+        assert_eq!(status, WsStatus::NullArgument);
+        assert_eq!(take_message(error), "out (with a capacity above 0) is null");
+        let mut one = [WsChunkEvent {
+            kind: 0,
+            level: 0,
+            x: 0,
+            z: 0,
+            hash: 0,
+        }];
+        // SAFETY: as above.
+        let status = unsafe {
+            ws_game_drain_chunk_events(game, one.as_mut_ptr(), 1, std::ptr::null_mut(), &mut error)
+        };
+        assert_eq!(status, WsStatus::NullArgument);
+        assert_eq!(take_message(error), "out_count is null");
+        // Capacity 0: nothing taken, the count is 0.
+        // SAFETY: null `out` with capacity 0 is allowed.
+        let status = unsafe {
+            ws_game_drain_chunk_events(game, std::ptr::null_mut(), 0, &mut count, &mut error)
+        };
+        assert_eq!((status, count), (WsStatus::Ok, 0));
+        // Nothing was taken by the refused calls: the JSON drain still has every chunk event.
+        let loaded = drain_json(game)
+            .iter()
+            .filter(|e| e["event"] == CHUNK_LOADED)
+            .count();
+        assert_eq!(loaded, 9);
+        free_game(game);
+        // SAFETY: valid pointers; the handle is freed.
+        let status = unsafe {
+            ws_game_drain_chunk_events(game, one.as_mut_ptr(), 1, &mut count, &mut error)
+        };
+        assert_eq!(status, WsStatus::InvalidHandle);
+        assert!(take_message(error).contains(&format!("handle {game}")));
+    }
+
+    /// `ws_game_terrain` into buffers of `capacity` cells pre-filled with sentinels.
+    fn terrain(
+        game: WsGame,
+        x: i64,
+        z: i64,
+        level: u32,
+        capacity: usize,
+    ) -> (WsStatus, usize, Vec<u16>, Vec<u8>, String) {
+        let mut heights = vec![0xBEEF_u16; capacity];
+        let mut materials = vec![0xA5_u8; capacity];
+        let mut cells = usize::MAX;
+        let mut error = std::ptr::null_mut();
+        // SAFETY: both buffers hold `capacity` cells; writable out-pointers.
+        let status = unsafe {
+            ws_game_terrain(
+                game,
+                x,
+                z,
+                level,
+                heights.as_mut_ptr(),
+                materials.as_mut_ptr(),
+                capacity,
+                &mut cells,
+                &mut error,
+            )
+        };
+        (status, cells, heights, materials, take_message(error))
+    }
+
+    #[test]
+    fn the_terrain_of_a_built_chunk_is_its_cells_and_hashes_to_its_built_event() {
+        let (_, game, _) = new_game(&terrain_scene());
+        let mut checked = 0;
+        for t in 1..=12u64 {
+            assert_eq!(
+                move_to(game, "hero", 16.0 + 20.0 * t as f64, 0.0, 16.0).0,
+                WsStatus::Ok
+            );
+            tick(game, 1);
+            let mut released = std::collections::BTreeSet::new();
+            let events = drain_chunks_once(game, 1000);
+            for (i, e) in events.iter().enumerate() {
+                if e.kind != WS_CHUNK_EVENT_BUILT {
+                    continue;
+                }
+                let later_release = events[i + 1..]
+                    .iter()
+                    .any(|u| u.kind == WS_CHUNK_EVENT_UNLOADED && (u.x, u.z) == (e.x, e.z));
+                let (status, cells, heights, materials, message) = terrain(game, e.x, e.z, 0, 64);
+                assert_eq!(cells, 64);
+                if later_release {
+                    assert_eq!(status, WsStatus::NotBuilt, "{message}");
+                    released.insert((e.x, e.z));
+                    continue;
+                }
+                assert_eq!(status, WsStatus::Ok, "{message}");
+                let mut bytes: Vec<u8> = heights.iter().flat_map(|h| h.to_le_bytes()).collect();
+                bytes.extend(&materials);
+                assert_eq!(crate::kits::terrain::generate::fnv1a64(&bytes), e.hash);
+                let data = with_game(game, |g| {
+                    let t = g.engine().service::<dyn TerrainService>(TERRAIN).unwrap();
+                    Ok(t.chunk(ChunkPos::new(e.x, e.z)).unwrap())
+                })
+                .unwrap();
+                for j in 0..8u32 {
+                    for i in 0..8u32 {
+                        let k = (j * 8 + i) as usize;
+                        assert_eq!(heights[k], data.height(i, j));
+                        assert_eq!(materials[k], data.material(i, j));
+                    }
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 10, "{checked}");
+        free_game(game);
+    }
+
+    #[test]
+    fn terrain_keeps_the_buffer_contract_and_says_what_is_not_built() {
+        let (_, game, _) = new_game(&terrain_scene());
+        tick(game, 4); // (0, 0) loaded at tick 1, committed at tick 3
+                       // Too small: the count, nothing written.
+        let (status, cells, heights, materials, message) = terrain(game, 0, 0, 0, 63);
+        assert_eq!((status, cells), (WsStatus::BufferTooSmall, 64), "{message}");
+        assert_eq!(
+            message,
+            "the buffers hold 63 cells; 64 are needed (cellsPerChunk²)"
+        );
+        assert!(heights.iter().all(|h| *h == 0xBEEF) && materials.iter().all(|m| *m == 0xA5));
+        // Room for more: exactly 64 written.
+        let (status, cells, heights, materials, _) = terrain(game, 0, 0, 0, 70);
+        assert_eq!((status, cells), (WsStatus::Ok, 64));
+        assert!(heights[64..].iter().all(|h| *h == 0xBEEF));
+        assert!(materials[64..].iter().all(|m| *m == 0xA5));
+        assert!(heights[..64].iter().any(|h| *h != 0xBEEF));
+        // Not built: far away, and any LOD level (not built on this branch).
+        let (status, cells, heights, _, message) = terrain(game, 40, 40, 0, 64);
+        assert_eq!((status, cells), (WsStatus::NotBuilt, 64));
+        assert_eq!(message, "chunk (40, 40) is not built");
+        assert!(heights.iter().all(|h| *h == 0xBEEF));
+        let (status, cells, _, _, message) = terrain(game, 0, 0, 1, 64);
+        assert_eq!((status, cells), (WsStatus::NotBuilt, 64));
+        assert_eq!(message, "LOD block (0, 0) of level 1 is not built");
+        // The count only; one buffer only.
+        let mut cells = 0usize;
+        let mut only = vec![0u8; 64];
+        // SAFETY: null buffers with capacity 0; then one buffer of 64 cells.
+        unsafe {
+            let none = std::ptr::null_mut();
+            let status =
+                ws_game_terrain(game, 0, 0, 0, none, none.cast(), 0, &mut cells, none.cast());
+            assert_eq!((status, cells), (WsStatus::Ok, 64));
+            let status = ws_game_terrain(
+                game,
+                0,
+                0,
+                0,
+                std::ptr::null_mut(),
+                only.as_mut_ptr(),
+                64,
+                &mut cells,
+                std::ptr::null_mut(),
+            );
+            assert_eq!(status, WsStatus::Ok);
+            let status = ws_game_terrain(
+                game,
+                0,
+                0,
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                64,
+                &mut cells,
+                std::ptr::null_mut(),
+            );
+            assert_eq!(status, WsStatus::NullArgument);
+        }
+        assert_eq!(only, terrain(game, 0, 0, 0, 64).3);
+        free_game(game);
+        let (status, cells, _, _, _) = terrain(game, 0, 0, 0, 64);
+        assert_eq!((status, cells), (WsStatus::InvalidHandle, 0));
+        // No world.terrain in the scene.
+        let (_, plain, _) =
+            new_game(r#"{"kits":[{"id":"world.ground"},{"id":"world.streaming"}],"entities":[]}"#);
+        let (status, cells, _, _, message) = terrain(plain, 0, 0, 0, 64);
+        assert_eq!((status, cells), (WsStatus::NoTerrain, 0));
+        assert_eq!(message, "the scene does not enable the world.terrain kit");
+        free_game(plain);
+    }
+
+    fn set_data(game: WsGame, entity: &str, json: &str) -> (WsStatus, String) {
+        let entity = CString::new(entity).unwrap();
+        let json = CString::new(json).unwrap();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: valid strings and out-pointer.
+        let status = unsafe { ws_game_set_data(game, entity.as_ptr(), json.as_ptr(), &mut error) };
+        (status, take_message(error))
+    }
+
+    fn entity_data(game: WsGame, entity: &str) -> (WsStatus, String) {
+        let entity = CString::new(entity).unwrap();
+        let mut json = std::ptr::null_mut();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a valid string and out-pointers.
+        let status = unsafe { ws_game_entity_data(game, entity.as_ptr(), &mut json, &mut error) };
+        if status == WsStatus::Ok {
+            (status, take_message(json))
+        } else {
+            assert!(json.is_null());
+            (status, take_message(error))
+        }
+    }
+
+    #[test]
+    fn set_data_is_the_set_input_and_entity_data_reads_it_back() {
+        let scene = terrain_scene();
+        let (_, by_c, _) = new_game(&scene);
+        let (_, by_line, _) = new_game(&scene);
+        assert_eq!(entity_data(by_c, "hero"), (WsStatus::Ok, "null".to_owned()));
+        let data = r#"{"hp": 7, "bag": ["rope", {"n": 2}]}"#;
+        assert_eq!(set_data(by_c, "hero", data), (WsStatus::Ok, String::new()));
+        let line = format!(r#"{{"tick": 1, "do": "set", "entity": "hero", "data": {data}}}"#);
+        assert_eq!(apply(by_line, &line).0, WsStatus::Ok);
+        assert_eq!(
+            entity_data(by_c, "hero"),
+            (
+                WsStatus::Ok,
+                r#"{"hp":7,"bag":["rope",{"n":2}]}"#.to_owned()
+            )
+        );
+        assert_eq!(entity_data(by_c, "hero"), entity_data(by_line, "hero"));
+        tick(by_c, 2);
+        tick(by_line, 2);
+        assert_eq!(drain_json(by_c), drain_json(by_line));
+        // null clears.
+        assert_eq!(set_data(by_c, "hero", "null").0, WsStatus::Ok);
+        assert_eq!(entity_data(by_c, "hero"), (WsStatus::Ok, "null".to_owned()));
+        // Refusals change nothing.
+        assert_eq!(set_data(by_c, "hero", r#"{"keep": true}"#).0, WsStatus::Ok);
+        let (status, message) = set_data(by_c, "hero", "[1, 2]");
+        assert_eq!(status, WsStatus::BadInput);
+        assert_eq!(
+            message,
+            "input: data: expected a JSON object (or null to clear it), got [1,2]"
+        );
+        let (status, message) = set_data(by_c, "hero", "{\"a\": ");
+        assert_eq!(status, WsStatus::BadInput);
+        assert!(
+            message.starts_with("input: data: not JSON: line 1 column"),
+            "{message}"
+        );
+        let big = format!(r#"{{"s": "{}"}}"#, "x".repeat(5000));
+        let (status, message) = set_data(by_c, "hero", &big);
+        let (line_status, line_message) = apply(
+            by_c,
+            &format!(r#"{{"tick": 3, "do": "set", "entity": "hero", "data": {big}}}"#),
+        );
+        assert_eq!((status, &message), (line_status, &line_message));
+        assert_eq!(status, WsStatus::BadInput);
+        assert!(message.contains("at most 4096 bytes"), "{message}");
+        let (status, message) = set_data(by_c, "ghost", "{}");
+        let (line_status, line_message) = apply(
+            by_c,
+            r#"{"tick": 3, "do": "set", "entity": "ghost", "data": {}}"#,
+        );
+        assert_eq!((status, &message), (line_status, &line_message));
+        assert_eq!(status, WsStatus::InputFailed);
+        assert_eq!(set_data(by_c, "ghost", "null").0, WsStatus::InputFailed);
+        assert_eq!(
+            entity_data(by_c, "hero"),
+            (WsStatus::Ok, r#"{"keep":true}"#.to_owned())
+        );
+        let (status, message) = entity_data(by_c, "ghost");
+        assert_eq!(status, WsStatus::NoSuchEntity);
+        assert_eq!(
+            message,
+            "no live entity `ghost` (never spawned, despawned, or stored with its chunk)"
+        );
+        free_game(by_c);
+        free_game(by_line);
+        assert_eq!(entity_data(by_c, "hero").0, WsStatus::InvalidHandle);
+        assert_eq!(set_data(by_c, "hero", "{}").0, WsStatus::InvalidHandle);
+    }
+
+    #[test]
+    fn the_state_carries_the_district_counts_and_a_district_entitys_data_reads_back() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes");
+        let scene = std::fs::read_to_string(dir.join("town.json")).unwrap();
+        let scene = CString::new(scene).unwrap();
+        let base = CString::new(dir.to_str().unwrap()).unwrap();
+        let mut game: WsGame = 0;
+        // SAFETY: valid strings and out-pointers.
+        let status = unsafe {
+            ws_game_new(
+                scene.as_ptr(),
+                base.as_ptr(),
+                &mut game,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, WsStatus::Ok);
+        tick(game, 3);
+        let mut json = std::ptr::null_mut();
+        // SAFETY: writable out-pointers.
+        let status = unsafe { ws_game_state(game, &mut json, std::ptr::null_mut()) };
+        assert_eq!(status, WsStatus::Ok);
+        let state: Value = serde_json::from_str(&take_message(json)).unwrap();
+        let (live, stored) = with_game(game, |g| {
+            let d = g.state().district.unwrap();
+            Ok((d.live, d.stored))
+        })
+        .unwrap();
+        assert_eq!(state["district"], json!({"live": live, "stored": stored}));
+        assert!(live > 0);
+        // crate1 (40, 8) is in chunk (1, 0), loaded with radius 1.
+        assert_eq!(
+            entity_data(game, "crate1"),
+            (
+                WsStatus::Ok,
+                r#"{"loot":["rope"],"opened":false}"#.to_owned()
+            )
+        );
+        // baker (300, 10) is in chunk (9, 0): not materialised.
+        assert_eq!(entity_data(game, "baker").0, WsStatus::NoSuchEntity);
+        free_game(game);
     }
 }

@@ -196,3 +196,24 @@ fn the_book_c_example_compiles_and_runs() {
     let out = build_and_run(&source, &[]);
     assert!(out.contains("loaded 9"), "{out}");
 }
+
+/// The round-3 functions (SPEC §19) from C: a drive across `examples/scenes/terrain.json` moved
+/// with `ws_game_move`, its chunk events drained as structs, every built chunk's cells read into
+/// a mesh-sized buffer and hashed (FNV-1a 64, SPEC §12) against its built event; entity data;
+/// and the new functions' refusals.
+#[test]
+fn a_terrain_drive_reads_every_built_chunk_back_with_its_event_hash() {
+    let out = build_and_run(&repo().join("tests/c/terrain_drive.c"), &[repo()]);
+    assert!(out.contains("terrain_drive: every check passed"), "{out}");
+    for status in [
+        "WS_STATUS_NOT_BUILT",
+        "WS_STATUS_BUFFER_TOO_SMALL",
+        "WS_STATUS_NO_TERRAIN",
+        "WS_STATUS_NO_SUCH_ENTITY",
+        "WS_STATUS_BAD_INPUT",
+        "WS_STATUS_INPUT_FAILED",
+        "WS_STATUS_INVALID_HANDLE",
+    ] {
+        assert!(out.contains(status), "{status} never reported:\n{out}");
+    }
+}

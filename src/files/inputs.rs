@@ -380,6 +380,13 @@ pub fn parse_line(raw: &str) -> Result<InputLine, String> {
     Ok(InputLine { tick, action })
 }
 
+/// The value checks [`parse_line`] makes after the shape (positions finite and in range, ids
+/// well formed, `data` within its limit), for an action built without JSON (the C ABI's
+/// `ws_game_move`, `ws_game_set_data`): the same message a line would get.
+pub fn check_input(action: &Action) -> Result<(), String> {
+    check_action(action).map_err(|p| p.to_string())
+}
+
 /// The action of a line (`tick` removed) through its externally tagged twin, so a problem
 /// inside it keeps its JSON path (`to.z: missing field`): serde loses the path inside an
 /// internally tagged enum.

@@ -1,0 +1,234 @@
+// The C# binding (bindings/csharp/WorldStreaming.cs) driven as a Unity game would: the seed's
+// worked example (SPEC §8), a drive across examples/scenes/terrain.json with every built chunk's
+// heights read back and hashed (FNV-1a 64, SPEC §12) against its event, entity data, and the
+// error paths, all through the WorldStreaming wrapper. Compiled with mcs (C# 7) and run with mono
+// by tests/capi_csharp.rs:
+//   mono WorldStreamingTest.exe REPO DIR      REPO: the crate; DIR: a scratch directory
+// Exits 0 when every check holds, 1 naming those that failed.
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Threading;
+using WorldStreamingKit;
+
+static class WorldStreamingTest
+{
+    static int failures = 0;
+
+    static void Check(bool condition, string what)
+    {
+        if (!condition)
+        {
+            Console.Error.WriteLine("check failed: " + what);
+            failures++;
+        }
+    }
+
+    /// <summary>Runs `call`, which must throw a WorldStreamingException with `status` and a message
+    /// containing `needle`.</summary>
+    static void Expect(WsStatus status, string needle, Action call, string what)
+    {
+        try
+        {
+            call();
+            Console.Error.WriteLine(what + ": expected " + status + ", got no error");
+            failures++;
+        }
+        catch (WorldStreamingException e)
+        {
+            Console.WriteLine(e.Message);
+            if (e.Status != status || !e.Message.Contains(needle))
+            {
+                Console.Error.WriteLine(what + ": expected " + status + " with \"" + needle + "\", got " + e.Status + ": " + e.Message);
+                failures++;
+            }
+        }
+    }
+
+    const string SeedScene =
+        "{ \"kits\": [ { \"id\": \"game.engine\" }, { \"id\": \"world.ground\" }," +
+        "  { \"id\": \"world.streaming\", \"config\": { \"chunkSize\": 32, \"radius\": 1, \"budgetMs\": 2 } } ]," +
+        "  \"entities\": [ { \"id\": \"hero\", \"tags\": [\"player\"], \"position\": { \"x\": 8, \"z\": 8 } } ] }";
+
+    static void SeedExample(string dir)
+    {
+        using (var game = new WorldStreaming(SeedScene))
+        {
+            game.Tick();
+            Check(game.DrainEvents() ==
+                  "[{\"tick\":1,\"event\":\"world.chunk.loaded\",\"data\":{\"x\":0,\"z\":0}}," +
+                  "{\"tick\":1,\"event\":\"world.chunk.loaded\",\"data\":{\"x\":0,\"z\":-1}}]", "tick 1 events");
+            var loaded = game.Loaded();
+            Check(loaded.Length == 2 && loaded[0].X == 0 && loaded[0].Z == -1 && loaded[1].Z == 0, "loaded() after tick 1");
+            Check(game.Pending().Length == 7 && game.Variable("world.chunks.pending") == 7, "7 pending");
+            Check(!game.Ready("hero"), "not ready at tick 1");
+            game.Tick(3);
+            game.Apply("{\"tick\": 5, \"do\": \"player.moved\", \"at\": {\"x\": 8, \"z\": 8}}");
+            game.Tick();
+            Check(game.TickCount == 5, "tick 5");
+            Check(game.Variable("world.chunks.loaded") == 9 && game.Loaded().Length == 9, "9 loaded");
+            Check(game.IsLoaded(1, 1) && !game.IsLoaded(2, 0), "(1,1) loaded, (2,0) not");
+            Check(game.Ready("hero") && !game.Ready("nobody"), "ready at tick 5");
+            Check(game.DrainEvents().Contains("\"event\":\"player.moved\""), "player.moved");
+            string save = Path.Combine(dir, "seed.save.json");
+            game.Save(save);
+            using (var fresh = new WorldStreaming(SeedScene))
+            {
+                fresh.Load(save);
+                Check(fresh.TickCount == 5 && fresh.Loaded().Length == 9, "the reload");
+                Check(fresh.State() == game.State(), "the same state after the reload");
+            }
+            Check(game.DrainLog() == "[]", "no mod log");
+        }
+        Console.WriteLine("seed example: every number as SPEC §8 has it");
+    }
+
+    /// <summary>FNV-1a 64 of a chunk's bytes (SPEC §12): the heights as little-endian u16, then
+    /// the materials.</summary>
+    static ulong ChunkHash(ushort[] heights, byte[] materials, int cells)
+    {
+        ulong h = 0xcbf29ce484222325UL;
+        const ulong prime = 0x100000001b3UL;
+        for (int i = 0; i < cells; i++)
+        {
+            h = (h ^ (ulong)(heights[i] & 0xff)) * prime;
+            h = (h ^ (ulong)(heights[i] >> 8)) * prime;
+        }
+        for (int i = 0; i < cells; i++) h = (h ^ materials[i]) * prime;
+        return h;
+    }
+
+    static void TerrainDrive(string repo)
+    {
+        string scenes = Path.Combine(repo, "examples", "scenes");
+        string scene = File.ReadAllText(Path.Combine(scenes, "terrain.json"));
+        var buffer = new WsChunkEvent[8];
+        var events = new List<WsChunkEvent>();
+        ushort[] heights = null;
+        byte[] materials = null;
+        int built = 0, checkedChunks = 0, loaded = 0, unloaded = 0;
+        using (var game = new WorldStreaming(scene, scenes))
+        {
+            for (int t = 1; t <= 40; t++)
+            {
+                game.Move("hero", 16.0 + 12.0 * t, 0.0, 16.0 - 2.0 * t);
+                game.Tick();
+                events.Clear();
+                game.DrainChunkEvents(events, buffer);
+                for (int i = 0; i < events.Count; i++)
+                {
+                    var e = events[i];
+                    Check(e.Level == 0, "level 0");
+                    if (e.Kind == (int)WsChunkEventKind.Loaded) loaded++;
+                    if (e.Kind == (int)WsChunkEventKind.Unloaded) unloaded++;
+                    if (e.Kind != (int)WsChunkEventKind.Built) continue;
+                    built++;
+                    if (heights == null)
+                    {
+                        int size = game.TerrainCells(e.X, e.Z);
+                        Check(size == 32 * 32, "cellsPerChunk² is 1024, got " + size);
+                        heights = new ushort[size];
+                        materials = new byte[size];
+                    }
+                    bool releasedLater = false;
+                    for (int k = i + 1; k < events.Count; k++)
+                        if (events[k].Kind == (int)WsChunkEventKind.Unloaded && events[k].X == e.X && events[k].Z == e.Z)
+                            releasedLater = true;
+                    int cells;
+                    bool isBuilt = game.TryTerrain(e.X, e.Z, 0, heights, materials, out cells);
+                    Check(cells == heights.Length, "cells");
+                    Check(isBuilt == !releasedLater, "built unless released later in the tick");
+                    if (!isBuilt) continue;
+                    Check(ChunkHash(heights, materials, cells) == e.Hash, "the hash of chunk " + e);
+                    checkedChunks++;
+                }
+                Check(!game.DrainEvents().Contains("world.terrain.built"), "built events left the JSON drain");
+            }
+            Console.WriteLine("terrain drive: " + loaded + " loaded, " + unloaded + " unloaded, " + built +
+                              " built, " + checkedChunks + " read back and hashed");
+            Check(checkedChunks > 40 && unloaded > 0, "enough chunks");
+
+            // Not built, short buffers, LOD blocks.
+            int n;
+            Check(!game.TryTerrain(500, 500, 0, heights, materials, out n) && n == 1024, "far chunk not built");
+            Check(!game.TryTerrain(0, 0, 1, heights, materials, out n), "no LOD block built");
+            Check(game.TerrainCells(9999, 9999) == -1, "TerrainCells of a chunk not built");
+            var last = game.Loaded()[0];
+            Expect(WsStatus.BufferTooSmall, "1024 are needed",
+                   () => game.TryTerrain(last.X, last.Z, 0, new ushort[10], null, out n), "a short buffer");
+
+            // Entity data.
+            Check(game.EntityData("hero") == "null", "no data yet");
+            game.SetData("hero", "{\"hp\": 3}");
+            Check(game.EntityData("hero") == "{\"hp\":3}", "data read back");
+            game.SetData("hero", "null");
+            Check(game.EntityData("hero") == "null", "data cleared");
+            Expect(WsStatus.NoSuchEntity, "ghost", () => game.EntityData("ghost"), "data of a ghost");
+            Expect(WsStatus.InputFailed, "ghost", () => game.SetData("ghost", "{}"), "set data of a ghost");
+            Expect(WsStatus.BadInput, "expected a JSON object", () => game.SetData("hero", "[]"), "set data to an array");
+        }
+    }
+
+    static void ErrorPaths()
+    {
+        Expect(WsStatus.BadScene, "line 1", () => new WorldStreaming("{ not json"), "a bad scene");
+        Expect(WsStatus.NullArgument, "scene_json is null", () => new WorldStreaming(null), "a null scene");
+        var game = new WorldStreaming(SeedScene);
+        Expect(WsStatus.BadInput, "to.x: expected a finite number", () => game.Move("hero", double.NaN, 0, 0), "a NaN move");
+        Expect(WsStatus.BadInput, "to.y: expected a finite number", () => game.Move("hero", 0, double.PositiveInfinity, 0), "an infinite move");
+        Expect(WsStatus.InputFailed, "ghost", () => game.Move("ghost", 1, 0, 1), "a ghost's move");
+        Expect(WsStatus.BadInput, "the next tick to run is 1", () => game.Apply("{\"tick\": 5, \"do\": \"leave\"}"), "a line too late");
+        Expect(WsStatus.NoSuchVariable, "no.such", () => game.Variable("no.such"), "no variable");
+        Expect(WsStatus.NoTerrain, "world.terrain", () => game.TerrainCells(0, 0), "no terrain");
+        Expect(WsStatus.LoadFailed, "missing.json", () => game.Load("/nonexistent/missing.json"), "a missing save");
+        {
+            // Bytes that are not UTF-8, through the raw declaration (the wrapper always encodes
+            // valid UTF-8).
+            bool ready;
+            IntPtr error;
+            var status = WorldStreamingNative.ws_game_ready(game.Handle, new byte[] { 0xff, 0 }, out ready, out error);
+            string message = WorldStreamingNative.Take(error);
+            Console.WriteLine(WorldStreaming.StatusName(status) + ": " + message);
+            Check(status == WsStatus.InvalidUtf8 && message.Contains("entity is not valid UTF-8"), "invalid UTF-8");
+        }
+        // Another thread: the handle is unknown there.
+        WorldStreamingException foreign = null;
+        var thread = new Thread(() =>
+        {
+            try { game.Tick(); } catch (WorldStreamingException e) { foreign = e; }
+        });
+        thread.Start();
+        thread.Join();
+        Check(foreign != null && foreign.Status == WsStatus.InvalidHandle && foreign.Message.Contains("another thread"), "another thread's call");
+        game.Move("hero", 8, 0, 8);
+        game.Tick();
+        game.Dispose();
+        game.Dispose(); // a second Dispose does nothing
+        Expect(WsStatus.InvalidHandle, "handle", () => game.Tick(), "a disposed game");
+        Expect(WsStatus.InvalidHandle, "handle", () => game.Move("hero", 1, 0, 1), "a disposed game's move");
+        Expect(WsStatus.InvalidHandle, "handle", () => game.DrainChunkEvents(new WsChunkEvent[4]), "a disposed game's drain");
+        Check(WorldStreaming.StatusName(WsStatus.NotBuilt) == "WS_STATUS_NOT_BUILT", "status 16 is NOT_BUILT");
+        Check(WorldStreaming.StatusName(WsStatus.NoSuchEntity) == "WS_STATUS_NO_SUCH_ENTITY", "status 20");
+        Check(WorldStreamingNative.ws_string_free(IntPtr.Zero) == WsStatus.Ok, "freeing null");
+    }
+
+    static int Main(string[] args)
+    {
+        if (args.Length != 2)
+        {
+            Console.Error.WriteLine("usage: WorldStreamingTest.exe REPO DIR");
+            return 2;
+        }
+        Console.WriteLine("library " + WorldStreaming.Version);
+        SeedExample(args[1]);
+        TerrainDrive(args[0]);
+        ErrorPaths();
+        if (failures > 0)
+        {
+            Console.Error.WriteLine("WorldStreamingTest: " + failures + " check(s) failed");
+            return 1;
+        }
+        Console.WriteLine("WorldStreamingTest: every check passed");
+        return 0;
+    }
+}
