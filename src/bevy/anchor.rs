@@ -13,7 +13,8 @@ use super::resource::WorldStreaming;
 /// carried, never streamed on). When the scene holds no entity `id`, the plugin spawns one
 /// tagged [`super::StreamingPluginConfig::anchor_tags`] (by default `player`: a focus with
 /// `focus: "players"`), and despawns it when the component is removed. Written only when the
-/// translation changed, as one input stamped with the next tick (like a `move` input).
+/// translation differs from the one last written, as one input stamped with the next tick
+/// (like a `move` input).
 #[derive(Component, Debug, Clone, PartialEq, Eq)]
 pub struct StreamingAnchor {
     /// The kit entity this anchor moves.
@@ -56,7 +57,7 @@ pub(crate) fn sync_anchors(
     let gone: Vec<EntityId> = removed
         .read()
         .filter_map(|e| ws.anchors.remove(&e))
-        .filter_map(|(id, spawned)| spawned.then_some(id))
+        .filter_map(|b| b.spawned.then_some(b.id))
         .collect();
     if anchors.is_empty() && gone.is_empty() {
         return;
@@ -67,6 +68,13 @@ pub(crate) fn sync_anchors(
         config,
         ..
     } = ws;
+    let mut refuse = |anchor, id: &EntityId, message| {
+        refused.write(AnchorRefused {
+            anchor,
+            id: id.clone(),
+            message,
+        });
+    };
     let engine = game.engine_mut();
     let stamp = engine.tick_count() + 1;
     engine.input(stamp, |e| {
@@ -80,15 +88,24 @@ pub(crate) fn sync_anchors(
                 y: f64::from(t.y),
                 z: f64::from(t.z),
             };
-            // A rebound anchor lets go of the entity it made for its old id.
-            if let Some((old, true)) = bound.get(&anchor) {
-                if *old != link.id {
-                    let _ = e.world_mut().despawn(old);
-                    bound.remove(&anchor);
+            // The common case, an anchor already bound that moved: one lookup in the kit.
+            if let Some(b) = bound.get_mut(&anchor).filter(|b| b.id == link.id) {
+                if b.at == to {
+                    continue;
+                }
+                match e.world_mut().move_to(&link.id, to) {
+                    Ok(()) => b.at = to,
+                    Err(err) => refuse(anchor, &link.id, err.to_string()),
+                }
+                continue;
+            }
+            // A new anchor, or one naming another entity (it lets go of the one it made).
+            if let Some(old) = bound.remove(&anchor) {
+                if old.spawned {
+                    let _ = e.world_mut().despawn(&old.id);
                 }
             }
             let result = match e.world().get(&link.id) {
-                Some(now) if now.position == to => Ok(false),
                 Some(_) => e
                     .world_mut()
                     .move_to(&link.id, to)
@@ -97,22 +114,30 @@ pub(crate) fn sync_anchors(
                 None => spawn_anchor(e, &link.id, to, &config.anchor_tags),
             };
             match result {
-                Ok(spawned) => match bound.get_mut(&anchor) {
-                    Some((id, made)) if *id == link.id => *made |= spawned,
-                    _ => {
-                        bound.insert(anchor, (link.id.clone(), spawned));
-                    }
-                },
-                Err(message) => {
-                    refused.write(AnchorRefused {
+                Ok(spawned) => {
+                    let id = link.id.clone();
+                    bound.insert(
                         anchor,
-                        id: link.id.clone(),
-                        message,
-                    });
+                        Bound {
+                            id,
+                            spawned,
+                            at: to,
+                        },
+                    );
                 }
+                Err(message) => refuse(anchor, &link.id, message),
             }
         }
     });
+}
+
+/// An anchor as the plugin bound it: its kit entity, whether the plugin spawned that entity,
+/// and the position last written.
+#[derive(Debug, Clone)]
+pub(crate) struct Bound {
+    pub id: EntityId,
+    pub spawned: bool,
+    pub at: Position,
 }
 
 /// Spawns the kit entity of a new anchor; a district id (live or stored) is refused as a

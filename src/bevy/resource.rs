@@ -33,7 +33,7 @@ pub struct WorldStreaming {
     /// Kit ticks run by the plugin.
     pub(crate) steps: u64,
     /// Bevy entity → its kit entity, and whether the plugin spawned that entity.
-    pub(crate) anchors: BTreeMap<Entity, (EntityId, bool)>,
+    pub(crate) anchors: BTreeMap<Entity, super::anchor::Bound>,
     /// Live streamed kit entities → their Bevy entity.
     pub(crate) mirrored: BTreeMap<EntityId, Entity>,
     /// Whether the district entities must be brought in step at the next step whatever the
@@ -146,6 +146,6 @@ impl WorldStreaming {
 
     /// The kit entity a Bevy anchor is bound to.
     pub fn anchor_id(&self, anchor: Entity) -> Option<&EntityId> {
-        self.anchors.get(&anchor).map(|(id, _)| id)
+        self.anchors.get(&anchor).map(|b| &b.id)
     }
 }
