@@ -42,14 +42,14 @@ pub struct AnchorRefused {
     pub message: String,
 }
 
+/// The anchors to look at in a step: those whose `Transform` or `StreamingAnchor` changed.
+type Moved = Or<(Changed<Transform>, Changed<StreamingAnchor>)>;
+
 /// Writes every anchor whose `Transform` or `StreamingAnchor` changed into the kit, as one
 /// input; despawns the kit entities made for anchors removed since the last step.
 pub(crate) fn sync_anchors(
     mut ws: NonSendMut<WorldStreaming>,
-    anchors: Query<
-        (Entity, &StreamingAnchor, &Transform),
-        Or<(Changed<Transform>, Changed<StreamingAnchor>)>,
-    >,
+    anchors: Query<(Entity, &StreamingAnchor, &Transform), Moved>,
     mut removed: RemovedComponents<StreamingAnchor>,
     mut refused: MessageWriter<AnchorRefused>,
 ) {
