@@ -22,12 +22,15 @@
 //! - [`game`]: a scene file made running: inputs applied, ticks run, state and saves written;
 //! - [`replay`]: recorded runs and their verification;
 //! - [`view`]: the replay viewer, one self-contained HTML page per recorded run;
+//! - `bevy` (feature `bevy`): the Bevy plugin, a scene streamed around a Bevy app's anchors;
 //! - [`capi`]: the C ABI for engines (Godot, Unity, Unreal), the crate's reviewed `unsafe`;
 //! - the ground floor every room uses: [`user_file`] (a user's file read through its cap, only
 //!   if it is a regular file) and [`escape`] (untrusted text made safe to print).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "bevy")]
+pub mod bevy;
 pub mod capi;
 pub mod escape;
 pub mod fileio;

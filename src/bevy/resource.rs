@@ -1,0 +1,151 @@
+//! [`WorldStreaming`]: the game as a non-send resource, and what systems read of it.
+//!
+//! The kit's state is shared through `Rc<RefCell<…>>` (services are `Rc<dyn …>`), so a game
+//! is `!Send`: it lives in the app as non-send data and the systems that touch it run on the
+//! main thread (docs/pending/bevy.md gives the measured cost of this and of the alternative).
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use ::bevy::prelude::Entity;
+
+use crate::game::Game;
+use crate::grid::{ChunkPos, Position};
+use crate::host::{EntityId, Event};
+use crate::kits::district::{DistrictService, DISTRICT};
+use crate::kits::streaming::StreamingService;
+use crate::kits::terrain::{ChunkData, TerrainService, TERRAIN};
+
+use super::plugin::StreamingPluginConfig;
+
+/// The running game, read (`NonSend<WorldStreaming>`) and driven (`NonSendMut<WorldStreaming>`)
+/// from systems: the streaming service (what is loaded), the terrain (what is built, its
+/// cells), the last step's events, and the [`Game`] itself for everything else (inputs, saves).
+pub struct WorldStreaming {
+    pub(crate) game: Game,
+    streaming: Option<Rc<dyn StreamingService>>,
+    terrain: Option<Rc<dyn TerrainService>>,
+    pub(crate) district: Option<Rc<dyn DistrictService>>,
+    pub(crate) config: StreamingPluginConfig,
+    /// The events of the last step (its inputs and its tick), oldest first.
+    pub(crate) events: Vec<Event>,
+    /// Kit ticks run by the plugin.
+    pub(crate) steps: u64,
+    /// Bevy entity → its kit entity, and whether the plugin spawned that entity.
+    pub(crate) anchors: BTreeMap<Entity, super::anchor::Bound>,
+    /// Live streamed kit entities → their Bevy entity.
+    pub(crate) mirrored: BTreeMap<EntityId, Entity>,
+    /// Whether the district entities must be brought in step at the next step whatever the
+    /// events say (at start, after a change made through this resource).
+    pub(crate) districts_dirty: bool,
+}
+
+impl WorldStreaming {
+    /// The resource for `game` (insert it with `app.insert_non_send(..)` before adding
+    /// [`super::WorldStreamingPlugin::inserted`]).
+    pub fn new(game: Game) -> Self {
+        let engine = game.engine();
+        WorldStreaming {
+            streaming: game.streaming(),
+            terrain: engine.service::<dyn TerrainService>(TERRAIN),
+            district: engine.service::<dyn DistrictService>(DISTRICT),
+            game,
+            config: StreamingPluginConfig::default(),
+            events: Vec::new(),
+            steps: 0,
+            anchors: BTreeMap::new(),
+            mirrored: BTreeMap::new(),
+            districts_dirty: true,
+        }
+    }
+
+    pub(crate) fn set_config(&mut self, config: StreamingPluginConfig) {
+        self.config = config;
+    }
+
+    /// The game.
+    pub fn game(&self) -> &Game {
+        &self.game
+    }
+
+    /// The game, to drive by hand (inputs, saves, settings). District entities changed this
+    /// way are brought in step with Bevy at the next step.
+    pub fn game_mut(&mut self) -> &mut Game {
+        self.districts_dirty = true;
+        &mut self.game
+    }
+
+    /// The `world.streaming` service (`None` when the scene does not enable the kit).
+    pub fn streaming(&self) -> Option<&dyn StreamingService> {
+        self.streaming.as_deref()
+    }
+
+    /// The `world.terrain` service (`None` when the scene does not enable the kit).
+    pub fn terrain(&self) -> Option<&dyn TerrainService> {
+        self.terrain.as_deref()
+    }
+
+    /// The `world.district` service (`None` when the scene does not enable the kit).
+    pub fn district(&self) -> Option<&dyn DistrictService> {
+        self.district.as_deref()
+    }
+
+    /// The kit's tick counter: the last tick that ran.
+    pub fn tick(&self) -> u64 {
+        self.game.engine().tick_count()
+    }
+
+    /// How many kit ticks the plugin ran (one per `FixedUpdate` step).
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Every event of the last step (the anchors' input and the tick), oldest first: the
+    /// chunk events the messages carry and all the others (`world.district.materialised`,
+    /// `mod.error`, …).
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Loaded chunks in row order.
+    pub fn loaded(&self) -> Vec<ChunkPos> {
+        self.streaming().map(|s| s.loaded()).unwrap_or_default()
+    }
+
+    /// Whether `chunk` is loaded.
+    pub fn is_loaded(&self, chunk: ChunkPos) -> bool {
+        self.streaming().is_some_and(|s| s.is_loaded(chunk))
+    }
+
+    /// The chunk containing `pos`.
+    pub fn chunk_of(&self, pos: Position) -> Option<ChunkPos> {
+        self.streaming().map(|s| s.chunk_of(pos))
+    }
+
+    /// Whether `chunk`'s terrain is built.
+    pub fn is_built(&self, chunk: ChunkPos) -> bool {
+        self.terrain().is_some_and(|t| t.is_built(chunk))
+    }
+
+    /// A built chunk's terrain: its cells (heights and materials, row order) and hash. The
+    /// data is shared and immutable (`Arc`), so a system may hand it to a task building a mesh.
+    pub fn chunk(&self, chunk: ChunkPos) -> Option<Arc<ChunkData>> {
+        self.terrain().and_then(|t| t.chunk(chunk))
+    }
+
+    /// The terrain height of the cell containing `pos`, if its chunk is built.
+    pub fn height_at(&self, pos: Position) -> Option<u16> {
+        self.terrain().and_then(|t| t.height_at(pos))
+    }
+
+    /// The Bevy entity of live streamed kit entity `id`, while it is mirrored.
+    pub fn district_entity(&self, id: &EntityId) -> Option<Entity> {
+        self.mirrored.get(id).copied()
+    }
+
+    /// The kit entity a Bevy anchor is bound to.
+    pub fn anchor_id(&self, anchor: Entity) -> Option<&EntityId> {
+        self.anchors.get(&anchor).map(|b| &b.id)
+    }
+}

@@ -1,0 +1,579 @@
+//! SPEC §19, the Bevy plugin: headless apps (`MinimalPlugins`, no window, no GPU) with time
+//! advanced by hand, each scenario also run through the Rust API (`Game`) and compared tick by
+//! tick. Run with `cargo test --features bevy --test bevy`.
+
+use std::path::Path;
+
+use bevy::prelude::*;
+use bevy::time::TimeUpdateStrategy;
+use serde_json::{json, Value};
+use world_streaming::bevy::prelude::*;
+use world_streaming::files::inputs::{Action, InputLine};
+use world_streaming::game::Game;
+use world_streaming::host::{Entity as KitEntity, EntityId};
+use world_streaming::kits::builtin_catalog;
+use world_streaming::kits::district::STREAMED;
+use world_streaming::kits::streaming::ChunkEvent;
+use world_streaming::kits::terrain::{TerrainService, TERRAIN};
+
+/// What the recorder saw: each message with its kit tick, in the order they were read.
+#[derive(Resource, Default, Debug, Clone, PartialEq)]
+struct Seen {
+    loaded: Vec<(u64, ChunkPos)>,
+    unloaded: Vec<(u64, ChunkPos)>,
+    built: Vec<(u64, ChunkPos, u64)>,
+    refused: Vec<AnchorRefused>,
+    /// `FixedUpdate` runs, counted by a system of the test's own.
+    fixed_steps: u64,
+}
+
+fn record(
+    mut seen: ResMut<Seen>,
+    mut loaded: MessageReader<ChunkLoaded>,
+    mut unloaded: MessageReader<ChunkUnloaded>,
+    mut built: MessageReader<TerrainBuilt>,
+    mut refused: MessageReader<AnchorRefused>,
+) {
+    seen.fixed_steps += 1;
+    seen.loaded.extend(loaded.read().map(|m| (m.tick, m.chunk)));
+    seen.unloaded
+        .extend(unloaded.read().map(|m| (m.tick, m.chunk)));
+    seen.built
+        .extend(built.read().map(|m| (m.tick, m.chunk, m.hash)));
+    seen.refused.extend(refused.read().cloned());
+}
+
+/// A headless app with `plugin`, one fixed step per `update()` (after the first, which only
+/// starts the clock), and the recorder after the plugin's systems.
+fn app(plugin: WorldStreamingPlugin) -> App {
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+        .add_plugins(plugin)
+        .init_resource::<Seen>()
+        .add_systems(FixedUpdate, record.after(StreamingSystems::Districts));
+    app.finish();
+    app.cleanup();
+    app.update(); // starts the clock: no fixed step yet
+    app
+}
+
+fn ws(app: &App) -> &WorldStreaming {
+    app.world().non_send::<WorldStreaming>()
+}
+
+fn seen(app: &App) -> Seen {
+    app.world().resource::<Seen>().clone()
+}
+
+fn scene_text(v: &Value) -> String {
+    v.to_string()
+}
+
+/// Streaming (radius 1, 2 loads a tick), terrain (1 worker, latency 2), no entity: the anchors
+/// bring the foci.
+fn terrain_scene() -> Value {
+    json!({
+        "kits": [
+            { "id": "world.ground" },
+            { "id": "world.streaming",
+              "config": { "chunkSize": 32, "radius": 1, "budgetMs": 2, "focus": "players" } },
+            { "id": "world.terrain",
+              "config": { "seed": 7, "cellsPerChunk": 8, "workers": 1, "commitLatency": 2 } }
+        ],
+        "entities": []
+    })
+}
+
+fn plugin_of(scene: &Value) -> WorldStreamingPlugin {
+    WorldStreamingPlugin::from_scene_text(&scene_text(scene), "scene.json", ".")
+}
+
+fn game_of(scene: &Value) -> Game {
+    Game::from_scene_text(
+        &scene_text(scene),
+        "scene.json",
+        Path::new("."),
+        &builtin_catalog(),
+    )
+    .unwrap()
+}
+
+/// The walker's path: where it stands during each step (1-based).
+fn walk(step: u64) -> Vec3 {
+    match step {
+        1..=6 => Vec3::new(16.0, 0.0, 16.0),
+        7..=14 => Vec3::new(300.0, 0.0, 16.0),
+        _ => Vec3::new(20.0, 2.0, -40.0),
+    }
+}
+
+const STEPS: u64 = 24;
+
+/// The same walk through the Rust API: the walker spawned tagged `player` before tick 1, moved
+/// before the tick whenever its position changes; the chunk events by kind, in emission order.
+fn walk_by_api(scene: &Value) -> (Seen, Game) {
+    let mut game = game_of(scene);
+    let mut out = Seen::default();
+    let mut at: Option<Vec3> = None;
+    for step in 1..=STEPS {
+        let to = walk(step);
+        let pos = Position {
+            x: f64::from(to.x),
+            y: f64::from(to.y),
+            z: f64::from(to.z),
+        };
+        let action = match at {
+            None => Some(Action::Spawn {
+                entity: KitEntity {
+                    id: EntityId::new("walker"),
+                    tags: ["player"].into(),
+                    position: pos,
+                    rides: None,
+                    data: None,
+                },
+            }),
+            Some(prev) if prev != to => Some(Action::Move {
+                entity: EntityId::new("walker"),
+                to: pos,
+            }),
+            Some(_) => None,
+        };
+        if let Some(action) = action {
+            game.apply(&InputLine { tick: step, action }).unwrap();
+        }
+        at = Some(to);
+        game.tick();
+        out.fixed_steps += 1;
+        for e in game.engine_mut().take_events() {
+            if let Some((c, loaded)) = e.chunk() {
+                if loaded {
+                    out.loaded.push((e.tick, c));
+                } else {
+                    out.unloaded.push((e.tick, c));
+                }
+            } else if e.event == "world.terrain.built" {
+                let hash = e.data.get("hash").and_then(Value::as_str).unwrap();
+                let hash = u64::from_str_radix(hash, 16).unwrap();
+                let (x, z) = (e.data.get("x").unwrap(), e.data.get("z").unwrap());
+                let c = ChunkPos::new(x.as_i64().unwrap(), z.as_i64().unwrap());
+                out.built.push((e.tick, c, hash));
+            }
+        }
+    }
+    (out, game)
+}
+
+/// The same walk through the plugin: an anchor spawned before the first step, its
+/// `Transform` set before every `update()`.
+fn walk_by_plugin(scene: &Value) -> App {
+    let mut app = app(plugin_of(scene));
+    let walker = app
+        .world_mut()
+        .spawn((
+            StreamingAnchor::new("walker"),
+            Transform::from_translation(walk(1)),
+        ))
+        .id();
+    for step in 1..=STEPS {
+        let to = walk(step);
+        let mut t = app.world_mut().get_mut::<Transform>(walker).unwrap();
+        if t.translation != to {
+            t.translation = to;
+        }
+        app.update();
+    }
+    app
+}
+
+#[test]
+fn messages_match_the_kits_events_tick_by_tick() {
+    let scene = terrain_scene();
+    let (by_api, _) = walk_by_api(&scene);
+    let app = walk_by_plugin(&scene);
+    let by_plugin = seen(&app);
+    assert!(!by_api.loaded.is_empty() && !by_api.unloaded.is_empty() && !by_api.built.is_empty());
+    assert_eq!(by_plugin.loaded, by_api.loaded);
+    assert_eq!(by_plugin.unloaded, by_api.unloaded);
+    assert_eq!(by_plugin.built, by_api.built);
+    assert_eq!(ws(&app).tick(), STEPS);
+}
+
+#[test]
+fn anchors_drive_loading_and_their_kit_entity_follows_the_transform() {
+    let scene = terrain_scene();
+    let (_, game) = walk_by_api(&scene);
+    let app = walk_by_plugin(&scene);
+    let ws = ws(&app);
+    // Nothing in the scene but the anchor: what is loaded is what the anchor asked for.
+    assert_eq!(ws.loaded(), game.streaming().unwrap().loaded());
+    assert!(
+        ws.is_loaded(ChunkPos::new(0, -2)),
+        "the last stand, (20, -40), is chunk (0, -2)"
+    );
+    assert!(
+        !ws.is_loaded(ChunkPos::new(9, 0)),
+        "the second stand was left behind"
+    );
+    let walker = ws
+        .game()
+        .engine()
+        .world()
+        .get(&EntityId::new("walker"))
+        .unwrap();
+    assert_eq!(
+        walker.position,
+        Position {
+            x: 20.0,
+            y: 2.0,
+            z: -40.0
+        }
+    );
+    assert!(walker.has_tag("player"));
+}
+
+#[test]
+fn one_kit_tick_per_fixed_step() {
+    let mut app = app(plugin_of(&terrain_scene()));
+    assert_eq!(ws(&app).tick(), 0, "the first update only starts the clock");
+    // 1, 0, 3, 2 fixed steps per update.
+    for n in [1u32, 0, 3, 2] {
+        app.insert_resource(TimeUpdateStrategy::FixedTimesteps(n));
+        app.update();
+    }
+    let counted = seen(&app).fixed_steps;
+    assert_eq!(counted, 6);
+    assert_eq!(ws(&app).steps(), counted);
+    assert_eq!(ws(&app).tick(), counted);
+    // Time advanced by a duration: the fixed clock decides (64 Hz: 100 ms holds 6 steps).
+    app.insert_resource(TimeUpdateStrategy::ManualDuration(
+        std::time::Duration::from_millis(100),
+    ));
+    app.update();
+    let counted = seen(&app).fixed_steps;
+    assert_eq!(counted, 12);
+    assert_eq!(ws(&app).tick(), counted);
+}
+
+#[test]
+fn terrain_is_readable_from_the_resource_as_the_kit_built_it() {
+    let scene = terrain_scene();
+    let (by_api, game) = walk_by_api(&scene);
+    let app = walk_by_plugin(&scene);
+    let ws = ws(&app);
+    let api_terrain = game
+        .engine()
+        .service::<dyn TerrainService>(TERRAIN)
+        .unwrap();
+    let loaded = ws.loaded();
+    let built: Vec<ChunkPos> = loaded.iter().copied().filter(|c| ws.is_built(*c)).collect();
+    assert!(!built.is_empty());
+    for c in &loaded {
+        assert_eq!(ws.is_built(*c), api_terrain.is_built(*c), "{c:?}");
+    }
+    for c in built {
+        let data = ws.chunk(c).unwrap();
+        let expected = api_terrain.chunk(c).unwrap();
+        assert_eq!(data.cells, 8);
+        assert_eq!(data.bytes.len(), 8 * 8 * 3, "u16 heights then u8 materials");
+        assert_eq!(data.bytes, expected.bytes);
+        // The hash the last TerrainBuilt message of this chunk carried.
+        let last = by_api.built.iter().rev().find(|(_, b, _)| *b == c).unwrap();
+        assert_eq!(data.hash(), last.2);
+        let corner = Position {
+            x: c.x as f64 * 32.0,
+            y: 0.0,
+            z: c.z as f64 * 32.0,
+        };
+        assert_eq!(ws.height_at(corner), Some(data.height(0, 0)));
+    }
+    assert!(
+        !ws.is_built(ChunkPos::new(9, 0)),
+        "released chunks free their terrain"
+    );
+    assert!(ws.chunk(ChunkPos::new(9, 0)).is_none());
+}
+
+/// The streamed entities the kit holds live now: (id, data) in spawn order.
+fn kit_streamed(ws: &WorldStreaming) -> Vec<(String, Option<Value>)> {
+    let d = ws.district().unwrap();
+    ws.game()
+        .engine()
+        .world()
+        .iter()
+        .filter(|e| e.has_tag(STREAMED) || d.district_line(&e.id).is_some())
+        .map(|e| {
+            (
+                e.id.as_str().to_owned(),
+                e.data.as_ref().map(|m| Value::Object((**m).clone())),
+            )
+        })
+        .collect()
+}
+
+/// The DistrictEntity components in Bevy: (id, data), by id.
+fn bevy_streamed(app: &mut App) -> Vec<(String, Option<Value>)> {
+    let mut q = app.world_mut().query::<&DistrictEntity>();
+    let mut out: Vec<(String, Option<Value>)> = q
+        .iter(app.world())
+        .map(|d| (d.id.as_str().to_owned(), d.data.clone().map(Value::Object)))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn sorted(mut v: Vec<(String, Option<Value>)>) -> Vec<(String, Option<Value>)> {
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+#[test]
+fn district_entities_are_bevy_entities_while_materialised() {
+    let mut app = app(WorldStreamingPlugin::from_scene_file(
+        "examples/scenes/town.json",
+    ));
+    let hero = app
+        .world_mut()
+        .spawn((
+            StreamingAnchor::new("hero"),
+            Transform::from_xyz(16.0, 0.0, 16.0),
+        ))
+        .id();
+    app.update();
+    // Tick 1 loads the 9 chunks around the hero: the well and the crate materialise; the lamp
+    // (a scene entity tagged streamed) is live from the start.
+    let mirrored = bevy_streamed(&mut app);
+    let ids: Vec<&str> = mirrored.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["crate1", "lamp", "well"]);
+    assert_eq!(mirrored, sorted(kit_streamed(ws(&app))));
+    assert_eq!(
+        mirrored[0].1,
+        Some(json!({ "loot": ["rope"], "opened": false }))
+    );
+    let well = ws(&app).district_entity(&EntityId::new("well")).unwrap();
+    let t = app.world().get::<Transform>(well).unwrap();
+    assert_eq!(t.translation, Vec3::new(10.0, 0.0, 12.0));
+
+    // A change of data through the game reaches the component at the next step.
+    ws_mut(&mut app)
+        .game_mut()
+        .set_data(
+            "crate1",
+            Some(
+                json!({ "loot": [], "opened": true })
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .unwrap();
+    app.update();
+    let crate1 = ws(&app).district_entity(&EntityId::new("crate1")).unwrap();
+    let data = app
+        .world()
+        .get::<DistrictEntity>(crate1)
+        .unwrap()
+        .data
+        .clone();
+    assert_eq!(
+        data.map(Value::Object),
+        Some(json!({ "loot": [], "opened": true }))
+    );
+
+    // The hero walks to the baker: the town's chunks are released, the well and the crate
+    // are stored (their Bevy entities despawned) and the baker materialises.
+    app.world_mut()
+        .get_mut::<Transform>(hero)
+        .unwrap()
+        .translation = Vec3::new(300.0, 0.0, 16.0);
+    app.update();
+    let ids: Vec<String> = bevy_streamed(&mut app)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(ids, ["baker", "lamp"]);
+    assert_eq!(bevy_streamed(&mut app), sorted(kit_streamed(ws(&app))));
+    assert!(
+        app.world().get_entity(well).is_err(),
+        "the well's Bevy entity is despawned"
+    );
+    assert!(app.world().get_entity(crate1).is_err());
+    assert!(ws(&app).district_entity(&EntityId::new("well")).is_none());
+
+    // Back home: the stored crate comes back with the data it was stored with.
+    app.world_mut()
+        .get_mut::<Transform>(hero)
+        .unwrap()
+        .translation = Vec3::new(16.0, 0.0, 16.0);
+    app.update();
+    let mirrored = bevy_streamed(&mut app);
+    assert_eq!(mirrored, sorted(kit_streamed(ws(&app))));
+    let ids: Vec<&str> = mirrored.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["crate1", "lamp", "well"]);
+    assert_eq!(mirrored[0].1, Some(json!({ "loot": [], "opened": true })));
+}
+
+#[test]
+fn district_entities_match_the_kit_on_every_step_of_a_walk() {
+    let mut app = app(WorldStreamingPlugin::from_scene_file(
+        "examples/scenes/town.json",
+    ));
+    let hero = app
+        .world_mut()
+        .spawn((
+            StreamingAnchor::new("hero"),
+            Transform::from_xyz(16.0, 0.0, 16.0),
+        ))
+        .id();
+    let path = [16.0, 80.0, 150.0, 220.0, 300.0, 230.0, 100.0, 16.0];
+    for x in path {
+        app.world_mut()
+            .get_mut::<Transform>(hero)
+            .unwrap()
+            .translation = Vec3::new(x, 0.0, 16.0);
+        app.update();
+        assert_eq!(
+            bevy_streamed(&mut app),
+            sorted(kit_streamed(ws(&app))),
+            "at x = {x}"
+        );
+        let live = ws(&app).district().unwrap().live();
+        assert_eq!(bevy_streamed(&mut app).len(), live, "at x = {x}");
+    }
+}
+
+fn ws_mut(app: &mut App) -> Mut<'_, WorldStreaming> {
+    app.world_mut().non_send_mut::<WorldStreaming>()
+}
+
+#[test]
+fn a_removed_anchor_despawns_the_entity_made_for_it_but_not_a_scene_entity() {
+    let mut app = app(WorldStreamingPlugin::from_scene_file(
+        "examples/scenes/town.json",
+    ));
+    let hero = app
+        .world_mut()
+        .spawn((
+            StreamingAnchor::new("hero"),
+            Transform::from_xyz(16.0, 0.0, 16.0),
+        ))
+        .id();
+    let scout = app
+        .world_mut()
+        .spawn((
+            StreamingAnchor::new("scout"),
+            Transform::from_xyz(40.0, 0.0, 40.0),
+        ))
+        .id();
+    app.update();
+    let has = |app: &App, id: &str| {
+        ws(app)
+            .game()
+            .engine()
+            .world()
+            .get(&EntityId::new(id))
+            .is_some()
+    };
+    assert!(has(&app, "scout") && has(&app, "hero"));
+    assert_eq!(ws(&app).anchor_id(scout), Some(&EntityId::new("scout")));
+    app.world_mut()
+        .entity_mut(scout)
+        .remove::<StreamingAnchor>();
+    app.world_mut().entity_mut(hero).remove::<StreamingAnchor>();
+    app.update();
+    assert!(
+        !has(&app, "scout"),
+        "made by the plugin: despawned with its anchor"
+    );
+    assert!(has(&app, "hero"), "the scene's entity stays");
+}
+
+#[test]
+fn a_translation_the_kit_refuses_is_a_message_and_changes_nothing() {
+    let mut app = app(WorldStreamingPlugin::from_scene_file(
+        "examples/scenes/town.json",
+    ));
+    let hero = app
+        .world_mut()
+        .spawn((
+            StreamingAnchor::new("hero"),
+            Transform::from_xyz(16.0, 0.0, 16.0),
+        ))
+        .id();
+    let baker = app
+        .world_mut()
+        .spawn((
+            StreamingAnchor::new("baker"),
+            Transform::from_xyz(0.0, 0.0, 0.0),
+        ))
+        .id();
+    app.update();
+    app.world_mut()
+        .get_mut::<Transform>(hero)
+        .unwrap()
+        .translation
+        .x = f32::NAN;
+    app.update();
+    let refused = seen(&app).refused;
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert_eq!(refused[0].anchor, baker);
+    assert!(
+        refused[0].message.contains("district"),
+        "{}",
+        refused[0].message
+    );
+    assert_eq!(refused[1].anchor, hero);
+    assert!(
+        refused[1].message.contains("hero"),
+        "{}",
+        refused[1].message
+    );
+    let at = ws(&app)
+        .game()
+        .engine()
+        .world()
+        .get(&EntityId::new("hero"))
+        .unwrap()
+        .position;
+    assert_eq!(
+        at,
+        Position {
+            x: 16.0,
+            y: 0.0,
+            z: 16.0
+        }
+    );
+}
+
+#[test]
+fn a_scene_that_does_not_build_is_reported_with_its_problems() {
+    let mut scene = terrain_scene();
+    scene["kits"][1]["config"]["radius"] = json!(65);
+    let plugin = plugin_of(&scene);
+    let err = plugin.build_game().unwrap().err().unwrap().to_string();
+    assert!(err.contains("scene.json: kits[1].config.radius"), "{err}");
+    let added = std::panic::catch_unwind(move || {
+        App::new().add_plugins(MinimalPlugins).add_plugins(plugin);
+    });
+    let panic = added.unwrap_err();
+    let text = panic.downcast_ref::<String>().unwrap();
+    assert!(text.contains("kits[1].config.radius"), "{text}");
+}
+
+#[test]
+fn a_game_built_by_hand_is_driven_when_inserted() {
+    let game = game_of(&terrain_scene());
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+        .insert_non_send(WorldStreaming::new(game))
+        .add_plugins(WorldStreamingPlugin::inserted());
+    app.world_mut().spawn((
+        StreamingAnchor::new("walker"),
+        Transform::from_xyz(8.0, 0.0, 8.0),
+    ));
+    app.update();
+    app.update();
+    assert_eq!(ws(&app).tick(), 1);
+    assert!(ws(&app).is_loaded(ChunkPos::new(0, 0)));
+}
