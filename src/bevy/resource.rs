@@ -2,7 +2,7 @@
 //!
 //! The kit's state is shared through `Rc<RefCell<…>>` (services are `Rc<dyn …>`), so a game
 //! is `!Send`: it lives in the app as non-send data and the systems that touch it run on the
-//! main thread (docs/pending/bevy.md gives the measured cost of this and of the alternative).
+//! main thread (docs/bevy.md gives the measured cost of this and of the alternative).
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
