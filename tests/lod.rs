@@ -1,0 +1,242 @@
+//! SPEC §17, levels of detail, through the game: the keys and their checks, the events after
+//! the chunk events, `lodLoaded`, the state's `lod`, the variables, saves, leaving a scene, and
+//! the terrain built for each block (cells equal to the full-resolution cells, edits included).
+
+mod common;
+
+use common::{events_named, game, game_in, resumed_from_save, run, scene_error};
+use serde_json::{json, Value};
+use world_streaming::game::Game;
+use world_streaming::grid::ChunkPos;
+use world_streaming::kits::streaming::{StreamingService, STREAMING};
+
+fn scene(config: Value) -> Value {
+    json!({
+        "kits": common::kits(config),
+        "scenes": [{ "id": "main" }, { "id": "cave", "entry": { "x": 5000, "z": 5000 } }],
+        "entities": [{ "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } }],
+    })
+}
+
+fn state(g: &Game) -> Value {
+    serde_json::to_value(g.state()).unwrap()
+}
+
+fn var(g: &Game, name: &str) -> Option<Value> {
+    g.engine().variables().get(name).cloned()
+}
+
+fn streaming(g: &Game) -> std::rc::Rc<dyn StreamingService> {
+    g.engine()
+        .service::<dyn StreamingService>(STREAMING)
+        .unwrap()
+}
+
+fn names(g: &Game, tick: u64) -> Vec<String> {
+    g.engine()
+        .events()
+        .iter()
+        .filter(|e| e.tick == tick)
+        .map(|e| e.event.to_string())
+        .collect()
+}
+
+fn small() -> Value {
+    json!({ "radius": 1, "budgetMs": 4, "lod": [{ "step": 2, "radius": 3 }], "lodBudget": 2 })
+}
+
+#[test]
+fn blocks_load_within_lod_budget_after_the_chunk_events_nearest_first() {
+    let mut g = game(&scene(small()));
+    run(&mut g, &[], 1);
+    let tick1 = names(&g, 1);
+    let first_lod = tick1.iter().position(|n| n == "world.lod.loaded").unwrap();
+    let last_chunk = tick1
+        .iter()
+        .rposition(|n| n == "world.chunk.loaded")
+        .unwrap();
+    assert!(last_chunk < first_lod, "{tick1:?}");
+    // Player at (16, 16), chunk (0, 0): radius 1 carves block (0, 0) (chunks 0..=1); the
+    // nearest block centres are (-1, 0) and (0, -1) at 32² + 16²... ties by z then x.
+    let loaded = events_named(&g, "world.lod.loaded");
+    assert_eq!(
+        loaded,
+        vec![
+            (1, json!({"level": 1, "x": 0, "z": -1})),
+            (1, json!({"level": 1, "x": -1, "z": 0})),
+        ]
+    );
+    assert_eq!(
+        state(&g)["lod"],
+        json!([[{"x": 0, "z": -1}, {"x": -1, "z": 0}]])
+    );
+    assert_eq!(var(&g, "world.lod.loaded"), Some(json!(2)));
+    assert_eq!(
+        streaming(&g).lod_loaded(1),
+        vec![ChunkPos::new(0, -1), ChunkPos::new(-1, 0)]
+    );
+    // Level 1 (radius 3, step 2): blocks -2..=1 each way, minus (0, 0): 15 in all.
+    run(&mut g, &[], 10);
+    assert_eq!(var(&g, "world.lod.loaded"), Some(json!(15)));
+    assert_eq!(state(&g)["lod"][0].as_array().unwrap().len(), 15);
+    assert_eq!(var(&g, "world.lod.holes"), Some(json!(0)));
+}
+
+#[test]
+fn a_lod_budget_of_zero_loads_nothing_and_the_holes_are_counted() {
+    let mut config = small();
+    config["lodBudget"] = json!(0);
+    let mut g = game(&scene(config));
+    run(&mut g, &[], 5);
+    assert!(events_named(&g, "world.lod.loaded").is_empty());
+    // Chunks within ring 3 (49), minus the 9 loaded chunks (ready: no builder).
+    assert_eq!(var(&g, "world.lod.holes"), Some(json!(40)));
+    // 4 chunks loaded on tick 1, 8 on tick 2, 9 from tick 3: 45 + 41 + 40 + 40 + 40.
+    assert_eq!(
+        var(&g, "world.lod.holeTicks"),
+        Some(json!(45 + 41 + 40 * 3))
+    );
+}
+
+#[test]
+fn without_lod_nothing_of_section_17_shows() {
+    for config in [json!({ "radius": 1 }), json!({ "radius": 1, "lod": [] })] {
+        let mut g = game(&scene(config));
+        run(&mut g, &[], 3);
+        let s = state(&g);
+        assert!(s.get("lod").is_none(), "{s}");
+        assert!(var(&g, "world.lod.loaded").is_none());
+        assert!(var(&g, "world.lod.holes").is_none());
+        assert!(g
+            .engine()
+            .events()
+            .iter()
+            .all(|e| !e.event.starts_with("world.lod")));
+    }
+}
+
+#[test]
+fn bad_levels_stop_the_scene_with_their_paths() {
+    let err = scene_error(&scene(
+        json!({ "radius": 2, "lod": [{ "step": 2, "radius": 2 }] }),
+    ));
+    assert!(
+        err.contains(
+            "kits[2].config.lod[0].radius: expected a radius greater than the radius 2, got 2"
+        ),
+        "{err}"
+    );
+    let err = scene_error(&scene(json!({ "lod": [{ "step": 6, "radius": 9 }] })));
+    assert!(
+        err.contains("kits[2].config.lod[0].step: expected a power of two 2..=64, got 6"),
+        "{err}"
+    );
+    let mut s = scene(json!({ "radius": 1 }));
+    s["scenes"][0]["layers"] =
+        json!({ "world.streaming": { "radius": 4, "lod": [{ "step": 2, "radius": 3 }] } });
+    let err = scene_error(&s);
+    assert!(
+        err.contains("lod[0].radius: expected a radius greater than the radius 4, got 3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn leaving_a_scene_releases_every_block_after_the_chunks() {
+    let mut g = game(&scene(small()));
+    run(
+        &mut g,
+        &[json!({"tick": 4, "do": "enter", "scene": "cave"})],
+        4,
+    );
+    let unloaded = events_named(&g, "world.lod.unloaded");
+    // Entered before tick 4 ran: 2 a tick for ticks 1..=3, released on leaving.
+    assert_eq!(unloaded.len(), 6);
+    let tick4 = names(&g, 4);
+    let last_chunk = tick4
+        .iter()
+        .rposition(|n| n == "world.chunk.unloaded")
+        .unwrap();
+    let first_lod = tick4
+        .iter()
+        .position(|n| n == "world.lod.unloaded")
+        .unwrap();
+    assert!(last_chunk < first_lod, "{tick4:?}");
+    // Row order within the level.
+    let blocks: Vec<(i64, i64)> = unloaded
+        .iter()
+        .map(|(_, d)| (d["z"].as_i64().unwrap(), d["x"].as_i64().unwrap()))
+        .collect();
+    let mut sorted = blocks.clone();
+    sorted.sort();
+    assert_eq!(blocks, sorted);
+}
+
+#[test]
+fn a_walk_away_releases_blocks_beyond_r_plus_one_and_a_save_resumes_exactly() {
+    let lines: Vec<Value> = (1..=30)
+        .map(|t| json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 16 + 24 * t, "z": 16}}))
+        .collect();
+    let s = scene(small());
+    let mut whole = game(&s);
+    run(&mut whole, &lines, 40);
+    let unloaded = events_named(&whole, "world.lod.unloaded");
+    assert!(!unloaded.is_empty());
+    let dir = std::env::temp_dir().join(format!("ws-lod-resume-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (resumed, events) = resumed_from_save(&s, &dir, &lines, 17, 40);
+    assert_eq!(events, common::events_after(&whole, 17));
+    assert_eq!(state(&resumed), state(&whole));
+    // The section holds the blocks; a save without them (an older one) loads with none.
+    let mut g = game(&s);
+    run(&mut g, &lines, 5);
+    let path = dir.join("lod.save.json");
+    g.save(&path).unwrap();
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(doc["version"], json!(3));
+    let section = &mut doc["kits"]["world.streaming"];
+    assert_eq!(section["lod"], state(&g)["lod"]);
+    section.as_object_mut().unwrap().remove("lod");
+    section.as_object_mut().unwrap().remove("lodHoleTicks");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let mut older = game_in(&s, &dir);
+    older.load(&path).unwrap();
+    assert_eq!(streaming(&older).lod_loaded(1), Vec::<ChunkPos>::new());
+    run(&mut older, &[], 7);
+    assert!(!streaming(&older).lod_loaded(1).is_empty(), "loaded again");
+}
+
+#[test]
+fn mods_replace_the_levels_whole() {
+    let dir = std::env::temp_dir().join(format!("ws-lod-mods-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("far.lua"),
+        "streaming.setLod({{step = 4, radius = 8}})\nstreaming.setLodBudget(100)\n",
+    )
+    .unwrap();
+    let mut s = scene(small());
+    s["mods"] = json!(["far.lua"]);
+    let mut g = game_in(&s, &dir);
+    run(&mut g, &[], 1);
+    let s = state(&g);
+    // Step 4 within ring 8 of chunk (0, 0): blocks -2..=2 each way (chunks -8..=11) minus
+    // none carved (radius 1 covers chunks -1..=1, inside no 4-aligned block): 25 at once.
+    assert_eq!(s["lod"][0].as_array().unwrap().len(), 25, "{s}");
+    std::fs::write(
+        dir.join("bad.lua"),
+        "streaming.setLod({{step = 4, radius = 1}})\n",
+    )
+    .unwrap();
+    let mut s = scene(small());
+    s["mods"] = json!(["bad.lua"]);
+    let g = game_in(&s, &dir);
+    let errors = events_named(&g, "mod.error");
+    assert!(
+        errors.iter().any(|(_, d)| d["message"]
+            .as_str()
+            .unwrap()
+            .contains("[0].radius: expected a radius greater than the radius 1, got 1")),
+        "{errors:?}"
+    );
+}
