@@ -240,3 +240,210 @@ fn mods_replace_the_levels_whole() {
         "{errors:?}"
     );
 }
+
+// ---- world.terrain builds the blocks (SPEC §17) ----
+
+use world_streaming::kits::terrain::{Generator, TerrainService, TERRAIN};
+
+fn terrain_scene(workers: u32) -> Value {
+    json!({
+        "kits": [
+            { "id": "game.engine" },
+            { "id": "world.ground" },
+            { "id": "world.streaming", "config": {
+                "radius": 1, "budgetMs": 9,
+                "lod": [{ "step": 2, "radius": 3 }, { "step": 4, "radius": 8 }], "lodBudget": 8 } },
+            { "id": "world.terrain", "config": { "seed": 7, "cellsPerChunk": 8, "workers": workers, "commitLatency": 2 } }
+        ],
+        "scenes": [{ "id": "main" }],
+        "entities": [{ "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } }],
+    })
+}
+
+fn terrain(g: &Game) -> std::rc::Rc<dyn TerrainService> {
+    g.engine().service::<dyn TerrainService>(TERRAIN).unwrap()
+}
+
+/// Every built block's cells against the full-resolution cells of its area: a built chunk's
+/// own data (its edits), else the generator's baseline. Returns how many blocks were checked.
+fn blocks_match_full_resolution(g: &Game) -> usize {
+    let t = terrain(g);
+    let s = streaming(g);
+    let generator = Generator::new(7, 8, 32.0);
+    let mut checked = 0;
+    for (level, step) in [(1u32, 2u32), (2, 4)] {
+        for b in s.lod_loaded(level) {
+            let Some(data) = t.lod_block(level, b.x, b.z) else {
+                continue;
+            };
+            assert_eq!(data.cells, 8);
+            for j in 0..8 {
+                for i in 0..8 {
+                    // The full-resolution cell (i·s, j·s) of the block's area, counted from
+                    // its first chunk's first cell.
+                    let (gx, gz) = (i64::from(i * step), i64::from(j * step));
+                    let s = i64::from(step);
+                    let c = ChunkPos::new(b.x * s + gx / 8, b.z * s + gz / 8);
+                    let (ci, cj) = ((gx % 8) as u32, (gz % 8) as u32);
+                    let full = match t.chunk(c) {
+                        Some(chunk) => (chunk.height(ci, cj), chunk.material(ci, cj)),
+                        None => generator.cell(c, ci, cj),
+                    };
+                    assert_eq!(
+                        (data.height(i, j), data.material(i, j)),
+                        full,
+                        "level {level} block {b} cell ({i}, {j}) = chunk {c} cell ({ci}, {cj})"
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    checked
+}
+
+#[test]
+fn terrain_builds_each_block_with_the_commit_latency_from_the_full_resolution_cells() {
+    let mut g = game(&terrain_scene(1));
+    run(&mut g, &[], 12);
+    let loaded = events_named(&g, "world.lod.loaded");
+    let built = events_named(&g, "world.terrain.lod.built");
+    assert!(!loaded.is_empty());
+    // Each block loaded at T is built at T + 2, in load order.
+    let due: Vec<(u64, Value)> = loaded
+        .iter()
+        .filter(|(t, _)| t + 2 <= 12)
+        .map(|(t, d)| {
+            (
+                t + 2,
+                json!({"level": d["level"], "x": d["x"], "z": d["z"]}),
+            )
+        })
+        .collect();
+    let got: Vec<(u64, Value)> = built
+        .iter()
+        .map(|(t, d)| (*t, json!({"level": d["level"], "x": d["x"], "z": d["z"]})))
+        .collect();
+    assert_eq!(got, due);
+    for (_, d) in &built {
+        let data = terrain(&g).lod_block(
+            d["level"].as_u64().unwrap() as u32,
+            d["x"].as_i64().unwrap(),
+            d["z"].as_i64().unwrap(),
+        );
+        if let Some(data) = data {
+            assert_eq!(d["hash"], json!(format!("{:016x}", data.hash())));
+        }
+    }
+    assert!(blocks_match_full_resolution(&g) > 20);
+    assert_eq!(
+        terrain(&g).lod_block(0, 0, 0),
+        None,
+        "level 0 has no blocks"
+    );
+    // Blocks count as seen only once built: nothing is a hole after the builds landed.
+    assert_eq!(var(&g, "world.lod.holes"), Some(json!(0)));
+}
+
+#[test]
+fn an_edit_to_a_sampled_cell_marks_the_block_dirty_and_it_is_rebuilt() {
+    let mut g = game(&terrain_scene(1));
+    run(&mut g, &[], 10);
+    // Block (-1, -1) of level 1 covers chunks -2..=-1; cell (0, 0) of chunk (-1, -1) (metres
+    // -32..-28) is its cell (4, 4). Chunk (-1, -1) is in the square, built.
+    let block = terrain(&g).lod_block(1, -1, -1).expect("built");
+    let before = block.height(4, 4);
+    let edit =
+        json!({"tick": 11, "do": "edit", "at": {"x": -31, "z": -31}, "height": before ^ 0x5555});
+    // A cell no block samples (cell (1, 0) of that chunk): no block changes.
+    let other = json!({"tick": 11, "do": "edit", "at": {"x": -27, "z": -31}, "height": 7});
+    run(&mut g, &[edit, other], 11);
+    let changed: Vec<Value> = events_named(&g, "world.terrain.changed")
+        .into_iter()
+        .filter(|(t, d)| *t == 11 && d.get("level").is_some())
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(changed, vec![json!({"x": -1, "z": -1, "level": 1})]);
+    assert_eq!(
+        terrain(&g).lod_block(1, -1, -1).unwrap().height(4, 4),
+        before ^ 0x5555
+    );
+    run(&mut g, &[], 13);
+    let rebuilt: Vec<Value> = events_named(&g, "world.terrain.lod.built")
+        .into_iter()
+        .filter(|(t, _)| *t == 13)
+        .map(|(_, d)| d)
+        .collect();
+    let now = terrain(&g).lod_block(1, -1, -1).unwrap();
+    assert_eq!(
+        rebuilt,
+        vec![json!({"level": 1, "x": -1, "z": -1, "hash": format!("{:016x}", now.hash())})]
+    );
+    assert_ne!(now.hash(), block.hash());
+    assert!(blocks_match_full_resolution(&g) > 20);
+}
+
+#[test]
+fn released_blocks_free_their_data_and_a_save_resumes_the_builds_exactly() {
+    let lines: Vec<Value> = (1..=24)
+        .map(|t| json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 16 + 24 * t, "z": 16}}))
+        .chain([json!({"tick": 9, "do": "edit", "at": {"x": 200, "z": 1}, "height": 3})])
+        .collect();
+    let mut lines = lines;
+    lines.sort_by_key(|l| l["tick"].as_u64());
+    let s = terrain_scene(2);
+    let mut whole = game(&s);
+    run(&mut whole, &lines, 30);
+    let unloaded = events_named(&whole, "world.lod.unloaded");
+    assert!(!unloaded.is_empty());
+    for (_, d) in &unloaded {
+        let (level, x, z) = (
+            d["level"].as_u64().unwrap() as u32,
+            d["x"].as_i64().unwrap(),
+            d["z"].as_i64().unwrap(),
+        );
+        if !streaming(&whole)
+            .lod_loaded(level)
+            .contains(&ChunkPos::new(x, z))
+        {
+            assert!(terrain(&whole).lod_block(level, x, z).is_none(), "freed");
+        }
+    }
+    assert!(blocks_match_full_resolution(&whole) > 20);
+    let dir = std::env::temp_dir().join(format!("ws-lod-terrain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for at in [10, 15] {
+        let (resumed, events) = resumed_from_save(&s, &dir, &lines, at, 30);
+        assert_eq!(events, common::events_after(&whole, at), "saved at {at}");
+        // world.terrain.waits counts thread timing (SPEC §12): everything else is equal.
+        let without_waits = |g: &Game| {
+            let mut s = state(g);
+            s["variables"]
+                .as_object_mut()
+                .unwrap()
+                .remove("world.terrain.waits");
+            s
+        };
+        assert_eq!(without_waits(&resumed), without_waits(&whole));
+    }
+}
+
+#[test]
+fn the_same_events_and_hashes_with_one_and_four_workers() {
+    let lines: Vec<Value> = (1..=30)
+        .map(|t| json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 16 + 20 * t, "z": 16 - 9 * t}}))
+        .collect();
+    let logs: Vec<Vec<String>> = [1, 4, 4]
+        .iter()
+        .map(|w| {
+            let mut g = game(&terrain_scene(*w));
+            run(&mut g, &lines, 36);
+            common::event_lines(&g)
+        })
+        .collect();
+    assert!(logs[0]
+        .iter()
+        .any(|l| l.contains("world.terrain.lod.built")));
+    assert_eq!(logs[0], logs[1]);
+    assert_eq!(logs[1], logs[2]);
+}
