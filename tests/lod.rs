@@ -56,29 +56,30 @@ fn blocks_load_within_lod_budget_after_the_chunk_events_nearest_first() {
         .rposition(|n| n == "world.chunk.loaded")
         .unwrap();
     assert!(last_chunk < first_lod, "{tick1:?}");
-    // Player at (16, 16), chunk (0, 0): radius 1 carves block (0, 0) (chunks 0..=1); the
-    // nearest block centres are (-1, 0) and (0, -1) at 32² + 16²... ties by z then x.
+    // Player at (16, 16), chunk (0, 0). Block (0, 0) (chunks 0..=1) overlaps the square's
+    // outer ring, so it is wanted (the carve margin); the nearest centres: (0, 0) at (32, 32),
+    // then (0, -1) and (-1, 0) at 16² + 48², tied, by z then x.
     let loaded = events_named(&g, "world.lod.loaded");
     assert_eq!(
         loaded,
         vec![
+            (1, json!({"level": 1, "x": 0, "z": 0})),
             (1, json!({"level": 1, "x": 0, "z": -1})),
-            (1, json!({"level": 1, "x": -1, "z": 0})),
         ]
     );
     assert_eq!(
         state(&g)["lod"],
-        json!([[{"x": 0, "z": -1}, {"x": -1, "z": 0}]])
+        json!([[{"x": 0, "z": -1}, {"x": 0, "z": 0}]])
     );
     assert_eq!(var(&g, "world.lod.loaded"), Some(json!(2)));
     assert_eq!(
         streaming(&g).lod_loaded(1),
-        vec![ChunkPos::new(0, -1), ChunkPos::new(-1, 0)]
+        vec![ChunkPos::new(0, -1), ChunkPos::new(0, 0)]
     );
-    // Level 1 (radius 3, step 2): blocks -2..=1 each way, minus (0, 0): 15 in all.
+    // Level 1 (radius 3, step 2): blocks -2..=1 each way, 16 in all.
     run(&mut g, &[], 10);
-    assert_eq!(var(&g, "world.lod.loaded"), Some(json!(15)));
-    assert_eq!(state(&g)["lod"][0].as_array().unwrap().len(), 15);
+    assert_eq!(var(&g, "world.lod.loaded"), Some(json!(16)));
+    assert_eq!(state(&g)["lod"][0].as_array().unwrap().len(), 16);
     assert_eq!(var(&g, "world.lod.holes"), Some(json!(0)));
 }
 
@@ -350,7 +351,8 @@ fn an_edit_to_a_sampled_cell_marks_the_block_dirty_and_it_is_rebuilt() {
     let mut g = game(&terrain_scene(1));
     run(&mut g, &[], 10);
     // Block (-1, -1) of level 1 covers chunks -2..=-1; cell (0, 0) of chunk (-1, -1) (metres
-    // -32..-28) is its cell (4, 4). Chunk (-1, -1) is in the square, built.
+    // -32..-28) is its cell (4, 4), and cell (6, 6) of level-2 block (-1, -1) (chunks
+    // -4..=-1). Chunk (-1, -1) is in the square, built.
     let block = terrain(&g).lod_block(1, -1, -1).expect("built");
     let before = block.height(4, 4);
     let edit =
@@ -363,9 +365,19 @@ fn an_edit_to_a_sampled_cell_marks_the_block_dirty_and_it_is_rebuilt() {
         .filter(|(t, d)| *t == 11 && d.get("level").is_some())
         .map(|(_, d)| d)
         .collect();
-    assert_eq!(changed, vec![json!({"x": -1, "z": -1, "level": 1})]);
+    assert_eq!(
+        changed,
+        vec![
+            json!({"x": -1, "z": -1, "level": 1}),
+            json!({"x": -1, "z": -1, "level": 2})
+        ]
+    );
     assert_eq!(
         terrain(&g).lod_block(1, -1, -1).unwrap().height(4, 4),
+        before ^ 0x5555
+    );
+    assert_eq!(
+        terrain(&g).lod_block(2, -1, -1).unwrap().height(6, 6),
         before ^ 0x5555
     );
     run(&mut g, &[], 13);
@@ -375,9 +387,13 @@ fn an_edit_to_a_sampled_cell_marks_the_block_dirty_and_it_is_rebuilt() {
         .map(|(_, d)| d)
         .collect();
     let now = terrain(&g).lod_block(1, -1, -1).unwrap();
+    let coarse = terrain(&g).lod_block(2, -1, -1).unwrap();
     assert_eq!(
         rebuilt,
-        vec![json!({"level": 1, "x": -1, "z": -1, "hash": format!("{:016x}", now.hash())})]
+        vec![
+            json!({"level": 1, "x": -1, "z": -1, "hash": format!("{:016x}", now.hash())}),
+            json!({"level": 2, "x": -1, "z": -1, "hash": format!("{:016x}", coarse.hash())}),
+        ]
     );
     assert_ne!(now.hash(), block.hash());
     assert!(blocks_match_full_resolution(&g) > 20);
@@ -446,4 +462,208 @@ fn the_same_events_and_hashes_with_one_and_four_workers() {
         .any(|l| l.contains("world.terrain.lod.built")));
     assert_eq!(logs[0], logs[1]);
     assert_eq!(logs[1], logs[2]);
+}
+
+// ---- The measured goals (SPEC §17), on the shipped example ----
+
+/// What a drive measured, tick by tick.
+struct Drive {
+    /// (tick, chunks loaded, blocks loaded, world.lod.holes).
+    ticks: Vec<(u64, usize, usize, u64)>,
+    /// The farthest ring (from the focus chunk) of a seen chunk, over the drive.
+    reach: u64,
+    /// Chunks seen at t and not at t + 1 within every level's range of the focus at t + 1.
+    lost: Vec<(u64, ChunkPos)>,
+    events: Vec<String>,
+}
+
+/// A dense window of chunks, to mark what is seen (far cheaper than a set in a debug build).
+struct Window {
+    x0: i64,
+    z0: i64,
+    side: i64,
+    cells: Vec<bool>,
+}
+
+impl Window {
+    fn new(x0: i64, z0: i64, side: i64) -> Self {
+        Window {
+            x0,
+            z0,
+            side,
+            cells: vec![false; (side * side) as usize],
+        }
+    }
+    fn index(&self, c: ChunkPos) -> Option<usize> {
+        let (x, z) = (c.x - self.x0, c.z - self.z0);
+        ((0..self.side).contains(&x) && (0..self.side).contains(&z))
+            .then(|| (z * self.side + x) as usize)
+    }
+    fn mark(&mut self, c: ChunkPos) {
+        let i = self.index(c).expect("inside the window");
+        self.cells[i] = true;
+    }
+    fn get(&self, c: ChunkPos) -> bool {
+        self.index(c).is_some_and(|i| self.cells[i])
+    }
+}
+
+/// Runs `scene` with `lines` to `end`, marking each tick what is seen: a chunk loaded and
+/// built, or covered by a loaded block that is built — computed here from the services,
+/// not from the kit's count.
+fn drive(scene: &Value, lines: &str, end: u64, last_radius: i64) -> Drive {
+    let mut g = game(scene);
+    let inputs = world_streaming::files::inputs::Inputs::parse(lines, "lod.inputs.jsonl").unwrap();
+    let mut out = Drive {
+        ticks: Vec::new(),
+        reach: 0,
+        lost: Vec::new(),
+        events: Vec::new(),
+    };
+    let mut before: Option<Window> = None;
+    g.run_observing(&inputs, end, |game, _| {
+        let s = game
+            .engine()
+            .service::<dyn StreamingService>(STREAMING)
+            .unwrap();
+        let t = game
+            .engine()
+            .service::<dyn TerrainService>(TERRAIN)
+            .unwrap();
+        let grid = world_streaming::grid::Grid::new(32.0);
+        let focus = grid.chunk_of(s.focus().unwrap());
+        let mut seen = Window::new(-120, -120, 420);
+        let loaded = s.loaded();
+        for c in &loaded {
+            if t.is_built(*c) {
+                seen.mark(*c);
+            }
+        }
+        let mut blocks = 0;
+        for (level, step) in [(1u32, 2i64), (2, 8)] {
+            for b in s.lod_loaded(level) {
+                blocks += 1;
+                if t.lod_block(level, b.x, b.z).is_some() {
+                    for z in b.z * step..(b.z + 1) * step {
+                        for x in b.x * step..(b.x + 1) * step {
+                            seen.mark(ChunkPos::new(x, z));
+                        }
+                    }
+                }
+            }
+        }
+        let tick = game.engine().tick_count();
+        // Reach: every ring up to r is seen whole (inside the window: the map is unbounded).
+        let mut reach = 0;
+        'rings: for r in 0..=last_radius + 2 {
+            for z in focus.z - r..=focus.z + r {
+                for x in focus.x - r..=focus.x + r {
+                    let c = ChunkPos::new(x, z);
+                    if c.ring_distance(focus) as i64 == r && !seen.get(c) {
+                        break 'rings;
+                    }
+                }
+            }
+            reach = r as u64;
+        }
+        out.reach = out.reach.max(reach);
+        if let Some(prev) = &before {
+            for (i, was) in prev.cells.iter().enumerate() {
+                let c = ChunkPos::new(
+                    prev.x0 + i as i64 % prev.side,
+                    prev.z0 + i as i64 / prev.side,
+                );
+                if *was && !seen.get(c) && c.ring_distance(focus) as i64 <= last_radius {
+                    out.lost.push((tick, c));
+                }
+            }
+        }
+        before = Some(seen);
+        let holes = game
+            .engine()
+            .variables()
+            .get("world.lod.holes")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        out.ticks.push((tick, loaded.len(), blocks, holes));
+    })
+    .unwrap();
+    out.events = common::event_lines(&g);
+    out
+}
+
+fn example(name: &str) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes");
+    std::fs::read_to_string(root.join(name)).unwrap()
+}
+
+#[test]
+fn the_shipped_drive_sees_12_times_farther_for_at_most_6_times_the_cells_without_a_hole() {
+    let scene: Value = serde_json::from_str(&example("lod.json")).unwrap();
+    let lines = example("lod.inputs.jsonl");
+    let end = 300;
+    let with = drive(&scene, &lines, end, 96);
+    let mut alone = scene.clone();
+    let config = alone["kits"][2]["config"].as_object_mut().unwrap();
+    config.remove("lod");
+    config.remove("lodBudget");
+    let without = drive(&alone, &lines, end, 8);
+    // Reach: every ring to 96 seen whole (blocks aligned past it may show a ring or two more),
+    // against 8 (a ninth ring may be loaded, in the hysteresis band, but not whole).
+    eprintln!("reach: {} with lod, {} without", with.reach, without.reach);
+    assert_eq!(without.reach, 8);
+    assert!(with.reach >= 12 * without.reach, "{}", with.reach);
+    // Resident cells (chunks and blocks hold cellsPerChunk² cells each), the most over the
+    // drive of each.
+    let most = |d: &Drive| d.ticks.iter().map(|t| t.1 + t.2).max().unwrap();
+    let (lod_cells, chunk_cells) = (most(&with), most(&without));
+    eprintln!(
+        "resident: {lod_cells} with lod, {chunk_cells} without: {:.2}x",
+        lod_cells as f64 / chunk_cells as f64
+    );
+    assert!(
+        lod_cells <= 6 * chunk_cells,
+        "{lod_cells} > 6 × {chunk_cells}"
+    );
+    // Holes: none after the first tick with none.
+    let first = with
+        .ticks
+        .iter()
+        .position(|t| t.3 == 0)
+        .expect("a ready tick");
+    let after: u64 = with.ticks[first..].iter().map(|t| t.3).sum();
+    eprintln!("first tick without holes: {}", with.ticks[first].0);
+    assert_eq!(
+        after,
+        0,
+        "{:?}",
+        with.ticks[first..]
+            .iter()
+            .filter(|t| t.3 > 0)
+            .take(12)
+            .collect::<Vec<_>>()
+    );
+    // Tick by tick: what was seen stays seen unless it left every level's range.
+    assert!(
+        with.lost.is_empty(),
+        "{:?}",
+        &with.lost[..with.lost.len().min(10)]
+    );
+}
+
+#[test]
+fn the_shipped_drive_has_the_same_events_and_hashes_with_one_and_four_workers() {
+    let lines = example("lod.inputs.jsonl");
+    let logs: Vec<Vec<String>> = [1, 4]
+        .iter()
+        .map(|w| {
+            let mut scene: Value = serde_json::from_str(&example("lod.json")).unwrap();
+            scene["kits"][3]["config"]["workers"] = json!(w);
+            drive(&scene, &lines, 100, 96).events
+        })
+        .collect();
+    assert!(logs[0]
+        .iter()
+        .any(|l| l.contains("world.terrain.lod.built")));
+    assert_eq!(logs[0], logs[1]);
 }

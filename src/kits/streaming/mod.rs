@@ -616,10 +616,12 @@ impl StreamingKit {
         if settings.lod.is_empty() && st.lod.is_empty() {
             return;
         }
+        // The non-ticket foci: the players' and the predicted ones (which count wherever a focus
+        // counts, §16); holes are counted around the players' alone.
         self.anchors.clear();
         if st.active {
             self.anchors
-                .extend(st.residency.foci().take(st.anchor_foci).map(|v| v.pos));
+                .extend(st.residency.foci().take(st.before_tickets()).map(|v| v.pos));
         }
         st.lod.set_levels(settings.radius, settings.lod);
         st.lod.set_foci(&self.anchors);
@@ -677,8 +679,13 @@ impl StreamingKit {
                 // §17: what is seen by no ready chunk and no ready block within the last
                 // level's radius.
                 let residency = &st.residency;
+                let players: Vec<crate::grid::Position> = residency
+                    .foci()
+                    .take(st.anchor_foci)
+                    .map(|v| v.pos)
+                    .collect();
                 st.lod_holes = if st.active {
-                    st.lod.holes(|c| residency.is_ready(c)) as u64
+                    st.lod.holes(&players, |c| residency.is_ready(c)) as u64
                 } else {
                     0
                 };
