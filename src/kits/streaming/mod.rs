@@ -561,6 +561,7 @@ impl StreamingKit {
 
     /// Step 3 of the tick: loads nearest-first (or dealt fairly) within budget, under the cap.
     fn load_chunks(&mut self, ctx: &mut Ctx<'_>, settings: Settings) {
+        self.asked.clear();
         let mut batch = std::mem::take(&mut self.batch);
         let mut dealt = std::mem::take(&mut self.dealt);
         {
