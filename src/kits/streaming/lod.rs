@@ -159,6 +159,10 @@ impl LodPlan {
     /// Whether every chunk of `a` lies in the area of level `k` (0: the chunk squares) around
     /// some focus.
     fn inside_area(&self, k: usize, a: Area) -> bool {
+        if let [c] = self.centres[..] {
+            // One focus (the common case): one rectangle, nothing to allocate.
+            return self.area(k, c).is_some_and(|r| r.contains(&a));
+        }
         let areas: Vec<Area> = self
             .centres
             .iter()
@@ -539,6 +543,17 @@ impl LodPlan {
                 z1: c.z + r,
             })
             .collect();
+        if let [c] = centres[..] {
+            // One focus: its blocks are a rectangle, each once.
+            let (lo, hi) = self.block_range(c, last);
+            let mut holes = 0;
+            for bz in lo.z..=hi.z {
+                for bx in lo.x..=hi.x {
+                    holes += self.holes_in(n - 1, ChunkPos::new(bx, bz), &squares, &chunk_ready);
+                }
+            }
+            return holes;
+        }
         let mut top: BTreeSet<ChunkPos> = BTreeSet::new();
         for c in &centres {
             let (lo, hi) = self.block_range(*c, last);
