@@ -862,18 +862,15 @@ pub unsafe extern "C" fn ws_game_drain_chunk_events(
     }
 }
 
-/// The built LOD block `(x, z)` of `level` (≥ 1, SPEC §17).
-///
-/// LOD blocks are not built on this branch yet: the `lod` work adds
-/// `TerrainService::lod_block(level, x, z) -> Option<Arc<ChunkData>>`, and this function is the
-/// one place `ws_game_terrain` asks for a block. Until it answers, every block is not built.
+/// The built LOD block `(x, z)` of `level` (≥ 1, SPEC §17): the one place `ws_game_terrain`
+/// asks for a block.
 fn lod_block_data(
-    _terrain: &dyn TerrainService,
-    _level: u32,
-    _x: i64,
-    _z: i64,
+    terrain: &dyn TerrainService,
+    level: u32,
+    x: i64,
+    z: i64,
 ) -> Option<std::sync::Arc<ChunkData>> {
-    None // at merge: `_terrain.lod_block(_level, _x, _z)`
+    terrain.lod_block(level, x, z)
 }
 
 /// Copies the cells of built chunk `(x, z)` (`level` 0) or of the built LOD block `(x, z)` of

@@ -656,6 +656,7 @@ impl Game {
                     .map(|f| FocusXZ { x: f.x, z: f.z })
                     .collect()
             }),
+            lod: s.and_then(|s| s.lod()),
             loaded: s.map(|s| s.loaded()).unwrap_or_default(),
             pending: s.map(|s| s.pending()).unwrap_or_default(),
             refusals: s.map(|s| s.refusals()).unwrap_or_default(),

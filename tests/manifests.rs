@@ -91,9 +91,9 @@ fn every_kit_manifest_agrees_with_its_config_type() {
         );
         ranges += check(manifest, schema_file);
     }
-    // radius, maxLoaded, maxRefusalsPerMod, lookAheadTicks, holeRing, cellsPerChunk, workers,
-    // commitLatency, flushEveryTicks, maxStep, maxNodes
-    assert_eq!(ranges, 11);
+    // radius, maxLoaded, maxRefusalsPerMod, lookAheadTicks, holeRing, lodBudget, cellsPerChunk,
+    // workers, commitLatency, flushEveryTicks, maxStep, maxNodes
+    assert_eq!(ranges, 12);
 }
 
 #[test]

@@ -50,6 +50,10 @@ pub struct StateDoc {
     /// The predicted foci in force (SPEC §16), anchor order; only when the scene uses §16.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted: Option<Vec<FocusXZ>>,
+    /// The loaded LOD blocks per level (SPEC §17), level 1 first, each in row order; only when
+    /// the scene uses `lod`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lod: Option<Vec<Vec<ChunkPos>>>,
     /// The `world.district` counts (SPEC §15); absent when the kit is not enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub district: Option<DistrictCounts>,

@@ -69,6 +69,177 @@ checked_number!(
     "higher-priority chunks load before lower ones (default 0)"
 );
 
+checked_number!(
+    /// LOD block loads per tick (SPEC §17): an integer 0..=[`MAX_LOD_BUDGET`], separate from the
+    /// chunk budget.
+    LodBudget(u32),
+    integer 0..=MAX_LOD_BUDGET,
+    "LOD block loads per tick, separate from the chunk budget"
+);
+
+checked_number!(
+    /// The side of a LOD block in chunks: a power of two 2..=64.
+    LodStep(u32),
+    "a power of two 2..=64",
+    |v| crate::json::as_integer(v)
+        .filter(|n| (2..=64).contains(n) && (*n as u64).is_power_of_two())
+        .map(|n| n as u32),
+    { "type": "integer", "enum": [2, 4, 8, 16, 32, 64], "description": "side of a block in chunks" }
+);
+
+checked_number!(
+    /// How far (in chunks, ring distance) a LOD level reaches: an integer 1..=[`MAX_LOD_RADIUS`].
+    LodRadius(u32),
+    integer 1..=MAX_LOD_RADIUS,
+    "ring distance in chunks a level reaches; above the radius and the finer level's"
+);
+
+/// Largest accepted `lodBudget`.
+pub const MAX_LOD_BUDGET: u32 = 4096;
+/// Largest accepted LOD level radius (in chunks).
+pub const MAX_LOD_RADIUS: u32 = 4096;
+/// Most LOD levels.
+pub const MAX_LOD_LEVELS: usize = 4;
+
+/// One LOD level as a file writes it: `{ "step": s, "radius": r }`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LodLevelDef {
+    /// Side of a block in chunks.
+    pub step: LodStep,
+    /// Ring distance (chunks) the level reaches.
+    pub radius: LodRadius,
+}
+
+/// A LOD level: blocks of `step × step` chunks wanted within `radius` chunks (ring distance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LodLevel {
+    /// Side of a block in chunks (a power of two 2..=64).
+    pub step: u32,
+    /// Ring distance in chunks.
+    pub radius: u32,
+}
+
+/// The `lod` list (SPEC §17): at most [`MAX_LOD_LEVELS`] levels, steps powers of two strictly
+/// ascending, radii strictly ascending (above the effective radius: checked where the radius is
+/// known, see [`Lod::check_against`]). A fixed array, so the settings stay `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Lod {
+    len: u8,
+    levels: [LodLevel; MAX_LOD_LEVELS],
+}
+
+impl Lod {
+    /// The levels, finest first (level 1 is index 0).
+    pub fn levels(&self) -> &[LodLevel] {
+        &self.levels[..usize::from(self.len)]
+    }
+
+    /// Whether no level is set.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Checks a list of levels: at most four, steps and radii strictly ascending.
+    pub fn new(defs: &[LodLevelDef]) -> Result<Lod, String> {
+        if defs.len() > MAX_LOD_LEVELS {
+            return Err(format!(
+                "expected at most {MAX_LOD_LEVELS} levels, got {}",
+                defs.len()
+            ));
+        }
+        let mut lod = Lod::default();
+        for (i, d) in defs.iter().enumerate() {
+            let level = LodLevel {
+                step: d.step.get(),
+                radius: d.radius.get(),
+            };
+            if let Some(prev) = i.checked_sub(1).map(|p| lod.levels[p]) {
+                if level.step <= prev.step {
+                    return Err(format!(
+                        "expected steps ascending: [{i}].step {} is not above [{}].step {}",
+                        level.step,
+                        i - 1,
+                        prev.step
+                    ));
+                }
+                if level.radius <= prev.radius {
+                    return Err(format!(
+                        "expected radii strictly ascending: [{i}].radius {} is not above [{}].radius {}",
+                        level.radius,
+                        i - 1,
+                        prev.radius
+                    ));
+                }
+            }
+            lod.levels[i] = level;
+            lod.len += 1;
+        }
+        Ok(lod)
+    }
+
+    /// Checks that every level reaches farther than `radius` (the effective radius): the
+    /// message names the first level that does not.
+    pub fn check_against(&self, radius: u32) -> Result<(), (String, String)> {
+        match self.levels().iter().position(|l| l.radius <= radius) {
+            None => Ok(()),
+            Some(i) => Err((
+                format!("[{i}].radius"),
+                format!(
+                    "expected a radius greater than the radius {radius}, got {}",
+                    self.levels[i].radius
+                ),
+            )),
+        }
+    }
+
+    /// The levels that reach farther than `radius`: what is in force when a mod raised the
+    /// radius past a level (the level is left out, documented).
+    pub fn above(&self, radius: u32) -> Lod {
+        let mut lod = Lod::default();
+        for l in self.levels().iter().filter(|l| l.radius > radius) {
+            lod.levels[usize::from(lod.len)] = *l;
+            lod.len += 1;
+        }
+        lod
+    }
+
+    fn defs(&self) -> Vec<serde_json::Value> {
+        self.levels()
+            .iter()
+            .map(|l| serde_json::json!({ "step": l.step, "radius": l.radius }))
+            .collect()
+    }
+}
+
+impl Serialize for Lod {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.defs().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Lod {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let defs = Vec::<LodLevelDef>::deserialize(d)?;
+        Lod::new(&defs).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Lod {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Lod".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let item = g.subschema_for::<LodLevelDef>();
+        schemars::json_schema!({
+            "type": "array",
+            "items": item,
+            "maxItems": MAX_LOD_LEVELS,
+            "description": "levels of detail beyond the radius (SPEC §17): steps powers of two ascending, radii strictly ascending and above the radius"
+        })
+    }
+}
+
 /// Largest accepted `lookAheadTicks`.
 pub const MAX_LOOK_AHEAD: u32 = 600;
 /// Largest accepted `holeRing`.
@@ -187,6 +358,14 @@ pub struct StreamingConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "HoleRing", extend("default" = 1))]
     pub hole_ring: Option<HoleRing>,
+    /// Levels of detail beyond the radius (SPEC §17; default none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Lod", extend("default" = []))]
+    pub lod: Option<Lod>,
+    /// LOD block loads per tick (default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "LodBudget", extend("default" = 4))]
+    pub lod_budget: Option<LodBudget>,
 }
 
 fn no_cap() -> MaxLoaded {
@@ -218,6 +397,8 @@ impl Default for StreamingConfig {
             schedule: None,
             look_ahead_ticks: None,
             hole_ring: None,
+            lod: None,
+            lod_budget: None,
         }
     }
 }
@@ -256,6 +437,12 @@ pub struct Overrides {
     /// Overrides the hole ring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hole_ring: Option<HoleRing>,
+    /// Replaces the LOD levels whole (`[]`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lod: Option<Lod>,
+    /// Overrides the LOD budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lod_budget: Option<LodBudget>,
 }
 
 /// A key that is present (even as `null`) is `Some`.
@@ -275,6 +462,8 @@ impl Overrides {
             schedule: self.schedule.or(under.schedule),
             look_ahead_ticks: self.look_ahead_ticks.or(under.look_ahead_ticks),
             hole_ring: self.hole_ring.or(under.hole_ring),
+            lod: self.lod.or(under.lod),
+            lod_budget: self.lod_budget.or(under.lod_budget),
         }
     }
 
@@ -308,6 +497,10 @@ pub struct Settings {
     pub look_ahead_ticks: u32,
     /// Ring counted for holes.
     pub hole_ring: u32,
+    /// The LOD levels in force: those reaching farther than `radius` (SPEC §17).
+    pub lod: Lod,
+    /// LOD block loads per tick.
+    pub lod_budget: usize,
 }
 
 impl StreamingConfig {
@@ -333,6 +526,35 @@ impl StreamingConfig {
                 .or(self.look_ahead_ticks)
                 .map_or(0, |v| v.0),
             hole_ring: o.hole_ring.or(self.hole_ring).map_or(1, |v| v.0),
+            lod: o
+                .lod
+                .or(self.lod)
+                .unwrap_or_default()
+                .above(o.radius.unwrap_or(self.radius).0),
+            lod_budget: o.lod_budget.or(self.lod_budget).map_or(4, |v| v.0 as usize),
+        }
+    }
+
+    /// Whether the config, a layer or the mods may set LOD levels (SPEC §17): only then does
+    /// the state show `lod` and the LOD variables.
+    pub fn uses_lod(&self) -> bool {
+        self.lod.is_some_and(|l| !l.is_empty())
+    }
+
+    /// Checks that the config's LOD levels reach farther than its radius, and a layer's (in
+    /// force over this config) farther than the radius in force with it: `Err((key path below
+    /// the config or layer, message))`.
+    pub fn check_lod(&self, layer: Option<&Overrides>) -> Result<(), (String, String)> {
+        let radius = layer.and_then(|l| l.radius).unwrap_or(self.radius).0;
+        let lod = match layer {
+            Some(l) => l.lod,
+            None => self.lod,
+        };
+        match lod {
+            Some(lod) => lod
+                .check_against(radius)
+                .map_err(|(path, message)| (format!("lod{path}"), message)),
+            None => Ok(()),
         }
     }
 
@@ -539,5 +761,161 @@ mod round_three {
         );
         assert!(c.uses_round_three() && layer.uses_round_three());
         assert!(!StreamingConfig::default().uses_round_three());
+    }
+}
+
+#[cfg(test)]
+mod lod_keys {
+    use super::*;
+    use crate::json::from_value;
+    use serde_json::json;
+
+    fn config(v: serde_json::Value) -> Result<StreamingConfig, String> {
+        from_value::<StreamingConfig>(&v, "kits[1].config").map_err(|p| p.to_string())
+    }
+
+    #[test]
+    fn lod_levels_are_checked_as_section_17_says() {
+        let ok = config(
+            json!({"radius": 8, "lod": [{"step": 2, "radius": 24}, {"step": 8, "radius": 96}]}),
+        )
+        .unwrap();
+        let lod = ok.lod.unwrap();
+        assert_eq!(
+            lod.levels(),
+            &[
+                LodLevel {
+                    step: 2,
+                    radius: 24
+                },
+                LodLevel {
+                    step: 8,
+                    radius: 96
+                }
+            ]
+        );
+        assert_eq!(ok.check_lod(None), Ok(()));
+        for (lod, expected) in [
+            (
+                json!([{"step": 3, "radius": 9}]),
+                "kits[1].config.lod[0].step: expected a power of two 2..=64, got 3",
+            ),
+            (
+                json!([{"step": 1, "radius": 9}]),
+                "kits[1].config.lod[0].step: expected a power of two 2..=64, got 1",
+            ),
+            (
+                json!([{"step": 128, "radius": 9}]),
+                "kits[1].config.lod[0].step: expected a power of two 2..=64, got 128",
+            ),
+            (
+                json!([{"step": 2, "radius": 0}]),
+                "kits[1].config.lod[0].radius: expected an integer 1..=4096, got 0",
+            ),
+            (
+                json!([{"step": 4, "radius": 9}, {"step": 2, "radius": 20}]),
+                "expected steps ascending: [1].step 2 is not above [0].step 4",
+            ),
+            (
+                json!([{"step": 2, "radius": 9}, {"step": 2, "radius": 20}]),
+                "expected steps ascending: [1].step 2 is not above [0].step 2",
+            ),
+            (
+                json!([{"step": 2, "radius": 9}, {"step": 4, "radius": 9}]),
+                "expected radii strictly ascending: [1].radius 9 is not above [0].radius 9",
+            ),
+            (
+                json!([{"step": 2, "radius": 3}, {"step": 4, "radius": 4}, {"step": 8, "radius": 5}, {"step": 16, "radius": 6}, {"step": 32, "radius": 7}]),
+                "expected at most 4 levels, got 5",
+            ),
+            (json!([{"step": 2}]), "lod[0].radius: missing field"),
+            (
+                json!([{"step": 2, "radius": 9, "size": 1}]),
+                "unknown field `size`",
+            ),
+            (json!({"step": 2}), "expected"),
+        ] {
+            let err = config(json!({ "lod": lod })).unwrap_err();
+            assert!(err.contains(expected), "{err} / {expected}");
+            assert!(err.starts_with("kits[1].config.lod"), "{err}");
+        }
+        // Above the effective radius: the config's (default 2), or a layer's over it.
+        let c = config(json!({"lod": [{"step": 2, "radius": 2}]})).unwrap();
+        assert_eq!(
+            c.check_lod(None),
+            Err((
+                "lod[0].radius".into(),
+                "expected a radius greater than the radius 2, got 2".into()
+            ))
+        );
+        let c = config(json!({"radius": 1, "lod": [{"step": 2, "radius": 3}]})).unwrap();
+        assert_eq!(c.check_lod(None), Ok(()));
+        let layer: Overrides = from_value(&json!({"radius": 3}), "l").unwrap();
+        assert!(c.check_lod(Some(&layer)).is_ok(), "the layer sets no lod");
+        let err = from_value::<Overrides>(
+            &json!({"lod": [{"step": 2, "radius": 6}, {"step": 4, "radius": 5}]}),
+            "layers[\"world.streaming\"]",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("radii strictly ascending"),
+            "{err}"
+        );
+        let layer: Overrides = from_value(
+            &json!({"radius": 5, "lod": [{"step": 2, "radius": 5}]}),
+            "l",
+        )
+        .unwrap();
+        assert_eq!(
+            c.check_lod(Some(&layer)).unwrap_err().1,
+            "expected a radius greater than the radius 5, got 5"
+        );
+    }
+
+    #[test]
+    fn lod_replaces_whole_and_the_budget_defaults_to_4() {
+        let c = config(
+            json!({"radius": 1, "lod": [{"step": 2, "radius": 4}, {"step": 4, "radius": 8}]}),
+        )
+        .unwrap();
+        let s = c.settings(Overrides::default(), Overrides::default());
+        assert_eq!((s.lod.levels().len(), s.lod_budget), (2, 4));
+        let layer: Overrides = from_value(
+            &json!({"lod": [{"step": 8, "radius": 9}], "lodBudget": 0}),
+            "l",
+        )
+        .unwrap();
+        let s = c.settings(layer, Overrides::default());
+        assert_eq!(s.lod.levels(), &[LodLevel { step: 8, radius: 9 }]);
+        assert_eq!(s.lod_budget, 0);
+        let none: Overrides = from_value(&json!({"lod": []}), "m").unwrap();
+        assert!(
+            c.settings(layer, none).lod.is_empty(),
+            "an empty list replaces"
+        );
+        // A mod's radius past a level leaves that level out.
+        let far: Overrides = from_value(&json!({"radius": 5}), "m").unwrap();
+        assert_eq!(
+            c.settings(Overrides::default(), far).lod.levels(),
+            &[LodLevel { step: 4, radius: 8 }]
+        );
+        for (v, expected) in [
+            (
+                json!({"lodBudget": 4097}),
+                "kits[1].config.lodBudget: expected an integer 0..=4096, got 4097",
+            ),
+            (
+                json!({"lodBudget": -1}),
+                "kits[1].config.lodBudget: expected an integer 0..=4096, got -1",
+            ),
+        ] {
+            assert_eq!(config(v).unwrap_err(), expected);
+        }
+        assert!(!StreamingConfig::default().uses_lod());
+        assert!(config(json!({"lod": []}))
+            .unwrap()
+            .settings(Overrides::default(), Overrides::default())
+            .lod
+            .is_empty());
     }
 }

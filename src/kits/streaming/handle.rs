@@ -144,6 +144,7 @@ impl StreamingService for Handle {
     fn set(&self, _by: &ModId, overrides: Overrides) {
         let mut st = self.0.borrow_mut();
         st.round3_used |= overrides.uses_round_three();
+        st.lod_used |= overrides.lod.is_some_and(|l| !l.is_empty());
         st.overrides = overrides.over(st.overrides);
     }
 
@@ -198,6 +199,52 @@ impl StreamingService for Handle {
                 Vec::new()
             }
         })
+    }
+
+    fn lod_loaded(&self, level: u32) -> Vec<ChunkPos> {
+        let st = self.0.borrow();
+        match level.checked_sub(1) {
+            Some(k) => st.lod.loaded(k as usize).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    fn lod(&self) -> Option<Vec<Vec<ChunkPos>>> {
+        let st = self.0.borrow();
+        if !st.uses_lod() {
+            return None;
+        }
+        let levels = st.settings().lod.levels().len();
+        let mut list: Vec<Vec<ChunkPos>> = (0..crate::kits::streaming::config::MAX_LOD_LEVELS)
+            .map(|k| st.lod.loaded(k).collect())
+            .collect();
+        while list.len() > levels && list.last().is_some_and(Vec::is_empty) {
+            list.pop();
+        }
+        Some(list)
+    }
+
+    fn lod_step(&self, level: u32) -> Option<u32> {
+        let st = self.0.borrow();
+        st.lod.step(level.checked_sub(1)? as usize)
+    }
+
+    fn lod_holes(&self) -> (u64, u64) {
+        let st = self.0.borrow();
+        (st.lod_holes, st.lod_hole_ticks)
+    }
+
+    fn register_lod_builder(&self, builder: BuilderId) {
+        self.0.borrow_mut().lod.add_builder(builder.0);
+    }
+
+    fn set_lod_built(&self, builder: BuilderId, level: u32, block: ChunkPos, built: bool) {
+        if let Some(k) = level.checked_sub(1) {
+            self.0
+                .borrow_mut()
+                .lod
+                .set_built(builder.0, k as usize, block, built);
+        }
     }
 
     fn drop_ticket(&self, id: &str) -> bool {

@@ -18,6 +18,7 @@ pub mod dormancy;
 mod events;
 pub mod foci;
 mod handle;
+pub mod lod;
 pub mod residency;
 mod save;
 pub mod service;
@@ -38,8 +39,9 @@ use crate::json::from_value;
 use crate::kits::ground::{GroundService, GROUND};
 
 pub use config::{
-    BudgetMs, ChunkSize, FocusMode, HoleRing, LookAheadTicks, MaxLoaded, MaxRefusals, Overrides,
-    Priority, Radius, Schedule, Settings, StreamingConfig,
+    BudgetMs, ChunkSize, FocusMode, HoleRing, Lod, LodBudget, LodLevel, LodLevelDef,
+    LookAheadTicks, MaxLoaded, MaxRefusals, Overrides, Priority, Radius, Schedule, Settings,
+    StreamingConfig,
 };
 pub use events::{ChunkEvent, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use foci::{AnchorCache, Refresh};
@@ -67,6 +69,16 @@ pub const VAR_OVER_CAPACITY: &str = "world.chunks.overCapacity";
 pub const VAR_HOLES: &str = "world.chunks.holes";
 /// Variable: the running sum of `world.chunks.holes` over the ticks (saved).
 pub const VAR_HOLE_TICKS: &str = "world.chunks.holeTicks";
+/// Variable: LOD blocks loaded over every level (SPEC §17).
+pub const VAR_LOD_LOADED: &str = "world.lod.loaded";
+/// Variable: the chunks within the last level's radius of a player's focus seen by nothing.
+pub const VAR_LOD_HOLES: &str = "world.lod.holes";
+/// Variable: the running sum of `world.lod.holes` over the ticks (saved).
+pub const VAR_LOD_HOLE_TICKS: &str = "world.lod.holeTicks";
+/// Event: a LOD block loaded `{level, x, z}` (level 1 = the first `lod` entry).
+pub const LOD_LOADED: &str = "world.lod.loaded";
+/// Event: a LOD block released `{level, x, z}`.
+pub const LOD_UNLOADED: &str = "world.lod.unloaded";
 /// Event: a ticket's square is ready `{id}` (once per ticket, after the tick's other events).
 pub const TICKET_READY: &str = "world.ticket.ready";
 /// Event: the wanted chunks outnumber the cap `{wanted, cap}` (when that state starts).
@@ -88,6 +100,11 @@ pub fn check_save_section(
         .check_section(parsed, active)
         .map(drop)
         .map_err(|p| p.under(path))
+}
+
+/// The payload of `world.lod.loaded` / `unloaded`: `{level, x, z}` (level 1 = index 0).
+fn lod_data(k: usize, b: ChunkPos) -> serde_json::Value {
+    serde_json::json!({ "level": k + 1, "x": b.x, "z": b.z })
 }
 
 /// The `world.streaming` kit.
@@ -125,6 +142,7 @@ struct Published {
     progress: (usize, usize),
     over: bool,
     holes: Option<(u64, u64)>,
+    lod: Option<(usize, u64, u64)>,
 }
 
 impl StreamingKit {
@@ -156,11 +174,22 @@ impl StreamingKit {
                 StreamingConfig::default()
             }),
         };
+        if let Err((key, message)) = config.check_lod(None) {
+            problems.push(Problem::new(
+                crate::json::join_path(&spec.config_path, &key),
+                message,
+            ));
+        }
         let mut layers = IndexMap::new();
         for (i, scene) in spec.scenes.iter().enumerate() {
             if let Some(v) = scene.layers.get(STREAMING) {
-                match from_value(v, &KitSpec::layer_path(i, STREAMING)) {
+                let path = KitSpec::layer_path(i, STREAMING);
+                match from_value::<Overrides>(v, &path) {
                     Ok(layer) => {
+                        if let Err((key, message)) = config.check_lod(Some(&layer)) {
+                            problems
+                                .push(Problem::new(crate::json::join_path(&path, &key), message));
+                        }
                         layers.insert(scene.id.clone(), layer);
                     }
                     Err(p) => problems.push(p),
@@ -489,6 +518,9 @@ impl StreamingKit {
             progress: st.residency.progress(),
             over: st.over_capacity,
             holes: st.round3().then_some((st.holes, st.hole_ticks)),
+            lod: st
+                .uses_lod()
+                .then(|| (st.lod.loaded_len(), st.lod_holes, st.lod_hole_ticks)),
         };
         // Only what changed (a builder's commit moves the progress alone).
         let all = self.published.is_none();
@@ -517,7 +549,155 @@ impl StreamingKit {
                 ctx.variables.set(VAR_HOLE_TICKS, hole_ticks);
             }
         }
+        if let Some((loaded, holes, hole_ticks)) = now.lod {
+            if all || was.lod != now.lod {
+                ctx.variables.set(VAR_LOD_LOADED, loaded as u64);
+                ctx.variables.set(VAR_LOD_HOLES, holes);
+                ctx.variables.set(VAR_LOD_HOLE_TICKS, hole_ticks);
+            }
+        }
         self.published = Some(now);
+    }
+
+    /// Step 3 of the tick: loads nearest-first (or dealt fairly) within budget, under the cap.
+    fn load_chunks(&mut self, ctx: &mut Ctx<'_>, settings: Settings) {
+        self.asked.clear();
+        let mut batch = std::mem::take(&mut self.batch);
+        let mut dealt = std::mem::take(&mut self.dealt);
+        {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            match settings.schedule {
+                Schedule::Nearest => st
+                    .residency
+                    .take_nearest(settings.loads_per_tick, &mut batch),
+                Schedule::Fair => {
+                    // The deal is made before any hook is asked, like the nearest batch; a
+                    // chunk that is asked (loaded or refused) moves the turn past its focus.
+                    st.residency
+                        .take_fair(settings.loads_per_tick, st.turn, &mut dealt);
+                    batch.extend(dealt.iter().map(|(c, _)| *c));
+                }
+            }
+        }
+        let mut turns = dealt.drain(..).map(|(_, t)| t);
+        let mut chunks = batch.drain(..);
+        for chunk in chunks.by_ref() {
+            if !self.make_room(ctx, settings) {
+                let mut st = self.state.borrow_mut();
+                st.residency.untake(chunk);
+                break;
+            }
+            if let Some(turn) = turns.next() {
+                self.state.borrow_mut().turn = turn;
+            }
+            match Self::ask(ctx, HOOK_CHUNK_LOAD, chunk) {
+                None => self.announce(ctx, chunk, true),
+                Some(cancel) => self.hold(chunk, RefusalKind::Load, cancel),
+            }
+        }
+        drop(turns);
+        self.dealt = dealt;
+        {
+            let mut st = self.state.borrow_mut();
+            for chunk in chunks {
+                st.residency.untake(chunk);
+            }
+        }
+        self.batch = batch;
+    }
+
+    /// The LOD step of the tick (SPEC §17): the plan follows the non-ticket foci; blocks no
+    /// longer wanted whose replacements are ready (or that are out of range) are released,
+    /// then up to `lodBudget` pending blocks load. No hook is asked, no refusal held, no cap
+    /// counts them. Events after the tick's chunk events, releases first.
+    fn lod_tick(&mut self, ctx: &mut Ctx<'_>, settings: Settings) {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        if settings.lod.is_empty() && st.lod.is_empty() {
+            return;
+        }
+        // The non-ticket foci: the players' and the predicted ones (which count wherever a focus
+        // counts, §16); holes are counted around the players' alone.
+        self.anchors.clear();
+        if st.active {
+            self.anchors
+                .extend(st.residency.foci().take(st.before_tickets()).map(|v| v.pos));
+        }
+        st.lod.set_levels(settings.radius, settings.lod);
+        st.lod.set_foci(&self.anchors);
+        st.lod.resolve();
+        let mut moves = Vec::new();
+        let residency = &st.residency;
+        st.lod.due(|c| residency.is_ready(c), &mut moves);
+        for &(k, b) in &moves {
+            st.lod.mark_released(k, b);
+            ctx.events.emit(LOD_UNLOADED, lod_data(k, b));
+        }
+        moves.clear();
+        st.lod.load(settings.lod_budget, &mut moves);
+        for &(k, b) in &moves {
+            ctx.events.emit(LOD_LOADED, lod_data(k, b));
+        }
+    }
+
+    fn end_of_tick(&mut self, ctx: &mut Ctx<'_>) {
+        let mut ready = Vec::new();
+        {
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            if st.active {
+                let residency = &st.residency;
+                ready = st
+                    .tickets
+                    .announce(ctx.tick, |t| residency.square_ready(State::ticket_view(t)));
+            }
+            // Tickets leave at the end of their last tick, before the variables.
+            if st.tickets.expire(ctx.tick) {
+                st.foci_dirty = true;
+                self.foci.clear();
+                // Outside a scene nothing is wanted: the tickets left wait for one.
+                if st.active {
+                    self.foci
+                        .extend(st.residency.foci().take(st.before_tickets()));
+                    st.ticket_foci(ctx.tick, &mut self.foci);
+                }
+                st.residency.set_foci(&self.foci);
+            }
+        }
+        {
+            // Holes (SPEC §16), at the end of every tick: around the non-ticket, non-predicted
+            // foci, once the tick's builders have committed.
+            let mut st = self.state.borrow_mut();
+            let settings = st.settings();
+            st.holes = if st.active {
+                st.residency.holes(st.anchor_foci, settings.hole_ring) as u64
+            } else {
+                0
+            };
+            st.hole_ticks = st.hole_ticks.saturating_add(st.holes);
+            if st.uses_lod() {
+                // §17: what is seen by no ready chunk and no ready block within the last
+                // level's radius.
+                let residency = &st.residency;
+                let players: Vec<crate::grid::Position> = residency
+                    .foci()
+                    .take(st.anchor_foci)
+                    .map(|v| v.pos)
+                    .collect();
+                st.lod_holes = if st.active {
+                    st.lod.holes(&players, |c| residency.is_ready(c)) as u64
+                } else {
+                    0
+                };
+                st.lod_hole_ticks = st.lod_hole_ticks.saturating_add(st.lod_holes);
+            }
+        }
+        for id in ready {
+            ctx.events
+                .emit(TICKET_READY, serde_json::json!({ "id": id }));
+        }
+        self.publish(ctx);
     }
 }
 
@@ -539,12 +719,18 @@ impl Kit for StreamingKit {
             host.variables.set(VAR_HOLES, 0u64);
             host.variables.set(VAR_HOLE_TICKS, 0u64);
         }
+        if self.state.borrow().uses_lod() {
+            host.variables.set(VAR_LOD_LOADED, 0u64);
+            host.variables.set(VAR_LOD_HOLES, 0u64);
+            host.variables.set(VAR_LOD_HOLE_TICKS, 0u64);
+        }
     }
 
     /// Version 3 once a §16 key or a ticket priority is in use (its fields are in the section);
     /// else what round 2 wrote, byte for byte.
     fn save_version(&self) -> u32 {
-        if self.state.borrow().round3() {
+        let st = self.state.borrow();
+        if st.round3() || st.uses_lod() {
             crate::host::save::SAVE_VERSION
         } else {
             crate::host::save::BASE_SAVE_VERSION
@@ -562,6 +748,7 @@ impl Kit for StreamingKit {
         let mut st = self.state.borrow_mut();
         let grid = Grid::new(st.config.chunk_size.get());
         st.residency = Residency::new(grid, ground.bounds());
+        st.lod = lod::LodPlan::new(grid, ground.bounds());
         Ok(())
     }
 
@@ -593,6 +780,11 @@ impl Kit for StreamingKit {
         let loaded: Vec<ChunkPos> = self.state.borrow().residency.loaded().collect();
         for chunk in loaded {
             self.announce(ctx, chunk, false);
+        }
+        // Then the LOD blocks, by level then row order (after the chunk events, as a tick's).
+        let blocks = self.state.borrow_mut().lod.clear();
+        for (k, b) in blocks {
+            ctx.events.emit(LOD_UNLOADED, lod_data(k, b));
         }
         self.cache.invalidate();
         let mut st = self.state.borrow_mut();
@@ -658,98 +850,17 @@ impl Kit for StreamingKit {
         // 3. Load, nearest-first, within budget and under the cap; a refused load spends its
         //    slot. The batch is chosen before any hook is asked: a refusal released meanwhile
         //    waits for next tick.
-        if !self.within_capacity(ctx, settings) {
-            return;
+        if self.within_capacity(ctx, settings) {
+            self.load_chunks(ctx, settings);
         }
-        self.asked.clear();
-        let mut batch = std::mem::take(&mut self.batch);
-        let mut dealt = std::mem::take(&mut self.dealt);
-        {
-            let mut st = self.state.borrow_mut();
-            let st = &mut *st;
-            match settings.schedule {
-                Schedule::Nearest => st
-                    .residency
-                    .take_nearest(settings.loads_per_tick, &mut batch),
-                Schedule::Fair => {
-                    // The deal is made before any hook is asked, like the nearest batch; a
-                    // chunk that is asked (loaded or refused) moves the turn past its focus.
-                    st.residency
-                        .take_fair(settings.loads_per_tick, st.turn, &mut dealt);
-                    batch.extend(dealt.iter().map(|(c, _)| *c));
-                }
-            }
-        }
-        let mut turns = dealt.drain(..).map(|(_, t)| t);
-        let mut chunks = batch.drain(..);
-        for chunk in chunks.by_ref() {
-            if !self.make_room(ctx, settings) {
-                let mut st = self.state.borrow_mut();
-                st.residency.untake(chunk);
-                break;
-            }
-            if let Some(turn) = turns.next() {
-                self.state.borrow_mut().turn = turn;
-            }
-            match Self::ask(ctx, HOOK_CHUNK_LOAD, chunk) {
-                None => self.announce(ctx, chunk, true),
-                Some(cancel) => self.hold(chunk, RefusalKind::Load, cancel),
-            }
-        }
-        drop(turns);
-        self.dealt = dealt;
-        {
-            let mut st = self.state.borrow_mut();
-            for chunk in chunks {
-                st.residency.untake(chunk);
-            }
-        }
-        self.batch = batch;
+        // 3b. LOD blocks (SPEC §17), after the chunk events.
+        self.lod_tick(ctx, settings);
         // 4. Dormancy was kept up to date chunk by chunk; readiness and the variables come at
         //    the end of the tick, after every kit (builders included) ticked.
     }
 
     fn end_tick(&mut self, ctx: &mut Ctx<'_>) {
-        let mut ready = Vec::new();
-        {
-            let mut st = self.state.borrow_mut();
-            let st = &mut *st;
-            if st.active {
-                let residency = &st.residency;
-                ready = st
-                    .tickets
-                    .announce(ctx.tick, |t| residency.square_ready(State::ticket_view(t)));
-            }
-            // Tickets leave at the end of their last tick, before the variables.
-            if st.tickets.expire(ctx.tick) {
-                st.foci_dirty = true;
-                self.foci.clear();
-                // Outside a scene nothing is wanted: the tickets left wait for one.
-                if st.active {
-                    self.foci
-                        .extend(st.residency.foci().take(st.before_tickets()));
-                    st.ticket_foci(ctx.tick, &mut self.foci);
-                }
-                st.residency.set_foci(&self.foci);
-            }
-        }
-        {
-            // Holes (SPEC §16), at the end of every tick: around the non-ticket, non-predicted
-            // foci, once the tick's builders have committed.
-            let mut st = self.state.borrow_mut();
-            let settings = st.settings();
-            st.holes = if st.active {
-                st.residency.holes(st.anchor_foci, settings.hole_ring) as u64
-            } else {
-                0
-            };
-            st.hole_ticks = st.hole_ticks.saturating_add(st.holes);
-        }
-        for id in ready {
-            ctx.events
-                .emit(TICKET_READY, serde_json::json!({ "id": id }));
-        }
-        self.publish(ctx);
+        self.end_of_tick(ctx);
     }
 
     fn save(&self) -> Option<serde_json::Value> {

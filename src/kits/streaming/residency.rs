@@ -434,6 +434,12 @@ impl Residency {
         }
     }
 
+    /// Whether a chunk is ready (SPEC §11): loaded and built by every builder, or held by a
+    /// load refusal.
+    pub fn is_ready(&self, c: ChunkPos) -> bool {
+        self.chunk_ready(c)
+    }
+
     fn built_by_all(&self, c: ChunkPos) -> bool {
         self.all_built(self.built.get(&c).copied().unwrap_or(0))
     }

@@ -104,6 +104,13 @@ pub struct SaveSection {
     /// the game used SPEC §16.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hole_ticks: Option<u64>,
+    /// The loaded LOD blocks, one list per level (level 1 first), each in row order (version
+    /// 3, SPEC §17; absent: none). Present exactly when the game uses `lod`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lod: Option<Vec<Vec<ChunkPos>>>,
+    /// The running sum of `world.lod.holes` (version 3; absent: 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lod_hole_ticks: Option<u64>,
 }
 
 /// A validated section, ready to apply.
@@ -123,6 +130,8 @@ pub(crate) struct Prepared {
     turn: usize,
     history: Vec<(EntityId, Position)>,
     hole_ticks: Option<u64>,
+    lod: Option<Vec<Vec<ChunkPos>>>,
+    lod_hole_ticks: Option<u64>,
 }
 
 impl State {
@@ -175,6 +184,16 @@ impl State {
                     .collect()
             }),
             hole_ticks: self.round3().then_some(self.hole_ticks),
+            lod: self.uses_lod().then(|| {
+                let levels = (0..crate::kits::streaming::config::MAX_LOD_LEVELS)
+                    .map(|k| self.lod.loaded(k).collect::<Vec<_>>());
+                let mut list: Vec<Vec<ChunkPos>> = levels.collect();
+                while list.last().is_some_and(Vec::is_empty) {
+                    list.pop();
+                }
+                list
+            }),
+            lod_hole_ticks: self.uses_lod().then_some(self.lod_hole_ticks),
         }
     }
 
@@ -196,6 +215,9 @@ impl State {
         let last_wanted = check_last_wanted(&s.last_wanted, &loaded)?;
         let turn = check_turn(s.turn)?;
         let history = check_history(s.history.unwrap_or_default(), active)?;
+        if let Some(lod) = &s.lod {
+            self.check_lod(lod, active)?;
+        }
         Ok(Prepared {
             loaded,
             refusals,
@@ -211,7 +233,38 @@ impl State {
             turn,
             history,
             hole_ticks: s.hole_ticks,
+            lod: s.lod,
+            lod_hole_ticks: s.lod_hole_ticks,
         })
+    }
+
+    /// `lod`: at most four levels, each in row order without repeats, none without an active
+    /// scene.
+    fn check_lod(&self, lod: &[Vec<ChunkPos>], active: bool) -> Result<(), Problem> {
+        let max = crate::kits::streaming::config::MAX_LOD_LEVELS;
+        if lod.len() > max {
+            return Err(Problem::new(
+                "lod",
+                format!("expected at most {max} levels, got {}", lod.len()),
+            ));
+        }
+        for (k, blocks) in lod.iter().enumerate() {
+            if !active && !blocks.is_empty() {
+                return Err(Problem::new(
+                    format!("lod[{k}]"),
+                    "expected no LOD block in a save without an active scene",
+                ));
+            }
+            for (i, pair) in blocks.windows(2).enumerate() {
+                if pair[0] >= pair[1] {
+                    return Err(Problem::new(
+                        format!("lod[{k}][{}]", i + 1),
+                        "expected the blocks in row order (z, then x), each once",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `loaded`: inside the ground, each chunk once.
@@ -319,6 +372,11 @@ impl State {
         self.hole_ticks = p.hole_ticks.unwrap_or(0);
         self.over_capacity = p.over_capacity;
         self.foci_dirty = true;
+        self.lod_used = p.lod.is_some();
+        self.lod_hole_ticks = p.lod_hole_ticks.unwrap_or(0);
+        let settings = self.settings();
+        self.lod
+            .restore(settings.radius, settings.lod, &p.lod.unwrap_or_default());
         // Ticket foci take their tickets' priorities (a save lists the tickets counting in the
         // tick that last ran, in id order, after the other foci).
         let start = p.anchors + p.predicted;

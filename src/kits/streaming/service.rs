@@ -254,6 +254,35 @@ pub trait StreamingService {
     fn hole_chunks(&self) -> Option<Vec<ChunkPos>> {
         None
     }
+    /// The loaded LOD blocks of `level` (1 = the first `lod` entry), row order (SPEC §17);
+    /// empty for a level not in force.
+    fn lod_loaded(&self, level: u32) -> Vec<ChunkPos> {
+        let _ = level;
+        Vec::new()
+    }
+    /// The loaded LOD blocks per level (level 1 first; every level in force, and any level
+    /// still holding blocks), each in row order; `None` when the scene does not use `lod`.
+    fn lod(&self) -> Option<Vec<Vec<ChunkPos>>> {
+        None
+    }
+    /// The side in chunks of the blocks of `level` (1 = the first `lod` entry) in force.
+    fn lod_step(&self, level: u32) -> Option<u32> {
+        let _ = level;
+        None
+    }
+    /// `world.lod.holes` of the last tick and `world.lod.holeTicks` (SPEC §17).
+    fn lod_holes(&self) -> (u64, u64) {
+        (0, 0)
+    }
+    /// A builder that builds LOD blocks too: a block is ready (seen) once every such builder
+    /// reported it built through [`StreamingService::set_lod_built`].
+    fn register_lod_builder(&self, builder: BuilderId) {
+        let _ = builder;
+    }
+    /// A builder reports a loaded block of `level` (1 = the first) built or no longer built.
+    fn set_lod_built(&self, builder: BuilderId, level: u32, block: ChunkPos, built: bool) {
+        let _ = (builder, level, block, built);
+    }
     /// Removes ticket `id` at once; returns whether it was held.
     fn drop_ticket(&self, id: &str) -> bool;
     /// The held tickets, in id order.

@@ -15,6 +15,7 @@ use super::config::{Overrides, Settings, StreamingConfig};
 use super::dormancy::Dormancy;
 use super::events::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use super::foci::{Ticket, TicketError, Tickets};
+use super::lod::LodPlan;
 use super::residency::{FocusView, RefusalKind, Residency};
 use super::service::{Refusal, Subscriber};
 
@@ -62,6 +63,13 @@ pub(crate) struct State {
     pub(crate) hole_ticks: u64,
     /// A mod set a §16 key, a request carried `priority`, or a save said so.
     pub(crate) round3_used: bool,
+    /// The LOD blocks (SPEC §17).
+    pub(crate) lod: LodPlan,
+    /// `world.lod.holes` at the end of the last tick and their running sum (saved).
+    pub(crate) lod_holes: u64,
+    pub(crate) lod_hole_ticks: u64,
+    /// A mod set `lod`, or a save said so.
+    pub(crate) lod_used: bool,
 }
 
 impl State {
@@ -91,7 +99,22 @@ impl State {
             holes: 0,
             hole_ticks: 0,
             round3_used: false,
+            lod: LodPlan::new(Grid::new(config.chunk_size.get()), None),
+            lod_holes: 0,
+            lod_hole_ticks: 0,
+            lod_used: false,
         }
+    }
+
+    /// Whether the scene uses SPEC §17 (`lod` in the config, a layer or a mod's `set`, or a
+    /// save with blocks): only then does the state show `lod` and the LOD variables exist.
+    pub(crate) fn uses_lod(&self) -> bool {
+        self.lod_used
+            || self.config.uses_lod()
+            || self
+                .layers
+                .values()
+                .any(|l| l.lod.is_some_and(|l| !l.is_empty()))
     }
 
     /// Whether the scene uses SPEC §16 (a key in the config, a layer or a mod's `set`, or a

@@ -254,6 +254,93 @@ impl Generator {
     }
 }
 
+/// The chunk and its cell that sample `(i, j)` of block `block` of `step` chunks a side
+/// (SPEC §17): the full-resolution cell `(i·step, j·step)` of the block's area.
+pub fn block_sample(
+    block: ChunkPos,
+    step: u32,
+    cells: u32,
+    i: u32,
+    j: u32,
+) -> (ChunkPos, u32, u32) {
+    let n = u64::from(cells);
+    let (gi, gj) = (
+        u64::from(i) * u64::from(step),
+        u64::from(j) * u64::from(step),
+    );
+    let s = i64::from(step);
+    let chunk = ChunkPos::new(block.x * s + (gi / n) as i64, block.z * s + (gj / n) as i64);
+    (chunk, (gi % n) as u32, (gj % n) as u32)
+}
+
+/// Whether cell `(i, j)` of `chunk` is one a block of `step` samples, and which block cell.
+pub fn sampled_by(
+    chunk: ChunkPos,
+    step: u32,
+    cells: u32,
+    i: u32,
+    j: u32,
+) -> Option<(ChunkPos, u32, u32)> {
+    let s = i64::from(step);
+    let block = ChunkPos::new(chunk.x.div_euclid(s), chunk.z.div_euclid(s));
+    let n = i64::from(cells);
+    let gx = (chunk.x - block.x * s) * n + i64::from(i);
+    let gz = (chunk.z - block.z * s) * n + i64::from(j);
+    (gx % s == 0 && gz % s == 0).then(|| (block, (gx / s) as u32, (gz / s) as u32))
+}
+
+/// The chunks whose cells a block samples, row order.
+pub fn sampled_chunks(block: ChunkPos, step: u32, cells: u32) -> Vec<ChunkPos> {
+    let mut cols: Vec<i64> = (0..cells)
+        .map(|i| block_sample(block, step, cells, i, 0).0.x)
+        .collect();
+    cols.dedup();
+    let mut rows: Vec<i64> = (0..cells)
+        .map(|j| block_sample(block, step, cells, 0, j).0.z)
+        .collect();
+    rows.dedup();
+    rows.iter()
+        .flat_map(|z| cols.iter().map(move |x| ChunkPos::new(*x, *z)))
+        .collect()
+}
+
+impl Generator {
+    /// Builds block `block` of `step` chunks a side: cell `(i, j)` is exactly the
+    /// full-resolution cell `(i·step, j·step)` of its area, with the diff `diff` gives for its
+    /// chunk (asked once a chunk) applied.
+    pub fn generate_block(
+        &self,
+        block: ChunkPos,
+        step: u32,
+        mut diff: impl FnMut(ChunkPos) -> Option<super::region::Diff>,
+    ) -> ChunkData {
+        let n = self.cells;
+        let cells = (n * n) as usize;
+        let mut bytes = vec![0u8; cells * 3];
+        let mut diffs: std::collections::BTreeMap<ChunkPos, Option<super::region::Diff>> =
+            std::collections::BTreeMap::new();
+        for j in 0..n {
+            for i in 0..n {
+                let (c, ci, cj) = block_sample(block, step, n, i, j);
+                let d = diffs.entry(c).or_insert_with(|| diff(c));
+                let edited = d
+                    .as_ref()
+                    .and_then(|d| d.cells.get(&(cj * n + ci)).copied());
+                let (height, material) = edited.unwrap_or_else(|| self.cell(c, ci, cj));
+                let k = (j * n + i) as usize;
+                bytes[2 * k..2 * k + 2].copy_from_slice(&height.to_le_bytes());
+                bytes[2 * cells + k] = material;
+            }
+        }
+        let hash = fnv1a64(&bytes);
+        ChunkData {
+            cells: n,
+            bytes,
+            hash,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

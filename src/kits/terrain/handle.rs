@@ -57,6 +57,14 @@ impl TerrainService for Handle {
         result
     }
 
+    fn lod_block(&self, level: u32, x: i64, z: i64) -> Option<Arc<ChunkData>> {
+        let st = self.0.borrow();
+        st.blocks
+            .built
+            .get(&(level, ChunkPos::new(x, z)))
+            .map(|(_, d)| d.clone())
+    }
+
     fn is_modified(&self, chunk: ChunkPos) -> bool {
         self.0.borrow().diffs.contains_key(&chunk)
     }

@@ -35,7 +35,7 @@ use crate::host::{
     Services,
 };
 use crate::json::from_value;
-use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
+use crate::kits::streaming::{ChunkEvent, StreamingService, LOD_LOADED, LOD_UNLOADED, STREAMING};
 
 pub use config::{
     CellsPerChunk, CommitLatency, FlushEvery, Seed, TerrainConfig, Workers, MAX_CELLS,
@@ -47,7 +47,7 @@ use pool::Pool;
 pub use save::{SaveSection, SavedChunk, SavedEdits};
 pub use service::{
     hash_text, BuiltCallback, EditRefused, TerrainService, EDIT_REFUSED, TERRAIN_BUILT,
-    TERRAIN_CHANGED, TERRAIN_ERROR, VAR_WAITS,
+    TERRAIN_CHANGED, TERRAIN_ERROR, TERRAIN_LOD_BUILT, VAR_WAITS,
 };
 use state::State;
 use store::Store;
@@ -117,6 +117,7 @@ impl TerrainKit {
                 builder: None,
                 subscribers: Rc::default(),
                 outbox: Rc::default(),
+                blocks: state::Blocks::default(),
             })),
             published: None,
         }
@@ -170,6 +171,70 @@ impl TerrainKit {
                 if let Ok(mut cb) = cb.try_borrow_mut() {
                     cb(chunk, hash);
                 }
+            }
+        }
+    }
+
+    /// Commits the LOD blocks due at `tick`, in dispatch order, after the chunks: each is
+    /// `world.terrain.lod.built {level, x, z, hash}`, then streaming is told (readiness).
+    fn commit_blocks(&mut self, ctx: &mut Ctx<'_>) {
+        let builder = {
+            let mut st = self.state.borrow_mut();
+            match st.blocks.commits.front() {
+                Some(&(at, _, _)) if at <= ctx.tick => {}
+                _ => return,
+            }
+            st.drain_blocks();
+            st.builder.clone()
+        };
+        loop {
+            let key = {
+                let mut st = self.state.borrow_mut();
+                let Some(&(at, version, key)) = st.blocks.commits.front() else {
+                    break;
+                };
+                if at > ctx.tick {
+                    break;
+                }
+                st.blocks.commits.pop_front();
+                let Some((built, step, waited)) = st.land_block(key, version) else {
+                    continue; // released or dispatched again since
+                };
+                st.waits += u64::from(waited);
+                if let Some((_, old)) = st.blocks.built.insert(key, (step, built.data)) {
+                    st.trash.push(old);
+                }
+                ctx.events.emit(TERRAIN_LOD_BUILT, built.event);
+                key
+            };
+            if let Some((streaming, id)) = &builder {
+                streaming.set_lod_built(*id, key.0, key.1, true);
+            }
+        }
+    }
+
+    /// Tells which blocks an edit changed this tick `{x, z, level}`, once each (level, then row
+    /// order), and dispatches their rebuild.
+    fn report_changed_blocks(&mut self, ctx: &mut Ctx<'_>) {
+        if self.state.borrow().blocks.dirty.is_empty() {
+            return;
+        }
+        let mut st = self.state.borrow_mut();
+        let dirty = std::mem::take(&mut st.blocks.dirty);
+        let at = ctx.tick + st.config.commit_latency.get();
+        for key in dirty {
+            ctx.events.emit(
+                TERRAIN_CHANGED,
+                serde_json::json!({ "x": key.1.x, "z": key.1.z, "level": key.0 }),
+            );
+            let step = st
+                .blocks
+                .built
+                .get(&key)
+                .map(|(s, _)| *s)
+                .or_else(|| st.blocks.in_flight.get(&key).map(|f| f.step));
+            if let Some(step) = step {
+                st.dispatch_block(key, step, at);
             }
         }
     }
@@ -305,6 +370,7 @@ impl Kit for TerrainKit {
         let id = streaming
             .register_builder(TERRAIN)
             .expect("the first builders fit");
+        streaming.register_lod_builder(id);
         st.builder = Some((streaming, id));
         let fail = |message: String| KitError::Start {
             kit: TERRAIN.into(),
@@ -329,6 +395,24 @@ impl Kit for TerrainKit {
     }
 
     fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
+        if event.event == LOD_LOADED || event.event == LOD_UNLOADED {
+            let field = |k: &str| event.data.get(k).and_then(serde_json::Value::as_i64);
+            let (Some(level), Some(x), Some(z)) = (field("level"), field("x"), field("z")) else {
+                return;
+            };
+            let key = (level as u32, ChunkPos::new(x, z));
+            let mut st = self.state.borrow_mut();
+            if event.event == LOD_LOADED {
+                let step = st.builder.as_ref().and_then(|(s, _)| s.lod_step(key.0));
+                if let Some(step) = step {
+                    let at = event.tick + st.config.commit_latency.get();
+                    st.dispatch_block(key, step, at);
+                }
+            } else {
+                st.release_block(key);
+            }
+            return;
+        }
         let Some((chunk, loaded)) = event.chunk() else {
             return;
         };
@@ -350,10 +434,12 @@ impl Kit for TerrainKit {
     fn begin_tick(&mut self, ctx: &mut Ctx<'_>) {
         self.report_errors(ctx);
         self.commit(ctx);
+        self.commit_blocks(ctx);
     }
 
     fn end_tick(&mut self, ctx: &mut Ctx<'_>) {
         self.report_changed(ctx);
+        self.report_changed_blocks(ctx);
         let every = self.state.borrow().config.flush_every_ticks.get();
         if every > 0 && ctx.tick.is_multiple_of(every) {
             self.write_back(ctx);
@@ -361,6 +447,7 @@ impl Kit for TerrainKit {
         let mut st = self.state.borrow_mut();
         st.send_released();
         st.submit(); // the tick's jobs and released data: one lock, at most one wake
+        st.submit_blocks();
         drop(st);
         self.publish(ctx);
     }
@@ -409,7 +496,32 @@ impl Kit for TerrainKit {
             }
             streaming.set_built(id, c, st.built.contains_key(&c));
         }
+        // The same for the LOD blocks.
+        let mut loaded_blocks = BTreeSet::new();
+        for level in 1..=4u32 {
+            loaded_blocks.extend(streaming.lod_loaded(level).into_iter().map(|b| (level, b)));
+        }
+        let stale: Vec<state::BlockKey> = st
+            .blocks
+            .built
+            .keys()
+            .chain(st.blocks.in_flight.keys())
+            .filter(|k| !loaded_blocks.contains(k))
+            .copied()
+            .collect();
+        for k in stale {
+            st.release_block(k);
+        }
+        for k in loaded_blocks {
+            if !st.blocks.built.contains_key(&k) && !st.blocks.in_flight.contains_key(&k) {
+                if let Some(step) = streaming.lod_step(k.0) {
+                    st.dispatch_block(k, step, at);
+                }
+            }
+            streaming.set_lod_built(id, k.0, k.1, st.blocks.built.contains_key(&k));
+        }
         st.submit(); // outside a tick: the workers start now
+        st.submit_blocks();
     }
 
     fn commit_load(&mut self, prepared: Option<PreparedSection>, _ctx: &mut Ctx<'_>) {
@@ -491,6 +603,61 @@ mod tests {
         assert!(!waited);
         assert_eq!(*built.data, st.generator().generate(c));
         assert_eq!((st.arrived, st.in_flight.len()), (0, 0));
+    }
+
+    #[test]
+    fn a_block_released_before_its_job_leaves_the_tick_is_never_built() {
+        let kit = kit_with_pool();
+        let mut st = kit.state.borrow_mut();
+        let b = (1, ChunkPos::new(2, 2));
+        st.dispatch_block(b, 2, 5);
+        st.release_block(b);
+        st.submit_blocks();
+        assert!(st.blocks.jobs.is_empty() && st.blocks.in_flight.is_empty());
+        let other = (2, ChunkPos::new(-1, 0));
+        st.dispatch_block(other, 4, 6);
+        st.submit_blocks();
+        let done = st.pool.as_ref().unwrap().recv_block().unwrap();
+        assert_eq!((done.level, done.block), other, "b was never built");
+        // Its commit lands the block; a released block's queue entry commits nothing.
+        st.take_block(done);
+        assert!(st.land_block(b, 0).is_none());
+        let (built, step, _) = st.land_block(other, 1).unwrap();
+        assert_eq!(step, 4);
+        assert_eq!(
+            *built.data,
+            st.generator().generate_block(other.1, 4, |_| None)
+        );
+    }
+
+    #[test]
+    fn block_results_of_released_or_superseded_dispatches_are_discarded() {
+        let kit = kit_with_pool();
+        let mut st = kit.state.borrow_mut();
+        let b = (1, ChunkPos::new(0, 3));
+        st.dispatch_block(b, 2, 5); // version 0
+        st.submit_blocks();
+        st.release_block(b); // handed over: its result comes back
+        let stale = st.pool.as_ref().unwrap().recv_block().unwrap();
+        st.take_block(stale);
+        assert!(st.blocks.in_flight.is_empty(), "discarded on arrival");
+        st.dispatch_block(b, 2, 9); // version 1
+        st.submit_blocks();
+        let fresh = st.pool.as_ref().unwrap().recv_block().unwrap();
+        assert_eq!(fresh.version, 1);
+        let old = pool::BlockDone {
+            level: 1,
+            block: b.1,
+            version: 0,
+            built: None,
+        };
+        st.take_block(old);
+        assert!(
+            st.blocks.in_flight[&b].done.is_none(),
+            "a stale version is dropped"
+        );
+        st.take_block(fresh);
+        assert!(st.blocks.in_flight[&b].done.is_some());
     }
 
     #[test]

@@ -87,6 +87,67 @@ pub struct Done {
     pub built: Option<Built>,
 }
 
+/// A LOD block to build (SPEC §17): its level, block, step and dispatch, and the diffs of the
+/// sampled chunks that are built on the tick (theirs are authoritative: `None` there means the
+/// baseline); any other sampled chunk's diff is read from the save thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockJob {
+    /// Level (1 = the first `lod` entry).
+    pub level: u32,
+    /// The block.
+    pub block: ChunkPos,
+    /// Its side in chunks.
+    pub step: u32,
+    /// The dispatch it answers.
+    pub version: u64,
+    /// Built sampled chunks and their diffs, row order.
+    pub resident: Vec<(ChunkPos, Option<Diff>)>,
+}
+
+impl BlockJob {
+    /// Builds the block (the payload of `world.terrain.lod.built` made ready).
+    pub fn build(&self, generator: &Generator, reader: Option<&Reader>) -> BuiltBlock {
+        let data = generator.generate_block(self.block, self.step, |c| {
+            match self.resident.binary_search_by(|(r, _)| r.cmp(&c)) {
+                Ok(k) => self.resident[k].1.clone(),
+                Err(_) => reader.and_then(|r| r.read(c)),
+            }
+        });
+        BuiltBlock {
+            event: serde_json::json!({
+                "level": self.level,
+                "x": self.block.x,
+                "z": self.block.z,
+                "hash": super::hash_text(data.hash()),
+            })
+            .into(),
+            data: Arc::new(data),
+        }
+    }
+}
+
+/// A block as a worker built it.
+#[derive(Debug)]
+pub struct BuiltBlock {
+    /// Its cells.
+    pub data: Arc<ChunkData>,
+    /// The payload of its `world.terrain.lod.built` event: `{level, x, z, hash}`.
+    pub event: EventData,
+}
+
+/// A built block.
+#[derive(Debug)]
+pub struct BlockDone {
+    /// Which dispatch it answers: (level, block, version).
+    pub level: u32,
+    /// The block.
+    pub block: ChunkPos,
+    /// The dispatch.
+    pub version: u64,
+    /// `None` if the worker panicked (the caller builds it itself).
+    pub built: Option<BuiltBlock>,
+}
+
 /// Released chunks kept for the workers to free beyond this many wake a worker at the next
 /// [`Pool::submit`] even with no job queued (below it they wait for the next job).
 const TRASH_WAKE: usize = 64;
@@ -102,6 +163,8 @@ const POLL: Duration = Duration::from_micros(500);
 #[derive(Default)]
 struct Queue {
     jobs: VecDeque<Job>,
+    /// LOD blocks, taken after the chunks.
+    blocks: VecDeque<BlockJob>,
     /// Released chunks for a worker to drop.
     trash: Vec<Arc<ChunkData>>,
     /// Workers waiting on the condition variable until woken.
@@ -116,7 +179,7 @@ impl Queue {
     fn wants_worker(&self) -> bool {
         self.sleeping > 0
             && self.polling == 0
-            && (!self.jobs.is_empty() || self.trash.len() >= TRASH_WAKE)
+            && (!self.jobs.is_empty() || !self.blocks.is_empty() || self.trash.len() >= TRASH_WAKE)
     }
 }
 
@@ -137,6 +200,7 @@ impl Shared {
 pub struct Pool {
     shared: Arc<Shared>,
     results: Receiver<Done>,
+    block_results: Receiver<BlockDone>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -149,24 +213,36 @@ impl std::fmt::Debug for Pool {
 }
 
 /// A worker: takes jobs until the stop flag is set or the pool's result end is gone.
-fn work(shared: &Shared, results: &Sender<Done>, generator: &Generator, reader: Option<&Reader>) {
+fn work(
+    shared: &Shared,
+    results: &Sender<Done>,
+    blocks: &Sender<BlockDone>,
+    generator: &Generator,
+    reader: Option<&Reader>,
+) {
     let mut last_job = Instant::now();
     loop {
-        let (job, trash) = {
+        let (job, block, trash) = {
             let mut q = shared.lock();
             loop {
                 if shared.stop.load(Ordering::Acquire) {
                     return;
                 }
                 if !q.trash.is_empty() {
-                    break (None, std::mem::take(&mut q.trash));
+                    break (None, None, std::mem::take(&mut q.trash));
                 }
                 if let Some(job) = q.jobs.pop_front() {
-                    if !q.jobs.is_empty() && q.sleeping + q.polling > 0 {
+                    if !(q.jobs.is_empty() && q.blocks.is_empty()) && q.sleeping + q.polling > 0 {
                         // More work: the next worker, asleep or warm (this wake is off the tick).
                         shared.work.notify_one();
                     }
-                    break (Some(job), Vec::new());
+                    break (Some(job), None, Vec::new());
+                }
+                if let Some(block) = q.blocks.pop_front() {
+                    if !q.blocks.is_empty() && q.sleeping + q.polling > 0 {
+                        shared.work.notify_one();
+                    }
+                    break (None, Some(block), Vec::new());
                 }
                 if last_job.elapsed() < WARM {
                     q.polling += 1;
@@ -194,6 +270,22 @@ fn work(shared: &Shared, results: &Sender<Done>, generator: &Generator, reader: 
             }
             last_job = Instant::now();
         }
+        if let Some(b) = block {
+            let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                b.build(generator, reader)
+            }))
+            .ok();
+            let done = BlockDone {
+                level: b.level,
+                block: b.block,
+                version: b.version,
+                built,
+            };
+            if blocks.send(done).is_err() {
+                return;
+            }
+            last_job = Instant::now();
+        }
     }
 }
 
@@ -211,15 +303,18 @@ impl Pool {
             stop: AtomicBool::new(false),
         });
         let (result_tx, result_rx) = crossbeam_channel::unbounded::<Done>();
+        let (block_tx, block_rx) = crossbeam_channel::unbounded::<BlockDone>();
         let mut pool = Pool {
             shared,
             results: result_rx,
+            block_results: block_rx,
             threads: Vec::new(),
         };
         for i in 0..workers.max(1) {
-            let (shared, results, generator, reader) = (
+            let (shared, results, blocks, generator, reader) = (
                 pool.shared.clone(),
                 result_tx.clone(),
+                block_tx.clone(),
                 generator.clone(),
                 reader.clone(),
             );
@@ -227,11 +322,12 @@ impl Pool {
             pool.threads.push(
                 std::thread::Builder::new()
                     .name(format!("world.terrain worker {i}"))
-                    .spawn(move || work(&shared, &results, &generator, reader.as_ref()))?,
+                    .spawn(move || work(&shared, &results, &blocks, &generator, reader.as_ref()))?,
             );
         }
         // The template is dropped here, so the result queue disconnects once the workers go.
         drop(result_tx);
+        drop(block_tx);
         Ok(pool)
     }
 
@@ -257,6 +353,34 @@ impl Pool {
         }
     }
 
+    /// Queues LOD block jobs (after any chunk job), leaving `blocks` empty: one lock.
+    pub fn submit_blocks(&self, blocks: &mut Vec<BlockJob>) {
+        if blocks.is_empty() {
+            return;
+        }
+        let mut q = self.shared.lock();
+        q.blocks.extend(blocks.drain(..));
+        if q.wants_worker() {
+            self.shared.work.notify_one();
+        }
+    }
+
+    /// A built block, if one is waiting.
+    pub fn try_recv_block(&self) -> Option<BlockDone> {
+        self.block_results.try_recv().ok()
+    }
+
+    /// The next built block, waiting for it (`None` only if every worker is gone).
+    pub fn recv_block(&self) -> Option<BlockDone> {
+        {
+            let q = self.shared.lock();
+            if !(q.jobs.is_empty() && q.blocks.is_empty()) && q.sleeping + q.polling > 0 {
+                self.shared.work.notify_one();
+            }
+        }
+        self.block_results.recv().ok()
+    }
+
     /// A finished chunk, if one is waiting.
     pub fn try_recv(&self) -> Option<Done> {
         self.results.try_recv().ok()
@@ -267,7 +391,7 @@ impl Pool {
     pub fn recv(&self) -> Option<Done> {
         {
             let q = self.shared.lock();
-            if !q.jobs.is_empty() && q.sleeping + q.polling > 0 {
+            if !(q.jobs.is_empty() && q.blocks.is_empty()) && q.sleeping + q.polling > 0 {
                 self.shared.work.notify_one();
             }
         }

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::pool::Built;
 use super::region::Diff;
-use super::state::State;
+use super::state::{BlockKey, State};
 use super::store::{self, Reported};
+use super::ChunkData;
 use super::{hash_text, TERRAIN};
 use crate::grid::ChunkPos;
 use crate::host::Problem;
@@ -46,6 +47,27 @@ pub struct SavedEdits {
     pub cells: Vec<(u32, u16, u8)>,
 }
 
+/// A saved LOD block (SPEC §17): its level, block and step, plus its commit tick (in flight)
+/// or its hash (built).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SavedBlock {
+    /// Level (1 = the first `lod` entry), 1..=4.
+    pub level: u32,
+    /// Block column.
+    pub x: i64,
+    /// Block row.
+    pub z: i64,
+    /// Its side in chunks.
+    pub step: u32,
+    /// In flight: the tick it commits at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_at: Option<u64>,
+    /// Built: its hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+}
+
 /// The kit's save section: the generator stamp, the chunks in flight (in commit order) and the
 /// built ones (row order), the wait count, where the edits are. Terrain is never saved: it is
 /// regenerated, and the modified chunks' diffs applied.
@@ -71,6 +93,12 @@ pub struct SaveSection {
     /// Chunks to be told `world.terrain.changed` at the end of the tick, row order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dirty: Vec<ChunkPos>,
+    /// LOD blocks dispatched and not committed, in commit order (SPEC §17).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lod_in_flight: Vec<SavedBlock>,
+    /// Built LOD blocks, by level then row order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lod_built: Vec<SavedBlock>,
 }
 
 pub(super) struct Prepared {
@@ -82,6 +110,8 @@ pub(super) struct Prepared {
     overlay: Vec<(ChunkPos, Option<Diff>)>,
     dirty: Vec<ChunkPos>,
     errors: Vec<Reported>,
+    lod_in_flight: Vec<(BlockKey, u32, u64)>,
+    lod_built: Vec<(BlockKey, u32, ChunkData)>,
 }
 
 /// The section of the kit's state.
@@ -109,8 +139,39 @@ pub(super) fn section(st: &State) -> SaveSection {
     for c in &st.unsaved {
         edits.insert(*c, st.diffs.get(c));
     }
+    let mut lod_in_flight: Vec<(u64, u64, BlockKey, u32)> = st
+        .blocks
+        .in_flight
+        .iter()
+        .map(|(k, f)| (f.commit_at, f.version, *k, f.step))
+        .collect();
+    lod_in_flight.sort();
     let stamp = st.generator().stamp();
     let section = SaveSection {
+        lod_in_flight: lod_in_flight
+            .into_iter()
+            .map(|(at, _, (level, b), step)| SavedBlock {
+                level,
+                x: b.x,
+                z: b.z,
+                step,
+                commit_at: Some(at),
+                hash: None,
+            })
+            .collect(),
+        lod_built: st
+            .blocks
+            .built
+            .iter()
+            .map(|((level, b), (step, d))| SavedBlock {
+                level: *level,
+                x: b.x,
+                z: b.z,
+                step: *step,
+                commit_at: None,
+                hash: Some(hash_text(d.hash())),
+            })
+            .collect(),
         generator: stamp.generator,
         seed: stamp.seed,
         in_flight: in_flight
@@ -281,7 +342,61 @@ pub(super) fn prepare(
             format!("chunk {c} is not built"),
         ));
     }
+    let mut lod_in_flight = Vec::new();
+    let mut lod_built = Vec::new();
+    // A block may be in both lists (built, and rebuilding after an edit), once in each.
+    for (list, name) in [
+        (&s.lod_in_flight, "lodInFlight"),
+        (&s.lod_built, "lodBuilt"),
+    ] {
+        let mut seen_blocks = BTreeSet::new();
+        for (i, b) in list.iter().enumerate() {
+            let p = format!("{path}.{name}[{i}]");
+            let key = (b.level, ChunkPos::new(b.x, b.z));
+            if !(1..=4).contains(&b.level) {
+                return Err(Problem::new(
+                    format!("{p}.level"),
+                    format!("expected a level 1..=4, got {}", b.level),
+                ));
+            }
+            if !(2..=64).contains(&b.step) || !b.step.is_power_of_two() {
+                return Err(Problem::new(
+                    format!("{p}.step"),
+                    format!("expected a power of two 2..=64, got {}", b.step),
+                ));
+            }
+            if !seen_blocks.insert(key) {
+                return Err(Problem::new(p, "the block is listed twice"));
+            }
+            match (name, b.commit_at, &b.hash) {
+                ("lodInFlight", Some(at), None) => lod_in_flight.push((key, b.step, at)),
+                ("lodBuilt", None, Some(hash)) => {
+                    let data = st
+                        .generator()
+                        .generate_block(key.1, b.step, |c| stored.get(&c).cloned());
+                    let expected = hash_text(data.hash());
+                    if *hash != expected {
+                        return Err(Problem::new(
+                            format!("{p}.hash"),
+                            format!(
+                                "expected {expected} (the block as this generator builds it,                                  with the stored edits), got {hash:?}"
+                            ),
+                        ));
+                    }
+                    lod_built.push((key, b.step, data));
+                }
+                _ => {
+                    return Err(Problem::new(
+                        p,
+                        "expected `commitAt` in lodInFlight, `hash` in lodBuilt",
+                    ))
+                }
+            }
+        }
+    }
     Ok(Prepared {
+        lod_in_flight,
+        lod_built,
         in_flight,
         built,
         waits: s.waits,
@@ -322,9 +437,33 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
     for (chunk, at) in p.in_flight {
         st.dispatch(chunk, at);
     }
+    // The LOD blocks: the old run's flights are stale, the save's built ones land as saved.
+    let trash: Vec<_> = std::mem::take(&mut st.blocks.built)
+        .into_values()
+        .map(|(_, d)| d)
+        .collect();
+    st.trash.extend(trash);
+    st.blocks.in_flight.clear();
+    st.blocks.commits.clear();
+    st.blocks.jobs.clear();
+    st.blocks.dirty.clear();
+    for (key, step, data) in p.lod_built {
+        if let Some(k) = key.0.checked_sub(1) {
+            st.blocks.steps[k as usize] = step;
+        }
+        st.blocks
+            .built
+            .insert(key, (step, std::sync::Arc::new(data)));
+    }
+    for (key, step, at) in p.lod_in_flight {
+        st.dispatch_block(key, step, at);
+    }
     if let Some((streaming, id)) = st.builder.clone() {
         for c in st.built.keys() {
             streaming.set_built(id, *c, true);
+        }
+        for key in st.blocks.built.keys() {
+            streaming.set_lod_built(id, key.0, key.1, true);
         }
     }
 }

@@ -9,6 +9,8 @@ use super::ChunkData;
 
 /// Event: a chunk's terrain was committed `{x, z, hash}` (hash: 16 hex digits of FNV-1a 64).
 pub const TERRAIN_BUILT: &str = "world.terrain.built";
+/// Event: a LOD block's terrain was committed `{level, x, z, hash}` (SPEC §17).
+pub const TERRAIN_LOD_BUILT: &str = "world.terrain.lod.built";
 /// Variable: how many commits had to wait for their worker.
 pub const VAR_WAITS: &str = "world.terrain.waits";
 /// Event: an edit was refused `{x, z, reason}` (SPEC §13).
@@ -59,6 +61,13 @@ pub trait TerrainService {
     fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused>;
     /// Whether a built chunk differs from its generated baseline.
     fn is_modified(&self, chunk: ChunkPos) -> bool;
+    /// The built terrain of LOD block `(x, z)` of `level` (1 = the first `lod` entry; SPEC
+    /// §17): `cellsPerChunk²` cells, cell `(i, j)` the full-resolution cell `(i·s, j·s)` of
+    /// the block's area, edits included. `None` for level 0, a block not loaded or not built.
+    fn lod_block(&self, level: u32, x: i64, z: i64) -> Option<Arc<ChunkData>> {
+        let _ = (level, x, z);
+        None
+    }
 }
 
 /// The hash as events and saves write it.

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 use crate::grid::{ChunkPos, Position};
 use crate::kits::streaming::{BuilderId, StreamingService};
 
-use super::pool::{Built, Job, Pool};
+use super::pool::{BlockDone, BlockJob, Built, BuiltBlock, Job, Pool};
 use super::region::Diff;
 use super::store::{self, Reported, Store};
 use super::*;
@@ -23,6 +23,35 @@ pub(super) struct Flight {
     /// What its worker sent back, once it has (`Some(None)`: the worker failed, and the
     /// commit builds the chunk itself).
     pub(super) done: Option<Option<Built>>,
+}
+
+/// A LOD block dispatched and not committed yet (SPEC §17).
+#[derive(Debug)]
+pub(super) struct BlockFlight {
+    pub(super) version: u64,
+    pub(super) commit_at: u64,
+    pub(super) step: u32,
+    pub(super) done: Option<Option<BuiltBlock>>,
+}
+
+/// A LOD block: (level, block).
+pub(super) type BlockKey = (u32, ChunkPos);
+
+/// The LOD blocks of the terrain (SPEC §17): in flight, built, dirty, and their commit queue.
+#[derive(Debug, Default)]
+pub(super) struct Blocks {
+    pub(super) next_version: u64,
+    pub(super) in_flight: BTreeMap<BlockKey, BlockFlight>,
+    /// Commits due, in (tick, dispatch order).
+    pub(super) commits: VecDeque<(u64, u64, BlockKey)>,
+    pub(super) jobs: Vec<BlockJob>,
+    /// Built blocks and their step.
+    pub(super) built: BTreeMap<BlockKey, (u32, Arc<ChunkData>)>,
+    /// Blocks an edit changed: told `world.terrain.changed {x, z, level}` at the end of the
+    /// tick and rebuilt.
+    pub(super) dirty: BTreeSet<BlockKey>,
+    /// The step of each level (index = level − 1) blocks were last dispatched with.
+    pub(super) steps: [u32; 4],
 }
 
 pub(super) struct State {
@@ -70,6 +99,7 @@ pub(super) struct State {
     pub(super) builder: Option<(Rc<dyn StreamingService>, BuilderId)>,
     pub(super) subscribers: Rc<RefCell<Vec<Rc<RefCell<BuiltCallback>>>>>,
     pub(super) outbox: crate::host::Outbox,
+    pub(super) blocks: Blocks,
 }
 
 impl State {
@@ -229,6 +259,172 @@ impl State {
         }
     }
 
+    /// Dispatches LOD block `key` of `step` to commit at `commit_at`: the diffs of its built
+    /// sampled chunks go with the job (theirs are the tick's), the rest are read by the worker.
+    pub(super) fn dispatch_block(&mut self, key: BlockKey, step: u32, commit_at: u64) {
+        self.send_released(); // a released chunk's edits reach the save thread first
+        let resident = self.resident_of(key.1, step);
+        let b = &mut self.blocks;
+        let version = b.next_version;
+        b.next_version += 1;
+        if let Some(k) = key.0.checked_sub(1).filter(|k| *k < 4) {
+            b.steps[k as usize] = step;
+        }
+        b.in_flight.insert(
+            key,
+            BlockFlight {
+                version,
+                commit_at,
+                step,
+                done: None,
+            },
+        );
+        b.jobs.retain(|j| (j.level, j.block) != key);
+        let entry = (commit_at, version, key);
+        if b.commits
+            .back()
+            .is_none_or(|&(t, v, _)| (t, v) < (commit_at, version))
+        {
+            b.commits.push_back(entry);
+        } else {
+            let at = b
+                .commits
+                .partition_point(|&(t, v, _)| (t, v) < (commit_at, version));
+            b.commits.insert(at, entry);
+        }
+        b.jobs.push(BlockJob {
+            level: key.0,
+            block: key.1,
+            step,
+            version,
+            resident,
+        });
+    }
+
+    /// The built chunks a block samples and their diffs (`None`: the baseline), row order.
+    fn resident_of(&self, block: ChunkPos, step: u32) -> Vec<(ChunkPos, Option<Diff>)> {
+        let cells = self.config.cells_per_chunk.get();
+        super::generate::sampled_chunks(block, step, cells)
+            .into_iter()
+            .filter(|c| self.built.contains_key(c))
+            .map(|c| (c, self.diffs.get(&c).cloned()))
+            .collect()
+    }
+
+    /// A LOD block was released: its job dropped (not handed over yet) or its result
+    /// discarded on arrival, its data freed off the tick.
+    pub(super) fn release_block(&mut self, key: BlockKey) {
+        let b = &mut self.blocks;
+        if b.in_flight.remove(&key).is_some() {
+            b.jobs.retain(|j| (j.level, j.block) != key);
+        }
+        if let Some((_, data)) = b.built.remove(&key) {
+            self.trash.push(data);
+        }
+        b.dirty.remove(&key);
+    }
+
+    /// Files a block result if it is still wanted; drops a stale one.
+    pub(super) fn take_block(&mut self, done: BlockDone) {
+        let key = (done.level, done.block);
+        if let Some(f) = self.blocks.in_flight.get_mut(&key) {
+            if f.version == done.version && f.done.is_none() {
+                f.done = Some(done.built);
+            }
+        }
+    }
+
+    /// Files every block result the workers have sent back.
+    pub(super) fn drain_blocks(&mut self) {
+        while let Some(done) = self.pool.as_ref().and_then(Pool::try_recv_block) {
+            self.take_block(done);
+        }
+    }
+
+    /// Hands the tick's block jobs to the pool.
+    pub(super) fn submit_blocks(&mut self) {
+        if let Some(pool) = &self.pool {
+            pool.submit_blocks(&mut self.blocks.jobs);
+        }
+    }
+
+    /// Builds a block on this thread (a worker failed, or no pool).
+    fn build_block_here(&self, key: BlockKey, step: u32) -> BuiltBlock {
+        BlockJob {
+            level: key.0,
+            block: key.1,
+            step,
+            version: 0,
+            resident: self.resident_of(key.1, step),
+        }
+        .build(
+            self.generator(),
+            self.store.as_ref().and_then(Store::reader).as_ref(),
+        )
+    }
+
+    /// Commits the in-flight block `key` if it is still dispatch `version`, waiting for its
+    /// worker if needed: the block, its step and whether it waited.
+    pub(super) fn land_block(
+        &mut self,
+        key: BlockKey,
+        version: u64,
+    ) -> Option<(BuiltBlock, u32, bool)> {
+        let mut waited = false;
+        loop {
+            let f = self
+                .blocks
+                .in_flight
+                .get(&key)
+                .filter(|f| f.version == version)?;
+            let step = f.step;
+            if f.done.is_some() {
+                let f = self.blocks.in_flight.remove(&key).expect("just found");
+                let built = f.done.flatten();
+                let built = built.unwrap_or_else(|| self.build_block_here(key, step));
+                return Some((built, step, waited));
+            }
+            waited = true;
+            self.submit();
+            self.submit_blocks();
+            match self.pool.as_ref().and_then(Pool::recv_block) {
+                Some(done) => self.take_block(done),
+                None => {
+                    self.blocks.in_flight.remove(&key);
+                    return Some((self.build_block_here(key, step), step, waited));
+                }
+            }
+        }
+    }
+
+    /// An edit set cell `(i, j)` of `chunk` to `(height, material)`: every built block that
+    /// samples it takes the value at once and is marked dirty (told and rebuilt at the end of
+    /// the tick), and so is a block in flight (dispatched again: its result would be stale).
+    fn edit_blocks(&mut self, chunk: ChunkPos, i: u32, j: u32, value: (u16, u8)) {
+        let cells = self.config.cells_per_chunk.get();
+        for level in 1..=4u32 {
+            let step = self.blocks.steps[level as usize - 1];
+            if step == 0 {
+                continue;
+            }
+            let Some((block, bi, bj)) = super::generate::sampled_by(chunk, step, cells, i, j)
+            else {
+                continue;
+            };
+            let key = (level, block);
+            let mut hit = self.blocks.in_flight.contains_key(&key);
+            if let Some((s, data)) = self.blocks.built.get_mut(&key) {
+                if *s == step {
+                    Arc::make_mut(data).set(bi, bj, value.0, value.1);
+                    hit = true;
+                }
+            }
+            if hit {
+                self.blocks.dirty.insert(key);
+            }
+        }
+    }
+
     /// The chunk and cell `(i, j)` containing `pos`.
     pub(super) fn cell_of(&self, pos: Position) -> (ChunkPos, u32, u32) {
         let size = self.chunk_size;
@@ -279,6 +475,9 @@ impl State {
             self.diffs.remove(&chunk);
         }
         self.unsaved.insert(chunk);
+        if !self.blocks.steps.iter().all(|s| *s == 0) {
+            self.edit_blocks(chunk, i, j, new);
+        }
         // The chunk, and the neighbours across the edges (and corner) the cell lies on.
         let side = |k: u32| match (k == 0, k == n - 1) {
             (true, true) => vec![0, -1, 1],

@@ -10,14 +10,14 @@ use serde_json::json;
 use crate::host::{EntityId, ModId};
 use crate::kits::streaming::config::MAX_RADIUS;
 use crate::kits::streaming::{
-    BudgetMs, FocusMode, HoleRing, LookAheadTicks, MaxLoaded, MaxRefusals, Overrides, Priority,
-    Radius, Schedule, StreamingService,
+    BudgetMs, FocusMode, HoleRing, Lod, LodBudget, LookAheadTicks, MaxLoaded, MaxRefusals,
+    Overrides, Priority, Radius, Schedule, StreamingService,
 };
 
 use super::super::sandbox::{EntrySlot, Meter};
 use super::args::{
     arg, checked, chunk_args, chunk_list, chunk_table, got, integer, number, position_arg,
-    refusal_table, subscriber, ticket_id, UNITS_PER_TABLE,
+    refusal_table, setting, subscriber, ticket_id, UNITS_PER_TABLE,
 };
 use super::{add_service_fn, ok, Answer, Subscription};
 
@@ -54,6 +54,9 @@ pub(super) const FUNCTIONS: &[(&str, Fun)] = &[
     ("setSchedule", set_schedule),
     ("setLookAheadTicks", set_look_ahead_ticks),
     ("setHoleRing", set_hole_ring),
+    ("setLod", set_lod),
+    ("setLodBudget", set_lod_budget),
+    ("lodLoaded", lod_loaded),
     ("predicted", predicted),
     ("holes", holes),
     ("request", request),
@@ -251,6 +254,68 @@ fn set_hole_ring(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiVal
         ..Overrides::default()
     };
     set_override(lua, s, ctx, overrides)
+}
+
+/// `streaming.setLod({{step = 2, radius = 24}, …})` (SPEC §17): replaces the levels whole
+/// (`{}`: none), checked as a scene's `lod` is, against the radius in force.
+fn set_lod(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let v = arg(args, 0);
+    let Value::Table(t) = &v else {
+        return Err(format!(
+            "expected a list of levels {{step = …, radius = …}}, got {}",
+            got(&v)
+        ));
+    };
+    let mut list = Vec::new();
+    for (i, level) in t.clone().sequence_values::<Value>().enumerate() {
+        let level = level.map_err(|e| e.to_string())?;
+        let Value::Table(l) = &level else {
+            return Err(format!(
+                "[{i}]: expected a level {{step = …, radius = …}}, got {}",
+                got(&level)
+            ));
+        };
+        let mut object = serde_json::Map::new();
+        for pair in l.clone().pairs::<Value, Value>() {
+            let (k, v) = pair.map_err(|e| e.to_string())?;
+            let key = match &k {
+                Value::String(k) => k.to_string_lossy().to_string(),
+                other => return Err(format!("[{i}]: unknown key {}", got(other))),
+            };
+            let value = setting(&v).map_err(|r| format!("[{i}].{key}: got {r}"))?;
+            object.insert(key, value);
+        }
+        list.push(serde_json::Value::Object(object));
+        if list.len() > 64 {
+            break; // far past the limit: the check below says so
+        }
+    }
+    let lod: Lod =
+        crate::json::from_value(&serde_json::Value::Array(list), "").map_err(|p| p.to_string())?;
+    lod.check_against(s.radius())
+        .map_err(|(path, message)| format!("{path}: {message}"))?;
+    let overrides = Overrides {
+        lod: Some(lod),
+        ..Overrides::default()
+    };
+    set_override(lua, s, ctx, overrides)
+}
+
+fn set_lod_budget(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let overrides = Overrides {
+        lod_budget: Some(checked(&arg(args, 0), LodBudget::parse)?),
+        ..Overrides::default()
+    };
+    set_override(lua, s, ctx, overrides)
+}
+
+/// `streaming.lodLoaded(level)`: the loaded blocks of a level (1 = the first), row order.
+fn lod_loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let level = integer(&arg(args, 0))
+        .filter(|l| (1..=4).contains(l))
+        .ok_or_else(|| format!("expected a level 1..=4, got {}", got(&arg(args, 0))))?;
+    let blocks = s.lod_loaded(level as u32);
+    Ok(chunk_list(lua, &ctx.meter, blocks).and_then(|t| ok(lua, t)))
 }
 
 fn predicted(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {

@@ -1,0 +1,994 @@
+//! The LOD planner (SPEC §17): which coarse blocks each level wants around the non-ticket foci,
+//! which to load next under `lodBudget`, which to release without leaving a hole, and what is
+//! seen. Plain data over [`Grid`] math, host-free, so every rule is unit-tested alone; the kit
+//! applies the plan and announces it.
+//!
+//! - A level-k block `(bx, bz)` of step `s` covers the chunks `[bx·s, (bx+1)·s) × [bz·s,
+//!   (bz+1)·s)`; its ring distance from a focus chunk is the ring distance to its nearest chunk.
+//! - The area of level 0 around a focus is its chunk square of `radius`; the area of level k is
+//!   the union of its level-k blocks within `r_k` (steps are powers of two, so a level-k block
+//!   holds whole level-(k−1) blocks and the area of level k holds the area of level k−1). A
+//!   block is *wanted* when it is within `r_k` of a focus, not entirely inside the area of the
+//!   finer level (over every focus), and overlaps the ground.
+//! - Work is proportional to what changed: the wanted sets are recomputed only when a focus
+//!   changes chunk or the levels change, and diffed against the last ones; pending and
+//!   not-wanted-but-loaded blocks are kept as sets, so a steady tick looks at nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::grid::{Bounds, ChunkPos, Grid, Position};
+
+use super::config::{Lod, LodLevel, MAX_LOD_LEVELS};
+
+/// How many rings inside the finer level's area a block must lie to be carved out of its level
+/// (SPEC §17 says "outside the finer level's wanted area"; one ring more keeps a block wanted
+/// while it overlaps the finer level's outermost ring). Why: a chunk (or finer block) behind a
+/// moving focus is released once it is past `r + 1`, one ring after the coarser block that
+/// replaces it became wanted by the letter of §17; at the §16 example's speed (0.75 chunk a
+/// tick) that ring lasts 1.3 ticks, less than `commitLatency` 2, and the drive showed holes.
+/// With the margin the block is wanted two rings before, 2.7 ticks: built in time.
+pub const CARVE_MARGIN: u32 = 1;
+
+/// An inclusive rectangle of chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Area {
+    x0: i64,
+    x1: i64,
+    z0: i64,
+    z1: i64,
+}
+
+impl Area {
+    fn contains(&self, o: &Area) -> bool {
+        self.x0 <= o.x0 && o.x1 <= self.x1 && self.z0 <= o.z0 && o.z1 <= self.z1
+    }
+}
+
+/// The chunks a block of `step` covers.
+fn block_area(b: ChunkPos, step: u32) -> Area {
+    let s = i64::from(step);
+    Area {
+        x0: b.x * s,
+        x1: b.x * s + s - 1,
+        z0: b.z * s,
+        z1: b.z * s + s - 1,
+    }
+}
+
+/// The block of `step` that covers `chunk`.
+pub fn block_of(chunk: ChunkPos, step: u32) -> ChunkPos {
+    let s = i64::from(step);
+    ChunkPos::new(chunk.x.div_euclid(s), chunk.z.div_euclid(s))
+}
+
+/// Ring distance from `centre` to the nearest chunk of block `b` of `step` (0 when it covers
+/// it).
+pub fn block_ring(b: ChunkPos, step: u32, centre: ChunkPos) -> u64 {
+    let a = block_area(b, step);
+    let d = |c: i64, lo: i64, hi: i64| {
+        if c < lo {
+            lo.abs_diff(c)
+        } else if c > hi {
+            c.abs_diff(hi)
+        } else {
+            0
+        }
+    };
+    d(centre.x, a.x0, a.x1).max(d(centre.z, a.z0, a.z1))
+}
+
+/// A loaded block: which builders built it (bit `i`: builder `i`).
+type Bits = u64;
+
+/// The LOD plan of every level.
+#[derive(Debug, Clone)]
+pub struct LodPlan {
+    grid: Grid,
+    bounds: Option<Bounds>,
+    /// The chunk radius (level 0) and the levels in force.
+    radius: u32,
+    levels: Lod,
+    /// The step the loaded blocks of each level were planned with (a level whose step changed
+    /// or that was removed releases its blocks at once).
+    steps: [u32; MAX_LOD_LEVELS],
+    foci: Vec<Position>,
+    centres: Vec<ChunkPos>,
+    wanted: [BTreeSet<ChunkPos>; MAX_LOD_LEVELS],
+    loaded: [BTreeMap<ChunkPos, Bits>; MAX_LOD_LEVELS],
+    /// Wanted and not loaded.
+    pending: [BTreeSet<ChunkPos>; MAX_LOD_LEVELS],
+    /// Loaded and not wanted: what the release rule looks at.
+    unwanted: [BTreeSet<ChunkPos>; MAX_LOD_LEVELS],
+    /// Builders a block waits for before it is ready.
+    builders: Bits,
+    /// The wanted sets must be recomputed (a focus changed chunk, the levels changed, a load).
+    stale: bool,
+    /// Bumped on every change of what is loaded or built (a cache key for the holes).
+    changes: u64,
+}
+
+impl LodPlan {
+    /// No levels, nothing loaded.
+    pub fn new(grid: Grid, bounds: Option<Bounds>) -> Self {
+        LodPlan {
+            grid,
+            bounds,
+            radius: 0,
+            levels: Lod::default(),
+            steps: [0; MAX_LOD_LEVELS],
+            foci: Vec::new(),
+            centres: Vec::new(),
+            wanted: Default::default(),
+            loaded: Default::default(),
+            pending: Default::default(),
+            unwanted: Default::default(),
+            builders: 0,
+            stale: true,
+            changes: 0,
+        }
+    }
+
+    fn level(&self, k: usize) -> Option<LodLevel> {
+        self.levels.levels().get(k).copied()
+    }
+
+    /// Sets the chunk radius and the levels in force.
+    pub fn set_levels(&mut self, radius: u32, levels: Lod) {
+        if self.radius == radius && self.levels == levels {
+            return;
+        }
+        self.radius = radius;
+        self.levels = levels;
+        self.stale = true;
+    }
+
+    /// Sets the non-ticket foci (their positions rank the loads; their chunks decide what is
+    /// wanted, recomputed only when one changed chunk).
+    pub fn set_foci(&mut self, foci: &[Position]) {
+        if self.foci != foci {
+            self.foci.clear();
+            self.foci.extend_from_slice(foci);
+            let centres: Vec<ChunkPos> = foci.iter().map(|p| self.grid.chunk_of(*p)).collect();
+            if centres != self.centres {
+                self.centres = centres;
+                self.stale = true;
+            }
+        }
+    }
+
+    /// Whether every chunk of `a` lies in the area of level `k` (0: the chunk squares) around
+    /// some focus.
+    fn inside_area(&self, k: usize, a: Area) -> bool {
+        if let [c] = self.centres[..] {
+            // One focus (the common case): one rectangle, nothing to allocate.
+            return self.area(k, c).is_some_and(|r| r.contains(&a));
+        }
+        let areas: Vec<Area> = self
+            .centres
+            .iter()
+            .filter_map(|c| self.area(k, *c))
+            .collect();
+        if areas.iter().any(|r| r.contains(&a)) {
+            return true;
+        }
+        if areas.len() < 2 {
+            return false;
+        }
+        // Several foci: the cells of the finer grid (every area is aligned to it) one by one.
+        let unit = if k == 0 {
+            1
+        } else {
+            i64::from(self.level(k - 1).map_or(1, |l| l.step))
+        };
+        let mut z = a.z0;
+        while z <= a.z1 {
+            let mut x = a.x0;
+            while x <= a.x1 {
+                let cell = Area {
+                    x0: x,
+                    x1: x + unit - 1,
+                    z0: z,
+                    z1: z + unit - 1,
+                };
+                if !areas.iter().any(|r| r.contains(&cell)) {
+                    return false;
+                }
+                x += unit;
+            }
+            z += unit;
+        }
+        true
+    }
+
+    /// The area level `k` carves out of the next level around the focus chunk `c`: the chunk
+    /// square of `radius − CARVE_MARGIN` (k = 0), or the level-k blocks within
+    /// `r_k − CARVE_MARGIN`; `None` when empty.
+    fn area(&self, k: usize, c: ChunkPos) -> Option<Area> {
+        if k == 0 {
+            let r = i64::from(self.radius.checked_sub(CARVE_MARGIN)?);
+            return Some(Area {
+                x0: c.x - r,
+                x1: c.x + r,
+                z0: c.z - r,
+                z1: c.z + r,
+            });
+        }
+        let mut l = self.level(k - 1).expect("a level in force");
+        l.radius = l.radius.checked_sub(CARVE_MARGIN)?;
+        let (lo, hi) = self.block_range(c, l);
+        let s = i64::from(l.step);
+        Some(Area {
+            x0: lo.x * s,
+            x1: hi.x * s + s - 1,
+            z0: lo.z * s,
+            z1: hi.z * s + s - 1,
+        })
+    }
+
+    /// The blocks of level `l` within its radius of the focus chunk `c`: a rectangle of blocks.
+    fn block_range(&self, c: ChunkPos, l: LodLevel) -> (ChunkPos, ChunkPos) {
+        let r = i64::from(l.radius);
+        (
+            block_of(ChunkPos::new(c.x - r, c.z - r), l.step),
+            block_of(ChunkPos::new(c.x + r, c.z + r), l.step),
+        )
+    }
+
+    fn overlaps_ground(&self, b: ChunkPos, step: u32) -> bool {
+        let Some(g) = self.bounds.as_ref() else {
+            return true;
+        };
+        let a = block_area(b, step);
+        let s = self.grid.size();
+        let (x0, x1) = (a.x0 as f64 * s, a.x1.saturating_add(1) as f64 * s);
+        let (z0, z1) = (a.z0 as f64 * s, a.z1.saturating_add(1) as f64 * s);
+        x0 < g.max_x && g.min_x < x1 && z0 < g.max_z && g.min_z < z1
+    }
+
+    /// The wanted blocks of level `k` now.
+    fn compute_wanted(&self, k: usize) -> BTreeSet<ChunkPos> {
+        let mut out = BTreeSet::new();
+        let Some(l) = self.level(k) else {
+            return out;
+        };
+        for c in &self.centres {
+            let (lo, hi) = self.block_range(*c, l);
+            for bz in lo.z..=hi.z {
+                for bx in lo.x..=hi.x {
+                    let b = ChunkPos::new(bx, bz);
+                    if out.contains(&b) {
+                        continue;
+                    }
+                    if !self.inside_area(k, block_area(b, l.step))
+                        && self.overlaps_ground(b, l.step)
+                    {
+                        out.insert(b);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Brings the wanted sets up to date (a no-op unless a focus changed chunk or the levels
+    /// changed): the difference moves blocks between pending and not-wanted.
+    pub fn resolve(&mut self) {
+        if !self.stale {
+            return;
+        }
+        self.stale = false;
+        for k in 0..MAX_LOD_LEVELS {
+            let step = self.level(k).map_or(0, |l| l.step);
+            if step != self.steps[k] && !self.loaded[k].is_empty() {
+                // Planned with another step: every loaded block of the level goes.
+                self.unwanted[k] = self.loaded[k].keys().copied().collect();
+                self.wanted[k].clear();
+                self.pending[k].clear();
+            }
+            if self.loaded[k].is_empty() {
+                self.steps[k] = step;
+            }
+            let new = self.compute_wanted(k);
+            if self.steps[k] != step {
+                // Loaded blocks of the old step are still there: nothing of the new step is
+                // pending until they are gone (see `mark_released`).
+                self.wanted[k] = new;
+                continue;
+            }
+            let old = std::mem::take(&mut self.wanted[k]);
+            for b in old.difference(&new) {
+                self.pending[k].remove(b);
+                if self.loaded[k].contains_key(b) {
+                    self.unwanted[k].insert(*b);
+                }
+            }
+            for b in new.difference(&old) {
+                if self.loaded[k].contains_key(b) {
+                    self.unwanted[k].remove(b);
+                } else {
+                    self.pending[k].insert(*b);
+                }
+            }
+            self.wanted[k] = new;
+        }
+    }
+
+    /// The squared distance from the nearest focus within level `k`'s radius of `b` to its
+    /// centre (exact f64, as SPEC §1).
+    fn key(&self, k: usize, b: ChunkPos) -> f64 {
+        let l = self.level(k).expect("a level in force");
+        let s = f64::from(l.step);
+        let size = self.grid.size();
+        let cx = (b.x as f64 * s + s * 0.5) * size;
+        let cz = (b.z as f64 * s + s * 0.5) * size;
+        let mut best = f64::INFINITY;
+        for (p, c) in self.foci.iter().zip(&self.centres) {
+            if block_ring(b, l.step, *c) <= u64::from(l.radius) {
+                let (dx, dz) = (cx - p.x, cz - p.z);
+                let d = dx * dx + dz * dz;
+                if d < best {
+                    best = d;
+                }
+            }
+        }
+        best
+    }
+
+    /// Loads up to `budget` pending blocks, in order (level ascending, the least squared
+    /// distance from a focus to the block's centre, z, x), into `out` as `(level index, block)`.
+    pub fn load(&mut self, budget: usize, out: &mut Vec<(usize, ChunkPos)>) {
+        let mut left = budget;
+        for k in 0..MAX_LOD_LEVELS {
+            if left == 0 {
+                break;
+            }
+            if self.pending[k].is_empty() {
+                continue;
+            }
+            let mut keyed: Vec<(f64, ChunkPos)> = self.pending[k]
+                .iter()
+                .map(|b| (self.key(k, *b), *b))
+                .collect();
+            let cmp =
+                |a: &(f64, ChunkPos), b: &(f64, ChunkPos)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+            if keyed.len() > left {
+                keyed.select_nth_unstable_by(left - 1, cmp);
+                keyed.truncate(left);
+            }
+            keyed.sort_unstable_by(cmp);
+            for (_, b) in keyed {
+                self.pending[k].remove(&b);
+                self.loaded[k].insert(b, 0);
+                self.changes += 1;
+                out.push((k, b));
+                left -= 1;
+            }
+        }
+    }
+
+    /// Whether a loaded block is ready: built by every builder blocks wait for.
+    pub fn is_ready(&self, k: usize, b: ChunkPos) -> bool {
+        self.loaded[k]
+            .get(&b)
+            .is_some_and(|bits| bits & self.builders == self.builders)
+    }
+
+    /// Whether `chunk` is seen by a ready block finer than level `k` (index) or a ready chunk.
+    fn seen_below(
+        &self,
+        k: usize,
+        chunk: ChunkPos,
+        chunk_ready: &impl Fn(ChunkPos) -> bool,
+    ) -> bool {
+        chunk_ready(chunk)
+            || (0..k)
+                .any(|j| self.steps[j] != 0 && self.is_ready(j, block_of(chunk, self.steps[j])))
+    }
+
+    /// The release rule (no holes while degrading): the loaded blocks no longer wanted that
+    /// may go, by level then row order, as `(level index, block)`. One goes once every chunk
+    /// of its area inside the ground is seen by a ready chunk or a ready finer block (what
+    /// replaces it), or once it is beyond `r_k + 1` of every focus; one in between (beyond
+    /// `r_k`, within `r_k + 1`) stays. A level removed, or whose step changed, goes at once.
+    /// Without a focus nothing goes.
+    pub fn due(&self, chunk_ready: impl Fn(ChunkPos) -> bool, out: &mut Vec<(usize, ChunkPos)>) {
+        if self.centres.is_empty() {
+            return;
+        }
+        for k in 0..MAX_LOD_LEVELS {
+            let level = self.level(k).filter(|l| l.step == self.steps[k]);
+            for b in &self.unwanted[k] {
+                let Some(l) = level else {
+                    out.push((k, *b));
+                    continue;
+                };
+                let ring = self
+                    .centres
+                    .iter()
+                    .map(|c| block_ring(*b, l.step, *c))
+                    .min()
+                    .unwrap_or(u64::MAX);
+                let r = u64::from(l.radius);
+                let go = if ring > r + 1 {
+                    true
+                } else if ring > r {
+                    false // the hysteresis band, as chunks have
+                } else {
+                    self.replaced(k, *b, l.step, &chunk_ready)
+                };
+                if go {
+                    out.push((k, *b));
+                }
+            }
+        }
+    }
+
+    /// Whether every chunk of block `b` inside the ground is seen by a ready chunk or a ready
+    /// block finer than level `k`.
+    fn replaced(
+        &self,
+        k: usize,
+        b: ChunkPos,
+        step: u32,
+        chunk_ready: &impl Fn(ChunkPos) -> bool,
+    ) -> bool {
+        let a = block_area(b, step);
+        (a.z0..=a.z1).all(|z| {
+            (a.x0..=a.x1).all(|x| {
+                let c = ChunkPos::new(x, z);
+                !self.grid.overlaps(c, self.bounds.as_ref()) || self.seen_below(k, c, chunk_ready)
+            })
+        })
+    }
+
+    /// Records a release.
+    pub fn mark_released(&mut self, k: usize, b: ChunkPos) {
+        if self.loaded[k].remove(&b).is_none() {
+            return;
+        }
+        self.changes += 1;
+        self.unwanted[k].remove(&b);
+        if self.wanted[k].contains(&b) {
+            self.pending[k].insert(b);
+        }
+        if self.loaded[k].is_empty() {
+            let step = self.level(k).map_or(0, |l| l.step);
+            if self.steps[k] != step {
+                // The last block of the old step is gone: the level starts over.
+                self.steps[k] = step;
+                self.pending[k] = self.wanted[k].clone();
+            }
+        }
+    }
+
+    /// Registers builder `i` as one blocks wait for.
+    pub fn add_builder(&mut self, i: u32) {
+        if i < 64 {
+            self.builders |= 1 << i;
+            self.changes += 1;
+        }
+    }
+
+    /// Builder `i` built (or unbuilt) a loaded block; ignored for a block not loaded.
+    pub fn set_built(&mut self, i: u32, k: usize, b: ChunkPos, built: bool) {
+        if i >= 64 || k >= MAX_LOD_LEVELS {
+            return;
+        }
+        if let Some(bits) = self.loaded[k].get_mut(&b) {
+            let was = *bits;
+            if built {
+                *bits |= 1 << i;
+            } else {
+                *bits &= !(1 << i);
+            }
+            if *bits != was {
+                self.changes += 1;
+            }
+        }
+    }
+
+    /// The loaded blocks of level `k` (index), row order.
+    pub fn loaded(&self, k: usize) -> impl Iterator<Item = ChunkPos> + '_ {
+        self.loaded
+            .get(k)
+            .into_iter()
+            .flat_map(|m| m.keys().copied())
+    }
+
+    /// Blocks loaded over every level.
+    pub fn loaded_len(&self) -> usize {
+        self.loaded.iter().map(BTreeMap::len).sum()
+    }
+
+    /// Whether any block is loaded.
+    pub fn is_empty(&self) -> bool {
+        self.loaded.iter().all(BTreeMap::is_empty)
+    }
+
+    /// The wanted blocks of level `k` (index), row order.
+    pub fn wanted(&self, k: usize) -> impl Iterator<Item = ChunkPos> + '_ {
+        self.wanted[k].iter().copied()
+    }
+
+    /// A counter bumped on every load, release or build of a block.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// The step of level `k` (index) in force, if any.
+    pub fn step(&self, k: usize) -> Option<u32> {
+        self.level(k).map(|l| l.step)
+    }
+
+    /// `world.lod.holes`: the chunks inside the ground within `r_last` of one of `foci` (the
+    /// players', not predicted) that are seen by nothing (no ready chunk, no ready block of any
+    /// level covers them). Walked from the coarsest level down, descending only into blocks
+    /// that are not ready.
+    pub fn holes(&self, foci: &[Position], chunk_ready: impl Fn(ChunkPos) -> bool) -> usize {
+        let n = self.levels.levels().len();
+        let Some(last) = self.level(n.wrapping_sub(1)) else {
+            return 0;
+        };
+        let centres: Vec<ChunkPos> = foci.iter().map(|p| self.grid.chunk_of(*p)).collect();
+        if centres.is_empty() {
+            return 0;
+        }
+        let r = i64::from(last.radius);
+        let squares: Vec<Area> = centres
+            .iter()
+            .map(|c| Area {
+                x0: c.x - r,
+                x1: c.x + r,
+                z0: c.z - r,
+                z1: c.z + r,
+            })
+            .collect();
+        if let [c] = centres[..] {
+            // One focus: its blocks are a rectangle, each once.
+            let (lo, hi) = self.block_range(c, last);
+            let mut holes = 0;
+            for bz in lo.z..=hi.z {
+                for bx in lo.x..=hi.x {
+                    holes += self.holes_in(n - 1, ChunkPos::new(bx, bz), &squares, &chunk_ready);
+                }
+            }
+            return holes;
+        }
+        let mut top: BTreeSet<ChunkPos> = BTreeSet::new();
+        for c in &centres {
+            let (lo, hi) = self.block_range(*c, last);
+            for bz in lo.z..=hi.z {
+                for bx in lo.x..=hi.x {
+                    top.insert(ChunkPos::new(bx, bz));
+                }
+            }
+        }
+        let mut holes = 0;
+        for b in top {
+            holes += self.holes_in(n - 1, b, &squares, &chunk_ready);
+        }
+        holes
+    }
+
+    fn holes_in(
+        &self,
+        k: usize,
+        b: ChunkPos,
+        squares: &[Area],
+        chunk_ready: &impl Fn(ChunkPos) -> bool,
+    ) -> usize {
+        let step = self.level(k).expect("a level in force").step;
+        let a = block_area(b, step);
+        if !squares
+            .iter()
+            .any(|s| s.x0 <= a.x1 && a.x0 <= s.x1 && s.z0 <= a.z1 && a.z0 <= s.z1)
+        {
+            return 0;
+        }
+        if self.steps[k] == step && self.is_ready(k, b) {
+            return 0;
+        }
+        if k == 0 {
+            let mut holes = 0;
+            for z in a.z0..=a.z1 {
+                for x in a.x0..=a.x1 {
+                    let c = ChunkPos::new(x, z);
+                    if squares
+                        .iter()
+                        .any(|s| s.x0 <= x && x <= s.x1 && s.z0 <= z && z <= s.z1)
+                        && self.grid.overlaps(c, self.bounds.as_ref())
+                        && !chunk_ready(c)
+                    {
+                        holes += 1;
+                    }
+                }
+            }
+            return holes;
+        }
+        let finer = self.level(k - 1).expect("a level in force").step;
+        let n = i64::from(step / finer);
+        let mut holes = 0;
+        for dz in 0..n {
+            for dx in 0..n {
+                let sub = ChunkPos::new(b.x * n + dx, b.z * n + dz);
+                holes += self.holes_in(k - 1, sub, squares, chunk_ready);
+            }
+        }
+        holes
+    }
+
+    /// Forgets every block (leaving a scene): returns them, by level then row order. Builders
+    /// stay registered.
+    pub fn clear(&mut self) -> Vec<(usize, ChunkPos)> {
+        let mut out = Vec::new();
+        for k in 0..MAX_LOD_LEVELS {
+            out.extend(self.loaded[k].keys().map(|b| (k, *b)));
+        }
+        let (grid, bounds, builders) = (self.grid, self.bounds, self.builders);
+        let changes = self.changes + 1;
+        *self = LodPlan::new(grid, bounds);
+        self.builders = builders;
+        self.changes = changes;
+        out
+    }
+
+    /// Replaces the loaded blocks (loading a save), none built: the builders report theirs
+    /// again. The wanted sets are recomputed at the next resolution.
+    pub fn restore(&mut self, radius: u32, levels: Lod, loaded: &[Vec<ChunkPos>]) {
+        self.clear();
+        self.radius = radius;
+        self.levels = levels;
+        for (k, blocks) in loaded.iter().enumerate().take(MAX_LOD_LEVELS) {
+            self.steps[k] = self.level(k).map_or(0, |l| l.step);
+            for b in blocks {
+                self.loaded[k].insert(*b, 0);
+                self.unwanted[k].insert(*b);
+            }
+        }
+        self.stale = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kits::streaming::config::{LodLevelDef, LodRadius, LodStep};
+    use serde_json::json;
+
+    fn lod(levels: &[(u32, u32)]) -> Lod {
+        let defs: Vec<LodLevelDef> = levels
+            .iter()
+            .map(|(s, r)| LodLevelDef {
+                step: LodStep::parse(&json!(s)).unwrap(),
+                radius: LodRadius::parse(&json!(r)).unwrap(),
+            })
+            .collect();
+        Lod::new(&defs).unwrap()
+    }
+
+    /// A plan around `at`. The finer level carves with one ring of margin (`CARVE_MARGIN`):
+    /// radius `r` carves the chunk square of `r − 1`, level radius `r_k` its blocks within
+    /// `r_k − 1`; the tests below pick radii one above the areas they reason about.
+    fn plan(radius: u32, levels: &[(u32, u32)], at: Position) -> LodPlan {
+        let mut p = LodPlan::new(Grid::new(32.0), None);
+        p.set_levels(radius, lod(levels));
+        p.set_foci(&[at]);
+        p.resolve();
+        p
+    }
+
+    /// Loads everything wanted (no builders: loaded is ready).
+    fn load_all(p: &mut LodPlan) -> Vec<(usize, ChunkPos)> {
+        let mut out = Vec::new();
+        p.load(usize::MAX, &mut out);
+        out
+    }
+
+    fn centre() -> Position {
+        Position::new(16.0, 16.0) // chunk (0, 0)
+    }
+
+    #[test]
+    fn blocks_cover_floor_divided_chunks_and_ring_to_their_nearest_chunk() {
+        assert_eq!(block_of(ChunkPos::new(-1, 3), 2), ChunkPos::new(-1, 1));
+        assert_eq!(block_of(ChunkPos::new(-8, 7), 8), ChunkPos::new(-1, 0));
+        assert_eq!(block_ring(ChunkPos::new(0, 0), 2, ChunkPos::new(1, 1)), 0);
+        assert_eq!(block_ring(ChunkPos::new(2, 0), 2, ChunkPos::new(1, 1)), 3);
+        assert_eq!(block_ring(ChunkPos::new(-2, 0), 2, ChunkPos::new(1, 1)), 4);
+    }
+
+    #[test]
+    fn a_level_wants_its_range_minus_the_finer_area_and_nothing_outside_the_ground() {
+        // radius 1 (chunks -1..=1), level 1 step 2 radius 4: blocks -2..=2 each way (chunks
+        // -4..=5); block (0, 0) (chunks 0..=1) lies inside the chunk square: carved.
+        let p = plan(2, &[(2, 4)], centre());
+        let wanted: Vec<ChunkPos> = p.wanted(0).collect();
+        assert_eq!(wanted.len(), 24);
+        assert!(!wanted.contains(&ChunkPos::new(0, 0)));
+        assert!(wanted.contains(&ChunkPos::new(-1, -1)) && wanted.contains(&ChunkPos::new(2, 2)));
+        // radius 3 covers chunks -3..=3: blocks -1..=1 each way (chunks -2..=3) lie inside
+        // it; blocks -5..=4 each way are in range (ring <= 9).
+        let p = plan(4, &[(2, 9)], centre());
+        let wanted: BTreeSet<ChunkPos> = p.wanted(0).collect();
+        for b in [(-1, -1), (1, -1), (-1, 1), (0, 0), (1, 1)] {
+            assert!(
+                !wanted.contains(&ChunkPos::new(b.0, b.1)),
+                "{b:?} is carved"
+            );
+        }
+        assert!(wanted.contains(&ChunkPos::new(2, 0)) && wanted.contains(&ChunkPos::new(-2, 0)));
+        assert!(wanted.contains(&ChunkPos::new(-5, -5)) && wanted.contains(&ChunkPos::new(4, 4)));
+        assert_eq!(wanted.len(), 10 * 10 - 9);
+        // Level 2 carves level 1's area: step 4 radius 12 around level 1's blocks -3..=3.
+        let p = plan(4, &[(2, 7), (4, 12)], centre());
+        let l2: BTreeSet<ChunkPos> = p.wanted(1).collect();
+        // level 1 area: chunks -6..=7 (blocks -3..=3 of 2); level-2 blocks inside: -1..=1.
+        for b in [(0, 0), (-1, -1), (1, 0), (1, 1)] {
+            assert!(!l2.contains(&ChunkPos::new(b.0, b.1)), "{b:?} is carved");
+        }
+        assert!(l2.contains(&ChunkPos::new(2, 0)) && l2.contains(&ChunkPos::new(-2, 0)));
+        // Ground: x >= 0 only.
+        let bounds = Bounds {
+            min_x: 0.0,
+            min_z: -1e6,
+            max_x: 1e6,
+            max_z: 1e6,
+        };
+        let mut p = LodPlan::new(Grid::new(32.0), Some(bounds));
+        p.set_levels(1, lod(&[(2, 4)]));
+        p.set_foci(&[centre()]);
+        p.resolve();
+        assert!(p.wanted(0).all(|b| b.x >= 0));
+    }
+
+    #[test]
+    fn a_block_overlapping_the_finer_outermost_ring_stays_wanted() {
+        // Radius 1: block (0, 0) (chunks 0..=1) lies inside the square -1..=1 but overlaps its
+        // ring 1, so it stays wanted (CARVE_MARGIN); with radius 2 it is carved.
+        assert!(plan(1, &[(2, 4)], centre())
+            .wanted(0)
+            .any(|b| b == ChunkPos::new(0, 0)));
+        assert!(!plan(2, &[(2, 4)], centre())
+            .wanted(0)
+            .any(|b| b == ChunkPos::new(0, 0)));
+        // Level 2 against level 1's blocks within r_1 − 1: with (2, 4) level 1 carves chunks
+        // -4..=3 (blocks -2..=1), so level-2 block (0, 0) (chunks 0..=3) is carved, (-1, 0)
+        // (chunks -4..=-1) too, and with (2, 3) (blocks within 2: -1..=1, chunks -2..=3)
+        // only (0, 0) is.
+        let l2: BTreeSet<ChunkPos> = plan(2, &[(2, 4), (4, 12)], centre()).wanted(1).collect();
+        assert!(!l2.contains(&ChunkPos::new(0, 0)) && !l2.contains(&ChunkPos::new(-1, 0)));
+        let l2: BTreeSet<ChunkPos> = plan(2, &[(2, 3), (4, 12)], centre()).wanted(1).collect();
+        assert!(!l2.contains(&ChunkPos::new(0, 0)) && l2.contains(&ChunkPos::new(-1, 0)));
+    }
+
+    #[test]
+    fn loads_go_level_ascending_then_nearest_centre_then_z_x_within_the_budget() {
+        let mut p = plan(1, &[(2, 4), (4, 12)], Position::new(40.0, 20.0));
+        let mut out = Vec::new();
+        p.load(3, &mut out);
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(|(k, _)| *k == 0), "level 1 first");
+        // The three nearest level-1 block centres to (40, 20): block (0,0) centre (32, 32).
+        let mut all: Vec<(f64, ChunkPos)> = plan(1, &[(2, 4), (4, 12)], Position::new(40.0, 20.0))
+            .wanted(0)
+            .map(|b| {
+                let (cx, cz) = (
+                    (b.x as f64 * 2.0 + 1.0) * 32.0,
+                    (b.z as f64 * 2.0 + 1.0) * 32.0,
+                );
+                ((cx - 40.0) * (cx - 40.0) + (cz - 20.0) * (cz - 20.0), b)
+            })
+            .collect();
+        all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let expect: Vec<(usize, ChunkPos)> = all.iter().take(3).map(|(_, b)| (0, *b)).collect();
+        assert_eq!(out, expect);
+        // The rest of level 1 before any of level 2.
+        let n1 = p.wanted(0).count();
+        out.clear();
+        p.load(n1 - 3 + 1, &mut out);
+        assert_eq!(out.iter().filter(|(k, _)| *k == 1).count(), 1);
+        assert_eq!(out.last().unwrap().0, 1);
+        // A budget of 0 loads nothing.
+        out.clear();
+        p.load(0, &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_block_carved_out_waits_until_its_chunks_are_ready() {
+        // radius 1, level step 2 radius 4; the focus moves so a block falls inside the square.
+        let mut p = plan(2, &[(2, 8)], Position::new(-200.0, -200.0)); // chunk (-7, -7)
+        load_all(&mut p);
+        assert!(p.loaded(0).any(|b| b == ChunkPos::new(0, 0)));
+        // Focus to chunk (1, 1): square 0..=2, block (0, 0) (chunks 0..=1) is inside it.
+        p.set_foci(&[Position::new(48.0, 48.0)]);
+        p.resolve();
+        assert!(!p.wanted(0).any(|b| b == ChunkPos::new(0, 0)));
+        let block = (0, ChunkPos::new(0, 0));
+        let mut due = Vec::new();
+        p.due(|_| false, &mut due);
+        assert!(!due.contains(&block), "no chunk ready: the block stays");
+        let ready = |c: ChunkPos| {
+            (0..=1).contains(&c.x) && (0..=1).contains(&c.z) && c != ChunkPos::new(1, 1)
+        };
+        due.clear();
+        p.due(ready, &mut due);
+        assert!(
+            !due.contains(&block),
+            "one chunk not ready: the block stays"
+        );
+        due.clear();
+        p.due(
+            |c| (0..=1).contains(&c.x) && (0..=1).contains(&c.z),
+            &mut due,
+        );
+        assert!(due.contains(&block));
+    }
+
+    #[test]
+    fn a_coarse_block_carved_out_is_replaced_by_ready_finer_blocks() {
+        // Level 2 (step 4) block inside level 1's area waits for the level-1 blocks.
+        // From chunk (-12, 0) level-2 block (0, 0) (chunks 0..=3) is in range, not carved.
+        let start = Position::new(-368.0, 16.0);
+        let square = |c: ChunkPos| c.x.abs() <= 1 && c.z.abs() <= 1;
+        let mut p = plan(2, &[(2, 5), (4, 16)], start);
+        load_all(&mut p);
+        assert!(p.loaded(1).any(|b| b == ChunkPos::new(0, 0)));
+        p.set_foci(&[centre()]);
+        p.resolve();
+        // Level-2 block (0, 0) covers chunks 0..=3: inside level 1's area now.
+        let mut due = Vec::new();
+        p.due(square, &mut due);
+        assert!(
+            !due.contains(&(1, ChunkPos::new(0, 0))),
+            "level-1 blocks not loaded"
+        );
+        let mut out = Vec::new();
+        p.load(usize::MAX, &mut out);
+        due.clear();
+        p.due(|_| false, &mut due);
+        assert!(
+            !due.contains(&(1, ChunkPos::new(0, 0))),
+            "the chunks (0..=1)² not ready"
+        );
+        due.clear();
+        p.due(square, &mut due);
+        assert!(
+            due.contains(&(1, ChunkPos::new(0, 0))),
+            "finer blocks and chunks ready"
+        );
+        // With a builder, loaded is not ready: the block waits for the build.
+        let mut p = plan(2, &[(2, 5), (4, 16)], start);
+        p.add_builder(0);
+        load_all(&mut p);
+        let coarse: Vec<ChunkPos> = p.loaded(1).collect();
+        for b in coarse {
+            p.set_built(0, 1, b, true);
+        }
+        p.set_foci(&[centre()]);
+        p.resolve();
+        load_all(&mut p);
+        due.clear();
+        p.due(square, &mut due);
+        assert!(!due.contains(&(1, ChunkPos::new(0, 0))), "finer not built");
+        for b in [(1, 0), (0, 1), (1, 1)] {
+            p.set_built(0, 0, ChunkPos::new(b.0, b.1), true);
+        }
+        p.due(square, &mut due);
+        assert!(due.contains(&(1, ChunkPos::new(0, 0))));
+    }
+
+    #[test]
+    fn a_block_out_of_range_stays_in_the_band_and_goes_beyond_r_plus_one() {
+        let mut p = plan(0, &[(2, 2)], centre());
+        load_all(&mut p);
+        assert!(p.loaded(0).any(|b| b == ChunkPos::new(1, 0))); // chunks 2..=3, ring 2
+                                                                // Focus to chunk (-1, 0): block (1, 0) at ring 3 = r + 1: stays.
+        p.set_foci(&[Position::new(-16.0, 16.0)]);
+        p.resolve();
+        let mut due = Vec::new();
+        p.due(|_| false, &mut due);
+        assert!(!due.contains(&(0, ChunkPos::new(1, 0))));
+        // To chunk (-2, 0): ring 4 > r + 1: goes, no replacement needed.
+        p.set_foci(&[Position::new(-48.0, 16.0)]);
+        p.resolve();
+        p.due(|_| false, &mut due);
+        assert!(due.contains(&(0, ChunkPos::new(1, 0))));
+    }
+
+    #[test]
+    fn without_a_focus_nothing_is_wanted_or_released() {
+        let mut p = plan(0, &[(2, 4)], centre());
+        load_all(&mut p);
+        p.set_foci(&[]);
+        p.resolve();
+        assert_eq!(p.wanted(0).count(), 0);
+        let mut due = Vec::new();
+        p.due(|_| false, &mut due);
+        assert!(due.is_empty());
+    }
+
+    #[test]
+    fn holes_count_chunks_within_the_last_radius_seen_by_nothing() {
+        let mut p = plan(2, &[(2, 4)], centre());
+        // Nothing ready: every chunk within ring 4 is a hole.
+        assert_eq!(p.holes(&[centre()], |_| false), 81);
+        // The chunk square ready: 72 left.
+        let square = |c: ChunkPos| c.x.abs() <= 1 && c.z.abs() <= 1;
+        assert_eq!(p.holes(&[centre()], square), 72);
+        load_all(&mut p);
+        assert_eq!(
+            p.holes(&[centre()], |_| false),
+            4,
+            "the carved block's chunks (0..=1)²"
+        );
+        assert_eq!(
+            p.holes(&[centre()], square),
+            0,
+            "every other chunk under a ready block"
+        );
+        p.add_builder(0);
+        assert_eq!(
+            p.holes(&[centre()], square),
+            72,
+            "loaded, not built: not ready"
+        );
+        p.set_built(0, 0, ChunkPos::new(2, 0), true); // chunks 4..=5 × 0..=1, ring 4 only
+        assert_eq!(
+            p.holes(&[centre()], square),
+            70,
+            "the block's chunks inside ring 4"
+        );
+    }
+
+    #[test]
+    fn two_foci_want_the_union_and_carve_by_both_squares() {
+        let mut p = LodPlan::new(Grid::new(32.0), None);
+        p.set_levels(2, lod(&[(2, 4)]));
+        // Chunks (0,0) and (2,0): squares -1..=1 and 1..=3 along x; block (0, 0) covers
+        // chunks 0..=1 × 0..=1: inside the union of the squares, not inside either alone.
+        p.set_foci(&[centre(), Position::new(80.0, 16.0)]);
+        p.resolve();
+        let wanted: BTreeSet<ChunkPos> = p.wanted(0).collect();
+        assert!(
+            !wanted.contains(&ChunkPos::new(0, 0)),
+            "carved by the union"
+        );
+        assert!(
+            wanted.contains(&ChunkPos::new(3, 0)),
+            "the second focus's range"
+        );
+    }
+
+    #[test]
+    fn a_focus_moving_within_its_chunk_recomputes_nothing() {
+        let mut p = plan(1, &[(2, 4)], centre());
+        load_all(&mut p);
+        p.set_foci(&[Position::new(20.0, 20.0)]);
+        assert!(!p.stale);
+        p.set_foci(&[Position::new(40.0, 20.0)]);
+        assert!(p.stale);
+    }
+
+    #[test]
+    fn a_changed_step_releases_the_level_and_starts_it_over() {
+        let mut p = plan(1, &[(2, 4)], centre());
+        load_all(&mut p);
+        p.set_levels(1, lod(&[(4, 8)]));
+        p.resolve();
+        let mut due = Vec::new();
+        p.due(|_| false, &mut due);
+        assert_eq!(due.len(), p.loaded(0).count());
+        let mut out = Vec::new();
+        p.load(usize::MAX, &mut out);
+        assert!(
+            out.is_empty(),
+            "nothing of the new step before the old ones are gone"
+        );
+        for (k, b) in due {
+            p.mark_released(k, b);
+        }
+        p.load(usize::MAX, &mut out);
+        assert_eq!(out.len(), p.wanted(0).count());
+    }
+}
