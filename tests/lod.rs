@@ -56,30 +56,30 @@ fn blocks_load_within_lod_budget_after_the_chunk_events_nearest_first() {
         .rposition(|n| n == "world.chunk.loaded")
         .unwrap();
     assert!(last_chunk < first_lod, "{tick1:?}");
-    // Player at (16, 16), chunk (0, 0). Block (0, 0) (chunks 0..=1) overlaps the square's
-    // outer ring, so it is wanted (the carve margin); the nearest centres: (0, 0) at (32, 32),
-    // then (0, -1) and (-1, 0) at 16² + 48², tied, by z then x.
+    // Player at (16, 16), chunk (0, 0). Block (0, 0) (chunks 0..=1) lies wholly inside the
+    // radius-1 square, so it is carved out (SPEC §17); the nearest centres of the others:
+    // (0, -1) and (-1, 0) at 16² + 48², tied, by z then x.
     let loaded = events_named(&g, "world.lod.loaded");
     assert_eq!(
         loaded,
         vec![
-            (1, json!({"level": 1, "x": 0, "z": 0})),
             (1, json!({"level": 1, "x": 0, "z": -1})),
+            (1, json!({"level": 1, "x": -1, "z": 0})),
         ]
     );
     assert_eq!(
         state(&g)["lod"],
-        json!([[{"x": 0, "z": -1}, {"x": 0, "z": 0}]])
+        json!([[{"x": 0, "z": -1}, {"x": -1, "z": 0}]])
     );
     assert_eq!(var(&g, "world.lod.loaded"), Some(json!(2)));
     assert_eq!(
         streaming(&g).lod_loaded(1),
-        vec![ChunkPos::new(0, -1), ChunkPos::new(0, 0)]
+        vec![ChunkPos::new(0, -1), ChunkPos::new(-1, 0)]
     );
-    // Level 1 (radius 3, step 2): blocks -2..=1 each way, 16 in all.
+    // Level 1 (radius 3, step 2): blocks -2..=1 each way, 16, but block (0, 0): 15 in all.
     run(&mut g, &[], 10);
-    assert_eq!(var(&g, "world.lod.loaded"), Some(json!(16)));
-    assert_eq!(state(&g)["lod"][0].as_array().unwrap().len(), 16);
+    assert_eq!(var(&g, "world.lod.loaded"), Some(json!(15)));
+    assert_eq!(state(&g)["lod"][0].as_array().unwrap().len(), 15);
     assert_eq!(var(&g, "world.lod.holes"), Some(json!(0)));
 }
 
@@ -348,7 +348,11 @@ fn terrain_builds_each_block_with_the_commit_latency_from_the_full_resolution_ce
 
 #[test]
 fn an_edit_to_a_sampled_cell_marks_the_block_dirty_and_it_is_rebuilt() {
-    let mut g = game(&terrain_scene(1));
+    // Level 1 of radius 2 (its area chunks -2..=3), so that level-2 block (-1, -1) (chunks
+    // -4..=-1) reaches beyond it and is wanted (SPEC §17's carve).
+    let mut scene = terrain_scene(1);
+    scene["kits"][2]["config"]["lod"][0]["radius"] = json!(2);
+    let mut g = game(&scene);
     run(&mut g, &[], 10);
     // Block (-1, -1) of level 1 covers chunks -2..=-1; cell (0, 0) of chunk (-1, -1) (metres
     // -32..-28) is its cell (4, 4), and cell (6, 6) of level-2 block (-1, -1) (chunks

@@ -20,14 +20,15 @@ use crate::grid::{Bounds, ChunkPos, Grid, Position};
 
 use super::config::{Lod, LodLevel, MAX_LOD_LEVELS};
 
-/// How many rings inside the finer level's area a block must lie to be carved out of its level
-/// (SPEC §17 says "outside the finer level's wanted area"; one ring more keeps a block wanted
-/// while it overlaps the finer level's outermost ring). Why: a chunk (or finer block) behind a
-/// moving focus is released once it is past `r + 1`, one ring after the coarser block that
-/// replaces it became wanted by the letter of §17; at the §16 example's speed (0.75 chunk a
-/// tick) that ring lasts 1.3 ticks, less than `commitLatency` 2, and the drive showed holes.
-/// With the margin the block is wanted two rings before, 2.7 ticks: built in time.
-pub const CARVE_MARGIN: u32 = 1;
+/// How many rings inside the finer level's area a block must lie to be carved out of its level.
+/// 0: SPEC §17's letter ("at least one chunk it covers lies outside the finer level's wanted
+/// area"). A margin of 1 (a block kept wanted while it overlaps the finer level's outermost
+/// ring) would want a trailing block a ring earlier: a chunk behind a moving focus is released
+/// once it is past `r + 1`, one ring after the block replacing it became wanted, 1.3 ticks at
+/// 0.75 chunk a tick, less than `commitLatency` 2 (the shipped drive then shows holes), enough
+/// for `commitLatency` 1. The contract wins: the margin stays 0 and the docs recommend
+/// `commitLatency` 1 for LOD drives that fast (docs/lod.md).
+pub const CARVE_MARGIN: u32 = 0;
 
 /// An inclusive rectangle of chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -666,9 +667,8 @@ mod tests {
         Lod::new(&defs).unwrap()
     }
 
-    /// A plan around `at`. The finer level carves with one ring of margin (`CARVE_MARGIN`):
-    /// radius `r` carves the chunk square of `r − 1`, level radius `r_k` its blocks within
-    /// `r_k − 1`; the tests below pick radii one above the areas they reason about.
+    /// A plan around `at`: radius `r` carves the chunk square of `r`, a level of radius `r_k`
+    /// its blocks within `r_k` (SPEC §17, `CARVE_MARGIN` 0).
     fn plan(radius: u32, levels: &[(u32, u32)], at: Position) -> LodPlan {
         let mut p = LodPlan::new(Grid::new(32.0), None);
         p.set_levels(radius, lod(levels));
@@ -701,14 +701,14 @@ mod tests {
     fn a_level_wants_its_range_minus_the_finer_area_and_nothing_outside_the_ground() {
         // radius 1 (chunks -1..=1), level 1 step 2 radius 4: blocks -2..=2 each way (chunks
         // -4..=5); block (0, 0) (chunks 0..=1) lies inside the chunk square: carved.
-        let p = plan(2, &[(2, 4)], centre());
+        let p = plan(1, &[(2, 4)], centre());
         let wanted: Vec<ChunkPos> = p.wanted(0).collect();
         assert_eq!(wanted.len(), 24);
         assert!(!wanted.contains(&ChunkPos::new(0, 0)));
         assert!(wanted.contains(&ChunkPos::new(-1, -1)) && wanted.contains(&ChunkPos::new(2, 2)));
         // radius 3 covers chunks -3..=3: blocks -1..=1 each way (chunks -2..=3) lie inside
         // it; blocks -5..=4 each way are in range (ring <= 9).
-        let p = plan(4, &[(2, 9)], centre());
+        let p = plan(3, &[(2, 9)], centre());
         let wanted: BTreeSet<ChunkPos> = p.wanted(0).collect();
         for b in [(-1, -1), (1, -1), (-1, 1), (0, 0), (1, 1)] {
             assert!(
@@ -720,7 +720,7 @@ mod tests {
         assert!(wanted.contains(&ChunkPos::new(-5, -5)) && wanted.contains(&ChunkPos::new(4, 4)));
         assert_eq!(wanted.len(), 10 * 10 - 9);
         // Level 2 carves level 1's area: step 4 radius 12 around level 1's blocks -3..=3.
-        let p = plan(4, &[(2, 7), (4, 12)], centre());
+        let p = plan(3, &[(2, 6), (4, 12)], centre());
         let l2: BTreeSet<ChunkPos> = p.wanted(1).collect();
         // level 1 area: chunks -6..=7 (blocks -3..=3 of 2); level-2 blocks inside: -1..=1.
         for b in [(0, 0), (-1, -1), (1, 0), (1, 1)] {
@@ -742,22 +742,21 @@ mod tests {
     }
 
     #[test]
-    fn a_block_overlapping_the_finer_outermost_ring_stays_wanted() {
-        // Radius 1: block (0, 0) (chunks 0..=1) lies inside the square -1..=1 but overlaps its
-        // ring 1, so it stays wanted (CARVE_MARGIN); with radius 2 it is carved.
-        assert!(plan(1, &[(2, 4)], centre())
+    fn a_block_is_wanted_as_soon_as_one_of_its_chunks_leaves_the_finer_area() {
+        // Radius 0: block (0, 0) (chunks 0..=1) has chunks outside the square {0}: wanted.
+        // Radius 1: all four lie inside the square -1..=1: carved (no margin, SPEC §17).
+        assert!(plan(0, &[(2, 4)], centre())
             .wanted(0)
             .any(|b| b == ChunkPos::new(0, 0)));
-        assert!(!plan(2, &[(2, 4)], centre())
+        assert!(!plan(1, &[(2, 4)], centre())
             .wanted(0)
             .any(|b| b == ChunkPos::new(0, 0)));
-        // Level 2 against level 1's blocks within r_1 − 1: with (2, 4) level 1 carves chunks
+        // Level 2 against level 1's blocks within r_1: with (2, 3) level 1's area is chunks
         // -4..=3 (blocks -2..=1), so level-2 block (0, 0) (chunks 0..=3) is carved, (-1, 0)
-        // (chunks -4..=-1) too, and with (2, 3) (blocks within 2: -1..=1, chunks -2..=3)
-        // only (0, 0) is.
-        let l2: BTreeSet<ChunkPos> = plan(2, &[(2, 4), (4, 12)], centre()).wanted(1).collect();
+        // (chunks -4..=-1) too, and with (2, 2) (blocks -1..=1, chunks -2..=3) only (0, 0) is.
+        let l2: BTreeSet<ChunkPos> = plan(1, &[(2, 3), (4, 12)], centre()).wanted(1).collect();
         assert!(!l2.contains(&ChunkPos::new(0, 0)) && !l2.contains(&ChunkPos::new(-1, 0)));
-        let l2: BTreeSet<ChunkPos> = plan(2, &[(2, 3), (4, 12)], centre()).wanted(1).collect();
+        let l2: BTreeSet<ChunkPos> = plan(1, &[(2, 2), (4, 12)], centre()).wanted(1).collect();
         assert!(!l2.contains(&ChunkPos::new(0, 0)) && l2.contains(&ChunkPos::new(-1, 0)));
     }
 
@@ -910,7 +909,7 @@ mod tests {
 
     #[test]
     fn holes_count_chunks_within_the_last_radius_seen_by_nothing() {
-        let mut p = plan(2, &[(2, 4)], centre());
+        let mut p = plan(1, &[(2, 4)], centre());
         // Nothing ready: every chunk within ring 4 is a hole.
         assert_eq!(p.holes(&[centre()], |_| false), 81);
         // The chunk square ready: 72 left.
@@ -944,10 +943,10 @@ mod tests {
     #[test]
     fn two_foci_want_the_union_and_carve_by_both_squares() {
         let mut p = LodPlan::new(Grid::new(32.0), None);
-        p.set_levels(2, lod(&[(2, 4)]));
-        // Chunks (0,0) and (2,0): squares -1..=1 and 1..=3 along x; block (0, 0) covers
+        p.set_levels(1, lod(&[(2, 4)]));
+        // Chunks (-1,0) and (2,0): squares -2..=0 and 1..=3 along x; block (0, 0) covers
         // chunks 0..=1 × 0..=1: inside the union of the squares, not inside either alone.
-        p.set_foci(&[centre(), Position::new(80.0, 16.0)]);
+        p.set_foci(&[Position::new(-16.0, 16.0), Position::new(80.0, 16.0)]);
         p.resolve();
         let wanted: BTreeSet<ChunkPos> = p.wanted(0).collect();
         assert!(
