@@ -2011,6 +2011,61 @@ mod tests {
         free_game(game);
     }
 
+    /// LOD blocks through the C ABI (SPEC §17, §19): their loaded and built events drained as
+    /// `WsChunkEvent`s with their level, and a built block's cells read back with
+    /// `ws_game_terrain(level)`, equal to the block the terrain holds and hashing to its event.
+    #[test]
+    fn lod_blocks_drain_as_chunk_events_and_their_cells_read_back_by_level() {
+        let scene = serde_json::json!({
+            "kits": [
+                {"id": "world.ground"},
+                {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 1, "budgetMs": 9,
+                    "lod": [{"step": 2, "radius": 3}], "lodBudget": 16}},
+                {"id": "world.terrain", "config": {"seed": 7, "cellsPerChunk": 8, "workers": 1}}
+            ],
+            "entities": [{"id": "hero", "tags": ["player"], "position": {"x": 16, "z": 16}}]
+        })
+        .to_string();
+        let (_, game, _) = new_game(&scene);
+        tick(game, 6);
+        let events = drain_chunks_once(game, 1000);
+        let loaded: Vec<(i64, i64)> = events
+            .iter()
+            .filter(|e| e.kind == WS_CHUNK_EVENT_LOD_LOADED)
+            .map(|e| {
+                assert_eq!((e.level, e.hash), (1, 0));
+                (e.x, e.z)
+            })
+            .collect();
+        // Level 1 (step 2, radius 3) around chunk (0, 0): blocks -2..=1 each way but block
+        // (0, 0), wholly inside the radius-1 square.
+        assert_eq!(loaded.len(), 15, "{loaded:?}");
+        assert!(!loaded.contains(&(0, 0)));
+        let built: Vec<&WsChunkEvent> = events
+            .iter()
+            .filter(|e| e.kind == WS_CHUNK_EVENT_LOD_BUILT)
+            .collect();
+        assert_eq!(built.len(), 15);
+        for e in built {
+            assert_eq!(e.level, 1);
+            let (status, cells, heights, materials, message) = terrain(game, e.x, e.z, 1, 64);
+            assert_eq!((status, cells), (WsStatus::Ok, 64), "{message}");
+            let mut bytes: Vec<u8> = heights.iter().flat_map(|h| h.to_le_bytes()).collect();
+            bytes.extend(&materials);
+            assert_eq!(crate::kits::terrain::generate::fnv1a64(&bytes), e.hash);
+            let data = with_game(game, |g| {
+                let t = g.engine().service::<dyn TerrainService>(TERRAIN).unwrap();
+                Ok(t.lod_block(1, e.x, e.z).unwrap())
+            })
+            .unwrap();
+            assert_eq!(data.hash(), e.hash);
+        }
+        // The carved block, and a level not in force, are not built.
+        assert_eq!(terrain(game, 0, 0, 1, 64).0, WsStatus::NotBuilt);
+        assert_eq!(terrain(game, -1, -1, 2, 64).0, WsStatus::NotBuilt);
+        free_game(game);
+    }
+
     #[test]
     fn terrain_keeps_the_buffer_contract_and_says_what_is_not_built() {
         let (_, game, _) = new_game(&terrain_scene());
