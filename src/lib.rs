@@ -15,8 +15,9 @@
 //!   (untrusted text for a terminal), [`user_file`] and [`fileio`] (reading and writing files);
 //! - [`host`]: the `game.engine` host (entities, events, hooks, services, variables, scenes, kits,
 //!   the tick loop, the save document);
-//! - [`kits`]: `world.ground` and `world.streaming` (its host-free residency in `kits::streaming::residency`)
-//!   and `world.terrain`;
+//! - [`kits`]: `world.ground`, `world.streaming` (its host-free residency in
+//!   `kits::streaming::residency`, its levels of detail in `kits::streaming::lod`),
+//!   `world.terrain`, `world.district` and `world.nav`;
 //! - [`mods`]: JSON mods and the Lua sandbox;
 //! - [`files`]: the public file formats (scene, inputs, state, saves) and their schemas;
 //! - [`game`]: a scene file made running: inputs applied, ticks run, state and saves written;
@@ -24,8 +25,6 @@
 //! - [`view`]: the replay viewer, one self-contained HTML page per recorded run;
 //! - `bevy` (feature `bevy`): the Bevy plugin, a scene streamed around a Bevy app's anchors;
 //! - [`capi`]: the C ABI for engines (Godot, Unity, Unreal), the crate's reviewed `unsafe`;
-//! - the ground floor every room uses: [`user_file`] (a user's file read through its cap, only
-//!   if it is a regular file) and [`escape`] (untrusted text made safe to print).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
