@@ -668,6 +668,19 @@ mod tests {
         }
     }
 
+    /// Regions order in row order (`z`, then `x`), through `<` as through `cmp` (a mutant
+    /// answering `None` from `partial_cmp` was missed by every other test).
+    #[test]
+    fn regions_order_in_row_order_through_both_comparisons() {
+        let a = RegionPos { x: 5, z: -1 };
+        let b = RegionPos { x: -5, z: 0 };
+        let c = RegionPos { x: -4, z: 0 };
+        assert!(a < b && b < c && a < c);
+        assert_eq!(b.partial_cmp(&c), Some(std::cmp::Ordering::Less));
+        assert_eq!(c.partial_cmp(&a), Some(std::cmp::Ordering::Greater));
+        assert_eq!(a.partial_cmp(&a), Some(std::cmp::Ordering::Equal));
+    }
+
     #[test]
     fn regions_floor_toward_negative_infinity_and_name_their_files() {
         assert_eq!(
