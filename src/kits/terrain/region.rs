@@ -668,6 +668,41 @@ mod tests {
         }
     }
 
+    /// The cap on a record's claimed uncompressed length is exactly `MAX_RAW_PAYLOAD`: one byte
+    /// over is refused by it, the cap itself is not (the record then fails later, on its
+    /// length), and the largest real diff (every cell of a 256 × 256 chunk, the widest
+    /// heights) is far below it and round-trips (cargo-mutants found the cap's arithmetic
+    /// untested).
+    #[test]
+    fn the_claimed_uncompressed_length_is_capped_exactly_and_a_full_chunk_fits() {
+        let full = Diff {
+            cells: (0..65_536u32)
+                .map(|i| (i, (u16::MAX - (i % 7) as u16, (i % 5) as u8)))
+                .collect(),
+        };
+        let wide = Stamp {
+            cells: 256,
+            ..stamp()
+        };
+        let bytes = encode_record(ChunkPos::new(-3, 9), wide, &full);
+        let (chunk, _, diff, len) = decode_record(&bytes, 0, None).unwrap();
+        assert_eq!((chunk, len), (ChunkPos::new(-3, 9), bytes.len()));
+        assert_eq!(diff, full);
+        let claim = |raw: usize| {
+            let mut b = bytes.clone();
+            b[12..16].copy_from_slice(&(raw as u32).to_le_bytes());
+            decode_record(&b, 0, None).unwrap_err()
+        };
+        let over = claim(MAX_RAW_PAYLOAD + 1);
+        assert_eq!(
+            over,
+            format!("payload claims {} bytes uncompressed", MAX_RAW_PAYLOAD + 1)
+        );
+        let at = claim(MAX_RAW_PAYLOAD);
+        assert!(!at.starts_with("payload claims"), "{at}");
+        assert_eq!(MAX_RAW_PAYLOAD, 589_888);
+    }
+
     /// Regions order in row order (`z`, then `x`), through `<` as through `cmp` (a mutant
     /// answering `None` from `partial_cmp` was missed by every other test).
     #[test]
