@@ -20,16 +20,6 @@ use crate::grid::{Bounds, ChunkPos, Grid, Position};
 
 use super::config::{Lod, LodLevel, MAX_LOD_LEVELS};
 
-/// How many rings inside the finer level's area a block must lie to be carved out of its level.
-/// 0: SPEC §17's letter ("at least one chunk it covers lies outside the finer level's wanted
-/// area"). A margin of 1 (a block kept wanted while it overlaps the finer level's outermost
-/// ring) would want a trailing block a ring earlier: a chunk behind a moving focus is released
-/// once it is past `r + 1`, one ring after the block replacing it became wanted, 1.3 ticks at
-/// 0.75 chunk a tick, less than `commitLatency` 2 (the shipped drive then shows holes), enough
-/// for `commitLatency` 1. The contract wins: the margin stays 0 and the docs recommend
-/// `commitLatency` 1 for LOD drives that fast (docs/lod.md).
-pub const CARVE_MARGIN: u32 = 0;
-
 /// An inclusive rectangle of chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Area {
@@ -162,13 +152,9 @@ impl LodPlan {
     fn inside_area(&self, k: usize, a: Area) -> bool {
         if let [c] = self.centres[..] {
             // One focus (the common case): one rectangle, nothing to allocate.
-            return self.area(k, c).is_some_and(|r| r.contains(&a));
+            return self.area(k, c).contains(&a);
         }
-        let areas: Vec<Area> = self
-            .centres
-            .iter()
-            .filter_map(|c| self.area(k, *c))
-            .collect();
+        let areas: Vec<Area> = self.centres.iter().map(|c| self.area(k, *c)).collect();
         if areas.iter().any(|r| r.contains(&a)) {
             return true;
         }
@@ -201,29 +187,31 @@ impl LodPlan {
         true
     }
 
-    /// The area level `k` carves out of the next level around the focus chunk `c`: the chunk
-    /// square of `radius − CARVE_MARGIN` (k = 0), or the level-k blocks within
-    /// `r_k − CARVE_MARGIN`; `None` when empty.
-    fn area(&self, k: usize, c: ChunkPos) -> Option<Area> {
+    /// The area level `k` carves out of the next level around the focus chunk `c`, exactly as
+    /// SPEC §17 says: the chunk square of `radius` (k = 0), or the level-k blocks within `r_k`.
+    /// (No margin: a block is wanted as soon as one chunk it covers lies outside. With
+    /// `commitLatency` 2 and a focus at 0.75 chunk a tick, the block replacing a trailing chunk
+    /// is then not built before that chunk goes, a 16-chunk hole; docs/lod.md recommends
+    /// `commitLatency` 1 for such drives.)
+    fn area(&self, k: usize, c: ChunkPos) -> Area {
         if k == 0 {
-            let r = i64::from(self.radius.checked_sub(CARVE_MARGIN)?);
-            return Some(Area {
+            let r = i64::from(self.radius);
+            return Area {
                 x0: c.x - r,
                 x1: c.x + r,
                 z0: c.z - r,
                 z1: c.z + r,
-            });
+            };
         }
-        let mut l = self.level(k - 1).expect("a level in force");
-        l.radius = l.radius.checked_sub(CARVE_MARGIN)?;
+        let l = self.level(k - 1).expect("a level in force");
         let (lo, hi) = self.block_range(c, l);
         let s = i64::from(l.step);
-        Some(Area {
+        Area {
             x0: lo.x * s,
             x1: hi.x * s + s - 1,
             z0: lo.z * s,
             z1: hi.z * s + s - 1,
-        })
+        }
     }
 
     /// The blocks of level `l` within its radius of the focus chunk `c`: a rectangle of blocks.
@@ -668,7 +656,7 @@ mod tests {
     }
 
     /// A plan around `at`: radius `r` carves the chunk square of `r`, a level of radius `r_k`
-    /// its blocks within `r_k` (SPEC §17, `CARVE_MARGIN` 0).
+    /// its blocks within `r_k` (SPEC §17).
     fn plan(radius: u32, levels: &[(u32, u32)], at: Position) -> LodPlan {
         let mut p = LodPlan::new(Grid::new(32.0), None);
         p.set_levels(radius, lod(levels));
