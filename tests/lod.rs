@@ -671,3 +671,46 @@ fn the_shipped_drive_has_the_same_events_and_hashes_with_one_and_four_workers() 
         .any(|l| l.contains("world.terrain.lod.built")));
     assert_eq!(logs[0], logs[1]);
 }
+
+/// SPEC §17: LOD blocks are not asked the hooks, never held by refusals, not counted by
+/// `maxLoaded`, and only non-ticket foci want them.
+#[test]
+fn blocks_skip_the_hooks_and_the_cap_and_tickets_want_none() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every chunk load of row z = 0 refused; blocks of that row must load all the same.
+    std::fs::write(
+        dir.path().join("gap.json"),
+        r#"{"id": "gap", "hook": "world.chunk.load", "match": {"z": 0}, "cancel": true}"#,
+    )
+    .unwrap();
+    let mut config = small();
+    config["lodBudget"] = json!(100);
+    let level_1 = |g: &Game| {
+        // All 15 blocks of level 1 around the player (16 minus the carved (0, 0)), none at the
+        // ticket (chunk (100, 0)), the row z = 0's blocks among them.
+        let blocks = streaming(g).lod_loaded(1);
+        assert_eq!(blocks.len(), 15, "{blocks:?}");
+        assert!(blocks.contains(&ChunkPos::new(-1, 0)) && blocks.contains(&ChunkPos::new(1, 0)));
+        assert!(
+            blocks.iter().all(|b| b.x.abs() <= 2 && b.z.abs() <= 2),
+            "{blocks:?}"
+        );
+    };
+    let ticket = json!({"tick": 1, "do": "request", "id": "tp", "at": {"x": 3216, "z": 16}, "radius": 1, "ticks": 50});
+    // Refusals: the row's chunks are refused, its blocks load.
+    let mut s = scene(config.clone());
+    s["mods"] = json!(["gap.json"]);
+    let mut g = game_in(&s, dir.path());
+    run(&mut g, &[ticket.clone()], 5);
+    let st = state(&g);
+    assert!(!st["refusals"].as_array().unwrap().is_empty(), "{st}");
+    level_1(&g);
+    // The cap: over capacity, no chunk loads; blocks are not counted and load.
+    config["maxLoaded"] = json!(2);
+    let mut g = game(&scene(config));
+    run(&mut g, &[ticket], 5);
+    let st = state(&g);
+    assert!(st["loaded"].as_array().unwrap().len() <= 2, "{st}");
+    assert_eq!(var(&g, "world.chunks.overCapacity"), Some(json!(1)));
+    level_1(&g);
+}
