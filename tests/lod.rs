@@ -701,7 +701,7 @@ fn blocks_skip_the_hooks_and_the_cap_and_tickets_want_none() {
     let mut s = scene(config.clone());
     s["mods"] = json!(["gap.json"]);
     let mut g = game_in(&s, dir.path());
-    run(&mut g, &[ticket.clone()], 5);
+    run(&mut g, std::slice::from_ref(&ticket), 5);
     let st = state(&g);
     assert!(!st["refusals"].as_array().unwrap().is_empty(), "{st}");
     level_1(&g);
