@@ -209,6 +209,20 @@ static class WorldStreamingTest
         Expect(WsStatus.InvalidHandle, "handle", () => game.DrainChunkEvents(new WsChunkEvent[4]), "a disposed game's drain");
         Check(WorldStreaming.StatusName(WsStatus.NotBuilt) == "WS_STATUS_NOT_BUILT", "status 16 is NOT_BUILT");
         Check(WorldStreaming.StatusName(WsStatus.NoSuchEntity) == "WS_STATUS_NO_SUCH_ENTITY", "status 20");
+        // The C# enum copies the header's numbers: each value must carry its own name in the
+        // library (NotBuilt -> WS_STATUS_NOT_BUILT), so a renumbering on either side fails here.
+        foreach (WsStatus s in Enum.GetValues(typeof(WsStatus)))
+        {
+            string name = s.ToString();
+            var snake = new System.Text.StringBuilder("WS_STATUS_");
+            for (int i = 0; i < name.Length; i++)
+            {
+                if (i > 0 && char.IsUpper(name[i])) snake.Append('_');
+                snake.Append(char.ToUpperInvariant(name[i]));
+            }
+            string expected = snake.ToString().Replace("UTF_8", "UTF8");
+            Check(WorldStreaming.StatusName(s) == expected, "status " + (int)s + " is " + expected + ", the library says " + WorldStreaming.StatusName(s));
+        }
         Check(WorldStreamingNative.ws_string_free(IntPtr.Zero) == WsStatus.Ok, "freeing null");
     }
 
