@@ -703,6 +703,60 @@ mod tests {
         assert_eq!(MAX_RAW_PAYLOAD, 589_888);
     }
 
+    /// A record's bounds are checked at their exact edges (cargo-mutants found each comparison
+    /// untested): a slice one byte short of a header is refused as short, one exactly a header
+    /// long is read as a header (and fails on its empty payload); a stored length one past the
+    /// slice's end is refused with and without the table's length, and a table length that
+    /// disagrees with the record's by one byte is refused even when the payload fits.
+    #[test]
+    fn a_record_is_bounded_exactly_at_its_header_its_payload_and_the_tables_length() {
+        let bytes = encode_record(ChunkPos::new(2, -7), stamp(), &diff(&[(3, 4, 5)]));
+        let short = decode_record(&bytes[..RECORD_HEADER_LEN - 1], 0, None).unwrap_err();
+        assert_eq!(short, "a record header is 20 bytes, 19 left");
+        // A header alone, claiming an empty payload with its (empty) checksum.
+        let mut header = bytes[..RECORD_HEADER_LEN].to_vec();
+        header[6..8].copy_from_slice(&0u16.to_le_bytes());
+        header[8..12].copy_from_slice(&0u32.to_le_bytes());
+        header[12..16].copy_from_slice(&0u32.to_le_bytes());
+        header[16..20].copy_from_slice(&crc32fast::hash(&[]).to_le_bytes());
+        let empty = decode_record(&header, 0, None).unwrap_err();
+        assert!(empty.starts_with("payload: "), "{empty}");
+        // The stored length one past the end: refused by the bound, not a slice panic.
+        let stored = (bytes.len() - RECORD_HEADER_LEN) as u32;
+        let mut over = bytes.clone();
+        over[8..12].copy_from_slice(&(stored + 1).to_le_bytes());
+        let fits = format!("payload of {} bytes does not fit the record", stored + 1);
+        let e = decode_record(&over, 0, None).unwrap_err();
+        assert!(e.starts_with(&fits), "{e}");
+        let e = decode_record(&over, 0, Some(over.len())).unwrap_err();
+        assert!(e.starts_with(&fits), "{e}");
+        // The record is sound, but the table claims one byte more than it: damage.
+        let mut padded = bytes.clone();
+        padded.push(0);
+        let e = decode_record(&padded, 0, Some(padded.len())).unwrap_err();
+        assert!(e.starts_with(&format!("payload of {stored} bytes")), "{e}");
+        assert_eq!(decode_record(&padded, 0, None).unwrap().3, bytes.len());
+        assert_eq!(
+            decode_record(&bytes, 0, Some(bytes.len())).unwrap().3,
+            bytes.len()
+        );
+    }
+
+    /// The grid's last chunk on each side is a chunk like any other; one past it is damage.
+    #[test]
+    fn a_record_of_a_chunk_at_the_grids_edge_is_read_and_one_past_it_is_damage() {
+        let edge = crate::grid::MAX_CHUNK_COORD;
+        for (x, z) in [(edge, -edge), (-edge, edge), (0, edge)] {
+            let d = diff(&[(1, 2, 3)]);
+            let record = encode_record(ChunkPos::new(x, z), stamp(), &d);
+            let (chunk, _, read, _) = decode_record(&record, 0, None).unwrap();
+            assert_eq!((chunk, &read), (ChunkPos::new(x, z), &d));
+            let past = encode_record(ChunkPos::new(x, z + z.signum()), stamp(), &d);
+            let err = decode_record(&past, 0, None).unwrap_err();
+            assert!(err.contains("outside the grid"), "{err}");
+        }
+    }
+
     /// Regions order in row order (`z`, then `x`), through `<` as through `cmp` (a mutant
     /// answering `None` from `partial_cmp` was missed by every other test).
     #[test]
