@@ -1004,6 +1004,60 @@ mod tests {
         );
     }
 
+    /// A damaged file's scan checksums at most 4× the file's length, and only payloads that fit
+    /// in the file count against that budget (cargo-mutants found both untested): false record
+    /// headers claiming three file-lengths that fit, or six claiming one byte more than is left,
+    /// leave the budget enough to reach the sound record after them.
+    #[test]
+    fn the_scans_budget_is_four_file_lengths_of_payloads_that_fit() {
+        let chunk = ChunkPos::new(-1, 0);
+        let pos = RegionPos::of(chunk);
+        let record = encode_record(chunk, stamp(), &diff(&[(9, 8, 7)]));
+        let scan = |false_headers: usize, overrun: usize| {
+            let gap = 10_000;
+            let len = HEADER_LEN + RECORD_HEADER_LEN * false_headers + gap + record.len();
+            let mut bytes = vec![0u8; HEADER_LEN];
+            for _ in 0..false_headers {
+                let at = bytes.len();
+                let claim = len - at - RECORD_HEADER_LEN + overrun;
+                bytes.extend_from_slice(&RECORD_MAGIC);
+                bytes.extend_from_slice(&RECORD_VERSION.to_le_bytes());
+                bytes.extend_from_slice(&0u16.to_le_bytes());
+                bytes.extend_from_slice(&(claim as u32).to_le_bytes());
+                bytes.extend_from_slice(&(claim as u32).to_le_bytes());
+                bytes.extend_from_slice(&0u32.to_le_bytes());
+            }
+            bytes.resize(len - record.len(), 0);
+            bytes.extend_from_slice(&record);
+            assert_eq!(bytes.len(), len);
+            decode(&bytes, pos)
+        };
+        // Three claims that fit (to the file's last byte), about 3 file-lengths in all: the scan goes on to the record.
+        let d = scan(3, 0);
+        assert_eq!(d.chunks.keys().collect::<Vec<_>>(), [&chunk]);
+        assert!(
+            matches!(&d.damage[..], [Damage::Header(m)] if !m.contains("stopped")),
+            "{:?}",
+            d.damage
+        );
+        // Six claims each one byte past the end: never checksummed, never charged.
+        let d = scan(6, 1);
+        assert_eq!(d.chunks.keys().collect::<Vec<_>>(), [&chunk]);
+        assert!(
+            matches!(&d.damage[..], [Damage::Header(m)] if !m.contains("stopped")),
+            "{:?}",
+            d.damage
+        );
+        // Five claims that fit, past 4 file-lengths: the scan stops and says where.
+        let d = scan(5, 0);
+        assert!(d.chunks.is_empty(), "{:?}", d.chunks);
+        assert!(
+            matches!(&d.damage[..], [Damage::Header(m)] if m.contains("the scan for records stopped at byte")),
+            "{:?}",
+            d.damage
+        );
+    }
+
     #[test]
     fn a_file_full_of_false_record_headers_is_scanned_in_linear_time() {
         // 40 000 false headers each claiming the rest of the file: without a bound the scan
