@@ -1058,6 +1058,52 @@ mod tests {
         );
     }
 
+    /// Claims that spend the scan's budget to its last byte do not stop it: only a claim over
+    /// what is left does (a sound record first, then false headers claiming, together with it,
+    /// exactly 4 file-lengths).
+    #[test]
+    fn a_claim_of_exactly_the_budget_left_is_checksummed() {
+        let chunk = ChunkPos::new(-1, 0);
+        let record = encode_record(chunk, stamp(), &diff(&[(9, 8, 7)]));
+        let len = 20_000;
+        let mut left = SCAN_BUDGET_FACTOR * len - (record.len() - RECORD_HEADER_LEN);
+        let mut bytes = vec![0u8; HEADER_LEN];
+        bytes.extend_from_slice(&record);
+        let mut last = (0, 0);
+        while left > 0 {
+            let claim = left.min(len - bytes.len() - RECORD_HEADER_LEN);
+            left -= claim;
+            last = (bytes.len(), claim);
+            bytes.extend_from_slice(&RECORD_MAGIC);
+            bytes.extend_from_slice(&RECORD_VERSION.to_le_bytes());
+            bytes.extend_from_slice(&0u16.to_le_bytes());
+            bytes.extend_from_slice(&(claim as u32).to_le_bytes());
+            bytes.extend_from_slice(&(claim as u32).to_le_bytes());
+            bytes.extend_from_slice(&0u32.to_le_bytes());
+        }
+        bytes.resize(len, 0);
+        let d = decode(&bytes, RegionPos::of(chunk));
+        assert_eq!(d.chunks.keys().collect::<Vec<_>>(), [&chunk]);
+        assert!(
+            matches!(&d.damage[..], [Damage::Header(m)] if !m.contains("stopped")),
+            "{:?}",
+            d.damage
+        );
+        // One more byte of claims, and the scan stops at the last false header.
+        let (at, claim) = last;
+        assert!(
+            claim < len - at - RECORD_HEADER_LEN,
+            "the last claim can grow and still fit"
+        );
+        bytes[at + 8..at + 12].copy_from_slice(&(claim as u32 + 1).to_le_bytes());
+        let d = decode(&bytes, RegionPos::of(chunk));
+        assert!(
+            matches!(&d.damage[..], [Damage::Header(m)] if m.ends_with(&format!("the scan for records stopped at byte {at}: too many false record headers"))),
+            "{:?}",
+            d.damage
+        );
+    }
+
     #[test]
     fn a_file_full_of_false_record_headers_is_scanned_in_linear_time() {
         // 40 000 false headers each claiming the rest of the file: without a bound the scan
