@@ -1104,6 +1104,60 @@ mod tests {
         );
     }
 
+    /// The header's bounds at their exact edges (cargo-mutants found each untested): an empty
+    /// region is exactly a header and its checksum, a full region lists all 1 024 chunks, and a
+    /// free list another writer left is skipped over to find the checksum after it.
+    #[test]
+    fn an_empty_a_full_and_a_free_listed_region_are_read_whole() {
+        let mut empty = region();
+        empty.chunks.clear();
+        let bytes = encode(&empty);
+        assert_eq!(bytes.len(), HEADER_LEN + 4);
+        let d = decode(&bytes, empty.pos);
+        assert_eq!(
+            (d.stamp, d.damage, d.chunks.len()),
+            (Some(stamp()), vec![], 0)
+        );
+
+        let mut full = region();
+        let origin = full.pos.origin();
+        full.chunks = (0..REGION_CHUNKS * REGION_CHUNKS)
+            .map(|k| {
+                let c = ChunkPos::new(origin.x + k % REGION_CHUNKS, origin.z + k / REGION_CHUNKS);
+                (c, diff(&[(k as u32, 1, 2)]))
+            })
+            .collect();
+        let d = decode(&encode(&full), full.pos);
+        assert_eq!(d.damage, vec![]);
+        assert_eq!(d.chunks.len(), 1024);
+        assert!(full.chunks.iter().all(|(c, diff)| d.chunks[c].1 == *diff));
+
+        // One free-list entry (16 bytes after the records), the table's offsets moved past it.
+        let r = region();
+        let plain = encode(&r);
+        let entries = u32_at(&plain, 48) as usize;
+        let table_end = HEADER_LEN + entries * TABLE_ENTRY_LEN;
+        let mut b = plain[..table_end].to_vec();
+        b[52..56].copy_from_slice(&1u32.to_le_bytes());
+        for k in 0..entries {
+            let e = HEADER_LEN + k * TABLE_ENTRY_LEN + 4;
+            let moved = u32_at(&b, e) + FREE_ENTRY_LEN as u32;
+            b[e..e + 4].copy_from_slice(&moved.to_le_bytes());
+        }
+        let gap = (plain.len() + FREE_ENTRY_LEN) as u32;
+        b.extend_from_slice(&gap.to_le_bytes());
+        b.extend_from_slice(&16u32.to_le_bytes());
+        let crc = crc32fast::hash(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b.extend_from_slice(&plain[table_end + 4..]);
+        b.extend_from_slice(&[0xEE; 16]);
+        assert_eq!(b.len(), gap as usize + 16);
+        let d = decode(&b, r.pos);
+        assert_eq!(d.damage, vec![]);
+        assert_eq!(d.chunks.len(), r.chunks.len());
+        assert!(r.chunks.iter().all(|(c, diff)| d.chunks[c].1 == *diff));
+    }
+
     #[test]
     fn a_file_full_of_false_record_headers_is_scanned_in_linear_time() {
         // 40 000 false headers each claiming the rest of the file: without a bound the scan
