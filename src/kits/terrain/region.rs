@@ -1158,6 +1158,47 @@ mod tests {
         assert!(r.chunks.iter().all(|(c, diff)| d.chunks[c].1 == *diff));
     }
 
+    /// A table entry outside the region (either coordinate 32) or listing a chunk twice makes
+    /// the header damaged (then the records are found by the scan).
+    #[test]
+    fn a_table_entry_outside_the_region_or_listed_twice_is_header_damage() {
+        let r = region();
+        let plain = encode(&r);
+        let table = |edit: &dyn Fn(&mut [u8])| {
+            let mut b = plain.clone();
+            edit(&mut b[HEADER_LEN..]);
+            let crc_at = HEADER_LEN + r.chunks.len() * TABLE_ENTRY_LEN;
+            let crc = crc32fast::hash(&b[..crc_at]);
+            b[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+            let d = decode(&b, r.pos);
+            assert_eq!(
+                d.chunks.len(),
+                r.chunks.len(),
+                "the scan finds every record"
+            );
+            match &d.damage[..] {
+                [Damage::Header(m)] => m.clone(),
+                other => panic!("{other:?}"),
+            }
+        };
+        let (lx, lz) = (plain[HEADER_LEN], plain[HEADER_LEN + 1]);
+        let m = table(&|t| t[0] = 32);
+        assert!(m.starts_with("table entry 0: chunk (32, "), "{m}");
+        let m = table(&|t| t[1] = 32);
+        assert!(
+            m.ends_with(", 32) is outside the region or listed twice"),
+            "{m}"
+        );
+        let m = table(&|t| {
+            t[TABLE_ENTRY_LEN] = t[0];
+            t[TABLE_ENTRY_LEN + 1] = t[1];
+        });
+        assert_eq!(
+            m,
+            format!("table entry 1: chunk ({lx}, {lz}) is outside the region or listed twice")
+        );
+    }
+
     #[test]
     fn a_file_full_of_false_record_headers_is_scanned_in_linear_time() {
         // 40 000 false headers each claiming the rest of the file: without a bound the scan
