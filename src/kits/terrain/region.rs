@@ -1105,10 +1105,9 @@ mod tests {
     }
 
     /// The header's bounds at their exact edges (cargo-mutants found each untested): an empty
-    /// region is exactly a header and its checksum, a full region lists all 1 024 chunks, and a
-    /// free list another writer left is skipped over to find the checksum after it.
+    /// region is exactly a header and its checksum, a full region lists all 1 024 chunks.
     #[test]
-    fn an_empty_a_full_and_a_free_listed_region_are_read_whole() {
+    fn an_empty_and_a_full_region_are_read_whole() {
         let mut empty = region();
         empty.chunks.clear();
         let bytes = encode(&empty);
@@ -1131,31 +1130,6 @@ mod tests {
         assert_eq!(d.damage, vec![]);
         assert_eq!(d.chunks.len(), 1024);
         assert!(full.chunks.iter().all(|(c, diff)| d.chunks[c].1 == *diff));
-
-        // One free-list entry (16 bytes after the records), the table's offsets moved past it.
-        let r = region();
-        let plain = encode(&r);
-        let entries = u32_at(&plain, 48) as usize;
-        let table_end = HEADER_LEN + entries * TABLE_ENTRY_LEN;
-        let mut b = plain[..table_end].to_vec();
-        b[52..56].copy_from_slice(&1u32.to_le_bytes());
-        for k in 0..entries {
-            let e = HEADER_LEN + k * TABLE_ENTRY_LEN + 4;
-            let moved = u32_at(&b, e) + FREE_ENTRY_LEN as u32;
-            b[e..e + 4].copy_from_slice(&moved.to_le_bytes());
-        }
-        let gap = (plain.len() + FREE_ENTRY_LEN) as u32;
-        b.extend_from_slice(&gap.to_le_bytes());
-        b.extend_from_slice(&16u32.to_le_bytes());
-        let crc = crc32fast::hash(&b);
-        b.extend_from_slice(&crc.to_le_bytes());
-        b.extend_from_slice(&plain[table_end + 4..]);
-        b.extend_from_slice(&[0xEE; 16]);
-        assert_eq!(b.len(), gap as usize + 16);
-        let d = decode(&b, r.pos);
-        assert_eq!(d.damage, vec![]);
-        assert_eq!(d.chunks.len(), r.chunks.len());
-        assert!(r.chunks.iter().all(|(c, diff)| d.chunks[c].1 == *diff));
     }
 
     /// A table entry outside the region (either coordinate 32) or listing a chunk twice makes
@@ -1196,6 +1170,79 @@ mod tests {
         assert_eq!(
             m,
             format!("table entry 1: chunk ({lx}, {lz}) is outside the region or listed twice")
+        );
+    }
+
+    /// A free list another writer left (this one writes none) is read entry by entry: the
+    /// checksum is found after it, each span must start past the header, and no span may
+    /// overlap another or a record (cargo-mutants found the free list untested). The file: the
+    /// header, its table and two free entries, 16 free bytes, the records, 8 free bytes.
+    #[test]
+    fn a_free_list_is_read_entry_by_entry_and_its_spans_may_not_overlap() {
+        let r = region();
+        let plain = encode(&r);
+        let entries = u32_at(&plain, 48) as usize;
+        let table_end = HEADER_LEN + entries * TABLE_ENTRY_LEN;
+        let data_start = table_end + 2 * FREE_ENTRY_LEN + 4;
+        let records = &plain[table_end + 4..];
+        let end = data_start + 16 + records.len();
+        let file = |free: [(usize, usize); 2]| {
+            let mut b = plain[..table_end].to_vec();
+            b[52..56].copy_from_slice(&2u32.to_le_bytes());
+            for k in 0..entries {
+                let e = HEADER_LEN + k * TABLE_ENTRY_LEN + 4;
+                let moved = u32_at(&b, e) as usize - (table_end + 4) + data_start + 16;
+                b[e..e + 4].copy_from_slice(&(moved as u32).to_le_bytes());
+            }
+            for (offset, len) in free {
+                b.extend_from_slice(&(offset as u32).to_le_bytes());
+                b.extend_from_slice(&(len as u32).to_le_bytes());
+            }
+            let crc = crc32fast::hash(&b);
+            b.extend_from_slice(&crc.to_le_bytes());
+            b.extend_from_slice(&[0xEE; 16]);
+            b.extend_from_slice(records);
+            b.extend_from_slice(&[0xEE; 8]);
+            assert_eq!(b.len(), end + 8);
+            let d = decode(&b, r.pos);
+            assert_eq!(d.chunks.len(), r.chunks.len());
+            assert!(r.chunks.iter().all(|(c, diff)| d.chunks[c].1 == *diff));
+            d.damage
+        };
+        assert_eq!(file([(data_start, 16), (end, 8)]), vec![]);
+        assert_eq!(file([(end, 8), (data_start, 16)]), vec![]);
+        let header = |m: &str| vec![Damage::Header(m.to_string())];
+        let first = data_start + 16;
+        let overlap = |a: usize, b: usize, c: usize, d: usize| {
+            header(&format!("spans {a}..{b} and {c}..{d} overlap"))
+        };
+        assert_eq!(
+            file([(data_start, 17), (end, 8)]),
+            overlap(
+                data_start,
+                data_start + 17,
+                first,
+                first + u32_at(&plain, HEADER_LEN + 8) as usize
+            )
+        );
+        let last = u32_at(&plain, table_end - 4) as usize;
+        assert_eq!(
+            file([(data_start, 16), (end - 1, 9)]),
+            overlap(end - last, end, end - 1, end + 8)
+        );
+        assert_eq!(
+            file([(data_start - 1, 16), (end, 8)]),
+            header(&format!(
+                "free-list entry 0: offset {} is inside the header",
+                data_start - 1
+            ))
+        );
+        assert_eq!(
+            file([(data_start, 16), (data_start - 1, 1)]),
+            header(&format!(
+                "free-list entry 1: offset {} is inside the header",
+                data_start - 1
+            ))
         );
     }
 
