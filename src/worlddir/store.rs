@@ -269,6 +269,10 @@ pub trait StoreKind: Kind {
     /// journal takes the journal's images (a write killed midway is finished, never half
     /// done). `None`: each region file stands alone.
     const JOURNAL: Option<&'static str>;
+    /// Whether a region file found damaged is rewritten (after it is kept aside) by the first
+    /// write, whatever it changes: for a kind whose fallback must reach the directory at once
+    /// (`false`: when one of its chunks is next written).
+    const REWRITE_DAMAGED: bool;
 }
 
 /// The cap of a file copied aside (the largest region file any kind reads).
@@ -856,8 +860,14 @@ enum Request<K: Kind> {
 /// channel of its own (a clone gets a new one, so answers never cross between workers).
 pub struct Reader<K: Kind> {
     requests: Sender<Request<K>>,
-    reply: (Sender<Option<K::Data>>, Receiver<Option<K::Data>>),
+    reply: ReplyPair<K>,
 }
+
+/// A reader's own reply channel.
+type ReplyPair<K> = (
+    Sender<Option<<K as Kind>::Data>>,
+    Receiver<Option<<K as Kind>::Data>>,
+);
 
 impl<K: Kind> Clone for Reader<K> {
     fn clone(&self) -> Self {
@@ -1123,6 +1133,11 @@ impl<K: StoreKind> Owner<K> {
         // The journal's regions are rewritten by the first write (their files may be old).
         for pos in opened.replay {
             self.behind.entry(pos).or_default();
+        }
+        if K::REWRITE_DAMAGED {
+            for pos in &self.damaged {
+                self.behind.entry(*pos).or_default();
+            }
         }
     }
 

@@ -33,6 +33,7 @@ impl StoreKind for Terrain {
     const STAMP_HINT: &'static str = "its edits belong to another world (use another worldDir, \
                                       or the seed and generator that wrote it)";
     const JOURNAL: Option<&'static str> = None;
+    const REWRITE_DAMAGED: bool = false;
 }
 
 /// Why a world directory cannot be used (terrain's).
