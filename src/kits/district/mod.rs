@@ -565,6 +565,27 @@ impl Drop for DistrictKit {
     }
 }
 
+/// Whether `name` is a file the kit keeps in a world directory: a district region file
+/// (`d.<x>.<z>.wsd`) or the journal (`district.journal`).
+pub fn is_world_file(name: &str) -> bool {
+    name == region::JOURNAL
+        || crate::worlddir::frame::RegionPos::parse_file_name_of::<region::District>(name).is_some()
+}
+
+/// The kit's files in world directory `dir` ([`is_world_file`]), sorted; none if it cannot be
+/// listed.
+pub fn world_files(dir: &std::path::Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| is_world_file(n))
+        .collect();
+    out.sort();
+    out
+}
+
 /// Whether two `worldDir`s name the same directory: both absent, or equal, or the same place
 /// once resolved.
 fn same_dir(a: Option<&str>, b: Option<&str>) -> bool {
