@@ -778,3 +778,34 @@ fn a_run_on_a_district_world_directory_records_and_replays_on_a_copy() {
     let out = replay(&cut);
     assert_ne!(out.status.code(), Some(0), "{out:?}");
 }
+
+#[test]
+fn a_streamed_scene_entity_the_directory_holds_stays_once_on_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut scene = world(tmp.path(), "w", 0);
+    scene["entities"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "id": "box", "tags": ["streamed"], "position": { "x": 8, "z": 8 } }));
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[set(2, "box", 4)], 3);
+    g.close().unwrap();
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[], 2);
+    // The scene spawned it again; the directory's copy is not spawned, and that is said.
+    assert_eq!(data(&g, "box"), Some(json!(null)));
+    let errors = events_named(&g, "world.district.error");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].1["message"].as_str().unwrap().contains("box"),
+        "{errors:?}"
+    );
+    assert_eq!(
+        g.engine()
+            .world()
+            .iter()
+            .filter(|e| e.id.as_str() == "box")
+            .count(),
+        1
+    );
+}

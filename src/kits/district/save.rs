@@ -132,6 +132,7 @@ impl State {
             })
             .collect();
         live.sort_by(|a, b| a.id.cmp(&b.id));
+        let digest = self.image_digest();
         SaveSection {
             stamps: self
                 .index
@@ -145,8 +146,8 @@ impl State {
                 .collect(),
             last_scene: self.last.map(|s| self.scenes[s as usize].clone()),
             live,
-            world_dir: self.image_digest().map(|(d, _)| d),
-            image: self.image_digest().map(|(_, h)| hex(h)),
+            world_dir: digest.as_ref().map(|(d, _)| d.clone()),
+            image: digest.map(|(_, h)| hex(h)),
             records: self
                 .records
                 .iter()
@@ -319,7 +320,8 @@ impl State {
         // With `worldDir`: the kept differences are the directory's stored entries (its live
         // ones are the save's world), and the directory holds the image of the saved tick.
         if let Some(opened) = dir {
-            self.take_image(&opened.chunks, true);
+            let problems = self.take_image(&opened.chunks, true);
+            self.errors.extend(problems);
             if let Some(per) = self.persist.as_mut() {
                 per.image = opened.chunks.clone();
                 per.outcome = None;
