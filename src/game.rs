@@ -73,6 +73,10 @@ pub enum GameError {
     /// not written, with their paths and how many chunks each (those edits are lost).
     #[error("edits lost: {0}")]
     Unsaved(crate::kits::terrain::store::StoreError),
+    /// [`Game::close`] could not write every district difference back to the world directory
+    /// (SPEC §15): the regions not written, with their paths and how many chunks each.
+    #[error("district differences lost: {0}")]
+    DistrictUnsaved(crate::kits::district::DistrictStoreError),
     /// `run_until_ready` ran out of ticks.
     #[error("{} was not ready after {ticks} ticks", crate::escape::escape(entity))]
     NotReady {
@@ -247,10 +251,17 @@ impl Game {
     /// error lists every region not written, with its path and how many chunks: those edits
     /// are lost. The world directory's lock is released either way.
     pub fn close(self) -> Result<(), GameError> {
-        match self.kit::<crate::kits::terrain::TerrainKit>() {
+        let terrain = match self.kit::<crate::kits::terrain::TerrainKit>() {
             Some(terrain) => terrain.close().map_err(GameError::Unsaved),
             None => Ok(()),
-        }
+        };
+        let district = match self.kit::<crate::kits::district::DistrictKit>() {
+            Some(d) => d
+                .close(self.engine.world())
+                .map_err(GameError::DistrictUnsaved),
+            None => Ok(()),
+        };
+        terrain.and(district)
     }
 
     /// The engine.

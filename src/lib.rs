@@ -44,6 +44,7 @@ pub mod mods;
 pub mod replay;
 pub mod user_file;
 pub mod view;
+pub mod worlddir;
 
 /// The names most programs need.
 pub mod prelude {

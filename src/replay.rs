@@ -156,9 +156,28 @@ fn world_dir_of(scene: &Value) -> Option<&str> {
         .as_str()
 }
 
+/// The `worldDir` of the scene's `world.district` kit, if it has one (as written).
+fn district_world_dir_of(scene: &Value) -> Option<&str> {
+    scene
+        .get("kits")?
+        .as_array()?
+        .iter()
+        .find(|k| k.get("id").and_then(Value::as_str) == Some(crate::kits::district::DISTRICT))?
+        .get("config")?
+        .get("worldDir")?
+        .as_str()
+}
+
+/// The world directory a recording carries: `world.terrain`'s, or `world.district`'s when the
+/// terrain kit names none (both kits may name the same one).
+fn recorded_dir_of(scene: &Value) -> Option<&str> {
+    world_dir_of(scene).or_else(|| district_world_dir_of(scene))
+}
+
 /// The district file entries of the scene's `world.district` kits, in config order (each the
-/// entry as written: a path, or `{scene, file}`), and whether a kit names a `worldDir`; none
-/// when the config is not well formed (the game then reports it).
+/// entry as written: a path, or `{scene, file}`), and whether a kit names a `worldDir` a
+/// recording cannot carry (another directory than `world.terrain`'s); none when the config is
+/// not well formed (the game then reports it).
 fn district_entries(scene: &Value) -> (Vec<&Value>, bool) {
     let kits = scene.get("kits").and_then(Value::as_array);
     let configs = kits
@@ -169,7 +188,11 @@ fn district_entries(scene: &Value) -> (Vec<&Value>, bool) {
     let mut entries = Vec::new();
     let mut world_dir = false;
     for c in configs {
-        world_dir |= c.get("worldDir").is_some();
+        let terrain = world_dir_of(scene);
+        world_dir |= c
+            .get("worldDir")
+            .and_then(Value::as_str)
+            .is_some_and(|d| terrain.is_some_and(|t| t != d));
         entries.extend(
             c.get("districts")
                 .and_then(Value::as_array)
@@ -211,11 +234,14 @@ fn set_district_paths(scene: &mut Value, paths: &[String]) {
     }
 }
 
-/// Sets the `worldDir` of the scene's `world.terrain` kit (which has one).
+/// Sets the `worldDir` of the scene's `world.terrain` and `world.district` kits (those that
+/// have one).
 fn set_world_dir(scene: &mut Value, dir: &Path) {
     let kits = scene.get_mut("kits").and_then(Value::as_array_mut);
     for k in kits.into_iter().flatten() {
-        if k.get("id").and_then(Value::as_str) == Some(crate::kits::terrain::TERRAIN) {
+        let id = k.get("id").and_then(Value::as_str);
+        if id == Some(crate::kits::terrain::TERRAIN) || id == Some(crate::kits::district::DISTRICT)
+        {
             if let Some(config) = k.get_mut("config").and_then(Value::as_object_mut) {
                 config.insert("worldDir".into(), dir.to_string_lossy().into_owned().into());
             }
@@ -373,7 +399,8 @@ pub fn run_steps(game: &mut Game, inputs: &Inputs, target: u64) -> Result<Vec<St
 
 /// Reads the district files the scene's `world.district` names (relative to `base`), for a
 /// recording: each a regular UTF-8 file, together at most [`MAX_FILE_BYTES`] (the cap a
-/// recording is read with). A district `worldDir` is refused (a recording does not carry one).
+/// recording is read with). A district `worldDir` other than `world.terrain`'s is refused (a
+/// recording carries one world directory).
 fn read_districts(
     scene: &Value,
     base: &Path,
@@ -385,8 +412,9 @@ fn read_districts(
             file,
             Problem::new(
                 "kits",
-                "world.district names a worldDir, which a recording does not carry: its \
-                 replay could not run, so nothing is recorded",
+                "world.district names a worldDir, which a recording does not carry (it carries \
+                 one world directory, world.terrain's): its replay could not run, so nothing is \
+                 recorded",
             ),
         )
         .into());
@@ -456,7 +484,7 @@ impl Recording {
         // The world directory as the run finds it (region files only).
         let mut world = Vec::new();
         let mut world_copy = None;
-        if let Some(dir) = world_dir_of(&scene_value) {
+        if let Some(dir) = recorded_dir_of(&scene_value) {
             let dir = base.join(dir);
             if dir.is_dir() {
                 let reports =
@@ -464,8 +492,12 @@ impl Recording {
                         file: display_name(&dir),
                         message: e.to_string(),
                     })?;
-                for r in reports {
-                    let path = dir.join(&r.file);
+                let names = reports
+                    .into_iter()
+                    .map(|r| r.file)
+                    .chain(crate::kits::district::world_files(&dir));
+                for name in names {
+                    let path = dir.join(&name);
                     let io = |message: String| FileError::Io {
                         file: display_name(&path),
                         message,
@@ -488,7 +520,7 @@ impl Recording {
                         Err(e) => return Err(io(e.to_string()).into()),
                     };
                     world.push(RecordedFile {
-                        name: r.file,
+                        name,
                         hex: to_hex(&bytes),
                     });
                 }
@@ -500,13 +532,13 @@ impl Recording {
         // runs on copies of the district files too, so that it runs on exactly what the
         // recording carries (a file changed in between cannot make a recording that does not
         // replay).
-        let mut game = if world_dir_of(&scene_value).is_some() || !districts.is_empty() {
+        let mut game = if recorded_dir_of(&scene_value).is_some() || !districts.is_empty() {
             let copy = tempfile::tempdir().map_err(|e| FileError::Io {
                 file: "recording".into(),
                 message: e.to_string(),
             })?;
             let mut scene = scene_value.clone();
-            if world_dir_of(&scene_value).is_some() {
+            if recorded_dir_of(&scene_value).is_some() {
                 let dir = copy.path().join("world");
                 std::fs::create_dir_all(&dir).map_err(|e| FileError::Io {
                     file: display_name(&dir),
@@ -643,7 +675,8 @@ impl Recording {
         if world_dir {
             return Err(bad(
                 "scene.kits".into(),
-                "world.district names a worldDir, which a recording does not carry; nothing was run"
+                "world.district names a worldDir, which a recording does not carry (it carries \
+                 one world directory, world.terrain's); nothing was run"
                     .into(),
             ));
         }
@@ -769,7 +802,7 @@ impl Recording {
             obj.insert("mods".into(), Value::Array(paths));
         }
         // The world directory: a fresh one holding the recorded region files.
-        if world_dir_of(&scene).is_some() {
+        if recorded_dir_of(&scene).is_some() {
             let world = dir.path().join("world");
             let io = |e: std::io::Error| FileError::Io {
                 file: display_name(&world),
@@ -779,8 +812,14 @@ impl Recording {
             for (i, f) in self.world.iter().enumerate() {
                 let bad =
                     |m: &str| FileError::invalid("replay", Problem::new(format!("world[{i}]"), m));
-                if crate::kits::terrain::region::RegionPos::parse_file_name(&f.name).is_none() {
-                    return Err(bad("expected a region file name r.<x>.<z>.wsr").into());
+                if crate::kits::terrain::region::RegionPos::parse_file_name(&f.name).is_none()
+                    && !crate::kits::district::is_world_file(&f.name)
+                {
+                    return Err(bad(
+                        "expected a region file name r.<x>.<z>.wsr or d.<x>.<z>.wsd, or \
+                         district.journal",
+                    )
+                    .into());
                 }
                 let bytes = from_hex(&f.hex).ok_or_else(|| bad("expected lowercase hex bytes"))?;
                 std::fs::write(world.join(&f.name), bytes).map_err(io)?;

@@ -833,9 +833,13 @@ fn run_record_refuses_district_files_a_recording_cannot_carry() {
         "{err}"
     );
     assert!(!dir.path().join("r.replay.json").exists());
-    // A worldDir (which this build's kit refuses too, and `run` says so first): the record
-    // step refuses it before building the game, so it stays refused when the kit takes one.
+    // A district worldDir other than the terrain kit's (a recording carries one world
+    // directory): the record step refuses it before building the game.
     scene["kits"][3]["config"] = json!({"districts": ["a.jsonl"], "worldDir": "w"});
+    scene["kits"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "world.terrain", "config": {"workers": 1, "worldDir": "t"}}));
     std::fs::write(&scene_path, scene.to_string()).unwrap();
     let err = world_streaming::replay::Recording::record(
         &scene_path,

@@ -130,3 +130,22 @@ fn the_state_and_a_save_validate_against_their_schemas() {
     let save = serde_json::to_value(game.engine().save_document()).unwrap();
     assert_valid(&schema("save.schema.json"), &save, "save");
 }
+
+#[test]
+fn a_district_config_and_save_with_a_world_directory_validate() {
+    let config = schema("district-config.schema.json");
+    let good = serde_json::json!({"districts": ["d.jsonl"], "worldDir": "w", "flushEveryTicks": 0});
+    assert_valid(&config, &good, "district config");
+    assert!(!config.is_valid(&serde_json::json!({"worldDir": "w", "flushEveryTicks": -1})));
+    assert!(!config.is_valid(&serde_json::json!({"flushEvery": 5})));
+    let save = schema("district-save.schema.json");
+    let section = serde_json::json!({
+        "stamps": [{"file": "d.jsonl", "length": 10, "hash": "0123456789abcdef"}],
+        "lastScene": "main", "live": [], "records": [], "gone": [], "stored": 4,
+        "worldDir": "w", "image": "00000000deadbeef"
+    });
+    assert_valid(&save, &section, "district save");
+    let mut bad = section.clone();
+    bad["image"] = serde_json::json!(7);
+    assert!(!save.is_valid(&bad));
+}

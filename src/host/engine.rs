@@ -400,7 +400,8 @@ impl Engine {
     /// kit order; the first failure names its kit.
     pub fn flush(&self) -> Result<(), String> {
         for k in &self.kits {
-            k.flush().map_err(|e| format!("kit {}: {e}", k.id()))?;
+            k.flush_world(&self.world)
+                .map_err(|e| format!("kit {}: {e}", k.id()))?;
         }
         Ok(())
     }

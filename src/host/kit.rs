@@ -246,6 +246,13 @@ pub trait Kit: AsAny {
         Ok(())
     }
 
+    /// [`Kit::flush`] for a kit whose durable state is read from the world (the entities it
+    /// writes back): the engine calls this one, with the world as the save will hold it. By
+    /// default, [`Kit::flush`].
+    fn flush_world(&self, _world: &super::World) -> Result<(), String> {
+        self.flush()
+    }
+
     /// The save version this kit's section needs (a save is written with the highest any
     /// enabled kit needs; [`super::save::BASE_SAVE_VERSION`] by default).
     fn save_version(&self) -> u32 {

@@ -8,11 +8,15 @@
 //! - [`index`]: the pure JSON Lines reader and the index by home chunk;
 //! - `state.rs`: live entities by chunk, kept differences, materialise and store;
 //! - `save.rs`: the save section;
+//! - `region.rs`: the district kind of region file (pure); `persist.rs`: the write-back to the
+//!   world directory (`worldDir`);
 //! - [`service`]: what mods and the game ask of the kit;
 //! - this file: the kit, which subscribes to the streaming kit's load and release stages.
 
 pub mod config;
 pub mod index;
+mod persist;
+mod region;
 mod save;
 pub mod service;
 mod state;
@@ -21,6 +25,7 @@ use std::cell::RefCell;
 use std::io::BufReader;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
@@ -33,7 +38,10 @@ use crate::host::{
 use crate::json::from_value;
 use crate::kits::streaming::{ChunkStage, ChunkSubscription, StreamingService, STREAMING};
 
+use crate::worlddir::store::{Fs, GameToken, RealFs, Store, GAME_TOKEN};
 pub use config::{DistrictConfig, DistrictEntry};
+pub use persist::DistrictStoreError;
+pub use region::DistrictStamp;
 pub use save::SaveSection;
 pub use service::DistrictService;
 use state::State;
@@ -60,6 +68,11 @@ pub fn manifest() -> KitManifest {
 /// The `world.district` kit.
 pub struct DistrictKit {
     files: Vec<(u16, PathBuf)>,
+    /// `worldDir`, resolved, and `flushEveryTicks`.
+    world_dir: Option<PathBuf>,
+    every: u64,
+    /// What the save thread writes with (the tests' seam).
+    fs: Arc<dyn Fs>,
     state: Rc<RefCell<State>>,
     subscriptions: Vec<ChunkSubscription>,
     streaming: Option<Rc<dyn StreamingService>>,
@@ -69,18 +82,31 @@ pub struct DistrictKit {
 impl DistrictKit {
     /// The catalog factory: the config checked, each district's scene resolved.
     pub fn from_spec(spec: &KitSpec<'_>) -> Result<Box<dyn Kit>, Vec<Problem>> {
+        Self::from_spec_with_fs(spec, Arc::new(RealFs))
+    }
+
+    /// [`DistrictKit::from_spec`], its save thread writing through `fs` (a test's failing file
+    /// system).
+    pub fn from_spec_with_fs(
+        spec: &KitSpec<'_>,
+        fs: Arc<dyn Fs>,
+    ) -> Result<Box<dyn Kit>, Vec<Problem>> {
         let config: DistrictConfig = match spec.config {
             None => DistrictConfig::default(),
             Some(v) => from_value(v, &spec.config_path).map_err(|p| vec![p])?,
         };
         let mut problems = Vec::new();
-        if config.world_dir.is_some() {
-            problems.push(Problem::new(
-                format!("{}.worldDir", spec.config_path),
-                "this build keeps district differences in memory and in game saves only; \
-                 remove worldDir",
-            ));
-        }
+        let world_dir = match config.world_dir.as_deref() {
+            Some("") => {
+                problems.push(Problem::new(
+                    crate::json::join_path(&spec.config_path, "worldDir"),
+                    "expected a directory path, got an empty string",
+                ));
+                None
+            }
+            Some(dir) => Some(persist::resolve(dir, spec.base_dir)),
+            None => None,
+        };
         let scenes: Vec<String> = spec.scenes.iter().map(|s| s.id.clone()).collect();
         let mut files = Vec::new();
         for (i, d) in config.districts.iter().enumerate() {
@@ -122,9 +148,15 @@ impl DistrictKit {
             data: FxHashMap::default(),
             pending: Vec::new(),
             errors: Vec::new(),
+            persist: None,
+            dirty: Default::default(),
+            released: false,
         };
         Ok(Box::new(DistrictKit {
             files,
+            world_dir,
+            every: config.flush_every_ticks.get(),
+            fs,
             state: Rc::new(RefCell::new(state)),
             subscriptions: Vec::new(),
             streaming: None,
@@ -137,9 +169,150 @@ impl DistrictKit {
         self.state.borrow().index.heap_bytes()
     }
 
+    /// With `worldDir`: FNV-1a 64 (16 hex digits) of the district records last sent to the
+    /// directory (as the directory was read, at start or by a load, before the first write):
+    /// what a save records, and what tests compare a directory with.
+    pub fn image_digest(&self) -> Option<String> {
+        self.state
+            .borrow()
+            .image_digest()
+            .map(|(_, h)| format!("{h:016x}"))
+    }
+
     /// The kit's two chunk steps on their own (the benchmarks time each alone).
     pub fn chunk_steps(&self) -> ChunkSteps {
         ChunkSteps(self.state.clone())
+    }
+
+    /// Opens the world directory: its lock taken (or shared with this game's terrain kit), its
+    /// district records read and taken as the kept differences; the damage found is reported
+    /// as `world.district.error` events on the first tick.
+    fn open_world_dir(
+        &mut self,
+        services: &Services,
+        dir: PathBuf,
+        chunk_size: f64,
+    ) -> Result<(), KitError> {
+        let mut st = self.state.borrow_mut();
+        let stamp = DistrictStamp::of(&st.index.stamps, chunk_size);
+        let game = services.get::<GameToken>(GAME_TOKEN);
+        let started = Store::<region::District>::start_for(
+            Some(dir.clone()),
+            stamp,
+            self.fs.clone(),
+            game.as_deref(),
+        );
+        let files: Vec<String> = st.index.stamps.iter().map(|s| s.file.clone()).collect();
+        let (store, damage) = started.map_err(|e| match e {
+            DistrictStoreError::Locked { dir, lock } => KitError::InUse {
+                kit: DISTRICT.into(),
+                what: "world directory".into(),
+                dir,
+                lock,
+            },
+            e @ DistrictStoreError::Stamp { .. } => Self::start_error(format!(
+                "{e}; this scene's district files: {} (a district file changed under the \
+                 differences kept for it)",
+                files.join(", ")
+            )),
+            e => Self::start_error(e.to_string()),
+        })?;
+        let image = store
+            .snapshot()
+            .map_err(|e| Self::start_error(e.to_string()))?;
+        st.persist = Some(persist::Persist {
+            store,
+            stamp,
+            dir: dir.to_string_lossy().into_owned(),
+            image: image.clone(),
+            every: self.every,
+            outcome: None,
+            failing: false,
+            closed: false,
+        });
+        st.errors
+            .extend(damage.into_iter().map(|r| (r.chunk, r.message)));
+        let problems = st.take_image(&image, false);
+        st.errors.extend(problems);
+        Ok(())
+    }
+
+    /// Whether `c` is loaded now.
+    fn loaded_fn(&self) -> impl Fn(ChunkPos) -> bool {
+        let streaming = self.streaming.clone();
+        move |c| streaming.as_ref().is_some_and(|s| s.is_loaded(c))
+    }
+
+    /// The write-back of the tick's end (SPEC §15, §13's policy): on a multiple of
+    /// `flushEveryTicks`, hears the last periodic write back's outcome (each region not
+    /// written is a `world.district.error`) and sends every change (with the regions to try
+    /// again); on another tick that released or stored into a chunk, sends every change.
+    fn write_back(&mut self, ctx: &mut Ctx<'_>) {
+        let loaded = self.loaded_fn();
+        let mut st = self.state.borrow_mut();
+        let Some(p) = st.persist.as_mut() else {
+            return;
+        };
+        let periodic = p.every > 0 && ctx.tick.is_multiple_of(p.every);
+        if periodic {
+            if let Some(outcome) = p.outcome.take() {
+                let result = outcome.wait();
+                p.failing = result.is_err();
+                if let Err(DistrictStoreError::Unsaved { failures, .. }) = result {
+                    for f in failures {
+                        let origin = f.region.origin();
+                        ctx.events.emit(
+                            ERROR,
+                            json!({
+                                "x": origin.x,
+                                "z": origin.z,
+                                "region": f.file,
+                                "chunks": f.chunks,
+                                "message": format!(
+                                    "cannot write {}: {}; its differences are kept in memory \
+                                     and written at the next write back",
+                                    f.file, f.message
+                                ),
+                            }),
+                        );
+                    }
+                }
+            }
+            let changes = st.changes(ctx.world, &loaded);
+            let p = st.persist.as_mut().expect("checked above");
+            if changes.is_empty() && !p.failing {
+                return;
+            }
+            p.outcome = Some(p.store.write_then(changes));
+        } else if st.released {
+            let changes = st.changes(ctx.world, &loaded);
+            if !changes.is_empty() {
+                st.persist
+                    .as_ref()
+                    .expect("checked above")
+                    .store
+                    .write(changes);
+            }
+        }
+    }
+
+    /// The last write back (a game's close): every change written and waited for, after which
+    /// dropping the kit writes nothing. The error lists the regions whose differences are
+    /// lost, with how many chunks each.
+    pub fn close(&self, world: &crate::host::World) -> Result<(), DistrictStoreError> {
+        let loaded = self.loaded_fn();
+        let mut st = self.state.borrow_mut();
+        let result = st.flush_now(world, &loaded);
+        if let Some(p) = st.persist.as_mut() {
+            p.closed = true;
+        }
+        result
+    }
+
+    /// Writes back every change and waits until it is on disk (what a game save does first).
+    pub fn flush(&self, world: &crate::host::World) -> Result<(), DistrictStoreError> {
+        let loaded = self.loaded_fn();
+        self.state.borrow_mut().flush_now(world, &loaded)
     }
 
     fn start_error(message: String) -> KitError {
@@ -181,6 +354,10 @@ impl Kit for DistrictKit {
         host.services.provide(DISTRICT, handle);
         host.variables.set(VAR_LIVE, 0u64);
         host.variables.set(VAR_STORED, 0u64);
+        // The world directory's owner, shared with the game's other kits.
+        if host.services.get::<GameToken>(GAME_TOKEN).is_none() {
+            host.services.provide(GAME_TOKEN, Rc::new(GameToken::new()));
+        }
     }
 
     fn start(&mut self, services: &Services) -> Result<(), KitError> {
@@ -221,6 +398,9 @@ impl Kit for DistrictKit {
             st.stored = index.len() as u64;
             st.index = index;
             st.files = handles;
+        }
+        if let Some(dir) = self.world_dir.clone() {
+            self.open_world_dir(services, dir, streaming.chunk_size())?;
         }
         let st = self.state.clone();
         self.subscriptions.push(streaming.on_chunk_stage(
@@ -272,6 +452,7 @@ impl Kit for DistrictKit {
     }
 
     fn begin_tick(&mut self, ctx: &mut Ctx<'_>) {
+        DistrictKit::emit_errors(&self.state, &mut |e, d| ctx.events.emit(e, d));
         State::apply_pending(&self.state, ctx.world);
     }
 
@@ -283,7 +464,12 @@ impl Kit for DistrictKit {
         for (c, n) in stored {
             ctx.events.emit(STORED, count_data(c, n));
         }
+        self.write_back(ctx);
         self.publish(ctx);
+    }
+
+    fn flush_world(&self, world: &crate::host::World) -> Result<(), String> {
+        DistrictKit::flush(self, world).map_err(|e| e.to_string())
     }
 
     fn save_version(&self) -> u32 {
@@ -304,11 +490,46 @@ impl Kit for DistrictKit {
             return Ok(None); // an older save: the district files as they are
         };
         let parsed: SaveSection = from_value(section, &path)?;
-        let prepared = self
-            .state
-            .borrow()
-            .check_section(parsed)
-            .map_err(|p| p.under(&path))?;
+        let (saved_dir, saved_image) = (parsed.world_dir.clone(), parsed.image.clone());
+        let st = self.state.borrow();
+        let mut prepared = st.check_section(parsed).map_err(|p| p.under(&path))?;
+        // A save belongs to its world: it loads into a game on the same world directory (or,
+        // both without one, carrying its differences), and that directory must still hold
+        // what the save found there.
+        let ours = st.persist.as_ref().map(|p| p.dir.clone());
+        if !same_dir(saved_dir.as_deref(), ours.as_deref()) {
+            let name =
+                |d: &Option<String>| d.as_deref().map_or("none".to_owned(), |d| format!("{d:?}"));
+            return Err(Problem::new(
+                format!("{path}.worldDir"),
+                format!(
+                    "this save's world directory is {}, this game's is {}: load it into a game \
+                     of the same scene",
+                    name(&saved_dir),
+                    name(&ours)
+                ),
+            ));
+        }
+        if let Some(p) = st.persist.as_ref() {
+            let opened = p
+                .store
+                .peek(PathBuf::from(&p.dir))
+                .map_err(|e| Problem::new(format!("{path}.worldDir"), e.to_string()))?;
+            let now = format!("{:016x}", region::digest(&opened.chunks, p.stamp));
+            if saved_image.as_deref() != Some(now.as_str()) {
+                return Err(Problem::new(
+                    format!("{path}.image"),
+                    format!(
+                        "the world directory {} changed since this save was made (its district \
+                         records hash {now}, the save expects {}): a later run wrote to it, or \
+                         it is damaged",
+                        p.dir,
+                        saved_image.as_deref().unwrap_or("none")
+                    ),
+                ));
+            }
+            prepared.dir = Some(opened);
+        }
         Ok(Some(Box::new(prepared)))
     }
 
@@ -324,6 +545,65 @@ impl Kit for DistrictKit {
         };
         st.restore(prepared, active, ctx.world);
         self.published = None;
+    }
+}
+
+impl Drop for DistrictKit {
+    fn drop(&mut self) {
+        // Write back what was sent (unless closed). Nobody is left to tell of a failure but
+        // the terminal; `Game::close` and the CLI report it as an error instead. The changes
+        // of the world since the last write back are not known here (the world is not).
+        if let Ok(mut st) = self.state.try_borrow_mut() {
+            if let Some(p) = st.persist.take() {
+                if !p.closed {
+                    if let Err(e) = p.store.flush(Vec::new()) {
+                        eprintln!("world.district: differences not written back on close: {e}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether `name` is a file the kit keeps in a world directory: a district region file
+/// (`d.<x>.<z>.wsd`) or the journal (`district.journal`).
+pub fn is_world_file(name: &str) -> bool {
+    name == region::JOURNAL
+        || crate::worlddir::frame::RegionPos::parse_file_name_of::<region::District>(name).is_some()
+}
+
+/// The kit's files in world directory `dir` ([`is_world_file`]), sorted; none if it cannot be
+/// listed.
+pub fn world_files(dir: &std::path::Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| is_world_file(n))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether two `worldDir`s name the same directory: both absent, or equal, or the same place
+/// once resolved.
+fn same_dir(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            a == b
+                || std::path::absolute(a)
+                    .ok()
+                    .zip(std::path::absolute(b).ok())
+                    .is_some_and(|(x, y)| {
+                        x == y
+                            || x.canonicalize()
+                                .ok()
+                                .is_some_and(|x| Some(x) == y.canonicalize().ok())
+                    })
+        }
+        _ => false,
     }
 }
 

@@ -85,6 +85,14 @@ pub struct SaveSection {
     pub gone: Vec<EntityId>,
     /// Stored entities.
     pub stored: u64,
+    /// With `worldDir`: the directory holding the kept differences (written back before the
+    /// save; `records` is then empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world_dir: Option<String>,
+    /// With `worldDir`: FNV-1a 64 of its district records as the save found them (16 hex
+    /// digits): a directory that changed since is an error on load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
 }
 
 fn hex(h: u64) -> String {
@@ -105,6 +113,8 @@ pub(crate) struct Prepared {
     records: BTreeMap<(u16, ChunkPos), Vec<Stored>>,
     gone: BTreeSet<EntityId>,
     stored: u64,
+    /// With `worldDir`: the directory as read for the load.
+    pub dir: Option<crate::worlddir::store::Opened<super::region::District>>,
 }
 
 impl State {
@@ -122,6 +132,7 @@ impl State {
             })
             .collect();
         live.sort_by(|a, b| a.id.cmp(&b.id));
+        let digest = self.image_digest();
         SaveSection {
             stamps: self
                 .index
@@ -135,9 +146,12 @@ impl State {
                 .collect(),
             last_scene: self.last.map(|s| self.scenes[s as usize].clone()),
             live,
+            world_dir: digest.as_ref().map(|(d, _)| d.clone()),
+            image: digest.map(|(_, h)| hex(h)),
             records: self
                 .records
                 .iter()
+                .filter(|_| self.persist.is_none())
                 .map(|((scene, c), list)| SavedRecord {
                     scene: self.scenes[*scene as usize].clone(),
                     x: c.x,
@@ -269,11 +283,13 @@ impl State {
             records,
             gone: s.gone.into_iter().collect(),
             stored: s.stored,
+            dir: None,
         })
     }
 
     /// Restores a checked section; the live index is rebuilt from `world`.
     pub(crate) fn restore(&mut self, p: Prepared, active: Option<u16>, world: &crate::host::World) {
+        let dir = p.dir;
         self.active = active;
         self.last = p.last;
         self.records = p.records;
@@ -301,6 +317,21 @@ impl State {
         // Every live streamed entity is looked at by the next tick's end: those in a loaded
         // chunk are skipped, the others are exactly the ones the saved run still had to look at.
         self.changed(&ids, world);
+        // With `worldDir`: the kept differences are the directory's stored entries (its live
+        // ones are the save's world), and the directory holds the image of the saved tick.
+        if let Some(opened) = dir {
+            let problems = self.take_image(&opened.chunks, true);
+            self.errors.extend(problems);
+            if let Some(per) = self.persist.as_mut() {
+                per.image = opened.chunks.clone();
+                per.outcome = None;
+                per.failing = false;
+                per.store
+                    .replace(Some(std::path::PathBuf::from(&per.dir)), opened);
+            }
+        }
+        self.dirty.clear();
+        self.released = false;
     }
 }
 
@@ -313,6 +344,7 @@ impl Prepared {
             records: BTreeMap::new(),
             gone: BTreeSet::new(),
             stored: lines,
+            dir: None,
         }
     }
 }

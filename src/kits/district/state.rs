@@ -20,7 +20,7 @@ pub const STREAMED: &str = "streamed";
 /// The tag that keeps an entity live whatever its chunk.
 pub const PERSISTENT: &str = "persistent";
 /// The derived tag a stored entity drops (the streaming kit sets it again).
-const DORMANT: &str = "dormant";
+pub(crate) const DORMANT: &str = "dormant";
 
 /// A live streamed entity.
 #[derive(Debug, Clone)]
@@ -73,8 +73,15 @@ pub(crate) struct State {
     pub data: FxHashMap<EntityId, Option<Map<String, Value>>>,
     /// Sets queued by mods, in call order.
     pub pending: Vec<(EntityId, Option<Map<String, Value>>)>,
-    /// Problems met while materialising (a district file changed on disk).
+    /// Problems met while materialising (a district file changed on disk), and damage found
+    /// in the world directory: `world.district.error` events to emit.
     pub errors: Vec<(ChunkPos, String)>,
+    /// The world directory's write-back, with `worldDir` (see `persist.rs`).
+    pub persist: Option<super::persist::Persist>,
+    /// With `worldDir`: the chunks whose record may have changed since the last write-back.
+    pub dirty: BTreeSet<ChunkPos>,
+    /// With `worldDir`: a chunk was released or stored into this tick (a write-back is due).
+    pub released: bool,
 }
 
 /// The hash a stored entity is compared by: its compact JSON.
@@ -143,7 +150,18 @@ impl State {
             .find(|&i| self.read(i).is_ok_and(|e| e.id.as_str() == id))
     }
 
+    /// With `worldDir`: `chunk`'s record may have changed.
+    fn touch(&mut self, chunk: ChunkPos) {
+        if self.persist.is_some() {
+            self.dirty.insert(chunk);
+        }
+    }
+
     fn index_live(&mut self, id: &EntityId, chunk: ChunkPos, seq: u64) {
+        self.touch(chunk);
+        if let Some(c) = self.live.get(id).map(|l| l.chunk) {
+            self.touch(c);
+        }
         if let Some(l) = self.live.get_mut(id) {
             remove_from(&mut self.by_chunk, l, id);
             l.chunk = chunk;
@@ -157,6 +175,7 @@ impl State {
 
     fn unindex(&mut self, id: &EntityId) -> Option<Live> {
         let l = self.live.remove(id)?;
+        self.touch(l.chunk);
         remove_from(&mut self.by_chunk, &l, id);
         Some(l)
     }
@@ -167,6 +186,7 @@ impl State {
         let Some(scene) = self.active else {
             return (chunk, 0);
         };
+        self.touch(chunk);
         let list = match self.records.remove(&(scene, chunk)) {
             Some(list) => list,
             None => self.index.group(scene, chunk).map(Stored::Line).collect(),
@@ -242,6 +262,8 @@ impl State {
         let Some(scene) = self.last else {
             return (chunk, 0);
         };
+        self.touch(chunk);
+        self.released |= self.persist.is_some();
         let mut list = match self.records.remove(&(scene, chunk)) {
             Some(list) => list,
             None if released => Vec::new(),

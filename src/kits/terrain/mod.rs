@@ -321,6 +321,17 @@ impl TerrainKit {
     }
 }
 
+/// Registers the game's [`store::GameToken`] (the world directory's owner, shared by the kits
+/// of one game) unless a kit installed before did.
+pub fn register_game_token(services: &mut crate::host::Services) {
+    if services
+        .get::<store::GameToken>(store::GAME_TOKEN)
+        .is_none()
+    {
+        services.provide(store::GAME_TOKEN, Rc::new(store::GameToken::new()));
+    }
+}
+
 impl Drop for TerrainKit {
     fn drop(&mut self) {
         // Write back on close (unless closed already). Nobody is left to tell of a failure but
@@ -350,6 +361,7 @@ impl Kit for TerrainKit {
         host.services.provide(TERRAIN, handle);
         host.variables.set(VAR_WAITS, 0u64);
         self.state.borrow_mut().outbox = host.outbox.clone();
+        register_game_token(host.services);
     }
 
     fn start(&mut self, services: &Services) -> Result<(), KitError> {
@@ -377,7 +389,10 @@ impl Kit for TerrainKit {
             message,
         };
         let dir = st.config.world_dir.clone().map(std::path::PathBuf::from);
-        let (store, damage) = Store::start(dir, generator.stamp()).map_err(|e| match e {
+        let game = services.get::<store::GameToken>(store::GAME_TOKEN);
+        let fs: Arc<dyn store::Fs> = Arc::new(store::RealFs);
+        let started = Store::start_for(dir, generator.stamp(), fs, game.as_deref());
+        let (store, damage) = started.map_err(|e| match e {
             store::StoreError::Locked { dir, lock } => KitError::InUse {
                 kit: TERRAIN.into(),
                 what: "world directory".into(),

@@ -1,6 +1,8 @@
-//! The region file format (SPEC §13; byte tables in the README, "World files"): pure encoding
-//! and decoding, no I/O. A region file holds the *modified* chunks of 32×32 chunk columns, each
-//! as its difference from the generated baseline.
+//! The terrain kind of region file (SPEC §13; byte tables in the book, "World files"): what a
+//! `world.terrain` region file holds, the *modified* chunks of 32×32 chunk columns, each as its
+//! difference from the generated baseline. The framing (header, table, records, checksums,
+//! compression, the scan of a damaged file) is shared with every kind of region file and lives
+//! in [`crate::worlddir::frame`]; this file gives it the terrain's stamp and payload.
 //!
 //! ```text
 //! region header   magic "WSRG", format version, flags, the generator stamp, the region's
@@ -22,6 +24,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::grid::ChunkPos;
+use crate::worlddir::frame::{self, Kind, STAMP_LEN};
+pub use crate::worlddir::frame::{
+    Damage, RegionPos, Table, FLAG_LZ4, FREE_ENTRY_LEN, HEADER_LEN, MAX_REGION_COORD,
+    RECORD_HEADER_LEN, REGION_CHUNKS, TABLE_ENTRY_LEN,
+};
 
 /// Magic of a region file.
 pub const REGION_MAGIC: [u8; 4] = *b"WSRG";
@@ -31,22 +38,6 @@ pub const RECORD_MAGIC: [u8; 4] = *b"WSCK";
 pub const FORMAT_VERSION: u16 = 1;
 /// The record format version this build writes and reads.
 pub const RECORD_VERSION: u16 = 1;
-/// Chunk columns per region side.
-pub const REGION_CHUNKS: i64 = 32;
-/// The largest absolute region coordinate: the region of the grid's last chunk
-/// ([`crate::grid::MAX_CHUNK_COORD`]). A region beyond it holds no chunk a game can have, and
-/// its chunk arithmetic would overflow.
-pub const MAX_REGION_COORD: i64 = crate::grid::MAX_CHUNK_COORD / REGION_CHUNKS;
-/// Bytes of the fixed region header.
-pub const HEADER_LEN: usize = 56;
-/// Bytes of one table entry.
-pub const TABLE_ENTRY_LEN: usize = 12;
-/// Bytes of one free-list entry.
-pub const FREE_ENTRY_LEN: usize = 8;
-/// Bytes of a record header.
-pub const RECORD_HEADER_LEN: usize = 20;
-/// Record flag: the payload is LZ4-compressed (block format).
-pub const FLAG_LZ4: u16 = 1;
 /// The largest region file this build reads (a full region of 256×256-cell chunks, every cell
 /// edited, is about 600 MiB; anything larger is not a region file).
 pub const MAX_FILE_LEN: u64 = 1 << 30;
@@ -93,80 +84,6 @@ impl std::fmt::Display for Stamp {
     }
 }
 
-/// A region: `floor(x / 32), floor(z / 32)` of its chunks. Ordered in row order (`z`, then
-/// `x`), like chunks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RegionPos {
-    /// Region column.
-    pub x: i64,
-    /// Region row.
-    pub z: i64,
-}
-
-impl Ord for RegionPos {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.z, self.x).cmp(&(other.z, other.x))
-    }
-}
-
-impl PartialOrd for RegionPos {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl RegionPos {
-    /// The region of `chunk` (`div_euclid`: negative chunks floor toward −∞).
-    pub fn of(chunk: ChunkPos) -> RegionPos {
-        RegionPos {
-            x: chunk.x.div_euclid(REGION_CHUNKS),
-            z: chunk.z.div_euclid(REGION_CHUNKS),
-        }
-    }
-
-    /// Its first chunk (lowest x and z): where region-wide damage is reported.
-    pub fn origin(self) -> ChunkPos {
-        ChunkPos::new(self.x * REGION_CHUNKS, self.z * REGION_CHUNKS)
-    }
-
-    /// `r.<x>.<z>.wsr`.
-    pub fn file_name(self) -> String {
-        format!("r.{}.{}.wsr", self.x, self.z)
-    }
-
-    /// The region a file name (`r.<x>.<z>.wsr`) names; none beyond [`MAX_REGION_COORD`].
-    pub fn parse_file_name(name: &str) -> Option<RegionPos> {
-        let rest = name.strip_prefix("r.")?.strip_suffix(".wsr")?;
-        let (x, z) = rest.split_once('.')?;
-        let pos = RegionPos {
-            x: x.parse().ok()?,
-            z: z.parse().ok()?,
-        };
-        (pos.file_name() == name && pos.in_grid()).then_some(pos)
-    }
-
-    /// Whether it holds chunks of the grid (|x|, |z| ≤ [`MAX_REGION_COORD`]).
-    pub fn in_grid(self) -> bool {
-        self.x.unsigned_abs() <= MAX_REGION_COORD as u64
-            && self.z.unsigned_abs() <= MAX_REGION_COORD as u64
-    }
-
-    /// `chunk`'s `(local x, local z)` in this region, 0..32 each.
-    fn local(self, chunk: ChunkPos) -> (u8, u8) {
-        (
-            chunk.x.rem_euclid(REGION_CHUNKS) as u8,
-            chunk.z.rem_euclid(REGION_CHUNKS) as u8,
-        )
-    }
-
-    fn chunk(self, lx: u8, lz: u8) -> ChunkPos {
-        ChunkPos::new(
-            self.x * REGION_CHUNKS + i64::from(lx),
-            self.z * REGION_CHUNKS + i64::from(lz),
-        )
-    }
-}
-
 /// A modified chunk as stored: the cells that differ from the generated baseline, by cell index
 /// (`j * cells + i`), each with its height and material.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -193,162 +110,123 @@ struct Payload {
     cells: Vec<(u32, u16, u8)>,
 }
 
-/// A region's content: its stamp and its modified chunks.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Region {
-    /// The region.
-    pub pos: RegionPos,
-    /// What its diffs apply to.
-    pub stamp: Stamp,
-    /// The modified chunks, row order.
-    pub chunks: BTreeMap<ChunkPos, Diff>,
-}
-
-/// Something wrong in a region file. A decoder keeps going after each.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Damage {
-    /// The header, table or free list cannot be trusted; the records found by scanning the
-    /// file were kept.
-    #[error("bad region header: {0}")]
-    Header(String),
-    /// One chunk's record is damaged; the chunk falls back to its baseline.
-    #[error("chunk {chunk}: bad record at byte {offset}: {message}")]
-    Record {
-        /// The chunk the table names.
-        chunk: ChunkPos,
-        /// Where its record starts.
-        offset: u64,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-impl Damage {
-    /// The chunk a `world.terrain.error` event names: the record's, or the region's origin.
-    pub fn chunk(&self, region: RegionPos) -> ChunkPos {
-        match self {
-            Damage::Header(_) => region.origin(),
-            Damage::Record { chunk, .. } => *chunk,
-        }
-    }
-}
-
-/// What decoding a region file found: every record it could trust, and every damage.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decoded {
-    /// The stamp of the header, if the header is sound.
-    pub stamp: Option<Stamp>,
-    /// The chunks read, each with the stamp its record carries.
-    pub chunks: BTreeMap<ChunkPos, (Stamp, Diff)>,
-    /// Table entries read: `(chunk, offset, stored record length)`, for `world inspect`.
-    pub entries: Vec<(ChunkPos, u64, u64)>,
-    /// What is damaged.
-    pub damage: Vec<Damage>,
-}
-
-/// Encodes a region file: header, table, empty free list, header CRC, records in table order.
-pub fn encode(region: &Region) -> Vec<u8> {
-    let records: Vec<(ChunkPos, Vec<u8>)> = region
-        .chunks
-        .iter()
-        .map(|(c, d)| (*c, encode_record(*c, region.stamp, d)))
-        .collect();
-    let table_end = HEADER_LEN + TABLE_ENTRY_LEN * records.len();
-    let mut out =
-        Vec::with_capacity(table_end + 4 + records.iter().map(|r| r.1.len()).sum::<usize>());
-    out.extend_from_slice(&REGION_MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(&region.stamp.generator.to_le_bytes());
-    out.extend_from_slice(&region.stamp.cells.to_le_bytes());
-    out.extend_from_slice(&region.stamp.seed.to_le_bytes());
-    out.extend_from_slice(&region.stamp.chunk_size.to_le_bytes());
-    out.extend_from_slice(&region.pos.x.to_le_bytes());
-    out.extend_from_slice(&region.pos.z.to_le_bytes());
-    out.extend_from_slice(&(records.len() as u32).to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes()); // free-list entries
-    debug_assert_eq!(out.len(), HEADER_LEN);
-    let mut offset = table_end + 4;
-    for (chunk, bytes) in &records {
-        let (lx, lz) = region.pos.local(*chunk);
-        out.push(lx);
-        out.push(lz);
-        out.extend_from_slice(&bytes[6..8]); // the record's flags
-        out.extend_from_slice(&(offset as u32).to_le_bytes());
-        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-        offset += bytes.len();
-    }
-    let crc = crc32fast::hash(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    for (_, bytes) in records {
-        out.extend_from_slice(&bytes);
-    }
-    out
-}
-
-/// Encodes one record: header, then the payload, LZ4-compressed when that is smaller.
-pub fn encode_record(chunk: ChunkPos, stamp: Stamp, diff: &Diff) -> Vec<u8> {
-    let mut previous: Option<u32> = None;
-    let cells = diff
-        .cells
-        .iter()
-        .map(|(&i, &(h, m))| {
-            let delta = previous.map_or(i, |p| i - p - 1);
-            previous = Some(i);
-            (delta, h, m)
-        })
-        .collect();
-    let raw = postcard::to_allocvec(&Payload {
-        x: chunk.x,
-        z: chunk.z,
-        stamp,
-        cells,
-    })
-    .expect("plain data serializes");
-    let compressed = lz4_flex::block::compress(&raw);
-    let (flags, stored) = if compressed.len() < raw.len() {
-        (FLAG_LZ4, compressed)
-    } else {
-        (0, raw.clone())
-    };
-    let mut out = Vec::with_capacity(RECORD_HEADER_LEN + stored.len());
-    out.extend_from_slice(&RECORD_MAGIC);
-    out.extend_from_slice(&RECORD_VERSION.to_le_bytes());
-    out.extend_from_slice(&flags.to_le_bytes());
-    out.extend_from_slice(&(stored.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&stored).to_le_bytes());
-    out.extend_from_slice(&stored);
-    out
-}
-
-/// Checks the 4-byte magic and the u16 version after it (a header or a record, `b` at least
-/// 6 bytes): `what` names the version in the error.
-fn magic_and_version(b: &[u8], magic: &[u8; 4], what: &str, version: u16) -> Result<(), String> {
-    if b[..4] != *magic {
-        let name = String::from_utf8_lossy(magic);
-        return Err(format!("expected magic {name}, got {:02x?}", &b[..4]));
-    }
-    let found = u16_at(b, 4);
-    if found != version {
-        return Err(format!("{what} {found}, this build reads {version}"));
-    }
-    Ok(())
-}
-
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
+/// The terrain kind of region file: `r.<x>.<z>.wsr`, stamped with the generator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Terrain;
 
 /// The largest raw payload a record may claim: every cell of a 256×256 chunk, at the varints'
 /// widest, plus the chunk and stamp.
 const MAX_RAW_PAYLOAD: usize = 65_536 * (5 + 3 + 1) + 64;
+
+impl Kind for Terrain {
+    type Stamp = Stamp;
+    type Data = Diff;
+    const REGION_MAGIC: [u8; 4] = REGION_MAGIC;
+    const RECORD_MAGIC: [u8; 4] = RECORD_MAGIC;
+    const FORMAT_VERSION: u16 = FORMAT_VERSION;
+    const RECORD_VERSION: u16 = RECORD_VERSION;
+    const PREFIX: &'static str = "r";
+    const EXTENSION: &'static str = "wsr";
+    const MAX_RAW_PAYLOAD: usize = MAX_RAW_PAYLOAD;
+    const MAX_FILE_LEN: u64 = MAX_FILE_LEN;
+
+    /// Generator u32, cells u32, seed u64, chunk size f64 (its bits), little-endian.
+    fn stamp_bytes(stamp: &Stamp) -> [u8; STAMP_LEN] {
+        let mut out = [0u8; STAMP_LEN];
+        out[0..4].copy_from_slice(&stamp.generator.to_le_bytes());
+        out[4..8].copy_from_slice(&stamp.cells.to_le_bytes());
+        out[8..16].copy_from_slice(&stamp.seed.to_le_bytes());
+        out[16..24].copy_from_slice(&stamp.chunk_size.to_le_bytes());
+        out
+    }
+
+    fn stamp_from(b: &[u8; STAMP_LEN]) -> Stamp {
+        let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+        let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        Stamp {
+            generator: u32_at(0),
+            cells: u32_at(4),
+            seed: u64_at(8),
+            chunk_size: f64::from_bits(u64_at(16)),
+        }
+    }
+
+    fn same(a: &Stamp, b: &Stamp) -> bool {
+        a.same(b)
+    }
+
+    fn is_empty(data: &Diff) -> bool {
+        data.is_empty()
+    }
+
+    fn encode_payload(chunk: ChunkPos, stamp: Stamp, diff: &Diff) -> Vec<u8> {
+        let mut previous: Option<u32> = None;
+        let cells = diff
+            .cells
+            .iter()
+            .map(|(&i, &(h, m))| {
+                let delta = previous.map_or(i, |p| i - p - 1);
+                previous = Some(i);
+                (delta, h, m)
+            })
+            .collect();
+        postcard::to_allocvec(&Payload {
+            x: chunk.x,
+            z: chunk.z,
+            stamp,
+            cells,
+        })
+        .expect("plain data serializes")
+    }
+
+    fn decode_payload(raw: &[u8]) -> Result<(ChunkPos, Stamp, Diff), String> {
+        let (p, left): (Payload, &[u8]) =
+            postcard::take_from_bytes(raw).map_err(|e| format!("payload: {e}"))?;
+        if !left.is_empty() {
+            return Err(format!("{} bytes after the payload", left.len()));
+        }
+        if p.x.unsigned_abs().max(p.z.unsigned_abs()) > crate::grid::MAX_CHUNK_COORD as u64 {
+            return Err(format!("chunk ({}, {}) is outside the grid", p.x, p.z));
+        }
+        let cells_limit = u64::from(p.stamp.cells) * u64::from(p.stamp.cells);
+        let mut diff = Diff::default();
+        let mut next: u64 = 0;
+        for (k, (delta, h, m)) in p.cells.iter().enumerate() {
+            let index = next + u64::from(*delta);
+            if index >= cells_limit {
+                return Err(format!(
+                    "cell {k}: index {index} is outside a {0}×{0} chunk",
+                    p.stamp.cells
+                ));
+            }
+            let Ok(cell) = u32::try_from(index) else {
+                return Err(format!(
+                    "cell {k}: index {index} is past the largest cell index, {}",
+                    u32::MAX
+                ));
+            };
+            diff.cells.insert(cell, (*h, *m));
+            next = index + 1;
+        }
+        Ok((ChunkPos::new(p.x, p.z), p.stamp, diff))
+    }
+}
+
+/// A terrain region's content: its stamp and its modified chunks.
+pub type Region = frame::Region<Terrain>;
+
+/// What decoding a terrain region file found.
+pub type Decoded = frame::Decoded<Terrain>;
+
+/// Encodes a region file: header, table, empty free list, header CRC, records in table order.
+pub fn encode(region: &Region) -> Vec<u8> {
+    frame::encode(region)
+}
+
+/// Encodes one record: header, then the payload, LZ4-compressed when that is smaller.
+pub fn encode_record(chunk: ChunkPos, stamp: Stamp, diff: &Diff) -> Vec<u8> {
+    frame::encode_record::<Terrain>(chunk, stamp, diff)
+}
 
 /// Decodes the record at `offset` (at most `len` bytes of it, if the table says so): its chunk,
 /// stamp and diff, and its total length.
@@ -357,284 +235,25 @@ pub fn decode_record(
     offset: usize,
     len: Option<usize>,
 ) -> Result<(ChunkPos, Stamp, Diff, usize), String> {
-    let rest = bytes.get(offset..).unwrap_or(&[]);
-    let rest = match len {
-        Some(len) if len > rest.len() => {
-            return Err(format!(
-                "the table says {len} bytes but the file ends {} bytes after it starts",
-                rest.len()
-            ))
-        }
-        Some(len) => &rest[..len],
-        None => rest,
-    };
-    if rest.len() < RECORD_HEADER_LEN {
-        return Err(format!(
-            "a record header is {RECORD_HEADER_LEN} bytes, {} left",
-            rest.len()
-        ));
-    }
-    magic_and_version(rest, &RECORD_MAGIC, "record version", RECORD_VERSION)?;
-    let flags = u16_at(rest, 6);
-    if flags & !FLAG_LZ4 != 0 {
-        return Err(format!("unknown record flags {flags:#06x}"));
-    }
-    let stored = u32_at(rest, 8) as usize;
-    let raw_len = u32_at(rest, 12) as usize;
-    let crc = u32_at(rest, 16);
-    let total = RECORD_HEADER_LEN + stored;
-    if stored > rest.len() - RECORD_HEADER_LEN || len.is_some_and(|l| l != total) {
-        return Err(format!(
-            "payload of {stored} bytes does not fit the record ({} bytes)",
-            rest.len()
-        ));
-    }
-    if raw_len > MAX_RAW_PAYLOAD {
-        return Err(format!("payload claims {raw_len} bytes uncompressed"));
-    }
-    let payload = &rest[RECORD_HEADER_LEN..total];
-    let actual = crc32fast::hash(payload);
-    if actual != crc {
-        return Err(format!(
-            "CRC-32 mismatch: header says {crc:08x}, payload is {actual:08x}"
-        ));
-    }
-    let raw = if flags & FLAG_LZ4 != 0 {
-        let mut out = vec![0u8; raw_len];
-        let n =
-            lz4_flex::block::decompress_into(payload, &mut out).map_err(|e| format!("LZ4: {e}"))?;
-        if n != raw_len {
-            return Err(format!("LZ4 gave {n} bytes, the header says {raw_len}"));
-        }
-        out
-    } else {
-        if stored != raw_len {
-            return Err(format!(
-                "uncompressed payload of {stored} bytes, the header says {raw_len}"
-            ));
-        }
-        payload.to_vec()
-    };
-    let (p, left): (Payload, &[u8]) =
-        postcard::take_from_bytes(&raw).map_err(|e| format!("payload: {e}"))?;
-    if !left.is_empty() {
-        return Err(format!("{} bytes after the payload", left.len()));
-    }
-    if p.x.unsigned_abs().max(p.z.unsigned_abs()) > crate::grid::MAX_CHUNK_COORD as u64 {
-        return Err(format!("chunk ({}, {}) is outside the grid", p.x, p.z));
-    }
-    let cells_limit = u64::from(p.stamp.cells) * u64::from(p.stamp.cells);
-    let mut diff = Diff::default();
-    let mut next: u64 = 0;
-    for (k, (delta, h, m)) in p.cells.iter().enumerate() {
-        let index = next + u64::from(*delta);
-        if index >= cells_limit {
-            return Err(format!(
-                "cell {k}: index {index} is outside a {0}×{0} chunk",
-                p.stamp.cells
-            ));
-        }
-        let Ok(cell) = u32::try_from(index) else {
-            return Err(format!(
-                "cell {k}: index {index} is past the largest cell index, {}",
-                u32::MAX
-            ));
-        };
-        diff.cells.insert(cell, (*h, *m));
-        next = index + 1;
-    }
-    Ok((ChunkPos::new(p.x, p.z), p.stamp, diff, total))
+    frame::decode_record::<Terrain>(bytes, offset, len)
 }
 
 /// Decodes a region file expected to be region `pos`. Never fails: what cannot be trusted is
 /// listed in [`Decoded::damage`], every record that can is kept.
 pub fn decode(bytes: &[u8], pos: RegionPos) -> Decoded {
-    let mut out = Decoded {
-        stamp: None,
-        chunks: BTreeMap::new(),
-        entries: Vec::new(),
-        damage: Vec::new(),
-    };
-    match decode_header(bytes, pos) {
-        Ok((stamp, table)) => {
-            out.stamp = Some(stamp);
-            for (chunk, offset, len) in table {
-                out.entries.push((chunk, offset as u64, len as u64));
-                let record = decode_record(bytes, offset, Some(len)).and_then(|(c, s, diff, _)| {
-                    if c != chunk {
-                        Err(format!("the record is chunk {c}, the table says {chunk}"))
-                    } else if !s.same(&stamp) {
-                        Err(format!(
-                            "the record's stamp ({s}) is not the region's ({stamp})"
-                        ))
-                    } else {
-                        Ok(diff)
-                    }
-                });
-                match record {
-                    Ok(diff) => {
-                        out.chunks.insert(chunk, (stamp, diff));
-                    }
-                    Err(message) => out.damage.push(Damage::Record {
-                        chunk,
-                        offset: offset as u64,
-                        message,
-                    }),
-                }
-            }
-        }
-        Err(message) => {
-            // Records carry their own chunk, stamp and checksum: keep every sound one found.
-            // Each candidate costs a checksum over the payload its header claims; a file full
-            // of false headers could make that quadratic, so the scan checksums at most a few
-            // times the file's size, then stops and says so.
-            let mut budget = SCAN_BUDGET_FACTOR * bytes.len();
-            let mut stopped = None;
-            let mut at = 0;
-            while at + RECORD_HEADER_LEN <= bytes.len() {
-                if bytes[at..at + 4] == RECORD_MAGIC {
-                    // Only a payload that fits in the file is checksummed.
-                    let claimed = u32_at(bytes, at + 8) as usize;
-                    if claimed <= bytes.len() - at - RECORD_HEADER_LEN {
-                        if claimed > budget {
-                            stopped = Some(at);
-                            break;
-                        }
-                        budget -= claimed;
-                    }
-                    if let Ok((c, s, diff, len)) = decode_record(bytes, at, None) {
-                        if RegionPos::of(c) == pos {
-                            out.entries.push((c, at as u64, len as u64));
-                            out.chunks.insert(c, (s, diff));
-                            at += len;
-                            continue;
-                        }
-                    }
-                }
-                at += 1;
-            }
-            out.damage.push(Damage::Header(match stopped {
-                None => message,
-                Some(at) => format!(
-                    "{message}; the scan for records stopped at byte {at}: too many false \
-                     record headers"
-                ),
-            }));
-        }
-    }
-    out
+    frame::decode::<Terrain>(bytes, pos)
 }
 
-/// How many times its own size a damaged file's scan for records may checksum.
-const SCAN_BUDGET_FACTOR: usize = 4;
-
-/// A table as read: `(chunk, offset, length)` in file order.
-type Table = Vec<(ChunkPos, usize, usize)>;
-
 /// The header's stamp and the table.
+#[cfg(test)]
 fn decode_header(b: &[u8], pos: RegionPos) -> Result<(Stamp, Table), String> {
-    if b.len() < HEADER_LEN + 4 {
-        return Err(format!(
-            "the file has {} bytes, a header needs {}",
-            b.len(),
-            HEADER_LEN + 4
-        ));
-    }
-    magic_and_version(b, &REGION_MAGIC, "format version", FORMAT_VERSION)?;
-    let entries = u32_at(b, 48) as usize;
-    let free = u32_at(b, 52) as usize;
-    if entries > (REGION_CHUNKS * REGION_CHUNKS) as usize {
-        return Err(format!(
-            "{entries} table entries, a region has at most 1024 chunks"
-        ));
-    }
-    let crc_at =
-        (HEADER_LEN + entries * TABLE_ENTRY_LEN) as u64 + free as u64 * FREE_ENTRY_LEN as u64;
-    if crc_at + 4 > b.len() as u64 {
-        return Err(format!(
-            "{entries} table and {free} free-list entries do not fit in {} bytes",
-            b.len()
-        ));
-    }
-    let crc_at = crc_at as usize;
-    let crc = u32_at(b, crc_at);
-    let actual = crc32fast::hash(&b[..crc_at]);
-    if crc != actual {
-        return Err(format!(
-            "CRC-32 mismatch: stored {crc:08x}, header is {actual:08x}"
-        ));
-    }
-    let flags = u16_at(b, 6);
-    if flags != 0 {
-        return Err(format!("unknown region flags {flags:#06x}"));
-    }
-    let stamp = Stamp {
-        generator: u32_at(b, 8),
-        cells: u32_at(b, 12),
-        seed: u64_at(b, 16),
-        chunk_size: f64::from_bits(u64_at(b, 24)),
-    };
-    let (rx, rz) = (u64_at(b, 32) as i64, u64_at(b, 40) as i64);
-    if (rx, rz) != (pos.x, pos.z) {
-        return Err(format!(
-            "the header says region ({rx}, {rz}), the file name says ({}, {})",
-            pos.x, pos.z
-        ));
-    }
-    if !pos.in_grid() {
-        return Err(format!(
-            "region ({rx}, {rz}) is outside the grid (|x|, |z| ≤ {MAX_REGION_COORD})"
-        ));
-    }
-    let data_start = crc_at + 4;
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    let mut table = Vec::with_capacity(entries);
-    let mut seen = std::collections::BTreeSet::new();
-    for k in 0..entries {
-        let e = HEADER_LEN + k * TABLE_ENTRY_LEN;
-        let (lx, lz) = (b[e], b[e + 1]);
-        if i64::from(lx) >= REGION_CHUNKS
-            || i64::from(lz) >= REGION_CHUNKS
-            || !seen.insert((lz, lx))
-        {
-            return Err(format!(
-                "table entry {k}: chunk ({lx}, {lz}) is outside the region or listed twice"
-            ));
-        }
-        let offset = u32_at(b, e + 4) as usize;
-        let len = u32_at(b, e + 8) as usize;
-        if offset < data_start {
-            return Err(format!(
-                "table entry {k}: offset {offset} is inside the header"
-            ));
-        }
-        spans.push((offset, offset.saturating_add(len)));
-        table.push((pos.chunk(lx, lz), offset, len));
-    }
-    for k in 0..free {
-        let e = HEADER_LEN + entries * TABLE_ENTRY_LEN + k * FREE_ENTRY_LEN;
-        let offset = u32_at(b, e) as usize;
-        let len = u32_at(b, e + 4) as usize;
-        if offset < data_start {
-            return Err(format!(
-                "free-list entry {k}: offset {offset} is inside the header"
-            ));
-        }
-        spans.push((offset, offset.saturating_add(len)));
-    }
-    spans.sort_unstable();
-    if let Some(w) = spans.windows(2).find(|w| w[1].0 < w[0].1) {
-        return Err(format!(
-            "spans {}..{} and {}..{} overlap",
-            w[0].0, w[0].1, w[1].0, w[1].1
-        ));
-    }
-    Ok((stamp, table))
+    frame::decode_header::<Terrain>(b, pos)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::worlddir::frame::{u32_at, SCAN_BUDGET_FACTOR};
 
     fn stamp() -> Stamp {
         Stamp {

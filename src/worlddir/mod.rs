@@ -1,0 +1,13 @@
+//! The world directory's machinery (SPEC §13), shared by every kit that keeps records there
+//! (`world.terrain`'s modified chunks, `world.district`'s kept differences):
+//!
+//! - [`frame`]: the region file framing, pure: a header, a table chunk → record, a free list, a
+//!   header CRC-32, and records each with its own header and CRC-32 over an (LZ4-compressed when
+//!   smaller) payload. What a payload and a stamp hold is the kit's: a [`frame::Kind`];
+//! - [`store`]: the one owner thread of a kind's region files, write-back with retry, atomic
+//!   rewrites (temporary file, fsync, rename, fsync of the directory), copy-aside of damaged
+//!   files, the [`store::Fs`] seam, and the directory's lock (shared by the kits of one game,
+//!   refused to any other game).
+
+pub mod frame;
+pub mod store;
