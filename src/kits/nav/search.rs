@@ -347,8 +347,9 @@ struct Pool {
     free: Vec<Vec<Node>>,
 }
 
-/// Tables kept at most (32 × 32-cell chunks: 16 KiB each).
-const POOL_TABLES: usize = 256;
+/// Cells the kept tables may hold in all: 4 MiB a thread (256 tables of 32 × 32 cells, or 4
+/// of 256 × 256).
+const POOL_CELLS: usize = 1 << 18;
 
 thread_local! {
     static POOL: RefCell<Pool> = const { RefCell::new(Pool { stamp: 0, epoch: 0, free: Vec::new() }) };
@@ -384,13 +385,13 @@ impl Drop for Window<'_> {
             if p.epoch != self.epoch {
                 return;
             }
+            let mut kept: usize = p.free.iter().map(Vec::len).sum();
             for s in slots {
-                if p.free.len() >= POOL_TABLES {
-                    break;
+                if s.nodes.is_empty() || kept + s.nodes.len() > POOL_CELLS {
+                    continue;
                 }
-                if !s.nodes.is_empty() {
-                    p.free.push(s.nodes);
-                }
+                kept += s.nodes.len();
+                p.free.push(s.nodes);
             }
         });
     }
