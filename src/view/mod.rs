@@ -27,6 +27,12 @@
 //! the state's `district` counts. The page opens on [`ViewData::start`], the first tick with a
 //! loaded chunk.
 //!
+//! With `world.nav` (SPEC §18), each frame also carries the agents' state as the kit holds it
+//! ([`crate::kits::nav::NavService::agents`]): goal cell, the cells still to step into, the chunk
+//! a wait is on, the stuck mark, arrival — whole when it changes, a count of cells when an
+//! agent only stepped along its path — and the page gets the terrain's `cellsPerChunk` to place
+//! the cells. A run without the kit carries none of it (its data is as before).
+//!
 //! The page itself lives in `page.html`, `view.css` and `view.js` beside this file.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,6 +47,7 @@ use crate::grid::ChunkPos;
 use crate::host::PLAYER_TAG;
 use crate::host::{Event, EventData};
 use crate::kits::district::{DistrictService, DISTRICT};
+use crate::kits::nav::{AgentView, NavService, NAV};
 use crate::kits::streaming::dormancy::DORMANT;
 use crate::kits::streaming::{CHUNK_LOADED, CHUNK_UNLOADED};
 use crate::kits::terrain::{TerrainService, TERRAIN, VAR_WAITS};
@@ -119,6 +126,11 @@ pub struct ViewData {
     pub ids: Vec<String>,
     /// One frame per tick run, after the frame of the state before tick 1.
     pub frames: Vec<Frame>,
+    /// With `world.nav` (SPEC §18): the terrain's cells per chunk side, to place the agents'
+    /// path cells (cell `(x, z)`'s centre is `((x + 0.5)·s, (z + 0.5)·s)`, `s = chunkSize /
+    /// cellsPerChunk`). Absent without the kit.
+    #[serde(rename = "cellsPerChunk", skip_serializing_if = "Option::is_none")]
+    pub cells_per_chunk: Option<u32>,
 }
 
 /// What changed at one tick. Chunk lists are flat `[x0, z0, x1, z1, …]`; empty fields are left
@@ -188,6 +200,20 @@ pub struct Frame {
     /// The state's `district` counts `[live, stored]` (SPEC §15), when they changed.
     #[serde(rename = "c", skip_serializing_if = "Option::is_none")]
     pub district: Option<[u64; 2]>,
+    /// `world.nav`'s agents (SPEC §18) whose state appeared or changed other than by stepping:
+    /// `[id, goalX, goalZ, path, wait, stuck, arrived]`, `id` an index into [`ViewData::ids`],
+    /// the goal a cell, `path` the cells still to step into (flat `[x0, z0, …]`, next first),
+    /// `wait` the chunk `[x, z]` its wait is on or `null`, `stuck` `"none"` / `"budget"` or
+    /// `null`, `arrived` a boolean.
+    #[serde(rename = "a", skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<Value>,
+    /// Agents whose only change is that their path lost its first cells (they stepped):
+    /// `[id0, cells0, id1, …]`.
+    #[serde(rename = "as", skip_serializing_if = "Vec::is_empty")]
+    pub agents_stepped: Vec<u64>,
+    /// Agents whose state the kit dropped (no goal any more, or gone).
+    #[serde(rename = "ar", skip_serializing_if = "Vec::is_empty")]
+    pub agents_removed: Vec<usize>,
 }
 
 /// What the previous tick looked like, to diff against.
@@ -215,6 +241,8 @@ struct Seen {
     /// The index of each id in `ids`.
     id_index: BTreeMap<String, usize>,
     district: Option<[u64; 2]>,
+    /// `world.nav`'s agents as the page has them, by id: their index in `ids` and state.
+    agents: BTreeMap<String, (usize, AgentView)>,
 }
 
 /// The chunks in `a` and not in `b`, both sorted.
@@ -408,7 +436,71 @@ impl Seen {
             frame.district = changed(&mut self.district, [d.live, d.stored]);
         }
         self.entities(game, &mut frame);
+        self.agents(game, &mut frame);
         frame
+    }
+
+    /// The index of `id` in `ids`, added when new.
+    fn index(&mut self, id: &str) -> usize {
+        if let Some(&i) = self.id_index.get(id) {
+            return i;
+        }
+        self.ids.push(id.to_owned());
+        self.id_index.insert(id.to_owned(), self.ids.len() - 1);
+        self.ids.len() - 1
+    }
+
+    /// `world.nav`'s agents that appeared, changed or stepped since the last frame, and those
+    /// whose state was dropped. Nothing without the kit.
+    fn agents(&mut self, game: &Game, frame: &mut Frame) {
+        let Some(nav) = game.engine().service::<dyn NavService>(NAV) else {
+            return;
+        };
+        let now = nav.agents();
+        let live: BTreeSet<&str> = now.iter().map(|a| a.id.as_str()).collect();
+        let gone: Vec<String> = self
+            .agents
+            .keys()
+            .filter(|id| !live.contains(id.as_str()))
+            .cloned()
+            .collect();
+        for id in gone {
+            if let Some((i, _)) = self.agents.remove(&id) {
+                frame.agents_removed.push(i);
+            }
+        }
+        for a in now {
+            let id = a.id.as_str().to_owned();
+            if let Some((i, old)) = self.agents.get_mut(&id) {
+                if *old == a {
+                    continue;
+                }
+                let k = old.path.len().saturating_sub(a.path.len());
+                let stepped = k > 0
+                    && old.path[k..] == a.path[..]
+                    && AgentView {
+                        path: a.path.clone(),
+                        ..old.clone()
+                    } == a;
+                if stepped {
+                    frame.agents_stepped.extend([*i as u64, k as u64]);
+                    *old = a;
+                    continue;
+                }
+            }
+            let i = self.index(&id);
+            let path: Vec<i64> = a.path.iter().flat_map(|c| [c.x, c.z]).collect();
+            frame.agents.push(json!([
+                i,
+                a.goal.x,
+                a.goal.z,
+                path,
+                a.waiting.map(|c| [c.x, c.z]),
+                a.stuck,
+                a.arrived
+            ]));
+            self.agents.insert(id, (i, a));
+        }
     }
 
     /// The live entities that appeared or changed since the last frame, and those gone.
@@ -562,6 +654,10 @@ pub fn capture(
 ) -> Result<ViewData, ViewError> {
     let (_dir, mut game, inputs) = recording.game()?;
     let chunk_size = game.streaming().map_or(32.0, |s| s.chunk_size());
+    let cells_per_chunk = game
+        .engine()
+        .service::<dyn NavService>(NAV)
+        .map(|n| n.cells_per_chunk());
     let mut names = Vec::new();
     let mut seen = Seen::default();
     let mut frames = vec![seen.frame(&game, &[], &mut names, heights)];
@@ -605,6 +701,7 @@ pub fn capture(
         names,
         ids: std::mem::take(&mut seen.ids),
         frames,
+        cells_per_chunk,
     })
 }
 

@@ -18,6 +18,7 @@
     tickOf.push(t);
   }
   const jumps = frames.some((f) => f.t !== undefined);
+  const hasAgents = frames.some((f) => f.a && f.a.length > 0);
   const LOADED = data.names.indexOf("world.chunk.loaded");
   const UNLOADED = data.names.indexOf("world.chunk.unloaded");
 
@@ -37,7 +38,7 @@
     return {
       tick: -1, loaded: new Map(), pending: new Map(), heights: new Map(), refusals: [], foci: [],
       tickets: [], dormant: [], variables: {}, scene: null,
-      predicted: [], holes: null, entities: new Map(), district: null,
+      predicted: [], holes: null, entities: new Map(), district: null, agents: new Map(),
     };
   }
 
@@ -48,6 +49,7 @@
       foci: s.foci, tickets: s.tickets, dormant: s.dormant,
       variables: Object.assign({}, s.variables), scene: s.scene,
       predicted: s.predicted, holes: s.holes, entities: new Map(s.entities), district: s.district,
+      agents: new Map(s.agents),
     };
   }
 
@@ -101,6 +103,16 @@
     }
     if (f.nr) for (const i of f.nr) s.entities.delete(i);
     if (f.c) s.district = f.c;
+    // world.nav's agents by id index: [gx, gz, path, wait, stuck, arrived], replaced whole;
+    // `as` drops the first cells of a path (the cells stepped into).
+    if (f.a) for (const a of f.a) s.agents.set(a[0], [a[1], a[2], a[3], a[4], a[5], a[6]]);
+    if (f.as) {
+      for (let i = 0; i < f.as.length; i += 2) {
+        const a = s.agents.get(f.as[i]);
+        s.agents.set(f.as[i], [a[0], a[1], a[2].slice(2 * f.as[i + 1]), a[3], a[4], a[5]]);
+      }
+    }
+    if (f.ar) for (const i of f.ar) s.agents.delete(i);
     s.tick = t;
   }
 
@@ -129,10 +141,16 @@
     loaded: color("--loaded"), pending: color("--pending"), loadRefused: color("--load-refused"),
     unloadRefused: color("--unload-refused"), focus: color("--focus"), ticket: color("--ticket"),
     dormant: color("--dormant"), empty: color("--empty"), predicted: color("--predicted"),
-    hole: color("--hole"),
+    hole: color("--hole"), agent: color("--agent"), path: color("--path"), waiting: color("--waiting"),
+    stuck: color("--stuck"),
     kind: { p: color("--player"), v: color("--vehicle"), d: color("--district"), e: color("--entity") },
   };
   const KIND = { p: "player", v: "vehicle", d: "district entity", e: "entity" };
+  // An agent's state, in this order of precedence: arrived, stuck, waiting (for a chunk not
+  // built), walking (it holds a path), else idle (it waits its turn for the tick's nodes).
+  const agentState = (a) =>
+    a[5] ? "arrived" : a[4] !== null ? "stuck" : a[3] !== null ? "waiting" : a[2].length ? "walking" : "idle";
+  const cellSize = data.cellsPerChunk ? size / data.cellsPerChunk : 1;
   // Where the last drawing put things, for the pointer.
   let geometry = null;
   const W = canvas.width;
@@ -169,6 +187,12 @@
     }
     if (s.holes) for (let i = 0; i < s.holes.length; i += 2) extend(s.holes[i], s.holes[i + 1]);
     for (const e of s.entities.values()) extend(Math.floor(e[2] / size), Math.floor(e[3] / size));
+    for (const a of s.agents.values()) {
+      if (a[3] !== null) extend(a[3][0], a[3][1]);
+      for (let i = 0; i < a[2].length; i += 2) {
+        extend(Math.floor(((a[2][i] + 0.5) * cellSize) / size), Math.floor(((a[2][i + 1] + 0.5) * cellSize) / size));
+      }
+    }
     if (minX === Infinity) minX = maxX = minZ = maxZ = 0;
     minX -= 1; minZ -= 1; maxX += 1; maxZ += 1;
     const w = maxX - minX + 1, h = maxZ - minZ + 1;
@@ -225,17 +249,61 @@
     }
     ctx.setLineDash([]);
     const mark = Math.max(3, Math.min(cell * 0.3, 10));
+    // world.nav: each agent's path, a line from where it stands through the centres of the
+    // cells still to step into; a waiting agent's chunk framed (dashed) and tied to it.
+    const mx = (x) => ox + (x / size - minX) * cell;
+    const agentCounts = { walking: 0, waiting: 0, stuck: 0, arrived: 0, idle: 0 };
+    let pathCellsDrawn = 0;
+    const waitChunks = new Set();
+    for (const [i, a] of s.agents) {
+      agentCounts[agentState(a)]++;
+      const e = s.entities.get(i);
+      if (!e || agentState(a) !== "waiting") continue;
+      const [cx, cz] = a[3];
+      ctx.strokeStyle = C.waiting;
+      ctx.lineWidth = 2;
+      ctx.setLineDash([Math.max(2, cell / 6), Math.max(2, cell / 6)]);
+      if (!waitChunks.has(key(cx, cz))) {
+        ctx.strokeRect(px(cx) + 2, pz(cz) + 2, cell - 4, cell - 4);
+        waitChunks.add(key(cx, cz));
+      }
+      ctx.beginPath();
+      ctx.moveTo(mx(e[2]), oz + (e[3] / size - minZ) * cell);
+      ctx.lineTo(px(cx) + cell / 2, pz(cz) + cell / 2);
+      ctx.stroke();
+      ctx.setLineDash([]);
+    }
+    // The paths over the waits' marks.
+    ctx.strokeStyle = C.path;
+    ctx.lineWidth = 2;
+    for (const [i, a] of s.agents) {
+      const e = s.entities.get(i);
+      if (!e || !a[2].length) continue;
+      ctx.beginPath();
+      ctx.moveTo(mx(e[2]), oz + (e[3] / size - minZ) * cell);
+      for (let k = 0; k < a[2].length; k += 2) {
+        ctx.lineTo(mx((a[2][k] + 0.5) * cellSize), oz + (((a[2][k + 1] + 0.5) * cellSize) / size - minZ) * cell);
+        pathCellsDrawn++;
+      }
+      ctx.stroke();
+    }
     // Live entities where they stand, by kind: a player a triangle, a vehicle a square, a
     // district entity or any other a small disc.
     const kinds = { p: 0, v: 0, d: 0, e: 0 };
     ctx.lineWidth = 1;
     ctx.strokeStyle = "#000";
-    for (const e of s.entities.values()) {
+    for (const [i, e] of s.entities) {
       const x = ox + (e[2] / size - minX) * cell, z = oz + (e[3] / size - minZ) * cell;
       const m = mark * 0.8;
+      const agent = s.agents.get(i);
       ctx.fillStyle = C.kind[e[1]];
       ctx.beginPath();
-      if (e[1] === "p") {
+      if (agent && e[1] === "e") {
+        // An agent: a disc with a ring, coloured by its state.
+        const st = agentState(agent);
+        ctx.fillStyle = st === "waiting" ? C.waiting : st === "stuck" ? C.stuck : C.agent;
+        ctx.arc(x, z, m, 0, 2 * Math.PI);
+      } else if (e[1] === "p") {
         ctx.moveTo(x, z - m);
         ctx.lineTo(x + m, z + m * 0.8);
         ctx.lineTo(x - m, z + m * 0.8);
@@ -284,6 +352,14 @@
       tick: tickOf[s.tick], frame: s.tick, loadedDrawn: loadedDrawn, originX: minX, originZ: minZ, cell: cell, ox: ox, oz: oz,
       holesDrawn: holesDrawn, predictedDrawn: s.predicted.length / 2, entitiesDrawn: s.entities.size,
     });
+    if (hasAgents) {
+      Object.assign(canvas.dataset, {
+        agentsDrawn: s.agents.size, pathCellsDrawn: pathCellsDrawn, waitChunksDrawn: waitChunks.size,
+      });
+      $("agent-counts").textContent =
+        "agents " + s.agents.size + " (walking " + agentCounts.walking + " · waiting " + agentCounts.waiting +
+        " · stuck " + agentCounts.stuck + " · arrived " + agentCounts.arrived + " · idle " + agentCounts.idle + ")";
+    }
     geometry = { minX, minZ, cell, ox, oz, mark };
     let loadRefused = 0;
     for (const r of s.refusals) if (r[2] === "load") loadRefused++;
@@ -308,12 +384,14 @@
     if (pointer && geometry) {
       const g = geometry;
       let best = null;
+      let bestIndex = -1;
       let bestD = (g.mark + 3) * (g.mark + 3);
-      for (const e of cur.entities.values()) {
+      for (const [i, e] of cur.entities) {
         const x = g.ox + (e[2] / size - g.minX) * g.cell, z = g.oz + (e[3] / size - g.minZ) * g.cell;
         const d = (x - pointer[0]) * (x - pointer[0]) + (z - pointer[1]) * (z - pointer[1]);
         if (d <= bestD) {
           best = e;
+          bestIndex = i;
           bestD = d;
         }
       }
@@ -331,6 +409,15 @@
           ", " + Math.floor(best[3] / size) + ")");
         row("tags", best[4].length ? best[4].join(", ") : "(none)");
         if (best[5] !== null) row("data", JSON.stringify(best[5]));
+        const agent = cur.agents.get(bestIndex);
+        if (agent) {
+          row("goal", "cell " + agent[0] + ", " + agent[1]);
+          const st = agentState(agent);
+          row("state", st === "walking" ? "walking, " + agent[2].length / 2 + " cells to go"
+            : st === "waiting" ? "waiting for chunk " + agent[3][0] + ", " + agent[3][1]
+            : st === "stuck" ? "stuck (" + agent[4] + ")"
+            : st === "idle" ? "idle (waits its turn)" : "arrived");
+        }
       }
     }
     $("detail").replaceChildren(...items);
@@ -478,6 +565,10 @@
   // SPEC §16's marks are in the legend when the run has them.
   $("legend-predicted").hidden = !frames.some((f) => f.p && f.p.length > 0);
   $("legend-holes").hidden = !frames.some((f) => f.o);
+  // world.nav's marks when the run has agents.
+  for (const id of ["legend-agent", "legend-path", "legend-waiting", "legend-stuck", "agents-panel"]) {
+    $(id).hidden = !hasAgents;
+  }
   if (hMax >= hMin) {
     $("legend-heights").hidden = false;
     $("height-range").textContent = "(" + hMin + " – " + hMax + ")";

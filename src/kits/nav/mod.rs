@@ -31,8 +31,8 @@ pub use config::{MaxNodes, MaxStep, NavConfig, MAX_NODES};
 pub use save::SaveSection;
 pub use search::{Answer, Cell, CellGrid, Outcome, Rules, Stopped, DIAGONAL_COST};
 pub use service::{
-    answer_data, path_event, NavService, AGENT_ARRIVED, AGENT_STUCK, AGENT_TAG, AGENT_WAITING,
-    NAV_PATH,
+    answer_data, path_event, AgentView, NavService, AGENT_ARRIVED, AGENT_STUCK, AGENT_TAG,
+    AGENT_WAITING, NAV_PATH,
 };
 use state::{State, TerrainGround};
 
@@ -227,5 +227,24 @@ impl NavService for Handle {
 
     fn max_nodes(&self) -> u32 {
         self.0.borrow().max_nodes
+    }
+
+    fn agents(&self) -> Vec<AgentView> {
+        let st = self.0.borrow();
+        st.agents
+            .iter()
+            .map(|(id, a)| AgentView {
+                id: id.clone(),
+                goal: a.goal,
+                path: a.path.iter().copied().collect(),
+                waiting: a.waiting,
+                stuck: a.stuck.map(|s| s.name()),
+                arrived: a.arrived,
+            })
+            .collect()
+    }
+
+    fn cells_per_chunk(&self) -> u32 {
+        self.0.borrow().grid.cells
     }
 }

@@ -38,8 +38,8 @@
 //! exists over built cells is found even while a chunk beside it is not built: an agent never
 //! waits for a chunk its route does not need.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -201,8 +201,8 @@ fn ortho(dx: i64, dz: i64) -> (usize, usize) {
 
 /// An open-set entry: `(f, g descending, z, x)` as integers that compare in that order (`f` and
 /// `g` are never negative, so their IEEE bits order like the numbers; `!bits` reverses `g`).
-/// `Ord` is reversed so the max-heap pops the least.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The least key is popped first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Open {
     key: (u64, u64, i64, i64),
 }
@@ -215,6 +215,10 @@ impl Open {
         }
     }
 
+    fn f(&self) -> f64 {
+        f64::from_bits(self.key.0)
+    }
+
     fn g(&self) -> f64 {
         f64::from_bits(!self.key.1)
     }
@@ -224,24 +228,138 @@ impl Open {
     }
 }
 
-impl PartialOrd for Open {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+/// The open set: a bucket queue on `f` that pops exactly the least `(f, g descending, z, x)`.
+///
+/// An entry goes to bucket `⌊f · scale⌋` (`scale` a power of two, so the product is exact):
+/// a non-decreasing function of the key, so every entry of a lower bucket comes before every
+/// entry of a higher one, and only the order *within* the front bucket needs the full key. The
+/// front bucket is sorted (descending, the least last) when it becomes the front and kept
+/// sorted by inserting at the place the key says; the others are unsorted piles. With a
+/// consistent heuristic `f` grows by at most twice a step's cost from the entry popped to the
+/// entries it pushes, so the buckets in use span a few numbers past the front. An entry below
+/// the front bucket (float rounding can put `f` an ulp under its parent's) joins the front
+/// bucket in key order, which keeps the order exact: its `f` is below every `f` of the higher
+/// buckets. Without diagonals every `f` is an integer and an entry pushed into the front bucket
+/// is always its new least (the same `f` one step deeper), so a pop and most pushes cost O(1).
+struct OpenSet {
+    scale: f64,
+    /// Bucket `base + i` at `buckets[i]`; `buckets[0]` is the front.
+    buckets: VecDeque<Vec<Open>>,
+    base: i64,
+    /// Whether the front bucket is sorted.
+    sorted: bool,
+    /// Emptied buckets, to reuse.
+    spare: Vec<Vec<Open>>,
+}
+
+impl OpenSet {
+    fn new(diagonal: bool) -> Self {
+        OpenSet {
+            scale: if diagonal { 4.0 } else { 1.0 },
+            buckets: VecDeque::new(),
+            base: 0,
+            sorted: false,
+            spare: Vec::new(),
+        }
+    }
+
+    fn bucket(&self, e: &Open) -> i64 {
+        // `f` is never negative, so truncation is the floor; `as` saturates: still
+        // non-decreasing in `f`.
+        (e.f() * self.scale) as i64
+    }
+
+    fn push(&mut self, e: Open) {
+        let b = self.bucket(&e);
+        if self.buckets.is_empty() {
+            self.base = b;
+            self.sorted = true;
+        }
+        if b <= self.base {
+            let front = &mut self.buckets;
+            if front.is_empty() {
+                front.push_back(self.spare.pop().unwrap_or_default());
+            }
+            let bucket = &mut front[0];
+            if !self.sorted || bucket.last().is_none_or(|o| o.key > e.key) {
+                // Unsorted, or the new least (always, without diagonals): on top.
+                bucket.push(e);
+            } else {
+                // Descending: the place after every greater key.
+                let at = bucket.partition_point(|o| o.key > e.key);
+                bucket.insert(at, e);
+            }
+            return;
+        }
+        let i = (b - self.base) as usize;
+        while self.buckets.len() <= i {
+            let v = self.spare.pop().unwrap_or_default();
+            self.buckets.push_back(v);
+        }
+        self.buckets[i].push(e);
+    }
+
+    fn pop(&mut self) -> Option<Open> {
+        loop {
+            let front = self.buckets.front_mut()?;
+            if !front.is_empty() {
+                if !self.sorted {
+                    // Keys are unique (a cell is pushed again only with a lesser g).
+                    front.sort_unstable_by_key(|o| std::cmp::Reverse(o.key));
+                    self.sorted = true;
+                }
+                return front.pop();
+            }
+            let empty = self.buckets.pop_front().expect("a front");
+            self.spare.push(empty);
+            self.base += 1;
+            self.sorted = false;
+        }
     }
 }
-impl Ord for Open {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.key.cmp(&self.key)
-    }
+
+/// One cell's search state: its best `g`, the step that reached it (`u8::MAX`: none), whether
+/// it was expanded, valid only when `stamp` is the search's (so a reused table needs no reset).
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    g: f64,
+    stamp: u32,
+    via: u8,
+    closed: bool,
+}
+
+impl Node {
+    const UNSEEN: Node = Node {
+        g: f64::INFINITY,
+        stamp: 0,
+        via: u8::MAX,
+        closed: false,
+    };
+}
+
+/// The cell tables of finished searches, kept per thread so a search does not allocate and
+/// clear one per chunk it touches; each search takes a new stamp. Which tables a search gets
+/// never changes its answer: a cell whose stamp is not the search's reads as unseen.
+struct Pool {
+    stamp: u32,
+    /// Bumped when the stamps wrap: tables of an older epoch are not taken back.
+    epoch: u64,
+    free: Vec<Vec<Node>>,
+}
+
+/// Cells the kept tables may hold in all: 4 MiB a thread (256 tables of 32 × 32 cells, or 4
+/// of 256 × 256).
+const POOL_CELLS: usize = 1 << 18;
+
+thread_local! {
+    static POOL: RefCell<Pool> = const { RefCell::new(Pool { stamp: 0, epoch: 0, free: Vec::new() }) };
 }
 
 /// What the search keeps for one chunk it touched.
 struct Slot {
     data: Option<Arc<ChunkData>>,
-    /// Per cell (row order): best `g`, the step that reached it (`u8::MAX`: none), closed.
-    g: Vec<f64>,
-    via: Vec<u8>,
-    closed: Vec<bool>,
+    /// Per cell, row order (empty when the chunk is not built).
+    nodes: Vec<Node>,
 }
 
 /// The chunks the search touched, each looked up once.
@@ -253,6 +371,30 @@ struct Window<'a> {
     slots: Vec<Slot>,
     index: FxHashMap<ChunkPos, u32>,
     last: Option<(ChunkPos, u32)>,
+    stamp: u32,
+    epoch: u64,
+}
+
+impl Drop for Window<'_> {
+    fn drop(&mut self) {
+        let slots = std::mem::take(&mut self.slots);
+        POOL.with(|p| {
+            let Ok(mut p) = p.try_borrow_mut() else {
+                return;
+            };
+            if p.epoch != self.epoch {
+                return;
+            }
+            let mut kept: usize = p.free.iter().map(Vec::len).sum();
+            for s in slots {
+                if s.nodes.is_empty() || kept + s.nodes.len() > POOL_CELLS {
+                    continue;
+                }
+                kept += s.nodes.len();
+                p.free.push(s.nodes);
+            }
+        });
+    }
 }
 
 /// Where a cell's state lives: its slot and its index in the chunk.
@@ -265,6 +407,17 @@ struct At {
 impl<'a> Window<'a> {
     fn new(ground: &'a dyn Ground) -> Self {
         let n = ground.cells().max(1);
+        let (stamp, epoch) = POOL.with(|p| {
+            let mut p = p.borrow_mut();
+            p.stamp = p.stamp.wrapping_add(1);
+            if p.stamp == 0 {
+                // Wrapped: every kept table may hold any stamp; start over.
+                p.free.clear();
+                p.epoch += 1;
+                p.stamp = 1;
+            }
+            (p.stamp, p.epoch)
+        });
         Window {
             ground,
             n: i64::from(n),
@@ -272,30 +425,61 @@ impl<'a> Window<'a> {
             slots: Vec::new(),
             index: FxHashMap::default(),
             last: None,
+            stamp,
+            epoch,
         }
     }
 
+    /// A table of `cells` unseen cells for this search.
+    fn table(&self, cells: usize) -> Vec<Node> {
+        let kept = POOL.with(|p| {
+            let mut p = p.try_borrow_mut().ok()?;
+            let i = p.free.iter().rposition(|t| t.len() == cells)?;
+            Some(p.free.swap_remove(i))
+        });
+        kept.unwrap_or_else(|| vec![Node::UNSEEN; cells])
+    }
+
+    /// The state of a cell of a built chunk, as this search sees it.
+    #[inline]
+    fn node(&self, at: At) -> Node {
+        let n = self.slots[at.slot as usize].nodes[at.k];
+        if n.stamp == self.stamp {
+            n
+        } else {
+            Node::UNSEEN
+        }
+    }
+
+    /// Writes the state of a cell of a built chunk.
+    #[inline]
+    fn set(&mut self, at: At, mut node: Node) {
+        node.stamp = self.stamp;
+        self.slots[at.slot as usize].nodes[at.k] = node;
+    }
+
+    #[inline]
     fn slot_of(&mut self, chunk: ChunkPos) -> u32 {
         if let Some((c, s)) = self.last {
             if c == chunk {
                 return s;
             }
         }
+        self.slot_of_other(chunk)
+    }
+
+    /// [`Window::slot_of`] for another chunk than the last one asked.
+    fn slot_of_other(&mut self, chunk: ChunkPos) -> u32 {
         let s = match self.index.get(&chunk) {
             Some(&s) => s,
             None => {
                 let data = self.ground.chunk(chunk);
-                let cells = if data.is_some() {
-                    (self.n * self.n) as usize
+                let nodes = if data.is_some() {
+                    self.table((self.n * self.n) as usize)
                 } else {
-                    0
+                    Vec::new()
                 };
-                self.slots.push(Slot {
-                    data,
-                    g: vec![f64::INFINITY; cells],
-                    via: vec![u8::MAX; cells],
-                    closed: vec![false; cells],
-                });
+                self.slots.push(Slot { data, nodes });
                 let s = (self.slots.len() - 1) as u32;
                 self.index.insert(chunk, s);
                 s
@@ -306,6 +490,7 @@ impl<'a> Window<'a> {
     }
 
     /// The cell's place, or `Err(chunk)` when its chunk is not built.
+    #[inline(always)]
     fn at(&mut self, cell: Cell) -> Result<At, ChunkPos> {
         let (chunk, i, j) = match self.shift {
             Some(s) => {
@@ -334,6 +519,7 @@ impl<'a> Window<'a> {
 
     /// Height and material of a cell in a built chunk (read straight from the chunk's bytes:
     /// heights, little-endian u16 in row order, then materials).
+    #[inline]
     fn cell(&self, at: At) -> (u16, u8) {
         let data = self.slots[at.slot as usize]
             .data
@@ -384,19 +570,22 @@ pub fn search(
     let step_ok = |a: u16, b: u16| a.abs_diff(b) <= rules.max_step;
     let steps = if rules.diagonal { 8 } else { 4 };
     let mut met: Option<ChunkPos> = None;
-    let mut open = BinaryHeap::new();
-    let s = &mut w.slots[start.slot as usize];
-    s.g[start.k] = 0.0;
+    let mut open = OpenSet::new(rules.diagonal);
+    w.set(
+        start,
+        Node {
+            g: 0.0,
+            ..Node::UNSEEN
+        },
+    );
     open.push(Open::new(heuristic(from, to, rules.diagonal), 0.0, from));
     let mut nodes = 0u64;
     while let Some(entry) = open.pop() {
         let (top_g, top_cell) = (entry.g(), entry.cell());
         let at = w.at(top_cell).expect("only built cells are opened");
-        {
-            let s = &w.slots[at.slot as usize];
-            if s.closed[at.k] || top_g > s.g[at.k] {
-                continue; // stale
-            }
+        let mut top = w.node(at);
+        if top.closed || top_g > top.g {
+            continue; // stale
         }
         if nodes >= limit {
             return done(Answer::Budget, nodes);
@@ -405,7 +594,8 @@ pub fn search(
         if !meter() {
             return Err(Stopped(nodes));
         }
-        w.slots[at.slot as usize].closed[at.k] = true;
+        top.closed = true;
+        w.set(at, top);
         if top_cell == to {
             return done(Answer::Found(path(&mut w, from, to)), nodes);
         }
@@ -454,14 +644,20 @@ pub fn search(
                 }
                 walk[d] = Some(h);
             }
-            let s = &mut w.slots[nb.slot as usize];
-            if s.closed[nb.k] {
+            let node = w.node(nb);
+            if node.closed {
                 continue;
             }
             let g = top_g + cost;
-            if g < s.g[nb.k] {
-                s.g[nb.k] = g;
-                s.via[nb.k] = d as u8;
+            if g < node.g {
+                w.set(
+                    nb,
+                    Node {
+                        g,
+                        via: d as u8,
+                        ..node
+                    },
+                );
                 open.push(Open::new(g + heuristic(cell, to, rules.diagonal), g, cell));
             }
         }
@@ -475,7 +671,7 @@ fn path(w: &mut Window<'_>, from: Cell, to: Cell) -> Vec<Cell> {
     let mut c = to;
     while c != from {
         let at = w.at(c).expect("a path cell is built");
-        let (dx, dz) = STEPS[usize::from(w.slots[at.slot as usize].via[at.k])];
+        let (dx, dz) = STEPS[usize::from(w.node(at).via)];
         c = Cell::new(c.x - dx, c.z - dz);
         cells.push(c);
     }

@@ -3,7 +3,8 @@
 
 use serde_json::{json, Value};
 
-use crate::grid::Position;
+use crate::grid::{ChunkPos, Position};
+use crate::host::EntityId;
 
 use super::search::{Answer, Cell, Outcome, Stopped};
 
@@ -20,6 +21,24 @@ pub const AGENT_ARRIVED: &str = "world.agent.arrived";
 pub const AGENT_STUCK: &str = "world.agent.stuck";
 /// The tag that makes an entity an agent.
 pub const AGENT_TAG: &str = "agent";
+
+/// One agent's state as the kit holds it after a tick (what its save section holds; the
+/// replay viewer draws it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentView {
+    /// The entity.
+    pub id: EntityId,
+    /// The goal cell its state is for.
+    pub goal: Cell,
+    /// The cells still to step into, next first (empty while it waits, is stuck or arrived).
+    pub path: Vec<Cell>,
+    /// The chunk not built its wait is on, while it waits on `indeterminate`.
+    pub waiting: Option<ChunkPos>,
+    /// `"none"` or `"budget"` while it is stuck.
+    pub stuck: Option<&'static str>,
+    /// Whether it arrived at this goal.
+    pub arrived: bool,
+}
 
 /// What `world.nav` offers.
 pub trait NavService {
@@ -40,6 +59,10 @@ pub trait NavService {
     fn centre(&self, cell: Cell) -> Position;
     /// Nodes one query may expand.
     fn max_nodes(&self) -> u32;
+    /// Every agent's state, in id order.
+    fn agents(&self) -> Vec<AgentView>;
+    /// Cells per chunk side (the terrain's).
+    fn cells_per_chunk(&self) -> u32;
 }
 
 /// An answer as events carry it: `{status, nodes}` plus `path` or `x`, `z`.
