@@ -202,9 +202,9 @@ pub struct LodPlan {
     keyed: Vec<(f64, ChunkPos)>,
     /// `world.lod.holes`, kept up to date rather than recounted: the hole chunks, the players'
     /// chunks and the last level's radius they were counted for, and whether they are valid
-    /// (a change of levels, steps, builders, a clear or restore recounts from scratch). Only
-    /// looked up, never iterated for anything but removal, so hash order cannot leak.
-    hole_set: FxHashSet<ChunkPos>,
+    /// (a change of levels, steps, builders, a clear or restore recounts from scratch). Ordered,
+    /// so forgetting a region costs the holes held, not a table's capacity.
+    hole_set: BTreeSet<ChunkPos>,
     hole_centres: Vec<ChunkPos>,
     hole_radius: i64,
     holes_valid: bool,
@@ -239,7 +239,7 @@ impl LodPlan {
             resolved: Vec::new(),
             changes: 0,
             keyed: Vec::new(),
-            hole_set: FxHashSet::default(),
+            hole_set: BTreeSet::new(),
             hole_centres: Vec::new(),
             hole_radius: -1,
             holes_valid: false,
@@ -930,15 +930,14 @@ impl LodPlan {
     /// then walks the last level's blocks over `a` down to what is not ready.
     fn recount(
         &self,
-        set: &mut FxHashSet<ChunkPos>,
+        set: &mut BTreeSet<ChunkPos>,
         a: Area,
         centres: &[ChunkPos],
         r: i64,
         chunk_ready: &impl Fn(ChunkPos) -> bool,
     ) {
         if !set.is_empty() {
-            // `retain` visits every bucket: only for a region larger than the table.
-            if (set.capacity() as u128) < a.len() {
+            if (set.len() as u128) < a.len() {
                 set.retain(|c| !a.holds(*c));
             } else {
                 for z in a.z0..=a.z1 {
@@ -962,7 +961,7 @@ impl LodPlan {
     #[allow(clippy::too_many_arguments)]
     fn walk(
         &self,
-        set: &mut FxHashSet<ChunkPos>,
+        set: &mut BTreeSet<ChunkPos>,
         k: usize,
         b: ChunkPos,
         a: &Area,
