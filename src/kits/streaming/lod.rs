@@ -54,13 +54,6 @@ impl Area {
         self.x0 <= o.x1 && o.x0 <= self.x1 && self.z0 <= o.z1 && o.z0 <= self.z1
     }
 
-    /// Cells in it (saturating).
-    fn len(&self) -> u128 {
-        let w = (self.x1 - self.x0 + 1).max(0) as u128;
-        let h = (self.z1 - self.z0 + 1).max(0) as u128;
-        w * h
-    }
-
     /// The parts of `self` outside `o`: at most four disjoint rectangles (the strips a moved
     /// rectangle lost, or gained with the arguments swapped).
     fn minus(&self, o: &Area) -> [Option<Area>; 4] {
@@ -936,16 +929,12 @@ impl LodPlan {
         r: i64,
         chunk_ready: &impl Fn(ChunkPos) -> bool,
     ) {
-        if !set.is_empty() {
-            if (set.len() as u128) < a.len() {
-                set.retain(|c| !a.holds(*c));
-            } else {
-                for z in a.z0..=a.z1 {
-                    for x in a.x0..=a.x1 {
-                        set.remove(&ChunkPos::new(x, z));
-                    }
-                }
-            }
+        // The held holes of `a`, in row order from its first corner to its last: visits only
+        // the holes of the rows `a` spans.
+        let (mut from, to) = (ChunkPos::new(a.x0, a.z0), ChunkPos::new(a.x1, a.z1));
+        while let Some(c) = set.range(from..=to).find(|c| a.holds(**c)).copied() {
+            set.remove(&c);
+            from = c;
         }
         let k = self.levels.levels().len() - 1;
         let top = a.blocks(self.level(k).expect("a level in force").step);
