@@ -190,3 +190,57 @@ fn a_started_district_world_holds_under_64_bytes_per_unloaded_entity() {
         "{per_entity} bytes kept per unloaded entity"
     );
 }
+
+#[test]
+fn a_steady_tick_with_levels_of_detail_allocates_nothing() {
+    // SPEC §17: with `lod`, a tick in which nothing moved plans nothing and the hole count is
+    // kept, not recounted: no allocation either, with one player and with two.
+    for two in [false, true] {
+        let mut entities = vec![
+            serde_json::json!({ "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } }),
+        ];
+        if two {
+            entities.push(serde_json::json!({ "id": "friend", "tags": ["player"], "position": { "x": 400, "z": -90 } }));
+        }
+        let scene = serde_json::json!({
+            "kits": [ { "id": "world.ground" }, { "id": "world.streaming", "config": {
+                "focus": "players", "radius": 4, "budgetMs": 1000,
+                "lod": [ { "step": 2, "radius": 10 }, { "step": 8, "radius": 40 } ], "lodBudget": 4096 } } ],
+            "entities": entities,
+        });
+        let mut game = world_streaming::game::Game::from_scene_text(
+            &scene.to_string(),
+            "scene.json",
+            std::path::Path::new("."),
+            &world_streaming::kits::builtin_catalog(),
+        )
+        .unwrap();
+        for _ in 0..3 {
+            game.tick();
+        }
+        let vars = game.engine().variables();
+        assert_eq!(vars.count("world.chunks.pending"), 0);
+        assert_eq!(vars.count("world.lod.holes"), 0);
+        assert!(vars.count("world.lod.loaded") > 100);
+        let before = allocations();
+        for _ in 0..1000 {
+            game.tick();
+        }
+        assert_eq!(
+            allocations() - before,
+            0,
+            "allocations in 1000 steady ticks with lod (two players: {two})"
+        );
+        // Control: a tick that moves the player (blocks load and go) allocates.
+        let hero = world_streaming::host::EntityId::new("hero");
+        let tick = game.engine().tick_count() + 1;
+        game.engine_mut().input(tick, |e| {
+            e.world_mut()
+                .move_to(&hero, world_streaming::grid::Position::new(16.0, 900.0))
+                .unwrap()
+        });
+        let before = allocations();
+        game.tick();
+        assert!(allocations() > before);
+    }
+}

@@ -44,6 +44,16 @@ pub enum EventData {
         /// `hash`.
         hash: Value,
     },
+    /// `{"level": level, "x": x, "z": z}` (a block of a level of detail, SPEC §17), held as
+    /// three values.
+    LevelXz {
+        /// `level`.
+        level: Value,
+        /// `x`.
+        x: Value,
+        /// `z`.
+        z: Value,
+    },
     /// Any other payload.
     Json(Value),
 }
@@ -61,6 +71,10 @@ impl EventData {
             (EventData::XzHash { z, .. }, "z") => Some(z),
             (EventData::XzHash { hash, .. }, "hash") => Some(hash),
             (EventData::XzHash { .. }, _) => None,
+            (EventData::LevelXz { level, .. }, "level") => Some(level),
+            (EventData::LevelXz { x, .. }, "x") => Some(x),
+            (EventData::LevelXz { z, .. }, "z") => Some(z),
+            (EventData::LevelXz { .. }, _) => None,
             (EventData::Json(v), _) => v.get(key),
         }
     }
@@ -71,6 +85,9 @@ impl EventData {
             EventData::Xz { x, z } => serde_json::json!({ "x": x, "z": z }),
             EventData::XzHash { x, z, hash } => {
                 serde_json::json!({ "x": x, "z": z, "hash": hash })
+            }
+            EventData::LevelXz { level, x, z } => {
+                serde_json::json!({ "level": level, "x": x, "z": z })
             }
             EventData::Json(v) => v.clone(),
         }
@@ -91,6 +108,14 @@ impl PartialEq for EventData {
                     hash: h2,
                 },
             ) => x == x2 && z == z2 && hash == h2,
+            (
+                EventData::LevelXz { level, x, z },
+                EventData::LevelXz {
+                    level: l2,
+                    x: x2,
+                    z: z2,
+                },
+            ) => level == l2 && x == x2 && z == z2,
             _ => false,
         }
     }
@@ -135,6 +160,13 @@ impl Serialize for EventData {
                 m.serialize_entry("x", x)?;
                 m.serialize_entry("z", z)?;
                 m.serialize_entry("hash", hash)?;
+                m.end()
+            }
+            EventData::LevelXz { level, x, z } => {
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry("level", level)?;
+                m.serialize_entry("x", x)?;
+                m.serialize_entry("z", z)?;
                 m.end()
             }
             EventData::Json(v) => v.serialize(s),

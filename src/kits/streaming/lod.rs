@@ -14,7 +14,9 @@
 //!   changes chunk or the levels change, and diffed against the last ones; pending and
 //!   not-wanted-but-loaded blocks are kept as sets, so a steady tick looks at nothing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::grid::{Bounds, ChunkPos, Grid, Position};
 
@@ -33,6 +35,90 @@ impl Area {
     fn contains(&self, o: &Area) -> bool {
         self.x0 <= o.x0 && o.x1 <= self.x1 && self.z0 <= o.z0 && o.z1 <= self.z1
     }
+
+    /// The square of ring distance `r` around `c`.
+    fn square(c: ChunkPos, r: i64) -> Area {
+        Area {
+            x0: c.x - r,
+            x1: c.x + r,
+            z0: c.z - r,
+            z1: c.z + r,
+        }
+    }
+
+    fn holds(&self, c: ChunkPos) -> bool {
+        self.x0 <= c.x && c.x <= self.x1 && self.z0 <= c.z && c.z <= self.z1
+    }
+
+    fn meets(&self, o: &Area) -> bool {
+        self.x0 <= o.x1 && o.x0 <= self.x1 && self.z0 <= o.z1 && o.z0 <= self.z1
+    }
+
+    /// The parts of `self` outside `o`: at most four disjoint rectangles (the strips a moved
+    /// rectangle lost, or gained with the arguments swapped).
+    fn minus(&self, o: &Area) -> [Option<Area>; 4] {
+        let mut out = [None; 4];
+        if !self.meets(o) {
+            out[0] = Some(*self);
+            return out;
+        }
+        if self.z0 < o.z0 {
+            out[0] = Some(Area {
+                z1: o.z0 - 1,
+                ..*self
+            });
+        }
+        if o.z1 < self.z1 {
+            out[1] = Some(Area {
+                z0: o.z1 + 1,
+                ..*self
+            });
+        }
+        let (z0, z1) = (self.z0.max(o.z0), self.z1.min(o.z1));
+        if self.x0 < o.x0 {
+            out[2] = Some(Area {
+                x0: self.x0,
+                x1: o.x0 - 1,
+                z0,
+                z1,
+            });
+        }
+        if o.x1 < self.x1 {
+            out[3] = Some(Area {
+                x0: o.x1 + 1,
+                x1: self.x1,
+                z0,
+                z1,
+            });
+        }
+        out
+    }
+
+    /// The blocks of `step` holding a chunk of this area of chunks.
+    fn blocks(&self, step: u32) -> Area {
+        let s = i64::from(step);
+        Area {
+            x0: self.x0.div_euclid(s),
+            x1: self.x1.div_euclid(s),
+            z0: self.z0.div_euclid(s),
+            z1: self.z1.div_euclid(s),
+        }
+    }
+}
+
+/// The rectangles where `old` and `new` differ (`a − b` and `b − a`; a side absent: the
+/// other whole).
+fn changed_areas(old: Option<Area>, new: Option<Area>) -> [Option<Area>; 8] {
+    let mut out = [None; 8];
+    match (old, new) {
+        (Some(a), Some(b)) if a == b => {}
+        (Some(a), Some(b)) => {
+            out[..4].copy_from_slice(&a.minus(&b));
+            out[4..].copy_from_slice(&b.minus(&a));
+        }
+        (a, b) => out[0] = a.or(b),
+    }
+    out
 }
 
 /// The chunks a block of `step` covers.
@@ -84,19 +170,45 @@ pub struct LodPlan {
     steps: [u32; MAX_LOD_LEVELS],
     foci: Vec<Position>,
     centres: Vec<ChunkPos>,
-    wanted: [BTreeSet<ChunkPos>; MAX_LOD_LEVELS],
-    loaded: [BTreeMap<ChunkPos, Bits>; MAX_LOD_LEVELS],
-    /// Wanted and not loaded.
-    pending: [BTreeSet<ChunkPos>; MAX_LOD_LEVELS],
+    /// The sets below that are only looked up (or iterated into a total order) are hashed:
+    /// their hash order cannot leak. What is listed in row order is kept in `rows`.
+    wanted: [FxHashSet<ChunkPos>; MAX_LOD_LEVELS],
+    loaded: [FxHashMap<ChunkPos, Bits>; MAX_LOD_LEVELS],
+    /// The loaded blocks in row order.
+    rows: [BTreeSet<ChunkPos>; MAX_LOD_LEVELS],
+    /// Wanted and not loaded (taken from in the total order of `load`).
+    pending: [FxHashSet<ChunkPos>; MAX_LOD_LEVELS],
     /// Loaded and not wanted: what the release rule looks at.
     unwanted: [BTreeSet<ChunkPos>; MAX_LOD_LEVELS],
     /// Builders a block waits for before it is ready.
     builders: Bits,
-    /// The wanted sets must be recomputed (a focus changed chunk, the levels changed, a load).
+    /// The wanted sets must be brought up to date (a focus changed chunk, the levels changed).
     stale: bool,
+    /// They must be recomputed from scratch (the levels changed, a restore), not only where
+    /// the foci moved.
+    full: bool,
+    /// The focus chunks the wanted sets were last resolved for.
+    resolved: Vec<ChunkPos>,
     /// Bumped on every change of what is loaded or built (a cache key for the holes).
     changes: u64,
+    /// Scratch for the loads' keys, reused every tick.
+    keyed: Vec<(f64, ChunkPos)>,
+    /// `world.lod.holes`, kept up to date rather than recounted: the hole chunks, the players'
+    /// chunks and the last level's radius they were counted for, and whether they are valid
+    /// (a change of levels, steps, builders, a clear or restore recounts from scratch). Ordered,
+    /// so forgetting a region costs the holes held, not a table's capacity.
+    hole_set: BTreeSet<ChunkPos>,
+    hole_centres: Vec<ChunkPos>,
+    hole_radius: i64,
+    holes_valid: bool,
+    /// Blocks (step, block) whose readiness changed since the holes were last counted.
+    block_log: Vec<(u32, ChunkPos)>,
+    /// Scratch for the players' chunks.
+    scratch: Vec<ChunkPos>,
 }
+
+/// The most block changes kept between two hole counts before a full recount.
+const BLOCK_LOG_MAX: usize = 1 << 16;
 
 impl LodPlan {
     /// No levels, nothing loaded.
@@ -111,12 +223,41 @@ impl LodPlan {
             centres: Vec::new(),
             wanted: Default::default(),
             loaded: Default::default(),
+            rows: Default::default(),
             pending: Default::default(),
             unwanted: Default::default(),
             builders: 0,
             stale: true,
+            full: true,
+            resolved: Vec::new(),
             changes: 0,
+            keyed: Vec::new(),
+            hole_set: BTreeSet::new(),
+            hole_centres: Vec::new(),
+            hole_radius: -1,
+            holes_valid: false,
+            block_log: Vec::new(),
+            scratch: Vec::new(),
         }
+    }
+
+    /// Block `b` of `step` may have become ready or unready: the holes under it are counted
+    /// again at the next count.
+    fn log_block(&mut self, step: u32, b: ChunkPos) {
+        if !self.holes_valid {
+            return;
+        }
+        if self.block_log.len() < BLOCK_LOG_MAX {
+            self.block_log.push((step, b));
+        } else {
+            self.invalidate_holes();
+        }
+    }
+
+    /// The next hole count starts from scratch.
+    pub fn invalidate_holes(&mut self) {
+        self.holes_valid = false;
+        self.block_log.clear();
     }
 
     fn level(&self, k: usize) -> Option<LodLevel> {
@@ -131,6 +272,8 @@ impl LodPlan {
         self.radius = radius;
         self.levels = levels;
         self.stale = true;
+        self.full = true;
+        self.invalidate_holes();
     }
 
     /// Sets the non-ticket foci (their positions rank the loads; their chunks decide what is
@@ -139,9 +282,16 @@ impl LodPlan {
         if self.foci != foci {
             self.foci.clear();
             self.foci.extend_from_slice(foci);
-            let centres: Vec<ChunkPos> = foci.iter().map(|p| self.grid.chunk_of(*p)).collect();
-            if centres != self.centres {
-                self.centres = centres;
+            let grid = self.grid;
+            let same = self.centres.len() == foci.len()
+                && self
+                    .centres
+                    .iter()
+                    .zip(foci)
+                    .all(|(c, p)| *c == grid.chunk_of(*p));
+            if !same {
+                self.centres.clear();
+                self.centres.extend(foci.iter().map(|p| grid.chunk_of(*p)));
                 self.stale = true;
             }
         }
@@ -151,14 +301,14 @@ impl LodPlan {
     /// some focus.
     fn inside_area(&self, k: usize, a: Area) -> bool {
         if let [c] = self.centres[..] {
-            // One focus (the common case): one rectangle, nothing to allocate.
+            // One focus (the common case): one rectangle.
             return self.area(k, c).contains(&a);
         }
-        let areas: Vec<Area> = self.centres.iter().map(|c| self.area(k, *c)).collect();
-        if areas.iter().any(|r| r.contains(&a)) {
+        let areas = || self.centres.iter().map(|c| self.area(k, *c));
+        if areas().any(|r| r.contains(&a)) {
             return true;
         }
-        if areas.len() < 2 {
+        if self.centres.len() < 2 {
             return false;
         }
         // Several foci: the cells of the finer grid (every area is aligned to it) one by one.
@@ -177,7 +327,7 @@ impl LodPlan {
                     z0: z,
                     z1: z + unit - 1,
                 };
-                if !areas.iter().any(|r| r.contains(&cell)) {
+                if !areas().any(|r| r.contains(&cell)) {
                     return false;
                 }
                 x += unit;
@@ -235,8 +385,8 @@ impl LodPlan {
     }
 
     /// The wanted blocks of level `k` now.
-    fn compute_wanted(&self, k: usize) -> BTreeSet<ChunkPos> {
-        let mut out = BTreeSet::new();
+    fn compute_wanted(&self, k: usize) -> FxHashSet<ChunkPos> {
+        let mut out = FxHashSet::default();
         let Some(l) = self.level(k) else {
             return out;
         };
@@ -266,16 +416,24 @@ impl LodPlan {
             return;
         }
         self.stale = false;
+        if !self.full {
+            self.resolve_moved();
+            return;
+        }
+        self.full = false;
+        self.resolved.clear();
+        self.resolved.extend_from_slice(&self.centres);
         for k in 0..MAX_LOD_LEVELS {
             let step = self.level(k).map_or(0, |l| l.step);
             if step != self.steps[k] && !self.loaded[k].is_empty() {
                 // Planned with another step: every loaded block of the level goes.
-                self.unwanted[k] = self.loaded[k].keys().copied().collect();
+                self.unwanted[k] = self.rows[k].clone();
                 self.wanted[k].clear();
                 self.pending[k].clear();
             }
-            if self.loaded[k].is_empty() {
+            if self.loaded[k].is_empty() && self.steps[k] != step {
                 self.steps[k] = step;
+                self.invalidate_holes();
             }
             let new = self.compute_wanted(k);
             if self.steps[k] != step {
@@ -299,6 +457,89 @@ impl LodPlan {
                 }
             }
             self.wanted[k] = new;
+        }
+    }
+
+    /// The incremental resolution (the levels unchanged, some foci moved, came or went): only
+    /// the blocks where a moved focus's range or finer area gained or lost a strip can change
+    /// whether they are wanted (the wanted test reads the foci only through whether a block
+    /// lies in a focus's range and whether each of its chunks lies in a focus's finer area), so
+    /// only those are tested again, and each one moves between wanted, pending and not-wanted
+    /// exactly as the full diff would move it.
+    fn resolve_moved(&mut self) {
+        let n = self.resolved.len().max(self.centres.len());
+        for k in 0..MAX_LOD_LEVELS {
+            let Some(l) = self.level(k) else {
+                continue;
+            };
+            for i in 0..n {
+                let (old, new) = (self.resolved.get(i).copied(), self.centres.get(i).copied());
+                if old == new {
+                    continue;
+                }
+                let range = |c: ChunkPos| {
+                    let (lo, hi) = self.block_range(c, l);
+                    Area {
+                        x0: lo.x,
+                        x1: hi.x,
+                        z0: lo.z,
+                        z1: hi.z,
+                    }
+                };
+                let ranges = changed_areas(old.map(range), new.map(range));
+                let areas =
+                    changed_areas(old.map(|c| self.area(k, c)), new.map(|c| self.area(k, c)));
+                let strips = ranges
+                    .into_iter()
+                    .chain(areas.into_iter().map(|a| a.map(|a| a.blocks(l.step))));
+                for r in strips.flatten() {
+                    for bz in r.z0..=r.z1 {
+                        for bx in r.x0..=r.x1 {
+                            self.retest(k, l, ChunkPos::new(bx, bz));
+                        }
+                    }
+                }
+            }
+        }
+        self.resolved.clear();
+        self.resolved.extend_from_slice(&self.centres);
+    }
+
+    /// Whether block `b` of level `k` is wanted now (SPEC §17's test, one block).
+    fn is_wanted_now(&self, k: usize, l: LodLevel, b: ChunkPos) -> bool {
+        let r = u64::from(l.radius);
+        self.centres.iter().any(|c| block_ring(b, l.step, *c) <= r)
+            && !self.inside_area(k, block_area(b, l.step))
+            && self.overlaps_ground(b, l.step)
+    }
+
+    /// Tests block `b` of level `k` again and moves it as the full diff of `resolve` would.
+    fn retest(&mut self, k: usize, l: LodLevel, b: ChunkPos) {
+        let want = self.is_wanted_now(k, l, b);
+        if want == self.wanted[k].contains(&b) {
+            return;
+        }
+        if want {
+            self.wanted[k].insert(b);
+        } else {
+            self.wanted[k].remove(&b);
+        }
+        if self.steps[k] != l.step {
+            // Blocks of the old step still loaded: nothing pending (see `mark_released`).
+            return;
+        }
+        let loaded = self.loaded[k].contains_key(&b);
+        if want {
+            if loaded {
+                self.unwanted[k].remove(&b);
+            } else {
+                self.pending[k].insert(b);
+            }
+        } else {
+            self.pending[k].remove(&b);
+            if loaded {
+                self.unwanted[k].insert(b);
+            }
         }
     }
 
@@ -334,10 +575,9 @@ impl LodPlan {
             if self.pending[k].is_empty() {
                 continue;
             }
-            let mut keyed: Vec<(f64, ChunkPos)> = self.pending[k]
-                .iter()
-                .map(|b| (self.key(k, *b), *b))
-                .collect();
+            let mut keyed = std::mem::take(&mut self.keyed);
+            keyed.clear();
+            keyed.extend(self.pending[k].iter().map(|b| (self.key(k, *b), *b)));
             let cmp =
                 |a: &(f64, ChunkPos), b: &(f64, ChunkPos)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
             if keyed.len() > left {
@@ -345,13 +585,17 @@ impl LodPlan {
                 keyed.truncate(left);
             }
             keyed.sort_unstable_by(cmp);
-            for (_, b) in keyed {
+            let step = self.steps[k];
+            for &(_, b) in &keyed {
                 self.pending[k].remove(&b);
                 self.loaded[k].insert(b, 0);
+                self.rows[k].insert(b);
                 self.changes += 1;
+                self.log_block(step, b);
                 out.push((k, b));
                 left -= 1;
             }
+            self.keyed = keyed;
         }
     }
 
@@ -435,7 +679,9 @@ impl LodPlan {
         if self.loaded[k].remove(&b).is_none() {
             return;
         }
+        self.rows[k].remove(&b);
         self.changes += 1;
+        self.log_block(self.steps[k], b);
         self.unwanted[k].remove(&b);
         if self.wanted[k].contains(&b) {
             self.pending[k].insert(b);
@@ -445,6 +691,7 @@ impl LodPlan {
             if self.steps[k] != step {
                 // The last block of the old step is gone: the level starts over.
                 self.steps[k] = step;
+                self.invalidate_holes();
                 self.pending[k] = self.wanted[k].clone();
             }
         }
@@ -455,6 +702,7 @@ impl LodPlan {
         if i < 64 {
             self.builders |= 1 << i;
             self.changes += 1;
+            self.invalidate_holes();
         }
     }
 
@@ -472,31 +720,31 @@ impl LodPlan {
             }
             if *bits != was {
                 self.changes += 1;
+                self.log_block(self.steps[k], b);
             }
         }
     }
 
     /// The loaded blocks of level `k` (index), row order.
     pub fn loaded(&self, k: usize) -> impl Iterator<Item = ChunkPos> + '_ {
-        self.loaded
-            .get(k)
-            .into_iter()
-            .flat_map(|m| m.keys().copied())
+        self.rows.get(k).into_iter().flat_map(|m| m.iter().copied())
     }
 
     /// Blocks loaded over every level.
     pub fn loaded_len(&self) -> usize {
-        self.loaded.iter().map(BTreeMap::len).sum()
+        self.loaded.iter().map(|m| m.len()).sum()
     }
 
     /// Whether any block is loaded.
     pub fn is_empty(&self) -> bool {
-        self.loaded.iter().all(BTreeMap::is_empty)
+        self.loaded.iter().all(|m| m.is_empty())
     }
 
     /// The wanted blocks of level `k` (index), row order.
     pub fn wanted(&self, k: usize) -> impl Iterator<Item = ChunkPos> + '_ {
-        self.wanted[k].iter().copied()
+        let mut v: Vec<ChunkPos> = self.wanted[k].iter().copied().collect();
+        v.sort_unstable();
+        v.into_iter()
     }
 
     /// A counter bumped on every load, release or build of a block.
@@ -606,12 +854,154 @@ impl LodPlan {
         holes
     }
 
+    /// `world.lod.holes` kept up to date (SPEC §17; the same number as [`LodPlan::holes`]):
+    /// `changed` lists the chunks whose readiness may have changed since the last call and
+    /// `complete` says whether that list is the whole story (else, and after any change of
+    /// levels, steps, builders, a clear or a restore, everything is counted again). Otherwise
+    /// only the strips the players' squares of `r_last` gained or lost, the changed chunks
+    /// and the chunks under blocks loaded, released or built since are counted again, each
+    /// region walked from the coarsest level down as the full count is.
+    pub fn update_holes(
+        &mut self,
+        foci: &[Position],
+        chunk_ready: impl Fn(ChunkPos) -> bool,
+        changed: &[ChunkPos],
+        complete: bool,
+    ) -> usize {
+        let n = self.levels.levels().len();
+        let Some(last) = self.level(n.wrapping_sub(1)) else {
+            self.hole_set.clear();
+            self.invalidate_holes();
+            return 0;
+        };
+        let r = i64::from(last.radius);
+        let mut centres = std::mem::take(&mut self.scratch);
+        centres.clear();
+        centres.extend(foci.iter().map(|p| self.grid.chunk_of(*p)));
+        let mut set = std::mem::take(&mut self.hole_set);
+        if !self.holes_valid || !complete || self.hole_radius != r {
+            set.clear();
+            for c in &centres {
+                self.recount(&mut set, Area::square(*c, r), &centres, r, &chunk_ready);
+            }
+            self.block_log.clear();
+            self.holes_valid = true;
+            self.hole_radius = r;
+        } else {
+            let m = self.hole_centres.len().max(centres.len());
+            for i in 0..m {
+                let old = self.hole_centres.get(i).map(|c| Area::square(*c, r));
+                let new = centres.get(i).map(|c| Area::square(*c, r));
+                for a in changed_areas(old, new).into_iter().flatten() {
+                    self.recount(&mut set, a, &centres, r, &chunk_ready);
+                }
+            }
+            for c in changed {
+                let a = Area {
+                    x0: c.x,
+                    x1: c.x,
+                    z0: c.z,
+                    z1: c.z,
+                };
+                self.recount(&mut set, a, &centres, r, &chunk_ready);
+            }
+            let log = std::mem::take(&mut self.block_log);
+            for (step, b) in &log {
+                self.recount(&mut set, block_area(*b, *step), &centres, r, &chunk_ready);
+            }
+            self.block_log = log;
+            self.block_log.clear();
+        }
+        self.hole_centres.clear();
+        self.hole_centres.extend_from_slice(&centres);
+        self.scratch = centres;
+        self.hole_set = set;
+        self.hole_set.len()
+    }
+
+    /// Counts the holes of region `a` (chunks) again into `set`: forgets those it held there,
+    /// then walks the last level's blocks over `a` down to what is not ready.
+    fn recount(
+        &self,
+        set: &mut BTreeSet<ChunkPos>,
+        a: Area,
+        centres: &[ChunkPos],
+        r: i64,
+        chunk_ready: &impl Fn(ChunkPos) -> bool,
+    ) {
+        // The held holes of `a`, in row order from its first corner to its last: visits only
+        // the holes of the rows `a` spans.
+        let (mut from, to) = (ChunkPos::new(a.x0, a.z0), ChunkPos::new(a.x1, a.z1));
+        while let Some(c) = set.range(from..=to).find(|c| a.holds(**c)).copied() {
+            set.remove(&c);
+            from = c;
+        }
+        let k = self.levels.levels().len() - 1;
+        let top = a.blocks(self.level(k).expect("a level in force").step);
+        for bz in top.z0..=top.z1 {
+            for bx in top.x0..=top.x1 {
+                self.walk(set, k, ChunkPos::new(bx, bz), &a, centres, r, chunk_ready);
+            }
+        }
+    }
+
+    /// The holes of block `b` of level `k` inside region `a` and the players' squares, into
+    /// `set`: nothing under a ready block, else its finer blocks, else its chunks.
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        set: &mut BTreeSet<ChunkPos>,
+        k: usize,
+        b: ChunkPos,
+        a: &Area,
+        centres: &[ChunkPos],
+        r: i64,
+        chunk_ready: &impl Fn(ChunkPos) -> bool,
+    ) {
+        let step = self.level(k).expect("a level in force").step;
+        let area = block_area(b, step);
+        if !area.meets(a) || !centres.iter().any(|c| Area::square(*c, r).meets(&area)) {
+            return;
+        }
+        if self.steps[k] == step && self.is_ready(k, b) {
+            return;
+        }
+        if k == 0 {
+            for z in area.z0.max(a.z0)..=area.z1.min(a.z1) {
+                for x in area.x0.max(a.x0)..=area.x1.min(a.x1) {
+                    let c = ChunkPos::new(x, z);
+                    if centres.iter().any(|o| Area::square(*o, r).holds(c))
+                        && self.grid.overlaps(c, self.bounds.as_ref())
+                        && !chunk_ready(c)
+                    {
+                        set.insert(c);
+                    }
+                }
+            }
+            return;
+        }
+        // The finer blocks of `b` that meet `a`, only.
+        let finer = self.level(k - 1).expect("a level in force").step;
+        let Area { x0, x1, z0, z1 } = Area {
+            x0: area.x0.max(a.x0),
+            x1: area.x1.min(a.x1),
+            z0: area.z0.max(a.z0),
+            z1: area.z1.min(a.z1),
+        }
+        .blocks(finer);
+        for z in z0..=z1 {
+            for x in x0..=x1 {
+                self.walk(set, k - 1, ChunkPos::new(x, z), a, centres, r, chunk_ready);
+            }
+        }
+    }
+
     /// Forgets every block (leaving a scene): returns them, by level then row order. Builders
     /// stay registered.
     pub fn clear(&mut self) -> Vec<(usize, ChunkPos)> {
         let mut out = Vec::new();
         for k in 0..MAX_LOD_LEVELS {
-            out.extend(self.loaded[k].keys().map(|b| (k, *b)));
+            out.extend(self.rows[k].iter().map(|b| (k, *b)));
         }
         let (grid, bounds, builders) = (self.grid, self.bounds, self.builders);
         let changes = self.changes + 1;
@@ -631,6 +1021,7 @@ impl LodPlan {
             self.steps[k] = self.level(k).map_or(0, |l| l.step);
             for b in blocks {
                 self.loaded[k].insert(*b, 0);
+                self.rows[k].insert(*b);
                 self.unwanted[k].insert(*b);
             }
         }
@@ -977,5 +1368,176 @@ mod tests {
         }
         p.load(usize::MAX, &mut out);
         assert_eq!(out.len(), p.wanted(0).count());
+    }
+
+    /// What the property drives: the plan's inputs, one at a time.
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// Focus `i` (modulo their number) moves by a few chunks (or within its chunk).
+        Move(usize, i64, i64),
+        /// Focus `i` jumps anywhere.
+        Teleport(usize, i64, i64),
+        Add(i64, i64),
+        Remove(usize),
+        /// Configuration `c` of [`CONFIGS`] with chunk radius `r` (levels kept above it).
+        Levels(usize, u32),
+        Load(usize),
+        /// Releases what is due and marks it released.
+        Release,
+        /// Builds (or unbuilds) loaded block `i` of level `k`, builder 0.
+        Build(usize, usize, bool),
+        /// Chunk (x, z) becomes ready or not.
+        Chunk(i64, i64, bool),
+        /// Leaving the scene and entering it again.
+        Clear,
+        AddBuilder,
+    }
+
+    const CONFIGS: [&[(u32, u32)]; 4] = [
+        &[(2, 6)],
+        &[(2, 5), (4, 12)],
+        &[(2, 4), (8, 14)],
+        &[(2, 3), (4, 6), (8, 11)],
+    ];
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (0..4usize, -3..=3i64, -3..=3i64).prop_map(|(i, x, z)| Op::Move(i, x, z)),
+            1 => (0..4usize, -40..40i64, -40..40i64).prop_map(|(i, x, z)| Op::Teleport(i, x, z)),
+            1 => (-20..20i64, -20..20i64).prop_map(|(x, z)| Op::Add(x, z)),
+            1 => (0..4usize).prop_map(Op::Remove),
+            1 => (0..4usize, 0..3u32).prop_map(|(c, r)| Op::Levels(c, r)),
+            3 => (0..40usize).prop_map(Op::Load),
+            2 => Just(Op::Release),
+            3 => (0..3usize, 0..200usize, any::<bool>()).prop_map(|(k, i, b)| Op::Build(k, i, b)),
+            3 => (-12..12i64, -12..12i64, any::<bool>()).prop_map(|(x, z, b)| Op::Chunk(x, z, b)),
+            1 => Just(Op::Clear),
+            1 => Just(Op::AddBuilder),
+        ]
+    }
+
+    fn levels_above(c: usize, r: u32) -> Lod {
+        let kept: Vec<(u32, u32)> = CONFIGS[c].iter().copied().filter(|l| l.1 > r).collect();
+        lod(&kept)
+    }
+
+    /// The same inputs to a plan kept up to date incrementally and to one recomputed from
+    /// scratch at every resolution (and whose holes are counted from scratch): after every
+    /// input the wanted, pending, not-wanted and loaded sets, what loads, what is due and the
+    /// hole count are the same.
+    fn same_as_from_scratch(bounded: bool, players: usize, ops: &[Op]) {
+        let bounds = bounded.then_some(Bounds {
+            min_x: -300.0,
+            min_z: -200.0,
+            max_x: 500.0,
+            max_z: 400.0,
+        });
+        let mut inc = LodPlan::new(Grid::new(32.0), bounds);
+        inc.set_levels(1, levels_above(1, 1));
+        let mut full = inc.clone();
+        let mut foci: Vec<Position> = vec![Position::new(16.0, 16.0)];
+        let mut ready: BTreeSet<ChunkPos> = BTreeSet::new();
+        let mut changed: Vec<ChunkPos> = Vec::new();
+        let mut builders = 0;
+        let at = |x: i64, z: i64| Position::new(x as f64 * 32.0 + 7.0, z as f64 * 32.0 + 20.0);
+        for (step, op) in ops.iter().enumerate() {
+            let n = foci.len().max(1);
+            match op.clone() {
+                Op::Move(i, dx, dz) if !foci.is_empty() => {
+                    let p = foci[i % n];
+                    foci[i % n] = Position::new(p.x + dx as f64 * 24.0, p.z + dz as f64 * 24.0);
+                }
+                Op::Teleport(i, x, z) if !foci.is_empty() => foci[i % n] = at(x, z),
+                Op::Add(x, z) if foci.len() < 4 => foci.push(at(x, z)),
+                Op::Remove(i) if !foci.is_empty() => {
+                    foci.remove(i % n);
+                }
+                Op::Levels(c, r) => {
+                    for p in [&mut inc, &mut full] {
+                        p.set_levels(r, levels_above(c, r));
+                    }
+                }
+                Op::Build(k, i, b) if builders > 0 => {
+                    let Some(block) = inc.loaded(k).nth(i % inc.loaded(k).count().max(1)) else {
+                        continue;
+                    };
+                    for p in [&mut inc, &mut full] {
+                        p.set_built(0, k, block, b);
+                    }
+                }
+                Op::Chunk(x, z, b) => {
+                    let c = ChunkPos::new(x, z);
+                    if b {
+                        ready.insert(c);
+                    } else {
+                        ready.remove(&c);
+                    }
+                    changed.push(c);
+                }
+                Op::Clear => {
+                    assert_eq!(inc.clear(), full.clear());
+                }
+                Op::AddBuilder if builders == 0 => {
+                    builders = 1;
+                    for p in [&mut inc, &mut full] {
+                        p.add_builder(0);
+                    }
+                }
+                _ => {}
+            }
+            for p in [&mut inc, &mut full] {
+                p.set_foci(&foci);
+            }
+            full.full = true;
+            inc.resolve();
+            full.resolve();
+            match op {
+                Op::Load(budget) => {
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    inc.load(*budget, &mut a);
+                    full.load(*budget, &mut b);
+                    assert_eq!(a, b, "loads at input {step}");
+                }
+                Op::Release => {
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    inc.due(|c| ready.contains(&c), &mut a);
+                    full.due(|c| ready.contains(&c), &mut b);
+                    assert_eq!(a, b, "releases at input {step}");
+                    for (k, blk) in a {
+                        inc.mark_released(k, blk);
+                        full.mark_released(k, blk);
+                    }
+                }
+                _ => {}
+            }
+            for k in 0..MAX_LOD_LEVELS {
+                assert_eq!(inc.wanted[k], full.wanted[k], "wanted {k} at input {step}");
+                assert_eq!(inc.wanted[k], inc.compute_wanted(k), "wanted {k} at {step}");
+                assert_eq!(
+                    inc.pending[k], full.pending[k],
+                    "pending {k} at input {step}"
+                );
+                assert_eq!(inc.unwanted[k], full.unwanted[k], "unwanted {k} at {step}");
+                assert_eq!(inc.loaded[k], full.loaded[k], "loaded {k} at input {step}");
+            }
+            let players = &foci[..players.min(foci.len())];
+            let counted = full.holes(players, |c| ready.contains(&c));
+            let kept = inc.update_holes(players, |c| ready.contains(&c), &changed, true);
+            changed.clear();
+            assert_eq!(kept, counted, "holes at input {step} ({op:?})");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        #[test]
+        fn incremental_wanted_sets_and_holes_equal_a_recomputation(
+            bounded in proptest::prelude::any::<bool>(),
+            players in 0..3usize,
+            ops in proptest::collection::vec(op(), 1..80),
+        ) {
+            same_as_from_scratch(bounded, players, &ops);
+        }
     }
 }

@@ -103,8 +103,13 @@ pub fn check_save_section(
 }
 
 /// The payload of `world.lod.loaded` / `unloaded`: `{level, x, z}` (level 1 = index 0).
-fn lod_data(k: usize, b: ChunkPos) -> serde_json::Value {
-    serde_json::json!({ "level": k + 1, "x": b.x, "z": b.z })
+fn lod_data(k: usize, b: ChunkPos) -> crate::host::EventData {
+    // The fast path of `{level, x, z}`: no map is built (the same JSON, SPEC §17).
+    crate::host::EventData::LevelXz {
+        level: (k as u64 + 1).into(),
+        x: b.x.into(),
+        z: b.z.into(),
+    }
 }
 
 /// The `world.streaming` kit.
@@ -132,6 +137,11 @@ pub struct StreamingKit {
     predicted: Vec<Position>,
     /// What a load changed, for the subscribers (see [`Kit::after_load`] below).
     restored: Vec<(ChunkPos, bool)>,
+    /// Scratch for the LOD step's releases and loads, the players' positions and the chunks
+    /// whose readiness changed (SPEC §17), reused every tick.
+    lod_moves: Vec<(usize, ChunkPos)>,
+    players: Vec<Position>,
+    readiness: Vec<ChunkPos>,
 }
 
 /// What the variables say.
@@ -161,6 +171,9 @@ impl StreamingKit {
             dealt: Vec::new(),
             predicted: Vec::new(),
             restored: Vec::new(),
+            lod_moves: Vec::new(),
+            players: Vec::new(),
+            readiness: Vec::new(),
         }
     }
 
@@ -627,16 +640,17 @@ impl StreamingKit {
         st.lod.set_levels(settings.radius, settings.lod);
         st.lod.set_foci(&self.anchors);
         st.lod.resolve();
-        let mut moves = Vec::new();
+        let moves = &mut self.lod_moves;
+        moves.clear();
         let residency = &st.residency;
-        st.lod.due(|c| residency.is_ready(c), &mut moves);
-        for &(k, b) in &moves {
+        st.lod.due(|c| residency.is_ready(c), moves);
+        for &(k, b) in moves.iter() {
             st.lod.mark_released(k, b);
             ctx.events.emit(LOD_UNLOADED, lod_data(k, b));
         }
         moves.clear();
-        st.lod.load(settings.lod_budget, &mut moves);
-        for &(k, b) in &moves {
+        st.lod.load(settings.lod_budget, moves);
+        for &(k, b) in moves.iter() {
             ctx.events.emit(LOD_LOADED, lod_data(k, b));
         }
     }
@@ -669,6 +683,7 @@ impl StreamingKit {
             // Holes (SPEC §16), at the end of every tick: around the non-ticket, non-predicted
             // foci, once the tick's builders have committed.
             let mut st = self.state.borrow_mut();
+            let st = &mut *st;
             let settings = st.settings();
             st.holes = if st.active {
                 st.residency.holes(st.anchor_foci, settings.hole_ring) as u64
@@ -678,16 +693,22 @@ impl StreamingKit {
             st.hole_ticks = st.hole_ticks.saturating_add(st.holes);
             if st.uses_lod() {
                 // §17: what is seen by no ready chunk and no ready block within the last
-                // level's radius.
+                // level's radius, kept up to date from what changed (see `update_holes`).
+                st.residency.track_readiness();
+                let complete = st.residency.swap_ready_log(&mut self.readiness);
                 let residency = &st.residency;
-                let players: Vec<crate::grid::Position> = residency
-                    .foci()
-                    .take(st.anchor_foci)
-                    .map(|v| v.pos)
-                    .collect();
+                self.players.clear();
+                self.players
+                    .extend(residency.foci().take(st.anchor_foci).map(|v| v.pos));
                 st.lod_holes = if st.active {
-                    st.lod.holes(&players, |c| residency.is_ready(c)) as u64
+                    st.lod.update_holes(
+                        &self.players,
+                        |c| residency.is_ready(c),
+                        &self.readiness,
+                        complete,
+                    ) as u64
                 } else {
+                    st.lod.invalidate_holes();
                     0
                 };
                 st.lod_hole_ticks = st.lod_hole_ticks.saturating_add(st.lod_holes);

@@ -167,7 +167,17 @@ pub struct Residency {
     /// Which builders built each loaded chunk (bit `i`: builder `i`). Every loaded chunk has
     /// an entry, so one hashed lookup also tells whether a chunk is loaded.
     built: FxHashMap<ChunkPos, u64>,
+    /// Chunks whose readiness may have changed since the last [`Residency::swap_ready_log`]
+    /// (SPEC §17's hole count follows them rather than recounting), kept only once
+    /// [`Residency::track_readiness`] was called; past [`READY_LOG_MAX`] entries, or after a
+    /// change of every chunk at once, `ready_log_lost` says the log is not the whole story.
+    ready_log: Vec<ChunkPos>,
+    ready_log_on: bool,
+    ready_log_lost: bool,
 }
+
+/// The most chunks [`Residency`]'s readiness log holds before it gives up (a full recount).
+pub const READY_LOG_MAX: usize = 1 << 16;
 
 impl Residency {
     /// Nothing loaded, no focus.
@@ -190,6 +200,39 @@ impl Residency {
             ready: 0,
             builders: 0,
             built: FxHashMap::default(),
+            ready_log: Vec::new(),
+            ready_log_on: false,
+            ready_log_lost: true,
+        }
+    }
+
+    /// Records from now on which chunks' readiness may change (for SPEC §17's hole count).
+    pub fn track_readiness(&mut self) {
+        if !self.ready_log_on {
+            self.ready_log_on = true;
+            self.ready_log_lost = true;
+        }
+    }
+
+    /// Swaps the readiness log with `buf` (cleared first, so capacities are reused and a
+    /// steady tick allocates nothing): `buf` then holds the chunks whose readiness may have
+    /// changed since the last swap. Returns whether that list is complete (false after an
+    /// overflow, a new builder, a clear or a restore: recount everything).
+    pub fn swap_ready_log(&mut self, buf: &mut Vec<ChunkPos>) -> bool {
+        buf.clear();
+        std::mem::swap(buf, &mut self.ready_log);
+        !std::mem::replace(&mut self.ready_log_lost, false)
+    }
+
+    /// `c`'s readiness may have changed.
+    fn touched(&mut self, c: ChunkPos) {
+        if self.ready_log_on && !self.ready_log_lost {
+            if self.ready_log.len() < READY_LOG_MAX {
+                self.ready_log.push(c);
+            } else {
+                self.ready_log.clear();
+                self.ready_log_lost = true;
+            }
         }
     }
 
@@ -673,6 +716,7 @@ impl Residency {
             return;
         }
         self.built.insert(chunk, 0);
+        self.touched(chunk);
         self.pending.swap_remove(&chunk);
         if self.is_wanted(chunk) {
             if self.chunk_ready(chunk) {
@@ -692,6 +736,7 @@ impl Residency {
         let was_ready = self.is_wanted(chunk) && self.chunk_ready(chunk);
         self.loaded.remove(&chunk);
         self.built.remove(&chunk);
+        self.touched(chunk);
         if was_ready {
             self.ready -= 1;
         }
@@ -732,6 +777,7 @@ impl Residency {
             }
         }
         self.refusals.insert(chunk, held);
+        self.touched(chunk);
         if wanted && self.chunk_ready(chunk) != was_ready {
             if was_ready {
                 self.ready -= 1;
@@ -745,6 +791,7 @@ impl Residency {
         let wanted = self.is_wanted(chunk);
         let was_ready = wanted && self.chunk_ready(chunk);
         let held = self.refusals.remove(&chunk)?;
+        self.touched(chunk);
         match held.kind {
             RefusalKind::Load => {
                 if wanted {
@@ -802,6 +849,8 @@ impl Residency {
         // Chunks loaded before the builder existed are not built by it.
         self.ready = 0;
         self.builders += 1;
+        self.ready_log_lost = true;
+        self.ready_log.clear();
         self.ready = self.recount_ready();
         Some(self.builders - 1)
     }
@@ -831,6 +880,9 @@ impl Residency {
             *bits &= !(1 << builder);
         }
         let now = *bits;
+        if now != was {
+            self.touched(chunk);
+        }
         // Readiness moves with the bits, unless a load refusal makes the chunk ready anyway.
         let (was_ready, now_ready) = (self.all_built(was), self.all_built(now));
         if was_ready != now_ready
@@ -866,8 +918,11 @@ impl Residency {
     pub fn clear(&mut self) -> Vec<ChunkPos> {
         let released = std::mem::take(&mut self.loaded).into_iter().collect();
         let (grid, bounds, builders) = (self.grid, self.bounds, self.builders);
+        let (mut log, on) = (std::mem::take(&mut self.ready_log), self.ready_log_on);
         *self = Residency::new(grid, bounds);
         self.builders = builders;
+        log.clear();
+        (self.ready_log, self.ready_log_on) = (log, on);
         released
     }
 
