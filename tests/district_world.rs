@@ -837,3 +837,120 @@ fn review_a_streamed_scene_entity_in_an_unloaded_chunk_is_not_duplicated_by_rest
     assert_eq!(boxes, 1);
     assert_eq!(events_named(&g, "world.district.error"), vec![]);
 }
+
+mod hostile {
+    //! A district record as `region.rs` writes it (postcard), mirrored for a hostile file.
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug)]
+    pub struct Stamp {
+        pub format: u32,
+        pub files: u32,
+        pub hash: u64,
+        pub chunk_size: f64,
+    }
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
+    pub struct PEntry {
+        pub flags: u8,
+        pub line: u32,
+        pub base: u64,
+        pub entity: String,
+    }
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
+    pub struct PScene {
+        pub scene: String,
+        pub loaded: bool,
+        pub entries: Vec<PEntry>,
+    }
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
+    pub struct Payload {
+        pub x: i64,
+        pub z: i64,
+        pub stamp: Stamp,
+        pub scenes: Vec<PScene>,
+    }
+
+    /// The first record of a region file, decoded.
+    pub fn first_record(bytes: &[u8]) -> Payload {
+        let at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap()) as usize;
+        let off = at(60);
+        let r = &bytes[off..];
+        let flags = u16::from_le_bytes([r[6], r[7]]);
+        let (stored, raw) = (at(off + 8), at(off + 12));
+        let payload = &r[20..20 + stored];
+        let raw = if flags & 1 != 0 {
+            lz4_flex::block::decompress(payload, raw).unwrap()
+        } else {
+            payload.to_vec()
+        };
+        postcard::from_bytes(&raw).unwrap()
+    }
+
+    /// A region file (0, 0) holding `p` as chunk (p.x, p.z)'s only record, header from `like`.
+    pub fn region(like: &[u8], p: &Payload) -> Vec<u8> {
+        let raw = postcard::to_allocvec(p).unwrap();
+        let c = lz4_flex::block::compress(&raw);
+        let (flags, stored) = if c.len() < raw.len() { (1u16, c) } else { (0, raw.clone()) };
+        let mut rec = Vec::new();
+        rec.extend_from_slice(b"WSDC");
+        rec.extend_from_slice(&1u16.to_le_bytes());
+        rec.extend_from_slice(&flags.to_le_bytes());
+        rec.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+        rec.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        rec.extend_from_slice(&crc32fast::hash(&stored).to_le_bytes());
+        rec.extend_from_slice(&stored);
+        let mut out = like[..48].to_vec();
+        out.extend_from_slice(&1u32.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.push(p.x as u8);
+        out.push(p.z as u8);
+        out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(&((56 + 12 + 4) as u32).to_le_bytes());
+        out.extend_from_slice(&(rec.len() as u32).to_le_bytes());
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(&rec);
+        out
+    }
+}
+
+/// Review: a district record is trusted entry by entry. A small, well-formed (checksummed)
+/// record naming one district line many times is taken whole: the stored count becomes that
+/// many, and the chunk's load reads the line that many times and emits one error per copy.
+#[test]
+fn review_a_record_naming_one_line_many_times_is_refused_not_materialised_n_times() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = world(tmp.path(), "w", 0);
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[set(2, "c3", 4)], 3);
+    g.close().unwrap();
+    let file = tmp.path().join("w/d.0.0.wsd");
+    let good = std::fs::read(&file).unwrap();
+    let mut p = hostile::first_record(&good);
+    assert_eq!((p.x, p.z), (0, 0));
+    let line = p.scenes[0].entries[0].clone();
+    assert_eq!(line.flags & 2, 0, "a line entry: {line:?}");
+    const N: usize = 100_000;
+    p.scenes[0].loaded = false;
+    p.scenes[0].entries = vec![
+        hostile::PEntry {
+            flags: 0,
+            ..line
+        };
+        N
+    ];
+    let bad = hostile::region(&good, &p);
+    eprintln!("hostile d.0.0.wsd: {} bytes for {N} entries", bad.len());
+    std::fs::write(&file, &bad).unwrap();
+    let t = std::time::Instant::now();
+    let mut g = start(tmp.path(), &scene);
+    let stored_at_start = counts(&g).1;
+    run(&mut g, &[], 1);
+    let errors = events_named(&g, "world.district.error").len();
+    eprintln!(
+        "stored at start {stored_at_start}, errors on tick 1: {errors}, {:?}",
+        t.elapsed()
+    );
+    assert!(
+        stored_at_start <= 5 && errors <= 1,
+        "stored at start {stored_at_start}, {errors} error events"
+    );
+}
