@@ -997,3 +997,34 @@ fn review_moving_district_files_between_scenes_is_refused_not_mixed() {
         .collect();
     assert_eq!(live, ["b1"], "scene a now holds b.jsonl's b1, not a.jsonl's a1");
 }
+
+/// Review: a district file edited in place while the game runs (same length) is read again
+/// when a chunk loads; a line that still parses is spawned as whatever it now says, under the
+/// old line's index: the "file changed since it was indexed" check only catches a line that
+/// no longer parses.
+#[test]
+fn review_a_district_line_changed_under_a_running_game_is_an_error_not_another_entity() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = world(tmp.path(), "w", 0);
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[], 2);
+    let path = tmp.path().join("d.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap().replace("\"far\"", "\"fax\"");
+    // In place (same inode, same length), as an editor saving over the file may do.
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+    drop(f);
+    run(&mut g, &[go(3, 300.0)], 6);
+    let ids: Vec<String> = g
+        .engine()
+        .world()
+        .iter()
+        .map(|e| e.id.as_str().to_owned())
+        .collect();
+    let errors = events_named(&g, "world.district.error");
+    assert!(
+        !ids.contains(&"fax".to_owned()) && !errors.is_empty(),
+        "live: {ids:?}; errors: {errors:?}"
+    );
+}
