@@ -1028,3 +1028,28 @@ fn review_a_district_line_changed_under_a_running_game_is_an_error_not_another_e
         "live: {ids:?}; errors: {errors:?}"
     );
 }
+
+/// Review: district.md says a failed write is heard by the next periodic write back (one
+/// `world.district.error` per region file). A write on release that fails, with nothing
+/// changing afterwards, is never heard while the game runs: the periodic write back returns
+/// early when it has no changes and the last periodic outcome was good.
+#[test]
+fn review_a_failed_write_on_release_is_heard_by_the_next_periodic_write_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = world(tmp.path(), "w", 5);
+    let fs = Arc::new(FaultyFs::default());
+    let mut g = start_with_fs(tmp.path(), &scene, fs.clone());
+    // c3 changed at tick 2, written by the periodic write back of tick 5.
+    run(&mut g, &[set(2, "c3", 5)], 5);
+    wait_for(|| district_files(&tmp.path().join("w")) == ["d.0.0.wsd"]);
+    // Then the disk fails, and c3's chunk is released at tick 7 (a write on release).
+    *fs.fail.lock().unwrap() = Some(Op::Rename);
+    run(&mut g, &[set(6, "c3", 6), go(7, 200.0)], 30);
+    let errors = events_named(&g, "world.district.error");
+    let err = g.close().unwrap_err().to_string();
+    assert!(err.contains("d.0.0.wsd"), "{err}");
+    assert!(
+        !errors.is_empty(),
+        "ticks 10..30 had four periodic write backs; none reported the failed write"
+    );
+}
