@@ -1053,3 +1053,32 @@ fn review_a_failed_write_on_release_is_heard_by_the_next_periodic_write_back() {
         "ticks 10..30 had four periodic write backs; none reported the failed write"
     );
 }
+
+/// Review: `run` stops at an input that is an error (a `set` naming an entity that is not
+/// live) and returns before `Game::close`: the game is dropped, and dropping writes only what
+/// was already sent. The differences of the ticks before the bad input are lost, and nothing
+/// says so (the exit status is 1 for the input, the message names only the input).
+#[test]
+fn review_a_run_stopped_by_a_bad_input_still_writes_back_or_says_what_is_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    world(tmp.path(), "w", 0);
+    write_inputs(
+        tmp.path(),
+        &[
+            set(2, "c3", 5),
+            json!({ "tick": 4, "do": "set", "entity": "nobody", "data": { "hp": 1 } }),
+        ],
+    );
+    let out = bin()
+        .current_dir(tmp.path())
+        .args(["run", "scene.json", "--ticks", "6", "-q", "--inputs", "in.jsonl"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let written = district_files(&tmp.path().join("w")) == ["d.0.0.wsd"];
+    assert!(
+        written || stderr.contains("district differences lost"),
+        "c3's change of tick 2 is neither in the directory nor reported: {stderr}"
+    );
+}
