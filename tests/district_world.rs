@@ -1082,3 +1082,44 @@ fn review_a_run_stopped_by_a_bad_input_still_writes_back_or_says_what_is_lost() 
         "c3's change of tick 2 is neither in the directory nor reported: {stderr}"
     );
 }
+
+/// Review: the same as `review_moving_district_files_between_scenes_is_refused_not_mixed`,
+/// without a world directory: a save's stamps are compared file by file (name, length,
+/// hash), not by scene, so the save loads into the swapped configuration.
+#[test]
+fn review_a_save_is_refused_when_its_district_files_moved_between_scenes() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("a.jsonl"), line("a1", 5.0, 5.0) + "\n").unwrap();
+    std::fs::write(tmp.path().join("b.jsonl"), line("b1", 6.0, 6.0) + "\n").unwrap();
+    let scene = |first: &str, second: &str| {
+        json!({
+            "kits": [
+                { "id": "game.engine" }, { "id": "world.ground" },
+                { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 1, "budgetMs": 9 } },
+                { "id": "world.district", "config": { "districts": [
+                    { "scene": first, "file": "a.jsonl" }, { "scene": second, "file": "b.jsonl" } ] } }
+            ],
+            "scenes": [ { "id": "a", "entry": { "x": 16, "z": 16 } }, { "id": "b", "entry": { "x": 16, "z": 16 } } ],
+            "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } } ],
+            "control": "hero"
+        })
+    };
+    let mut g = start(tmp.path(), &scene("a", "b"));
+    run(&mut g, &[set(2, "a1", 1), go(3, 200.0)], 5);
+    let save = tmp.path().join("s.json");
+    g.save(&save).unwrap();
+    drop(g);
+    let mut g = start(tmp.path(), &scene("b", "a"));
+    if g.load(&save).is_err() {
+        return; // refused: the save belongs to other district assignments
+    }
+    run(&mut g, &[go(6, 16.0)], 8);
+    let live: Vec<String> = g
+        .engine()
+        .world()
+        .iter()
+        .map(|e| e.id.as_str().to_owned())
+        .filter(|id| id != "hero")
+        .collect();
+    assert_eq!(live, ["b1"], "scene a now holds b.jsonl's b1, not a.jsonl's a1");
+}
