@@ -1123,3 +1123,81 @@ fn review_a_save_is_refused_when_its_district_files_moved_between_scenes() {
         .collect();
     assert_eq!(live, ["b1"], "scene a now holds b.jsonl's b1, not a.jsonl's a1");
 }
+
+/// Review probe: two scenes on one directory; changes in each survive a restart in their
+/// own scene, every entity once.
+#[test]
+fn review_probe_two_scenes_on_one_directory_survive_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("a.jsonl"), line("a1", 5.0, 5.0) + "\n").unwrap();
+    std::fs::write(tmp.path().join("b.jsonl"), line("b1", 6.0, 6.0) + "\n").unwrap();
+    let scene = json!({
+        "kits": [
+            { "id": "game.engine" }, { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 1, "budgetMs": 9 } },
+            { "id": "world.district", "config": { "worldDir": "w", "flushEveryTicks": 0, "districts": [
+                "a.jsonl", { "scene": "b", "file": "b.jsonl" } ] } }
+        ],
+        "scenes": [ { "id": "a", "entry": { "x": 16, "z": 16 } }, { "id": "b", "entry": { "x": 16, "z": 16 } } ],
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } } ],
+        "control": "hero"
+    });
+    let mut g = start(tmp.path(), &scene);
+    run(
+        &mut g,
+        &[
+            set(2, "a1", 1),
+            json!({ "tick": 3, "do": "enter", "scene": "b" }),
+            set(5, "b1", 2),
+        ],
+        6,
+    );
+    g.close().unwrap();
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[], 2);
+    assert_eq!(data(&g, "a1"), Some(json!({ "hp": 1 })));
+    assert_eq!(data(&g, "b1"), None);
+    run(&mut g, &[json!({ "tick": 3, "do": "enter", "scene": "b" })], 5);
+    assert_eq!(data(&g, "a1"), None);
+    assert_eq!(data(&g, "b1"), Some(json!({ "hp": 2 })));
+    let (live, stored) = counts(&g);
+    assert_eq!(live + stored, 2);
+    assert_eq!(events_named(&g, "world.district.error"), vec![]);
+}
+
+/// Review probe: a damaged record's fallback leaves out a line a sound record holds (c1
+/// carried from (0,0) into (1,0)): every entity once.
+#[test]
+fn review_probe_a_damaged_home_record_does_not_bring_back_an_entity_held_elsewhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = world(tmp.path(), "w", 0);
+    let mut g = start(tmp.path(), &scene);
+    run(
+        &mut g,
+        &[
+            json!({ "tick": 2, "do": "move", "entity": "c1", "to": { "x": 50, "z": 5 } }),
+            set(2, "c3", 3),
+        ],
+        3,
+    );
+    g.close().unwrap();
+    let file = tmp.path().join("w/d.0.0.wsd");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let offset = u32::from_le_bytes(bytes[60..64].try_into().unwrap()) as usize;
+    assert_eq!(bytes[56..58], [0, 0], "the first record is (0,0)'s");
+    bytes[offset + 20 + 3] ^= 0x55;
+    std::fs::write(&file, &bytes).unwrap();
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[], 2);
+    let c1 = g.engine().world().iter().filter(|e| e.id.as_str() == "c1").count();
+    assert_eq!(c1, 1);
+    assert_eq!(position(&g, "c1"), Some((50.0, 5.0)));
+    assert_eq!(data(&g, "c3"), Some(json!(null)));
+    let (live, stored) = counts(&g);
+    assert_eq!(live + stored, 5);
+    g.close().unwrap();
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[], 2);
+    assert_eq!(counts(&g).0 + counts(&g).1, 5);
+    assert_eq!(position(&g, "c1"), Some((50.0, 5.0)));
+}
