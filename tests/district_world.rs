@@ -1076,6 +1076,7 @@ fn review_a_run_stopped_by_a_bad_input_still_writes_back_or_says_what_is_lost() 
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("nobody"), "the input's error is still said: {stderr}");
     let written = district_files(&tmp.path().join("w")) == ["d.0.0.wsd"];
     assert!(
         written || stderr.contains("district differences lost"),
