@@ -151,6 +151,7 @@ impl DistrictKit {
             persist: None,
             dirty: Default::default(),
             released: false,
+            scene_copies_pending: false,
         };
         Ok(Box::new(DistrictKit {
             files,
@@ -234,6 +235,8 @@ impl DistrictKit {
             .extend(damage.into_iter().map(|r| (r.chunk, r.message)));
         let problems = st.take_image(&image, false);
         st.errors.extend(problems);
+        // The scene's entities are in the world at the first enter: their copies are dropped.
+        st.scene_copies_pending = true;
         Ok(())
     }
 
@@ -427,8 +430,11 @@ impl Kit for DistrictKit {
         Ok(())
     }
 
-    fn on_enter(&mut self, scene: &SceneDef, _ctx: &mut Ctx<'_>) {
+    fn on_enter(&mut self, scene: &SceneDef, ctx: &mut Ctx<'_>) {
         let mut st = self.state.borrow_mut();
+        if std::mem::take(&mut st.scene_copies_pending) {
+            st.drop_scene_copies(ctx.world);
+        }
         let i = st
             .scenes
             .iter()

@@ -248,6 +248,60 @@ impl State {
         errors
     }
 
+    /// A game started afresh on a directory, once its scene's entities are in the world: a
+    /// streamed scene entity the directory also holds (the last run stored it) is the scene's
+    /// copy alone, every entity once. The directory's copy is dropped from its chunk's record
+    /// (the chunk written again at the next write back); when it differs from the scene's (the
+    /// last run changed it), that is a `world.district.error` naming it: its stored state is
+    /// not brought back.
+    pub fn drop_scene_copies(&mut self, world: &World) {
+        let mut emptied = Vec::new();
+        let mut dropped = 0u64;
+        for ((s, c), list) in self.records.iter_mut() {
+            let before = list.len();
+            list.retain(|x| {
+                let Stored::Entity {
+                    line: None, entity, ..
+                } = x
+                else {
+                    return true;
+                };
+                let Some(e) = world.get(&entity.id) else {
+                    return true;
+                };
+                let mut e = e.clone();
+                e.tags.remove(DORMANT);
+                if entity_hash(&e) != entity_hash(entity) {
+                    self.errors.push((
+                        *c,
+                        format!(
+                            "chunk {c}: the scene spawns `{}` again, and the world directory's                              copy of it (stored by an earlier run) differs: the scene's copy                              is kept, the directory's is dropped",
+                            crate::escape::escape(entity.id.as_str())
+                        ),
+                    ));
+                }
+                false
+            });
+            if list.len() != before {
+                dropped += (before - list.len()) as u64;
+                emptied.push((*s, *c));
+            }
+        }
+        for (s, c) in emptied {
+            if self.persist.is_some() {
+                self.dirty.insert(c);
+            }
+            let group = self.index.group(s, c);
+            let list = &self.records[&(s, c)];
+            if list.len() == group.len()
+                && list.iter().zip(group).all(|(x, i)| *x == Stored::Line(i))
+            {
+                self.records.remove(&(s, c));
+            }
+        }
+        self.stored = self.stored.saturating_sub(dropped);
+    }
+
     /// Writes back every chunk that changed and waits until it is on disk (a game save and
     /// close do this). The error lists every region not written, this time or earlier.
     pub fn flush_now(

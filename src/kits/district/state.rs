@@ -82,6 +82,9 @@ pub(crate) struct State {
     pub dirty: BTreeSet<ChunkPos>,
     /// With `worldDir`: a chunk was released or stored into this tick (a write-back is due).
     pub released: bool,
+    /// With `worldDir`, from the start until the first scene is entered: the directory's
+    /// copies of the scene's streamed entities are still to be dropped.
+    pub scene_copies_pending: bool,
 }
 
 /// The hash a stored entity is compared by: its compact JSON.
