@@ -962,6 +962,66 @@ fn review_a_record_naming_one_line_many_times_is_refused_not_materialised_n_time
     );
 }
 
+/// A record whose line entry stands outside its line's home chunk, or whose entity entry
+/// claims another entity's line, is damaged: one `world.district.error` for the chunk, which
+/// loads as its district lines describe it; every entity once.
+#[test]
+fn a_record_misplacing_a_line_or_giving_an_entity_another_s_line_is_damaged() {
+    for case in ["line outside its home", "entity of another line"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let scene = world(tmp.path(), "w", 0);
+        let mut g = start(tmp.path(), &scene);
+        run(&mut g, &[set(2, "c3", 4)], 3);
+        g.close().unwrap();
+        let file = tmp.path().join("w/d.0.0.wsd");
+        let good = std::fs::read(&file).unwrap();
+        let mut p = hostile::first_record(&good);
+        assert_eq!((p.x, p.z), (0, 0));
+        let entries = &mut p.scenes[0].entries;
+        let c3 = entries
+            .iter()
+            .position(|e| e.flags & 2 != 0)
+            .expect("c3 changed");
+        match case {
+            // (0,0)'s record moved to chunk (2,0): its line entry (c1) is not homed there.
+            "line outside its home" => p.x = 2,
+            // c3's entity entry names c1's line (c1's own entry dropped: not twice).
+            _ => {
+                let c1 = entries.iter().position(|e| e.flags & 2 == 0).unwrap();
+                entries[c3].line = entries[c1].line;
+                entries.remove(c1);
+            }
+        }
+        std::fs::write(&file, hostile::region(&good, &p)).unwrap();
+        let mut g = start(tmp.path(), &scene);
+        run(&mut g, &[], 2);
+        let errors = events_named(&g, "world.district.error");
+        assert_eq!(errors.len(), 1, "{case}: {errors:?}");
+        assert!(
+            errors[0].1["message"]
+                .as_str()
+                .unwrap()
+                .contains("damaged district record"),
+            "{case}: {errors:?}"
+        );
+        for id in ["c1", "c3"] {
+            let n = g
+                .engine()
+                .world()
+                .iter()
+                .filter(|e| e.id.as_str() == id)
+                .count();
+            assert_eq!(n, 1, "{case}: {id}");
+        }
+        assert_eq!(
+            data(&g, "c3"),
+            Some(json!(null)),
+            "{case}: the district line's c3"
+        );
+        assert_eq!(counts(&g).0 + counts(&g).1, 5, "{case}");
+    }
+}
+
 /// Review: the directory's stamp hashes the district files' content in config order, not
 /// which scene each belongs to; the line indices its records name are over (scene, chunk,
 /// file) order. Moving the same files to other scenes keeps the stamp and re-points every

@@ -199,6 +199,36 @@ impl State {
                     ));
                     continue;
                 }
+                // A line entry stands in its home chunk; an entity of a district line has
+                // that line's id (the index's id hashes, no read): else damaged.
+                let misplaced = part.entries.iter().find_map(|e| match &e.stored {
+                    Stored::Line(i) if self.index.home(*i) != *c => Some(format!(
+                        "names district line index {i} (of chunk {}) as standing in it",
+                        self.index.home(*i)
+                    )),
+                    Stored::Entity {
+                        line: Some(i),
+                        entity,
+                        ..
+                    } if !self.index.candidates(entity.id.as_str()).any(|j| j == *i) => {
+                        Some(format!(
+                            "names entity `{}` as district line index {i}, which is another \
+                             entity's",
+                            crate::escape::escape(entity.id.as_str())
+                        ))
+                    }
+                    _ => None,
+                });
+                if let Some(m) = misplaced {
+                    errors.push((
+                        *c,
+                        format!(
+                            "chunk {c}: a damaged district record: it {m}; the chunk's entities \
+                             load as their district files describe them"
+                        ),
+                    ));
+                    continue;
+                }
                 if from_save && part.loaded {
                     continue;
                 }

@@ -29,6 +29,9 @@ pub const JOURNAL: &str = "district.journal";
 /// The largest raw payload a record may claim (a chunk of about 14 000 entities of 4 KiB data).
 pub const MAX_RAW_PAYLOAD: usize = 64 << 20;
 
+/// The most entries a record may hold (over all its scenes): a world's most entities.
+pub const MAX_RECORD_ENTRIES: usize = crate::limits::MAX_ENTITIES;
+
 /// Entry flag: the entity was live when the record was written (stored entries have none).
 pub const ENTRY_LIVE: u8 = 1;
 /// Entry flag: an entity (its JSON), not a district line.
@@ -185,6 +188,17 @@ impl Kind for District {
             return Err(format!("{} bytes after the payload", left.len()));
         }
         let chunk = frame::check_chunk(p.x, p.z)?;
+        // Every entity once: no record holds more entries than a world holds entities, nor
+        // names one district line or one entity id twice (a writer never writes that; taken
+        // whole, it would spawn or store one entity many times).
+        let total: usize = p.scenes.iter().map(|s| s.entries.len()).sum();
+        if total > MAX_RECORD_ENTRIES {
+            return Err(format!(
+                "{total} entries, more than a world holds ({MAX_RECORD_ENTRIES})"
+            ));
+        }
+        let mut lines = std::collections::BTreeSet::new();
+        let mut ids = std::collections::BTreeSet::new();
         let mut record = ChunkRecord::default();
         for (k, s) in p.scenes.into_iter().enumerate() {
             let mut entries = Vec::with_capacity(s.entries.len());
@@ -214,6 +228,15 @@ impl Kind for District {
                         entity: Box::new(entity),
                     }
                 };
+                let once = match &stored {
+                    Stored::Line(i) => lines.insert(*i),
+                    Stored::Entity { line, entity, .. } => {
+                        line.is_none_or(|i| lines.insert(i)) && ids.insert(entity.id.clone())
+                    }
+                };
+                if !once {
+                    return Err(at("a district line or entity id named twice".into()));
+                }
                 entries.push(Entry { live, stored });
             }
             let part = SceneRecord {
@@ -420,5 +443,50 @@ mod tests {
         assert!(check(&|p| p.scenes.clear()).contains("no scene"));
         assert!(check(&|p| p.scenes[1].scene = "cave".into()).contains("twice"));
         assert!(check(&|p| p.x = i64::MAX).contains("outside the grid"));
+        // Every entity once: a line twice (in one scene or two), an entity id twice, too many.
+        let twice = |p: &mut Payload| {
+            let e = &p.scenes[1].entries[0];
+            let copy = PEntry {
+                entity: e.entity.clone(),
+                ..*e
+            };
+            p.scenes[0].entries.push(copy);
+        };
+        assert!(check(&|p| {
+            p.scenes[0].loaded = false;
+            twice(p)
+        })
+        .contains("named twice"));
+        assert!(check(&|p| {
+            let e = &p.scenes[1].entries[2];
+            let copy = PEntry {
+                entity: e.entity.clone(),
+                ..*e
+            };
+            p.scenes[1].entries.push(copy);
+        })
+        .contains("named twice"));
+        assert!(check(&|p| {
+            let e = &p.scenes[1].entries[1];
+            let copy = PEntry {
+                flags: 0,
+                line: e.line,
+                base: 0,
+                entity: String::new(),
+            };
+            p.scenes[1].entries.push(copy);
+        })
+        .contains("named twice"));
+        let many = |p: &mut Payload| {
+            p.scenes[1].entries = (0..=MAX_RECORD_ENTRIES as u32)
+                .map(|line| PEntry {
+                    flags: 0,
+                    line,
+                    base: 0,
+                    entity: String::new(),
+                })
+                .collect();
+        };
+        assert!(check(&many).contains("more than a world holds"));
     }
 }
