@@ -1055,10 +1055,29 @@ fn review_moving_district_files_between_scenes_is_refused_not_mixed() {
         tmp.path(),
         &builtin_catalog(),
     );
-    let Ok(mut g) = started else {
-        return; // refused at start: what the stamp is for
+    // Refused at start (the stamp covers each file's scene), naming the files and scenes.
+    let err = match started {
+        Ok(_) => panic!("a directory of other district assignments was taken"),
+        Err(e) => e.to_string(),
     };
+    assert!(
+        err.contains("a.jsonl (scene \"b\")")
+            && err.contains("b.jsonl (scene \"a\")")
+            && err.contains("moved to another scene"),
+        "{err}"
+    );
+    // The files back in their scenes, the directory is theirs again.
+    let mut g = start(tmp.path(), &scene("a", "b"));
     run(&mut g, &[], 2);
+    assert_eq!(data(&g, "a1"), Some(json!({ "hp": 1 })));
+    assert_eq!(events_named(&g, "world.district.error"), vec![]);
+    drop(g);
+    let mut g = start(tmp.path(), &scene("a", "b"));
+    run(
+        &mut g,
+        &[json!({ "tick": 1, "do": "enter", "scene": "b" })],
+        2,
+    );
     let live: Vec<String> = g
         .engine()
         .world()
@@ -1066,11 +1085,7 @@ fn review_moving_district_files_between_scenes_is_refused_not_mixed() {
         .map(|e| e.id.as_str().to_owned())
         .filter(|id| id != "hero")
         .collect();
-    assert_eq!(
-        live,
-        ["b1"],
-        "scene a now holds b.jsonl's b1, not a.jsonl's a1"
-    );
+    assert_eq!(live, ["b1"], "scene b holds its own b.jsonl's b1");
 }
 
 /// Review: a district file edited in place while the game runs (same length) is read again
@@ -1199,9 +1214,13 @@ fn review_a_save_is_refused_when_its_district_files_moved_between_scenes() {
     g.save(&save).unwrap();
     drop(g);
     let mut g = start(tmp.path(), &scene("b", "a"));
-    if g.load(&save).is_err() {
-        return; // refused: the save belongs to other district assignments
-    }
+    // Refused: the save belongs to other district assignments, and says which file; the game
+    // goes on unchanged (scene a holds b.jsonl's b1 now).
+    let err = g.load(&save).unwrap_err().to_string();
+    assert!(
+        err.contains("stamps[0].scene") && err.contains("a.jsonl") && err.contains("\"b\""),
+        "{err}"
+    );
     run(&mut g, &[go(6, 16.0)], 8);
     let live: Vec<String> = g
         .engine()

@@ -51,6 +51,8 @@ pub struct LineRef {
 pub struct Stamp {
     /// The file as configured.
     pub file: String,
+    /// The scene it is a district of (an index over the scene file's scenes).
+    pub scene: u16,
     /// Its length in bytes.
     pub length: u64,
     /// FNV-1a 64 of its bytes.
@@ -399,6 +401,7 @@ impl Builder {
         }
         self.stamps.push(Stamp {
             file: name.to_owned(),
+            scene,
             length: offset,
             hash: hash.0,
         });

@@ -195,7 +195,7 @@ impl DistrictKit {
         chunk_size: f64,
     ) -> Result<(), KitError> {
         let mut st = self.state.borrow_mut();
-        let stamp = DistrictStamp::of(&st.index.stamps, chunk_size);
+        let stamp = DistrictStamp::of(&st.index.stamps, &st.scenes, chunk_size);
         let game = services.get::<GameToken>(GAME_TOKEN);
         let started = Store::<region::District>::start_for(
             Some(dir.clone()),
@@ -203,7 +203,15 @@ impl DistrictKit {
             self.fs.clone(),
             game.as_deref(),
         );
-        let files: Vec<String> = st.index.stamps.iter().map(|s| s.file.clone()).collect();
+        let files: Vec<String> = st
+            .index
+            .stamps
+            .iter()
+            .map(|s| {
+                let scene = st.scenes.get(s.scene as usize).map_or("", String::as_str);
+                format!("{} (scene {:?})", s.file, crate::escape::escape(scene))
+            })
+            .collect();
         let (store, damage) = started.map_err(|e| match e {
             DistrictStoreError::Locked { dir, lock } => KitError::InUse {
                 kit: DISTRICT.into(),
@@ -213,7 +221,7 @@ impl DistrictKit {
             },
             e @ DistrictStoreError::Stamp { .. } => Self::start_error(format!(
                 "{e}; this scene's district files: {} (a district file changed under the \
-                 differences kept for it)",
+                 differences kept for it, or was moved to another scene)",
                 files.join(", ")
             )),
             e => Self::start_error(e.to_string()),

@@ -22,8 +22,9 @@ use crate::worlddir::store::StoreKind;
 pub const REGION_MAGIC: [u8; 4] = *b"WSDR";
 /// Magic of a district record.
 pub const RECORD_MAGIC: [u8; 4] = *b"WSDC";
-/// The payload format this build writes and reads (the stamp's first field).
-pub const PAYLOAD_FORMAT: u32 = 1;
+/// The payload format this build writes and reads (the stamp's first field). 2: the stamp's
+/// hash covers each district file's scene (1 did not: such a directory is refused).
+pub const PAYLOAD_FORMAT: u32 = 2;
 /// The journal of the district files (a write that rewrites several region files).
 pub const JOURNAL: &str = "district.journal";
 /// The largest raw payload a record may claim (a chunk of about 14 000 entities of 4 KiB data).
@@ -53,12 +54,18 @@ pub struct DistrictStamp {
 }
 
 impl DistrictStamp {
-    /// The stamp of these district files at this chunk size.
-    pub fn of(stamps: &[FileStamp], chunk_size: f64) -> DistrictStamp {
+    /// The stamp of these district files at this chunk size, `scenes` naming the scenes
+    /// their `scene` indices are over.
+    pub fn of(stamps: &[FileStamp], scenes: &[String], chunk_size: f64) -> DistrictStamp {
         let mut h = Fnv::default();
-        // Their content, in config order, not their names: a directory belongs to the same
-        // district files however the scene is reached (`scene.json` or `/abs/scene.json`).
+        // Their content and the scene each belongs to, in config order, not their names: a
+        // directory belongs to the same district files however the scene is reached
+        // (`scene.json` or `/abs/scene.json`), and the line indices its records name are
+        // over (scene, chunk, file) order, so files moved between scenes are other files.
         for s in stamps {
+            let scene = scenes.get(s.scene as usize).map_or("", String::as_str);
+            h.update(&(scene.len() as u64).to_le_bytes());
+            h.update(scene.as_bytes());
             h.update(&s.length.to_le_bytes());
             h.update(&s.hash.to_le_bytes());
         }
