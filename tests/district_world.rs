@@ -1144,6 +1144,9 @@ fn review_a_failed_write_on_release_is_heard_by_the_next_periodic_write_back() {
         !errors.is_empty(),
         "ticks 10..30 had four periodic write backs; none reported the failed write"
     );
+    // Heard by the very next one (tick 10), naming the region.
+    assert_eq!(errors[0].0, 10, "{errors:?}");
+    assert_eq!(errors[0].1["region"], json!("d.0.0.wsd"), "{errors:?}");
 }
 
 /// Review: `run` stops at an input that is an error (a `set` naming an entity that is not

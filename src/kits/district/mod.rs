@@ -255,9 +255,10 @@ impl DistrictKit {
     }
 
     /// The write-back of the tick's end (SPEC §15, §13's policy): on a multiple of
-    /// `flushEveryTicks`, hears the last periodic write back's outcome (each region not
-    /// written is a `world.district.error`) and sends every change (with the regions to try
-    /// again); on another tick that released or stored into a chunk, sends every change.
+    /// `flushEveryTicks`, hears the last write back's outcome, periodic or on release (each
+    /// region not written is a `world.district.error`) and sends every change (with the
+    /// regions to try again); on another tick that released or stored into a chunk, sends
+    /// every change.
     fn write_back(&mut self, ctx: &mut Ctx<'_>) {
         let loaded = self.loaded_fn();
         let mut st = self.state.borrow_mut();
@@ -298,11 +299,11 @@ impl DistrictKit {
         } else if st.released {
             let changes = st.changes(ctx.world, &loaded);
             if !changes.is_empty() {
-                st.persist
-                    .as_ref()
-                    .expect("checked above")
-                    .store
-                    .write(changes);
+                // Its outcome is heard at the next periodic write back, in place of the
+                // earlier one's: each write tries every region not written yet, so the
+                // latest outcome names every region still failing.
+                let p = st.persist.as_mut().expect("checked above");
+                p.outcome = Some(p.store.write_then(changes));
             }
         }
     }

@@ -35,7 +35,8 @@ pub(crate) struct Persist {
     pub image: BTreeMap<ChunkPos, ChunkRecord>,
     /// Write back every so many ticks (0: never periodically).
     pub every: u64,
-    /// The last periodic write back's outcome, heard at the next one.
+    /// The last write back's outcome (periodic or on release), heard at the next periodic
+    /// one.
     pub outcome: Option<Outcome<District>>,
     /// Whether the last write back heard failed (the next periodic one retries even with
     /// nothing new).
