@@ -1121,6 +1121,32 @@ fn review_a_district_line_changed_under_a_running_game_is_an_error_not_another_e
     );
 }
 
+/// The same through a chunk of several lines (read in one span): the edited line is an
+/// error naming what it now holds, the chunk's other line spawns.
+#[test]
+fn a_line_of_a_chunk_changed_under_a_running_game_is_an_error_and_the_others_spawn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = world(tmp.path(), "w", 0);
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[go(2, 200.0)], 3);
+    assert_eq!(position(&g, "c1"), None, "(0,0) released");
+    let path = tmp.path().join("d.jsonl");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"c1\"", "\"cx\"");
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+    drop(f);
+    run(&mut g, &[go(4, 16.0)], 6);
+    assert!(position(&g, "cx").is_none() && position(&g, "c1").is_none());
+    assert_eq!(position(&g, "c3"), Some((6.0, 6.0)));
+    let errors = events_named(&g, "world.district.error");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let m = errors[0].1["message"].as_str().unwrap();
+    assert!(m.contains("line 1") && m.contains("`cx`"), "{m}");
+}
+
 /// Review: district.md says a failed write is heard by the next periodic write back (one
 /// `world.district.error` per region file). A write on release that fails, with nothing
 /// changing afterwards, is never heard while the game runs: the periodic write back returns

@@ -488,6 +488,11 @@ impl Index {
         (self.files[i as usize], self.lines[i as usize])
     }
 
+    /// Whether line `i` was indexed with id `id` (by its hash: no read).
+    pub fn is_id_of(&self, i: u32, id: &str) -> bool {
+        self.candidates(id).any(|j| j == i)
+    }
+
     /// The line indices whose id hashes like `id` (usually none or one).
     pub fn candidates(&self, id: &str) -> impl Iterator<Item = u32> + '_ {
         let h = id_hash(id);
