@@ -247,9 +247,12 @@ impl Game {
     }
 
     /// Ends the game: writes every edit back to the world directory and waits until it is on
-    /// disk (dropping a game does the same, but can only print a failure on stderr). The
-    /// error lists every region not written, with its path and how many chunks: those edits
-    /// are lost. The world directory's lock is released either way.
+    /// disk. Dropping a game instead writes only what was already sent (terrain edits, and
+    /// the district chunks released or written back periodically), not the changes of the
+    /// live district entities since the last write back, and can only print a failure on
+    /// stderr: call `close` on every path, an error one too. The error lists every region
+    /// not written, with its path and how many chunks: those edits are lost. The world
+    /// directory's lock is released either way.
     pub fn close(self) -> Result<(), GameError> {
         let terrain = match self.kit::<crate::kits::terrain::TerrainKit>() {
             Some(terrain) => terrain.close().map_err(GameError::Unsaved),

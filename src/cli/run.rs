@@ -213,7 +213,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if !quiet {
         eprintln!("{}", errors.summary());
     }
-    result?;
+    if let Err(e) = result {
+        // Stopped by a bad input (or a failed save/load): the ticks before it still changed
+        // the world, so the last write back runs too (dropping the game could not write the
+        // live entities' changes). Both errors are reported; the exit status stays 1.
+        return match game.close() {
+            Ok(()) => Err(e.into()),
+            Err(lost) => bail!("{e}\n{lost}"),
+        };
+    }
     if let Some(path) = &args.events {
         let mut out = Vec::new();
         for e in game.engine().events() {

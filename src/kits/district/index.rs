@@ -51,6 +51,8 @@ pub struct LineRef {
 pub struct Stamp {
     /// The file as configured.
     pub file: String,
+    /// The scene it is a district of (an index over the scene file's scenes).
+    pub scene: u16,
     /// Its length in bytes.
     pub length: u64,
     /// FNV-1a 64 of its bytes.
@@ -399,6 +401,7 @@ impl Builder {
         }
         self.stamps.push(Stamp {
             file: name.to_owned(),
+            scene,
             length: offset,
             hash: hash.0,
         });
@@ -483,6 +486,11 @@ impl Index {
     /// Line `i`: its file and where it is.
     pub fn line(&self, i: u32) -> (u16, LineRef) {
         (self.files[i as usize], self.lines[i as usize])
+    }
+
+    /// Whether line `i` was indexed with id `id` (by its hash: no read).
+    pub fn is_id_of(&self, i: u32, id: &str) -> bool {
+        self.candidates(id).any(|j| j == i)
     }
 
     /// The line indices whose id hashes like `id` (usually none or one).

@@ -151,6 +151,7 @@ impl DistrictKit {
             persist: None,
             dirty: Default::default(),
             released: false,
+            scene_copies_pending: false,
         };
         Ok(Box::new(DistrictKit {
             files,
@@ -194,7 +195,7 @@ impl DistrictKit {
         chunk_size: f64,
     ) -> Result<(), KitError> {
         let mut st = self.state.borrow_mut();
-        let stamp = DistrictStamp::of(&st.index.stamps, chunk_size);
+        let stamp = DistrictStamp::of(&st.index.stamps, &st.scenes, chunk_size);
         let game = services.get::<GameToken>(GAME_TOKEN);
         let started = Store::<region::District>::start_for(
             Some(dir.clone()),
@@ -202,7 +203,15 @@ impl DistrictKit {
             self.fs.clone(),
             game.as_deref(),
         );
-        let files: Vec<String> = st.index.stamps.iter().map(|s| s.file.clone()).collect();
+        let files: Vec<String> = st
+            .index
+            .stamps
+            .iter()
+            .map(|s| {
+                let scene = st.scenes.get(s.scene as usize).map_or("", String::as_str);
+                format!("{} (scene {:?})", s.file, crate::escape::escape(scene))
+            })
+            .collect();
         let (store, damage) = started.map_err(|e| match e {
             DistrictStoreError::Locked { dir, lock } => KitError::InUse {
                 kit: DISTRICT.into(),
@@ -212,7 +221,7 @@ impl DistrictKit {
             },
             e @ DistrictStoreError::Stamp { .. } => Self::start_error(format!(
                 "{e}; this scene's district files: {} (a district file changed under the \
-                 differences kept for it)",
+                 differences kept for it, or was moved to another scene)",
                 files.join(", ")
             )),
             e => Self::start_error(e.to_string()),
@@ -234,6 +243,8 @@ impl DistrictKit {
             .extend(damage.into_iter().map(|r| (r.chunk, r.message)));
         let problems = st.take_image(&image, false);
         st.errors.extend(problems);
+        // The scene's entities are in the world at the first enter: their copies are dropped.
+        st.scene_copies_pending = true;
         Ok(())
     }
 
@@ -244,9 +255,10 @@ impl DistrictKit {
     }
 
     /// The write-back of the tick's end (SPEC §15, §13's policy): on a multiple of
-    /// `flushEveryTicks`, hears the last periodic write back's outcome (each region not
-    /// written is a `world.district.error`) and sends every change (with the regions to try
-    /// again); on another tick that released or stored into a chunk, sends every change.
+    /// `flushEveryTicks`, hears the last write back's outcome, periodic or on release (each
+    /// region not written is a `world.district.error`) and sends every change (with the
+    /// regions to try again); on another tick that released or stored into a chunk, sends
+    /// every change.
     fn write_back(&mut self, ctx: &mut Ctx<'_>) {
         let loaded = self.loaded_fn();
         let mut st = self.state.borrow_mut();
@@ -287,11 +299,11 @@ impl DistrictKit {
         } else if st.released {
             let changes = st.changes(ctx.world, &loaded);
             if !changes.is_empty() {
-                st.persist
-                    .as_ref()
-                    .expect("checked above")
-                    .store
-                    .write(changes);
+                // Its outcome is heard at the next periodic write back, in place of the
+                // earlier one's: each write tries every region not written yet, so the
+                // latest outcome names every region still failing.
+                let p = st.persist.as_mut().expect("checked above");
+                p.outcome = Some(p.store.write_then(changes));
             }
         }
     }
@@ -427,8 +439,11 @@ impl Kit for DistrictKit {
         Ok(())
     }
 
-    fn on_enter(&mut self, scene: &SceneDef, _ctx: &mut Ctx<'_>) {
+    fn on_enter(&mut self, scene: &SceneDef, ctx: &mut Ctx<'_>) {
         let mut st = self.state.borrow_mut();
+        if std::mem::take(&mut st.scene_copies_pending) {
+            st.drop_scene_copies(ctx.world);
+        }
         let i = st
             .scenes
             .iter()

@@ -35,7 +35,8 @@ pub(crate) struct Persist {
     pub image: BTreeMap<ChunkPos, ChunkRecord>,
     /// Write back every so many ticks (0: never periodically).
     pub every: u64,
-    /// The last periodic write back's outcome, heard at the next one.
+    /// The last write back's outcome (periodic or on release), heard at the next periodic
+    /// one.
     pub outcome: Option<Outcome<District>>,
     /// Whether the last write back heard failed (the next periodic one retries even with
     /// nothing new).
@@ -199,6 +200,36 @@ impl State {
                     ));
                     continue;
                 }
+                // A line entry stands in its home chunk; an entity of a district line has
+                // that line's id (the index's id hashes, no read): else damaged.
+                let misplaced = part.entries.iter().find_map(|e| match &e.stored {
+                    Stored::Line(i) if self.index.home(*i) != *c => Some(format!(
+                        "names district line index {i} (of chunk {}) as standing in it",
+                        self.index.home(*i)
+                    )),
+                    Stored::Entity {
+                        line: Some(i),
+                        entity,
+                        ..
+                    } if !self.index.candidates(entity.id.as_str()).any(|j| j == *i) => {
+                        Some(format!(
+                            "names entity `{}` as district line index {i}, which is another \
+                             entity's",
+                            crate::escape::escape(entity.id.as_str())
+                        ))
+                    }
+                    _ => None,
+                });
+                if let Some(m) = misplaced {
+                    errors.push((
+                        *c,
+                        format!(
+                            "chunk {c}: a damaged district record: it {m}; the chunk's entities \
+                             load as their district files describe them"
+                        ),
+                    ));
+                    continue;
+                }
                 if from_save && part.loaded {
                     continue;
                 }
@@ -246,6 +277,60 @@ impl State {
         }
         self.records = records;
         errors
+    }
+
+    /// A game started afresh on a directory, once its scene's entities are in the world: a
+    /// streamed scene entity the directory also holds (the last run stored it) is the scene's
+    /// copy alone, every entity once. The directory's copy is dropped from its chunk's record
+    /// (the chunk written again at the next write back); when it differs from the scene's (the
+    /// last run changed it), that is a `world.district.error` naming it: its stored state is
+    /// not brought back.
+    pub fn drop_scene_copies(&mut self, world: &World) {
+        let mut emptied = Vec::new();
+        let mut dropped = 0u64;
+        for ((s, c), list) in self.records.iter_mut() {
+            let before = list.len();
+            list.retain(|x| {
+                let Stored::Entity {
+                    line: None, entity, ..
+                } = x
+                else {
+                    return true;
+                };
+                let Some(e) = world.get(&entity.id) else {
+                    return true;
+                };
+                let mut e = e.clone();
+                e.tags.remove(DORMANT);
+                if entity_hash(&e) != entity_hash(entity) {
+                    self.errors.push((
+                        *c,
+                        format!(
+                            "chunk {c}: the scene spawns `{}` again, and the world directory's                              copy of it (stored by an earlier run) differs: the scene's copy                              is kept, the directory's is dropped",
+                            crate::escape::escape(entity.id.as_str())
+                        ),
+                    ));
+                }
+                false
+            });
+            if list.len() != before {
+                dropped += (before - list.len()) as u64;
+                emptied.push((*s, *c));
+            }
+        }
+        for (s, c) in emptied {
+            if self.persist.is_some() {
+                self.dirty.insert(c);
+            }
+            let group = self.index.group(s, c);
+            let list = &self.records[&(s, c)];
+            if list.len() == group.len()
+                && list.iter().zip(group).all(|(x, i)| *x == Stored::Line(i))
+            {
+                self.records.remove(&(s, c));
+            }
+        }
+        self.stored = self.stored.saturating_sub(dropped);
     }
 
     /// Writes back every chunk that changed and waits until it is on disk (a game save and

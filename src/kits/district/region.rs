@@ -22,12 +22,16 @@ use crate::worlddir::store::StoreKind;
 pub const REGION_MAGIC: [u8; 4] = *b"WSDR";
 /// Magic of a district record.
 pub const RECORD_MAGIC: [u8; 4] = *b"WSDC";
-/// The payload format this build writes and reads (the stamp's first field).
-pub const PAYLOAD_FORMAT: u32 = 1;
+/// The payload format this build writes and reads (the stamp's first field). 2: the stamp's
+/// hash covers each district file's scene (1 did not: such a directory is refused).
+pub const PAYLOAD_FORMAT: u32 = 2;
 /// The journal of the district files (a write that rewrites several region files).
 pub const JOURNAL: &str = "district.journal";
 /// The largest raw payload a record may claim (a chunk of about 14 000 entities of 4 KiB data).
 pub const MAX_RAW_PAYLOAD: usize = 64 << 20;
+
+/// The most entries a record may hold (over all its scenes): a world's most entities.
+pub const MAX_RECORD_ENTRIES: usize = crate::limits::MAX_ENTITIES;
 
 /// Entry flag: the entity was live when the record was written (stored entries have none).
 pub const ENTRY_LIVE: u8 = 1;
@@ -50,12 +54,18 @@ pub struct DistrictStamp {
 }
 
 impl DistrictStamp {
-    /// The stamp of these district files at this chunk size.
-    pub fn of(stamps: &[FileStamp], chunk_size: f64) -> DistrictStamp {
+    /// The stamp of these district files at this chunk size, `scenes` naming the scenes
+    /// their `scene` indices are over.
+    pub fn of(stamps: &[FileStamp], scenes: &[String], chunk_size: f64) -> DistrictStamp {
         let mut h = Fnv::default();
-        // Their content, in config order, not their names: a directory belongs to the same
-        // district files however the scene is reached (`scene.json` or `/abs/scene.json`).
+        // Their content and the scene each belongs to, in config order, not their names: a
+        // directory belongs to the same district files however the scene is reached
+        // (`scene.json` or `/abs/scene.json`), and the line indices its records name are
+        // over (scene, chunk, file) order, so files moved between scenes are other files.
         for s in stamps {
+            let scene = scenes.get(s.scene as usize).map_or("", String::as_str);
+            h.update(&(scene.len() as u64).to_le_bytes());
+            h.update(scene.as_bytes());
             h.update(&s.length.to_le_bytes());
             h.update(&s.hash.to_le_bytes());
         }
@@ -185,6 +195,17 @@ impl Kind for District {
             return Err(format!("{} bytes after the payload", left.len()));
         }
         let chunk = frame::check_chunk(p.x, p.z)?;
+        // Every entity once: no record holds more entries than a world holds entities, nor
+        // names one district line or one entity id twice (a writer never writes that; taken
+        // whole, it would spawn or store one entity many times).
+        let total: usize = p.scenes.iter().map(|s| s.entries.len()).sum();
+        if total > MAX_RECORD_ENTRIES {
+            return Err(format!(
+                "{total} entries, more than a world holds ({MAX_RECORD_ENTRIES})"
+            ));
+        }
+        let mut lines = std::collections::BTreeSet::new();
+        let mut ids = std::collections::BTreeSet::new();
         let mut record = ChunkRecord::default();
         for (k, s) in p.scenes.into_iter().enumerate() {
             let mut entries = Vec::with_capacity(s.entries.len());
@@ -214,6 +235,15 @@ impl Kind for District {
                         entity: Box::new(entity),
                     }
                 };
+                let once = match &stored {
+                    Stored::Line(i) => lines.insert(*i),
+                    Stored::Entity { line, entity, .. } => {
+                        line.is_none_or(|i| lines.insert(i)) && ids.insert(entity.id.clone())
+                    }
+                };
+                if !once {
+                    return Err(at("a district line or entity id named twice".into()));
+                }
                 entries.push(Entry { live, stored });
             }
             let part = SceneRecord {
@@ -420,5 +450,50 @@ mod tests {
         assert!(check(&|p| p.scenes.clear()).contains("no scene"));
         assert!(check(&|p| p.scenes[1].scene = "cave".into()).contains("twice"));
         assert!(check(&|p| p.x = i64::MAX).contains("outside the grid"));
+        // Every entity once: a line twice (in one scene or two), an entity id twice, too many.
+        let twice = |p: &mut Payload| {
+            let e = &p.scenes[1].entries[0];
+            let copy = PEntry {
+                entity: e.entity.clone(),
+                ..*e
+            };
+            p.scenes[0].entries.push(copy);
+        };
+        assert!(check(&|p| {
+            p.scenes[0].loaded = false;
+            twice(p)
+        })
+        .contains("named twice"));
+        assert!(check(&|p| {
+            let e = &p.scenes[1].entries[2];
+            let copy = PEntry {
+                entity: e.entity.clone(),
+                ..*e
+            };
+            p.scenes[1].entries.push(copy);
+        })
+        .contains("named twice"));
+        assert!(check(&|p| {
+            let e = &p.scenes[1].entries[1];
+            let copy = PEntry {
+                flags: 0,
+                line: e.line,
+                base: 0,
+                entity: String::new(),
+            };
+            p.scenes[1].entries.push(copy);
+        })
+        .contains("named twice"));
+        let many = |p: &mut Payload| {
+            p.scenes[1].entries = (0..=MAX_RECORD_ENTRIES as u32)
+                .map(|line| PEntry {
+                    flags: 0,
+                    line,
+                    base: 0,
+                    entity: String::new(),
+                })
+                .collect();
+        };
+        assert!(check(&many).contains("more than a world holds"));
     }
 }

@@ -12,12 +12,16 @@ use super::state::{State, Stored};
 use crate::grid::ChunkPos;
 use crate::host::{Entity, EntityId, Problem};
 
-/// A district file's stamp: its length and FNV-1a 64 hash (16 hex digits).
+/// A district file's stamp: the scene it is a district of, its length and FNV-1a 64 hash
+/// (16 hex digits).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SavedStamp {
     /// The file as configured.
     pub file: String,
+    /// The scene it is a district of (absent in saves of earlier builds: not checked then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scene: Option<String>,
     /// Its length in bytes.
     pub length: u64,
     /// FNV-1a 64 of its bytes.
@@ -140,6 +144,7 @@ impl State {
                 .iter()
                 .map(|s| SavedStamp {
                     file: s.file.clone(),
+                    scene: self.scenes.get(s.scene as usize).cloned(),
                     length: s.length,
                     hash: hex(s.hash),
                 })
@@ -201,6 +206,20 @@ impl State {
                             saved.hash,
                             now.length,
                             hex(now.hash)
+                        ),
+                    ));
+                }
+                let ours = self.scenes.get(now.scene as usize);
+                if let Some(theirs) = saved.scene.as_ref().filter(|s| Some(*s) != ours) {
+                    return Err(Problem::new(
+                        format!("stamps[{i}].scene"),
+                        format!(
+                            "district file {} was scene {:?}'s when this save was made, and is \
+                             scene {:?}'s in this scene file: the differences this save keeps \
+                             belong to other district assignments",
+                            crate::escape::escape(&now.file),
+                            crate::escape::escape(theirs),
+                            crate::escape::escape(ours.map_or("", String::as_str)),
                         ),
                     ));
                 }

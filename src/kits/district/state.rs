@@ -82,6 +82,9 @@ pub(crate) struct State {
     pub dirty: BTreeSet<ChunkPos>,
     /// With `worldDir`: a chunk was released or stored into this tick (a write-back is due).
     pub released: bool,
+    /// With `worldDir`, from the start until the first scene is entered: the directory's
+    /// copies of the scene's streamed entities are still to be dropped.
+    pub scene_copies_pending: bool,
 }
 
 /// The hash a stored entity is compared by: its compact JSON.
@@ -96,12 +99,31 @@ impl State {
         let name = &self.index.stamps[file as usize].file;
         let bytes = read_line(&mut *self.files[file as usize].borrow_mut(), r)
             .map_err(|e| format!("{name}: line {}: cannot read: {e}", r.line))?;
-        parse_line(&bytes).map_err(|m| {
-            format!(
-                "{name}: line {}: the file changed since it was indexed: {m}",
-                r.line
-            )
-        })
+        parse_line(&bytes)
+            .map_err(|m| {
+                format!(
+                    "{name}: line {}: the file changed since it was indexed: {m}",
+                    r.line
+                )
+            })
+            .and_then(|e| self.same_id(i, e))
+    }
+
+    /// Line `i` read again is the entity it was indexed as (a line edited in place under a
+    /// running game may still parse, as another entity): else the same error as a line that
+    /// no longer parses, and nothing is spawned.
+    fn same_id(&self, i: u32, e: Entity) -> Result<Entity, String> {
+        if self.index.is_id_of(i, e.id.as_str()) {
+            return Ok(e);
+        }
+        let (file, r) = self.index.line(i);
+        Err(format!(
+            "{}: line {}: the file changed since it was indexed: the line now holds entity \
+             `{}`, another than the one indexed there; not spawned",
+            self.index.stamps[file as usize].file,
+            r.line,
+            crate::escape::escape(e.id.as_str())
+        ))
     }
 
     /// Reads district lines `lines` again: one read of their span when they are in one file,
@@ -131,14 +153,17 @@ impl State {
             Err(_) => return lines.iter().map(|&i| self.read(i)).collect(),
         };
         refs.iter()
-            .map(|(_, r)| {
+            .zip(lines)
+            .map(|((_, r), &i)| {
                 let at = (r.offset - first.offset) as usize;
-                parse_line(&bytes[at..at + r.len as usize]).map_err(|m| {
-                    format!(
-                        "{name}: line {}: the file changed since it was indexed: {m}",
-                        r.line
-                    )
-                })
+                parse_line(&bytes[at..at + r.len as usize])
+                    .map_err(|m| {
+                        format!(
+                            "{name}: line {}: the file changed since it was indexed: {m}",
+                            r.line
+                        )
+                    })
+                    .and_then(|e| self.same_id(i, e))
             })
             .collect()
     }
