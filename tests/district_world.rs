@@ -895,6 +895,34 @@ mod hostile {
 
     /// A region file (0, 0) holding `p` as chunk (p.x, p.z)'s only record, header from `like`.
     pub fn region(like: &[u8], p: &Payload) -> Vec<u8> {
+        regions(like, std::slice::from_ref(p))
+    }
+
+    /// A region file (0, 0) holding one record for each of `ps` (chunks of region (0, 0)), in
+    /// that order, header from `like`.
+    pub fn regions(like: &[u8], ps: &[Payload]) -> Vec<u8> {
+        let records: Vec<Vec<u8>> = ps.iter().map(record).collect();
+        let mut out = like[..48].to_vec();
+        out.extend_from_slice(&(ps.len() as u32).to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        let mut at = 56 + 12 * ps.len() + 4;
+        for (p, rec) in ps.iter().zip(&records) {
+            out.push(p.x as u8);
+            out.push(p.z as u8);
+            out.extend_from_slice(&0u16.to_le_bytes());
+            out.extend_from_slice(&(at as u32).to_le_bytes());
+            out.extend_from_slice(&(rec.len() as u32).to_le_bytes());
+            at += rec.len();
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        for rec in records {
+            out.extend_from_slice(&rec);
+        }
+        out
+    }
+
+    fn record(p: &Payload) -> Vec<u8> {
         let raw = postcard::to_allocvec(p).unwrap();
         let c = lz4_flex::block::compress(&raw);
         let (flags, stored) = if c.len() < raw.len() {
@@ -910,18 +938,7 @@ mod hostile {
         rec.extend_from_slice(&(raw.len() as u32).to_le_bytes());
         rec.extend_from_slice(&crc32fast::hash(&stored).to_le_bytes());
         rec.extend_from_slice(&stored);
-        let mut out = like[..48].to_vec();
-        out.extend_from_slice(&1u32.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.push(p.x as u8);
-        out.push(p.z as u8);
-        out.extend_from_slice(&flags.to_le_bytes());
-        out.extend_from_slice(&((56 + 12 + 4) as u32).to_le_bytes());
-        out.extend_from_slice(&(rec.len() as u32).to_le_bytes());
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out.extend_from_slice(&rec);
-        out
+        rec
     }
 }
 
@@ -1020,6 +1037,56 @@ fn a_record_misplacing_a_line_or_giving_an_entity_another_s_line_is_damaged() {
         );
         assert_eq!(counts(&g).0 + counts(&g).1, 5, "{case}");
     }
+}
+
+/// Two sound records, each well-formed on its own, holding the same entity (c3 changed in its
+/// home chunk (0, 0), and a copy of that entry in chunk (1, 0)'s record): the second is
+/// damaged, one `world.district.error`, and c3 exists once, as the first holds it.
+#[test]
+fn the_same_entity_in_two_records_is_damage_and_exists_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = world(tmp.path(), "w", 0);
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[set(2, "c3", 4)], 3);
+    g.close().unwrap();
+    let file = tmp.path().join("w/d.0.0.wsd");
+    let good = std::fs::read(&file).unwrap();
+    let p = hostile::first_record(&good);
+    assert_eq!((p.x, p.z), (0, 0));
+    let c3 = p.scenes[0]
+        .entries
+        .iter()
+        .find(|e| e.flags & 2 != 0)
+        .expect("c3 changed")
+        .clone();
+    let mut other = p.clone();
+    other.x = 1;
+    other.scenes[0].entries = vec![c3];
+    std::fs::write(&file, hostile::regions(&good, &[p, other])).unwrap();
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[], 2);
+    let n = |id: &str| {
+        g.engine()
+            .world()
+            .iter()
+            .filter(|e| e.id.as_str() == id)
+            .count()
+    };
+    assert_eq!(n("c3"), 1);
+    assert_eq!(
+        data(&g, "c3"),
+        Some(json!({ "hp": 4 })),
+        "the first record's c3"
+    );
+    let errors = events_named(&g, "world.district.error");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let m = errors[0].1["message"].as_str().unwrap();
+    assert!(m.contains("chunk (1, 0)") && m.contains("c3"), "{m}");
+    // Every entity once in the counts too, and the directory written back holds it once.
+    assert_eq!(counts(&g).0 + counts(&g).1, 5, "{:?}", counts(&g));
+    g.close().unwrap();
+    let g = start(tmp.path(), &scene);
+    assert_eq!(counts(&g).1, 5, "stored at a restart");
 }
 
 /// Review: the directory's stamp hashes the district files' content in config order, not

@@ -45,6 +45,36 @@ pub(crate) struct Persist {
     pub closed: bool,
 }
 
+/// What an entry of a record holds: a district line (by index) or an entity of no line (by id).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Held {
+    Line(u32),
+    Id(String),
+}
+
+/// What `s` holds, and how a message names it.
+fn held(s: &Stored) -> (Held, String) {
+    match s {
+        Stored::Line(i) | Stored::Entity { line: Some(i), .. } => {
+            let what = match s {
+                Stored::Entity { entity, .. } => format!(
+                    "entity `{}` (district line index {i})",
+                    crate::escape::escape(entity.id.as_str())
+                ),
+                _ => format!("district line index {i}"),
+            };
+            (Held::Line(*i), what)
+        }
+        Stored::Entity {
+            line: None, entity, ..
+        } => {
+            let id = entity.id.as_str().to_string();
+            let what = format!("entity `{}`", crate::escape::escape(&id));
+            (Held::Id(id), what)
+        }
+    }
+}
+
 fn line_of(s: &Stored) -> Option<u32> {
     match s {
         Stored::Line(i) => Some(*i),
@@ -169,6 +199,7 @@ impl State {
         let mut errors = Vec::new();
         let mut records = BTreeMap::new();
         let mut referenced = BTreeSet::new();
+        let mut held_by: BTreeMap<Held, ChunkPos> = BTreeMap::new();
         let lines = self.index.len();
         for (c, rec) in image {
             for (name, part) in &rec.scenes {
@@ -220,6 +251,16 @@ impl State {
                     }
                     _ => None,
                 });
+                // An entity stands in one place: an entry holding a line or an id that an
+                // earlier record of the image holds makes this one damaged.
+                let mine: Vec<(Held, String)> =
+                    part.entries.iter().map(|e| held(&e.stored)).collect();
+                let twice = mine.iter().find_map(|(k, what)| {
+                    held_by.get(k).map(|first| {
+                        format!("holds {what}, which the record of chunk {first} holds too")
+                    })
+                });
+                let misplaced = misplaced.or(twice);
                 if let Some(m) = misplaced {
                     errors.push((
                         *c,
@@ -230,6 +271,7 @@ impl State {
                     ));
                     continue;
                 }
+                held_by.extend(mine.into_iter().map(|(k, _)| (k, *c)));
                 if from_save && part.loaded {
                     continue;
                 }
@@ -306,7 +348,9 @@ impl State {
                     self.errors.push((
                         *c,
                         format!(
-                            "chunk {c}: the scene spawns `{}` again, and the world directory's                              copy of it (stored by an earlier run) differs: the scene's copy                              is kept, the directory's is dropped",
+                            "chunk {c}: the scene spawns `{}` again, and the world directory's \
+                             copy of it (stored by an earlier run) differs: the scene's copy \
+                             is kept, the directory's is dropped",
                             crate::escape::escape(entity.id.as_str())
                         ),
                     ));
