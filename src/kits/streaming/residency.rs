@@ -1014,6 +1014,53 @@ mod tests {
         }
     }
 
+    /// The readiness log that SPEC §17's hole count follows (cargo-mutants found it untested):
+    /// nothing is logged until it is asked for; the first list after that is incomplete (the
+    /// hole count recounts); then each load and release lists its chunk, complete; exactly
+    /// `READY_LOG_MAX` entries stay complete, one more loses the list (empty, incomplete), and
+    /// the list after that is complete again.
+    #[test]
+    fn the_readiness_log_lists_what_changed_and_says_when_it_is_not_the_whole_story() {
+        let mut r = Residency::new(Grid::new(32.0), None);
+        let mut buf = vec![ChunkPos::new(9, 9)];
+        let (a, b) = (ChunkPos::new(1, 1), ChunkPos::new(-2, 3));
+        r.swap_ready_log(&mut buf);
+        r.mark_loaded(a);
+        r.swap_ready_log(&mut buf);
+        assert_eq!(buf, [], "not asked for: nothing logged");
+        r.track_readiness();
+        r.mark_loaded(b);
+        assert!(
+            !r.swap_ready_log(&mut buf),
+            "the first list is not the whole story"
+        );
+        assert_eq!(buf, []);
+        r.mark_released(a);
+        r.mark_loaded(a);
+        r.mark_loaded(a);
+        assert!(r.swap_ready_log(&mut buf));
+        assert_eq!(buf, [a, a]);
+        let touch = |r: &mut Residency, n: usize| {
+            for k in 0..n {
+                if k % 2 == 0 {
+                    r.mark_released(b);
+                } else {
+                    r.mark_loaded(b);
+                }
+            }
+        };
+        touch(&mut r, READY_LOG_MAX);
+        assert!(r.swap_ready_log(&mut buf), "exactly the most it holds");
+        assert_eq!(buf.len(), READY_LOG_MAX);
+        assert_eq!(READY_LOG_MAX, 65_536);
+        touch(&mut r, READY_LOG_MAX + 1);
+        assert!(!r.swap_ready_log(&mut buf), "one more: lost");
+        assert_eq!(buf, []);
+        r.mark_released(a);
+        assert!(r.swap_ready_log(&mut buf));
+        assert_eq!(buf, [a]);
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
