@@ -1061,6 +1061,33 @@ mod tests {
         assert_eq!(buf, [a]);
     }
 
+    /// `move_focus` moves a focus that stays in its chunk and says so (the fast path that spares
+    /// a recount); a focus changing chunk, or no such focus, is left to `set_foci` (false).
+    /// cargo-mutants found both answers untested (a `false` only costs the recount).
+    #[test]
+    fn a_focus_moved_within_its_chunk_is_moved_in_place_and_one_leaving_it_is_not() {
+        let mut r = res();
+        r.set_foci(&[FocusView::new(Position::new(10.0, 10.0), 1)]);
+        assert!(r.move_focus(0, Position::new(30.0, 1.0)));
+        assert_eq!(r.foci[0].view.pos, Position::new(30.0, 1.0));
+        assert!(!r.move_focus(0, Position::new(33.0, 1.0)), "another chunk");
+        assert_eq!(r.foci[0].view.pos, Position::new(30.0, 1.0));
+        assert!(!r.move_focus(1, Position::new(10.0, 10.0)), "no focus 1");
+    }
+
+    /// Only a chunk held by an unload refusal is queued to be looked at again when it comes
+    /// back into a kept square (cargo-mutants: queuing every newly kept chunk was missed, as it
+    /// only costs work).
+    #[test]
+    fn only_unload_refused_chunks_are_rechecked_when_kept_again() {
+        let mut r = res();
+        r.set_foci(&[FocusView::new(Position::new(10.0, 10.0), 1)]);
+        assert!(r.recheck.is_empty(), "{:?}", r.recheck);
+        r.set_foci(&[FocusView::new(Position::new(1000.0, 10.0), 1)]);
+        r.set_foci(&[FocusView::new(Position::new(10.0, 10.0), 1)]);
+        assert!(r.recheck.is_empty(), "{:?}", r.recheck);
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
