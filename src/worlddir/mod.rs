@@ -11,3 +11,24 @@
 
 pub mod frame;
 pub mod store;
+
+/// Whether two `worldDir`s name the same directory: both absent, or equal, or the same place
+/// once resolved (one may not exist yet).
+pub fn same_dir(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            a == b
+                || std::path::absolute(a)
+                    .ok()
+                    .zip(std::path::absolute(b).ok())
+                    .is_some_and(|(x, y)| {
+                        x == y
+                            || x.canonicalize()
+                                .ok()
+                                .is_some_and(|x| Some(x) == y.canonicalize().ok())
+                    })
+        }
+        _ => false,
+    }
+}

@@ -512,7 +512,7 @@ impl Kit for DistrictKit {
         // both without one, carrying its differences), and that directory must still hold
         // what the save found there.
         let ours = st.persist.as_ref().map(|p| p.dir.clone());
-        if !same_dir(saved_dir.as_deref(), ours.as_deref()) {
+        if !crate::worlddir::same_dir(saved_dir.as_deref(), ours.as_deref()) {
             let name =
                 |d: &Option<String>| d.as_deref().map_or("none".to_owned(), |d| format!("{d:?}"));
             return Err(Problem::new(
@@ -599,27 +599,6 @@ pub fn world_files(dir: &std::path::Path) -> Vec<String> {
         .collect();
     out.sort();
     out
-}
-
-/// Whether two `worldDir`s name the same directory: both absent, or equal, or the same place
-/// once resolved.
-fn same_dir(a: Option<&str>, b: Option<&str>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => {
-            a == b
-                || std::path::absolute(a)
-                    .ok()
-                    .zip(std::path::absolute(b).ok())
-                    .is_some_and(|(x, y)| {
-                        x == y
-                            || x.canonicalize()
-                                .ok()
-                                .is_some_and(|x| Some(x) == y.canonicalize().ok())
-                    })
-        }
-        _ => false,
-    }
 }
 
 /// The kit's materialise and store steps, called directly: what a chunk load and a chunk release

@@ -231,7 +231,7 @@ pub(super) fn prepare(
     }
     // A save belongs to its world: it loads into a game on the same world directory (or, both
     // without one, carrying its edits). A save never points the game's writes elsewhere.
-    if !same_dir(s.world_dir.as_deref(), st.config.world_dir.as_deref()) {
+    if !crate::worlddir::same_dir(s.world_dir.as_deref(), st.config.world_dir.as_deref()) {
         let name =
             |d: &Option<String>| d.as_deref().map_or("none".to_owned(), |d| format!("{d:?}"));
         return Err(Problem::new(
@@ -465,27 +465,6 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
         for key in st.blocks.built.keys() {
             streaming.set_lod_built(id, key.0, key.1, true);
         }
-    }
-}
-
-/// Whether two `worldDir`s name the same directory: both absent, or equal, or the same place
-/// once resolved (one may not exist yet).
-fn same_dir(a: Option<&str>, b: Option<&str>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => {
-            a == b
-                || std::path::absolute(a)
-                    .ok()
-                    .zip(std::path::absolute(b).ok())
-                    .is_some_and(|(x, y)| {
-                        x == y
-                            || x.canonicalize()
-                                .ok()
-                                .is_some_and(|x| Some(x) == y.canonicalize().ok())
-                    })
-        }
-        _ => false,
     }
 }
 
