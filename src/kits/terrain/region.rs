@@ -623,6 +623,18 @@ mod tests {
         );
     }
 
+    /// A record header with the magic and version, no flags, claiming `claim` bytes (stored and
+    /// raw) and a zero checksum: what a damaged file's scan must not trust.
+    fn false_header(claim: usize) -> Vec<u8> {
+        let mut h = RECORD_MAGIC.to_vec();
+        h.extend_from_slice(&RECORD_VERSION.to_le_bytes());
+        h.extend_from_slice(&0u16.to_le_bytes());
+        h.extend_from_slice(&(claim as u32).to_le_bytes());
+        h.extend_from_slice(&(claim as u32).to_le_bytes());
+        h.extend_from_slice(&0u32.to_le_bytes());
+        h
+    }
+
     /// A damaged file's scan checksums at most 4× the file's length, and only payloads that fit
     /// in the file count against that budget (cargo-mutants found both untested): false record
     /// headers claiming three file-lengths that fit, or six claiming one byte more than is left,
@@ -639,34 +651,25 @@ mod tests {
             for _ in 0..false_headers {
                 let at = bytes.len();
                 let claim = len - at - RECORD_HEADER_LEN + overrun;
-                bytes.extend_from_slice(&RECORD_MAGIC);
-                bytes.extend_from_slice(&RECORD_VERSION.to_le_bytes());
-                bytes.extend_from_slice(&0u16.to_le_bytes());
-                bytes.extend_from_slice(&(claim as u32).to_le_bytes());
-                bytes.extend_from_slice(&(claim as u32).to_le_bytes());
-                bytes.extend_from_slice(&0u32.to_le_bytes());
+                bytes.extend_from_slice(&false_header(claim));
             }
             bytes.resize(len - record.len(), 0);
             bytes.extend_from_slice(&record);
             assert_eq!(bytes.len(), len);
             decode(&bytes, pos)
         };
-        // Three claims that fit (to the file's last byte), about 3 file-lengths in all: the scan goes on to the record.
-        let d = scan(3, 0);
-        assert_eq!(d.chunks.keys().collect::<Vec<_>>(), [&chunk]);
-        assert!(
-            matches!(&d.damage[..], [Damage::Header(m)] if !m.contains("stopped")),
-            "{:?}",
-            d.damage
-        );
-        // Six claims each one byte past the end: never checksummed, never charged.
-        let d = scan(6, 1);
-        assert_eq!(d.chunks.keys().collect::<Vec<_>>(), [&chunk]);
-        assert!(
-            matches!(&d.damage[..], [Damage::Header(m)] if !m.contains("stopped")),
-            "{:?}",
-            d.damage
-        );
+        // Three claims that fit (to the file's last byte), about 3 file-lengths in all; six
+        // claims each one byte past the end (never checksummed, never charged): the scan goes
+        // on to the record.
+        for (false_headers, overrun) in [(3, 0), (6, 1)] {
+            let d = scan(false_headers, overrun);
+            assert_eq!(d.chunks.keys().collect::<Vec<_>>(), [&chunk]);
+            assert!(
+                matches!(&d.damage[..], [Damage::Header(m)] if !m.contains("stopped")),
+                "{false_headers} claims: {:?}",
+                d.damage
+            );
+        }
         // Five claims that fit, past 4 file-lengths: the scan stops and says where.
         let d = scan(5, 0);
         assert!(d.chunks.is_empty(), "{:?}", d.chunks);
@@ -693,12 +696,7 @@ mod tests {
             let claim = left.min(len - bytes.len() - RECORD_HEADER_LEN);
             left -= claim;
             last = (bytes.len(), claim);
-            bytes.extend_from_slice(&RECORD_MAGIC);
-            bytes.extend_from_slice(&RECORD_VERSION.to_le_bytes());
-            bytes.extend_from_slice(&0u16.to_le_bytes());
-            bytes.extend_from_slice(&(claim as u32).to_le_bytes());
-            bytes.extend_from_slice(&(claim as u32).to_le_bytes());
-            bytes.extend_from_slice(&0u32.to_le_bytes());
+            bytes.extend_from_slice(&false_header(claim));
         }
         bytes.resize(len, 0);
         let d = decode(&bytes, RegionPos::of(chunk));
