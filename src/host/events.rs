@@ -216,8 +216,9 @@ impl EventBus {
         if self.log.is_empty() {
             return Vec::new(); // keeps the log's room
         }
-        // Room for as many as this time: one allocation, not a doubling from 4 every tick.
-        let room = self.log.len();
+        // Room for as many as the most so far (the log's capacity): one allocation, not a
+        // doubling from 4 every tick, nor a doubling on every tick busier than the last.
+        let room = self.log.capacity();
         std::mem::replace(&mut self.log, Vec::with_capacity(room))
     }
 

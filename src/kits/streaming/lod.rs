@@ -171,15 +171,13 @@ pub struct LodPlan {
     foci: Vec<Position>,
     centres: Vec<ChunkPos>,
     /// The sets below that are only looked up (or iterated into a total order) are hashed:
-    /// their hash order cannot leak. What is listed in row order is kept in `rows`.
+    /// their hash order cannot leak. What is listed is sorted into row order when listed.
     wanted: [FxHashSet<ChunkPos>; MAX_LOD_LEVELS],
     loaded: [FxHashMap<ChunkPos, Bits>; MAX_LOD_LEVELS],
-    /// The loaded blocks in row order.
-    rows: [BTreeSet<ChunkPos>; MAX_LOD_LEVELS],
     /// Wanted and not loaded (taken from in the total order of `load`).
     pending: [FxHashSet<ChunkPos>; MAX_LOD_LEVELS],
-    /// Loaded and not wanted: what the release rule looks at.
-    unwanted: [BTreeSet<ChunkPos>; MAX_LOD_LEVELS],
+    /// Loaded and not wanted: what the release rule looks at (its answer is sorted).
+    unwanted: [FxHashSet<ChunkPos>; MAX_LOD_LEVELS],
     /// Builders a block waits for before it is ready.
     builders: Bits,
     /// The wanted sets must be brought up to date (a focus changed chunk, the levels changed).
@@ -205,7 +203,14 @@ pub struct LodPlan {
     block_log: Vec<(u32, ChunkPos)>,
     /// Scratch for the players' chunks.
     scratch: Vec<ChunkPos>,
+    /// Scratch for the areas a level carves around the foci.
+    carved: Vec<Area>,
 }
+
+/// Blocks of at most this step (4 chunks at step 2) have their holes counted again chunk by
+/// chunk ([`LodPlan::recount_chunk`]); coarser ones by the walk down the levels, which skips
+/// what a ready finer block covers.
+const SMALL_BLOCK: u32 = 2;
 
 /// The most block changes kept between two hole counts before a full recount.
 const BLOCK_LOG_MAX: usize = 1 << 16;
@@ -223,7 +228,6 @@ impl LodPlan {
             centres: Vec::new(),
             wanted: Default::default(),
             loaded: Default::default(),
-            rows: Default::default(),
             pending: Default::default(),
             unwanted: Default::default(),
             builders: 0,
@@ -238,6 +242,7 @@ impl LodPlan {
             holes_valid: false,
             block_log: Vec::new(),
             scratch: Vec::new(),
+            carved: Vec::new(),
         }
     }
 
@@ -297,18 +302,19 @@ impl LodPlan {
         }
     }
 
-    /// Whether every chunk of `a` lies in the area of level `k` (0: the chunk squares) around
-    /// some focus.
-    fn inside_area(&self, k: usize, a: Area) -> bool {
-        if let [c] = self.centres[..] {
-            // One focus (the common case): one rectangle.
-            return self.area(k, c).contains(&a);
-        }
-        let areas = || self.centres.iter().map(|c| self.area(k, *c));
-        if areas().any(|r| r.contains(&a)) {
+    /// The areas level `k` carves out of the next level around each focus, into `out`.
+    fn areas_into(&self, k: usize, out: &mut Vec<Area>) {
+        out.clear();
+        out.extend(self.centres.iter().map(|c| self.area(k, *c)));
+    }
+
+    /// Whether every chunk of `a` lies in one of `areas`, the areas of level `k` (0: the chunk
+    /// squares) around the foci ([`LodPlan::areas_into`]).
+    fn inside_area(&self, k: usize, areas: &[Area], a: Area) -> bool {
+        if areas.iter().any(|r| r.contains(&a)) {
             return true;
         }
-        if self.centres.len() < 2 {
+        if areas.len() < 2 || !areas.iter().any(|r| r.meets(&a)) {
             return false;
         }
         // Several foci: the cells of the finer grid (every area is aligned to it) one by one.
@@ -327,7 +333,7 @@ impl LodPlan {
                     z0: z,
                     z1: z + unit - 1,
                 };
-                if !areas().any(|r| r.contains(&cell)) {
+                if !areas.iter().any(|r| r.contains(&cell)) {
                     return false;
                 }
                 x += unit;
@@ -390,6 +396,8 @@ impl LodPlan {
         let Some(l) = self.level(k) else {
             return out;
         };
+        let mut areas = Vec::new();
+        self.areas_into(k, &mut areas);
         for c in &self.centres {
             let (lo, hi) = self.block_range(*c, l);
             for bz in lo.z..=hi.z {
@@ -398,7 +406,7 @@ impl LodPlan {
                     if out.contains(&b) {
                         continue;
                     }
-                    if !self.inside_area(k, block_area(b, l.step))
+                    if !self.inside_area(k, &areas, block_area(b, l.step))
                         && self.overlaps_ground(b, l.step)
                     {
                         out.insert(b);
@@ -427,7 +435,7 @@ impl LodPlan {
             let step = self.level(k).map_or(0, |l| l.step);
             if step != self.steps[k] && !self.loaded[k].is_empty() {
                 // Planned with another step: every loaded block of the level goes.
-                self.unwanted[k] = self.rows[k].clone();
+                self.unwanted[k] = self.loaded[k].keys().copied().collect();
                 self.wanted[k].clear();
                 self.pending[k].clear();
             }
@@ -468,10 +476,12 @@ impl LodPlan {
     /// exactly as the full diff would move it.
     fn resolve_moved(&mut self) {
         let n = self.resolved.len().max(self.centres.len());
+        let mut carved = std::mem::take(&mut self.carved);
         for k in 0..MAX_LOD_LEVELS {
             let Some(l) = self.level(k) else {
                 continue;
             };
+            self.areas_into(k, &mut carved);
             for i in 0..n {
                 let (old, new) = (self.resolved.get(i).copied(), self.centres.get(i).copied());
                 if old == new {
@@ -495,27 +505,28 @@ impl LodPlan {
                 for r in strips.flatten() {
                     for bz in r.z0..=r.z1 {
                         for bx in r.x0..=r.x1 {
-                            self.retest(k, l, ChunkPos::new(bx, bz));
+                            self.retest(k, l, &carved, ChunkPos::new(bx, bz));
                         }
                     }
                 }
             }
         }
+        self.carved = carved;
         self.resolved.clear();
         self.resolved.extend_from_slice(&self.centres);
     }
 
     /// Whether block `b` of level `k` is wanted now (SPEC §17's test, one block).
-    fn is_wanted_now(&self, k: usize, l: LodLevel, b: ChunkPos) -> bool {
+    fn is_wanted_now(&self, k: usize, l: LodLevel, areas: &[Area], b: ChunkPos) -> bool {
         let r = u64::from(l.radius);
         self.centres.iter().any(|c| block_ring(b, l.step, *c) <= r)
-            && !self.inside_area(k, block_area(b, l.step))
+            && !self.inside_area(k, areas, block_area(b, l.step))
             && self.overlaps_ground(b, l.step)
     }
 
     /// Tests block `b` of level `k` again and moves it as the full diff of `resolve` would.
-    fn retest(&mut self, k: usize, l: LodLevel, b: ChunkPos) {
-        let want = self.is_wanted_now(k, l, b);
+    fn retest(&mut self, k: usize, l: LodLevel, areas: &[Area], b: ChunkPos) {
+        let want = self.is_wanted_now(k, l, areas, b);
         if want == self.wanted[k].contains(&b) {
             return;
         }
@@ -589,7 +600,6 @@ impl LodPlan {
             for &(_, b) in &keyed {
                 self.pending[k].remove(&b);
                 self.loaded[k].insert(b, 0);
-                self.rows[k].insert(b);
                 self.changes += 1;
                 self.log_block(step, b);
                 out.push((k, b));
@@ -628,6 +638,7 @@ impl LodPlan {
         if self.centres.is_empty() {
             return;
         }
+        let start = out.len();
         for k in 0..MAX_LOD_LEVELS {
             let level = self.level(k).filter(|l| l.step == self.steps[k]);
             for b in &self.unwanted[k] {
@@ -654,6 +665,8 @@ impl LodPlan {
                 }
             }
         }
+        // The hashed set's order must not leak: level, then row order.
+        out[start..].sort_unstable();
     }
 
     /// Whether every chunk of block `b` inside the ground is seen by a ready chunk or a ready
@@ -679,7 +692,6 @@ impl LodPlan {
         if self.loaded[k].remove(&b).is_none() {
             return;
         }
-        self.rows[k].remove(&b);
         self.changes += 1;
         self.log_block(self.steps[k], b);
         self.unwanted[k].remove(&b);
@@ -727,7 +739,14 @@ impl LodPlan {
 
     /// The loaded blocks of level `k` (index), row order.
     pub fn loaded(&self, k: usize) -> impl Iterator<Item = ChunkPos> + '_ {
-        self.rows.get(k).into_iter().flat_map(|m| m.iter().copied())
+        let mut v: Vec<ChunkPos> = self
+            .loaded
+            .get(k)
+            .into_iter()
+            .flat_map(|m| m.keys().copied())
+            .collect();
+        v.sort_unstable();
+        v.into_iter()
     }
 
     /// Blocks loaded over every level.
@@ -897,17 +916,24 @@ impl LodPlan {
                 }
             }
             for c in changed {
-                let a = Area {
-                    x0: c.x,
-                    x1: c.x,
-                    z0: c.z,
-                    z1: c.z,
-                };
-                self.recount(&mut set, a, &centres, r, &chunk_ready);
+                self.recount_chunk(&mut set, *c, &centres, r, &chunk_ready);
             }
             let log = std::mem::take(&mut self.block_log);
             for (step, b) in &log {
-                self.recount(&mut set, block_area(*b, *step), &centres, r, &chunk_ready);
+                let a = block_area(*b, *step);
+                if self.covered(a, *step) {
+                    // Under a ready block now (its own or a coarser one): no hole there.
+                    Self::forget(&mut set, a);
+                } else if *step <= SMALL_BLOCK {
+                    for z in a.z0..=a.z1 {
+                        for x in a.x0..=a.x1 {
+                            let c = ChunkPos::new(x, z);
+                            self.recount_chunk(&mut set, c, &centres, r, &chunk_ready);
+                        }
+                    }
+                } else {
+                    self.recount(&mut set, a, &centres, r, &chunk_ready);
+                }
             }
             self.block_log = log;
             self.block_log.clear();
@@ -917,6 +943,57 @@ impl LodPlan {
         self.scratch = centres;
         self.hole_set = set;
         self.hole_set.len()
+    }
+
+    /// Whether a ready block of a step in force covers the whole of `a`, an area aligned to
+    /// blocks of `step` (a block of `step`, or a coarser one holding it: steps are powers of
+    /// two, so a coarser block holds the finer blocks it meets whole).
+    fn covered(&self, a: Area, step: u32) -> bool {
+        let corner = ChunkPos::new(a.x0, a.z0);
+        self.levels.levels().iter().enumerate().any(|(k, l)| {
+            l.step >= step && self.steps[k] == l.step && self.is_ready(k, block_of(corner, l.step))
+        })
+    }
+
+    /// Forgets the holes `set` holds in region `a`: in row order from its first corner to its
+    /// last, visiting only the holes of the rows `a` spans.
+    fn forget(set: &mut BTreeSet<ChunkPos>, a: Area) {
+        if set.is_empty() {
+            return;
+        }
+        let (mut from, to) = (ChunkPos::new(a.x0, a.z0), ChunkPos::new(a.x1, a.z1));
+        while let Some(c) = set.range(from..=to).find(|c| a.holds(**c)).copied() {
+            set.remove(&c);
+            from = c;
+        }
+    }
+
+    /// Counts chunk `c` again into `set`, as [`LodPlan::recount`] of its one-chunk region
+    /// would: a hole when it lies in a player's square of `r` and in the ground, is not ready
+    /// and no ready block of any level (of the step in force) covers it. Direct, without the
+    /// walk down the levels: the readiness of one chunk and one block per level.
+    fn recount_chunk(
+        &self,
+        set: &mut BTreeSet<ChunkPos>,
+        c: ChunkPos,
+        centres: &[ChunkPos],
+        r: i64,
+        chunk_ready: &impl Fn(ChunkPos) -> bool,
+    ) {
+        let hole = centres.iter().any(|o| Area::square(*o, r).holds(c))
+            && !chunk_ready(c)
+            && self.grid.overlaps(c, self.bounds.as_ref())
+            && !self
+                .levels
+                .levels()
+                .iter()
+                .enumerate()
+                .any(|(k, l)| self.steps[k] == l.step && self.is_ready(k, block_of(c, l.step)));
+        if hole {
+            set.insert(c);
+        } else if !set.is_empty() {
+            set.remove(&c);
+        }
     }
 
     /// Counts the holes of region `a` (chunks) again into `set`: forgets those it held there,
@@ -929,13 +1006,7 @@ impl LodPlan {
         r: i64,
         chunk_ready: &impl Fn(ChunkPos) -> bool,
     ) {
-        // The held holes of `a`, in row order from its first corner to its last: visits only
-        // the holes of the rows `a` spans.
-        let (mut from, to) = (ChunkPos::new(a.x0, a.z0), ChunkPos::new(a.x1, a.z1));
-        while let Some(c) = set.range(from..=to).find(|c| a.holds(**c)).copied() {
-            set.remove(&c);
-            from = c;
-        }
+        Self::forget(set, a);
         let k = self.levels.levels().len() - 1;
         let top = a.blocks(self.level(k).expect("a level in force").step);
         for bz in top.z0..=top.z1 {
@@ -1001,7 +1072,7 @@ impl LodPlan {
     pub fn clear(&mut self) -> Vec<(usize, ChunkPos)> {
         let mut out = Vec::new();
         for k in 0..MAX_LOD_LEVELS {
-            out.extend(self.rows[k].iter().map(|b| (k, *b)));
+            out.extend(self.loaded(k).map(|b| (k, b)));
         }
         let (grid, bounds, builders) = (self.grid, self.bounds, self.builders);
         let changes = self.changes + 1;
@@ -1021,7 +1092,6 @@ impl LodPlan {
             self.steps[k] = self.level(k).map_or(0, |l| l.step);
             for b in blocks {
                 self.loaded[k].insert(*b, 0);
-                self.rows[k].insert(*b);
                 self.unwanted[k].insert(*b);
             }
         }
