@@ -7,7 +7,8 @@ mod common;
 use common::{events_named, game, game_in, resumed_from_save, run, scene_error};
 use serde_json::{json, Value};
 use world_streaming::game::Game;
-use world_streaming::grid::ChunkPos;
+use world_streaming::grid::{ChunkPos, Position};
+use world_streaming::host::EntityId;
 use world_streaming::kits::streaming::{StreamingService, STREAMING};
 
 fn scene(config: Value) -> Value {
@@ -344,6 +345,30 @@ fn terrain_builds_each_block_with_the_commit_latency_from_the_full_resolution_ce
     );
     // Blocks count as seen only once built: nothing is a hole after the builds landed.
     assert_eq!(var(&g, "world.lod.holes"), Some(json!(0)));
+}
+
+#[test]
+fn generating_counts_the_blocks_so_a_tick_after_an_idle_pool_never_waits() {
+    // `generating() == 0` means the pool is idle: blocks dispatched and not built are
+    // outstanding work too. A game that lets the pool go idle before each tick (the benches
+    // do) then never has a commit wait for its worker, even at commitLatency 1.
+    let mut scene = terrain_scene(1);
+    scene["kits"][3]["config"]["commitLatency"] = json!(1);
+    let mut g = game(&scene);
+    let t = terrain(&g);
+    for i in 0..40u32 {
+        while t.generating() > 0 {
+            std::thread::yield_now();
+        }
+        let tick = g.engine().tick_count() + 1;
+        let to = Position::new(16.0 + 24.0 * f64::from(i), 16.0);
+        g.engine_mut().input(tick, |e| {
+            e.world_mut().move_to(&EntityId::new("hero"), to).unwrap()
+        });
+        g.tick();
+    }
+    assert!(events_named(&g, "world.terrain.lod.built").len() > 20);
+    assert_eq!(var(&g, "world.terrain.waits"), Some(json!(0)));
 }
 
 #[test]

@@ -39,8 +39,11 @@ impl TerrainService for Handle {
     fn generating(&self) -> usize {
         let mut st = self.0.borrow_mut();
         st.submit(); // work dispatched outside a tick (a load) is outstanding too
+        st.submit_blocks();
         st.drain();
-        st.in_flight.len() - st.arrived
+        st.drain_blocks();
+        let blocks = st.blocks.in_flight.values().filter(|f| f.done.is_none());
+        st.in_flight.len() - st.arrived + blocks.count()
     }
 
     fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused> {

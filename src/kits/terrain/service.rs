@@ -49,8 +49,8 @@ pub trait TerrainService {
     fn on_built(&self, callback: BuiltCallback);
     /// Cells per chunk side.
     fn cells_per_chunk(&self) -> u32;
-    /// Chunks dispatched whose worker has not finished yet (work outstanding; 0: the pool is
-    /// idle). A loading screen may show it; the simulation never waits on it.
+    /// Chunks and LOD blocks dispatched whose worker has not finished yet (work outstanding;
+    /// 0: the pool is idle). A loading screen may show it; the simulation never waits on it.
     fn generating(&self) -> usize;
     /// Sets the cell containing `at` to `height` (and `material`, if given) in a built chunk
     /// (SPEC §13). The chunk becomes *modified* (saved) unless it is back to its generated
