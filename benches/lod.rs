@@ -7,7 +7,8 @@
 //!
 //! Only the tick is timed, and the two drives of a pair run in lockstep: every step ticks both,
 //! alternating which goes first, and each benchmark times its own drive's ticks, so both see the
-//! same machine. With terrain, every step first waits until both pools are idle (the time a
+//! same machine (group "lod"; group "lod, one drive at a time" times each drive alone, streaming
+//! only). With terrain, every step first waits until both pools are idle (the time a
 //! game's frame gives the workers; benches/terrain.rs explains why that wait must be given to
 //! both drives): the tick's own cost is measured, not the workers' throughput.
 
@@ -146,11 +147,26 @@ fn drive(c: &mut Criterion) {
     g.finish();
 }
 
+/// The same drives streaming alone, one at a time (no other game ticking between two ticks:
+/// the tick runs with a warm cache, unlike in a game, where a frame comes between two ticks).
+fn alone(c: &mut Criterion) {
+    let mut g = c.benchmark_group("lod, one drive at a time");
+    g.measurement_time(Duration::from_secs(4));
+    for (lod, label) in [(false, ""), (true, ", lod [{2,24},{8,96}]")] {
+        let mut d = Drive::new(lod, false);
+        let label = format!("drive 24 m/tick, radius 8{label}");
+        g.bench_function(BenchmarkId::new("tick", label), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| d.step()).sum())
+        });
+    }
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
 }
 
-criterion_group! { name = benches; config = config(); targets = drive }
+criterion_group! { name = benches; config = config(); targets = drive, alone }
 criterion_main!(benches);

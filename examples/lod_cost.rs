@@ -14,14 +14,16 @@ use world_streaming::game::Game;
 use world_streaming::grid::Position;
 use world_streaming::host::EntityId;
 use world_streaming::kits::builtin_catalog;
+use world_streaming::kits::terrain::{TerrainService, TERRAIN};
 
 fn main() {
     let lod = std::env::args().nth(1).as_deref() == Some("on");
+    let terrain = std::env::args().nth(2).as_deref() == Some("terrain");
     let mut scene: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string("examples/scenes/lod.json").unwrap())
             .unwrap();
     let kits = scene["kits"].as_array_mut().unwrap();
-    kits.retain(|k| k["id"] != "world.terrain");
+    kits.retain(|k| terrain || k["id"] != "world.terrain");
     for k in kits.iter_mut() {
         if k["id"] == "world.streaming" && !lod {
             let c = k["config"].as_object_mut().unwrap();
@@ -32,7 +34,16 @@ fn main() {
     let mut game =
         Game::from_scene_text(&scene.to_string(), "t", ".".as_ref(), &builtin_catalog()).unwrap();
     let hero = EntityId::new("hero");
+    let pool = game.engine().service::<dyn TerrainService>(TERRAIN);
+    let idle = || {
+        if let Some(t) = &pool {
+            while t.generating() > 0 {
+                std::thread::yield_now();
+            }
+        }
+    };
     for _ in 0..60 {
+        idle();
         game.tick();
     }
     let mut x = 16.0;
@@ -43,6 +54,7 @@ fn main() {
         .unwrap_or(2000);
     for _ in 0..(100 + n) {
         x += 24.0;
+        idle();
         let tick = game.engine().tick_count() + 1;
         let h = hero.clone();
         game.engine_mut().input(tick, |e| {

@@ -289,19 +289,22 @@ pub fn sampled_by(
     (gx % s == 0 && gz % s == 0).then(|| (block, (gx / s) as u32, (gz / s) as u32))
 }
 
-/// The chunks whose cells a block samples, row order.
+/// The chunks whose cells a block samples, row order: on each axis the chunk offsets
+/// ⌊i·step / cells⌋ for i < cells (every offset below `step` when `step ≤ cells`, the
+/// increments being at most 1; else `cells` distinct ones), as [`block_sample`] gives them.
 pub fn sampled_chunks(block: ChunkPos, step: u32, cells: u32) -> Vec<ChunkPos> {
-    let mut cols: Vec<i64> = (0..cells)
-        .map(|i| block_sample(block, step, cells, i, 0).0.x)
-        .collect();
-    cols.dedup();
-    let mut rows: Vec<i64> = (0..cells)
-        .map(|j| block_sample(block, step, cells, 0, j).0.z)
-        .collect();
-    rows.dedup();
-    rows.iter()
-        .flat_map(|z| cols.iter().map(move |x| ChunkPos::new(*x, *z)))
-        .collect()
+    let offsets = || {
+        let (s, n) = (u64::from(step), u64::from(cells));
+        let count = if step <= cells { step } else { cells };
+        (0..u64::from(count)).map(move |i| if step <= cells { i } else { i * s / n } as i64)
+    };
+    let s = i64::from(step);
+    let (x0, z0) = (block.x * s, block.z * s);
+    let mut out = Vec::with_capacity((step.min(cells) as usize).pow(2));
+    for dz in offsets() {
+        out.extend(offsets().map(|dx| ChunkPos::new(x0 + dx, z0 + dz)));
+    }
+    out
 }
 
 impl Generator {
@@ -346,6 +349,23 @@ mod tests {
     use super::*;
     use crate::grid::MAX_CHUNK_COORD;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_sampled_chunks_are_the_chunks_of_the_sampled_cells_in_row_order() {
+        for step in [2u32, 4, 8, 16, 32, 64] {
+            for cells in 1..=40u32 {
+                for block in [ChunkPos::new(0, 0), ChunkPos::new(-3, 5)] {
+                    let mut want: Vec<ChunkPos> = (0..cells)
+                        .flat_map(|j| (0..cells).map(move |i| (i, j)))
+                        .map(|(i, j)| block_sample(block, step, cells, i, j).0)
+                        .collect();
+                    want.sort();
+                    want.dedup();
+                    assert_eq!(sampled_chunks(block, step, cells), want, "{step} {cells}");
+                }
+            }
+        }
+    }
 
     /// Chunk coordinates the grid can want: clamped focus chunks ± the largest radius and one.
     fn chunk_coord() -> impl Strategy<Value = i64> {

@@ -516,7 +516,7 @@ impl Kit for TerrainKit {
         for level in 1..=4u32 {
             loaded_blocks.extend(streaming.lod_loaded(level).into_iter().map(|b| (level, b)));
         }
-        let stale: Vec<state::BlockKey> = st
+        let mut stale: Vec<state::BlockKey> = st
             .blocks
             .built
             .keys()
@@ -524,6 +524,8 @@ impl Kit for TerrainKit {
             .filter(|k| !loaded_blocks.contains(k))
             .copied()
             .collect();
+        stale.sort_unstable(); // in_flight is hashed
+        stale.dedup();
         for k in stale {
             st.release_block(k);
         }

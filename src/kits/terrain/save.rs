@@ -159,19 +159,21 @@ pub(super) fn section(st: &State) -> SaveSection {
                 hash: None,
             })
             .collect(),
-        lod_built: st
-            .blocks
-            .built
-            .iter()
-            .map(|((level, b), (step, d))| SavedBlock {
-                level: *level,
-                x: b.x,
-                z: b.z,
-                step: *step,
-                commit_at: None,
-                hash: Some(hash_text(d.hash())),
-            })
-            .collect(),
+        lod_built: {
+            let mut built: Vec<_> = st.blocks.built.iter().collect();
+            built.sort_unstable_by_key(|(key, _)| **key);
+            built
+        }
+        .into_iter()
+        .map(|((level, b), (step, d))| SavedBlock {
+            level: *level,
+            x: b.x,
+            z: b.z,
+            step: *step,
+            commit_at: None,
+            hash: Some(hash_text(d.hash())),
+        })
+        .collect(),
         generator: stamp.generator,
         seed: stamp.seed,
         in_flight: in_flight
@@ -462,7 +464,9 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
         for c in st.built.keys() {
             streaming.set_built(id, *c, true);
         }
-        for key in st.blocks.built.keys() {
+        let mut built: Vec<_> = st.blocks.built.keys().copied().collect();
+        built.sort_unstable();
+        for key in built {
             streaming.set_lod_built(id, key.0, key.1, true);
         }
     }

@@ -41,12 +41,13 @@ pub(super) type BlockKey = (u32, ChunkPos);
 #[derive(Debug, Default)]
 pub(super) struct Blocks {
     pub(super) next_version: u64,
-    pub(super) in_flight: BTreeMap<BlockKey, BlockFlight>,
+    /// Hashed (looked up on every dispatch, result, commit and release; a save sorts them).
+    pub(super) in_flight: FxHashMap<BlockKey, BlockFlight>,
     /// Commits due, in (tick, dispatch order).
     pub(super) commits: VecDeque<(u64, u64, BlockKey)>,
     pub(super) jobs: Vec<BlockJob>,
-    /// Built blocks and their step.
-    pub(super) built: BTreeMap<BlockKey, (u32, Arc<ChunkData>)>,
+    /// Built blocks and their step (hashed: saves and restores sort them).
+    pub(super) built: FxHashMap<BlockKey, (u32, Arc<ChunkData>)>,
     /// Blocks an edit changed: told `world.terrain.changed {x, z, level}` at the end of the
     /// tick and rebuilt.
     pub(super) dirty: BTreeSet<BlockKey>,
