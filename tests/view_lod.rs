@@ -437,11 +437,13 @@ struct Snap {
     /// Entities, foci and predicted foci, in metres.
     markers: Vec<[f64; 2]>,
     size: f64,
+    /// The tick's events as the side list writes them: `name {json}`.
+    events: Vec<String>,
 }
 
 /// The game at each of `frames` (a frame counts ticks run: the load goes back in ticks).
 fn snapshots(recording: &Recording, frames: &[u64]) -> BTreeMap<u64, Snap> {
-    let snap = |game: &Game| {
+    let snap = |game: &Game, events: Vec<String>| {
         let (steps, blocks) = blocks_of(game);
         let streaming = game.streaming().unwrap();
         let mut markers: Vec<[f64; 2]> = game
@@ -470,15 +472,23 @@ fn snapshots(recording: &Recording, frames: &[u64]) -> BTreeMap<u64, Snap> {
                 .collect(),
             markers,
             size: streaming.chunk_size(),
+            events,
         }
     };
     let (_dir, mut game, inputs) = recording.game().unwrap();
     let mut out = BTreeMap::new();
     let mut i = 0;
+    let mut seen = 0;
     game.run_observing(&inputs, recording.ticks, |g, _| {
         i += 1;
+        let all = g.engine().events();
+        let events = all[seen..]
+            .iter()
+            .map(|e| format!("{} {}", e.event, e.data.to_value()))
+            .collect();
+        seen = all.len();
         if frames.contains(&i) {
-            out.insert(i, snap(g));
+            out.insert(i, snap(g, events));
         }
     })
     .unwrap();
@@ -505,6 +515,7 @@ fn check_blocks_at(
         holes,
         markers,
         size,
+        events,
     } = snap;
     let size = *size;
     // The panel: one line per level.
@@ -527,6 +538,12 @@ fn check_blocks_at(
         })
         .collect();
     assert_eq!(lines, json!(expected), "frame {frame}");
+    // The side list: block events as `{level, x, z}`, like the rest.
+    let listed = page.eval(
+        "Array.from(document.querySelectorAll('#events li')).slice(0, 400).map((l) => l.textContent)",
+    );
+    let n = events.len().min(400);
+    assert_eq!(listed, json!(events[..n]), "events of frame {frame}");
     let d = page.eval("Object.assign({}, document.getElementById('grid').dataset)");
     assert_eq!(d["blocksDrawn"], json!(blocks.len().to_string()));
     let unbuilt = blocks.values().filter(|b| !b.0).count();
