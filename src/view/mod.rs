@@ -49,8 +49,8 @@ use crate::host::{Event, EventData};
 use crate::kits::district::{DistrictService, DISTRICT};
 use crate::kits::nav::{AgentView, NavService, NAV};
 use crate::kits::streaming::dormancy::DORMANT;
-use crate::kits::streaming::{CHUNK_LOADED, CHUNK_UNLOADED};
-use crate::kits::terrain::{TerrainService, TERRAIN, VAR_WAITS};
+use crate::kits::streaming::{CHUNK_LOADED, CHUNK_UNLOADED, LOD_LOADED, LOD_UNLOADED};
+use crate::kits::terrain::{ChunkData, TerrainService, TERRAIN, TERRAIN_CHANGED, VAR_WAITS};
 use crate::replay::{compare, Divergence, Recording, Step, Verdict};
 
 /// The `format` of the data embedded in a page.
@@ -86,13 +86,27 @@ pub type HeightProbe<'a> = dyn Fn(&Game, ChunkPos) -> Option<f64> + 'a;
 /// the demo's map shades it; `None` while the chunk is not built or without the kit.
 pub fn terrain_height(game: &Game, chunk: ChunkPos) -> Option<f64> {
     let terrain = game.engine().service::<dyn TerrainService>(TERRAIN)?;
-    let data = terrain.chunk(chunk)?;
+    Some(mean_height(&*terrain.chunk(chunk)?))
+}
+
+/// The height of a LOD block (SPEC §17) of `level` (1 = the first `lod` entry): the mean of
+/// its built cells ([`TerrainService::lod_block`], cell `(i, j)` = the full-resolution cell
+/// `(i·s, j·s)`), rounded down as [`terrain_height`]'s; `None` while the block is not built or
+/// without `world.terrain`. [`capture`] asks it of every loaded block when it is given a
+/// chunk probe.
+pub fn terrain_block_height(game: &Game, level: u32, block: ChunkPos) -> Option<f64> {
+    let terrain = game.engine().service::<dyn TerrainService>(TERRAIN)?;
+    Some(mean_height(&*terrain.lod_block(level, block.x, block.z)?))
+}
+
+/// The mean cell height of a built field, rounded down.
+fn mean_height(data: &ChunkData) -> f64 {
     let n = data.cells;
     let sum: u64 = (0..n)
         .flat_map(|j| (0..n).map(move |i| (i, j)))
         .map(|(i, j)| u64::from(data.height(i, j)))
         .sum();
-    Some((sum / u64::from(n * n).max(1)) as f64)
+    (sum / u64::from(n * n).max(1)) as f64
 }
 
 /// Whether a recording's scene enables `world.terrain` (then [`terrain_height`] is worth asking).
@@ -214,6 +228,37 @@ pub struct Frame {
     /// Agents whose state the kit dropped (no goal any more, or gone).
     #[serde(rename = "ar", skip_serializing_if = "Vec::is_empty")]
     pub agents_removed: Vec<usize>,
+    /// SPEC §17, only in a run that uses `lod`: the step (block side in chunks) of each level
+    /// (level 1 first) when they changed, `null` for a level that still holds blocks but is no
+    /// longer in force. The blocks follow the tick's `world.lod.loaded` / `unloaded` events
+    /// (written `[name, x, z, level]`), which load a block not built and without a height, and
+    /// the fields below.
+    #[serde(rename = "ls", skip_serializing_if = "Option::is_none")]
+    pub lod_steps: Option<Vec<Option<u32>>>,
+    /// LOD blocks loaded that the events do not account for (a `load` of a save): flat
+    /// `[level, x, z, …]`, not built, no height.
+    #[serde(rename = "ba", skip_serializing_if = "Vec::is_empty")]
+    pub blocks_add: Vec<i64>,
+    /// LOD blocks released that the events do not account for: `[level, x, z, …]`.
+    #[serde(rename = "br", skip_serializing_if = "Vec::is_empty")]
+    pub blocks_remove: Vec<i64>,
+    /// Loaded blocks that became ready (built by every builder): `[level, x, z, …]`.
+    #[serde(rename = "bb", skip_serializing_if = "Vec::is_empty")]
+    pub blocks_built: Vec<i64>,
+    /// Loaded blocks no longer ready: `[level, x, z, …]`; their height is forgotten.
+    #[serde(rename = "bu", skip_serializing_if = "Vec::is_empty")]
+    pub blocks_unbuilt: Vec<i64>,
+    /// Loaded blocks that got a height or whose height changed (built, or rebuilt after an
+    /// edit): `[level, x, z, height, …]`, the mean of the block's cells.
+    #[serde(rename = "bh", skip_serializing_if = "Vec::is_empty")]
+    pub block_heights: Vec<Value>,
+}
+
+/// A loaded LOD block as the page has it.
+#[derive(Clone, Copy, Default)]
+struct BlockSeen {
+    built: bool,
+    height: Option<f64>,
 }
 
 /// What the previous tick looked like, to diff against.
@@ -243,6 +288,10 @@ struct Seen {
     district: Option<[u64; 2]>,
     /// `world.nav`'s agents as the page has them, by id: their index in `ids` and state.
     agents: BTreeMap<String, (usize, AgentView)>,
+    /// SPEC §17: the levels' steps as the page has them (`None`: the run shows no `lod`).
+    lod_steps: Option<Vec<Option<u32>>>,
+    /// The loaded LOD blocks as the page has them, by (level, block).
+    blocks: BTreeMap<(u32, ChunkPos), BlockSeen>,
 }
 
 /// The chunks in `a` and not in `b`, both sorted.
@@ -282,6 +331,18 @@ fn chunk_payload(data: &EventData) -> Option<ChunkPos> {
     }
 }
 
+/// The level and block of a `{level, x, z}` payload with integer values (the LOD block
+/// events', SPEC §17), else `None`.
+fn block_payload(data: &EventData) -> Option<(u32, ChunkPos)> {
+    match data {
+        EventData::LevelXz { level, x, z } => Some((
+            u32::try_from(level.as_u64()?).ok()?,
+            ChunkPos::new(x.as_i64()?, z.as_i64()?),
+        )),
+        _ => None,
+    }
+}
+
 /// `new` when it differs from `old` (and becomes the new `old`).
 fn changed<T: PartialEq + Clone>(old: &mut Option<T>, new: T) -> Option<T> {
     if old.as_ref() == Some(&new) {
@@ -314,6 +375,7 @@ impl Seen {
         // as JSON so that fields this module does not know yet (§11's foci and tickets) show.
         let now_loaded = std::mem::take(&mut doc.loaded);
         let mut now_pending = std::mem::take(&mut doc.pending);
+        let now_lod = doc.lod.take();
         now_pending.sort_unstable();
         let state = serde_json::to_value(&doc).expect("the state is JSON");
         let mut frame = Frame::default();
@@ -321,8 +383,29 @@ impl Seen {
         let mut last_event: BTreeMap<ChunkPos, bool> = BTreeMap::new();
         let mut loaded_by_events: BTreeSet<ChunkPos> = BTreeSet::new();
         let mut reshaped: BTreeSet<ChunkPos> = BTreeSet::new();
+        // SPEC §17: the blocks the events load and release, in order, and those an edit changed.
+        let mut block_events: Vec<(bool, u32, ChunkPos)> = Vec::new();
+        let mut reshaped_blocks: BTreeSet<(u32, ChunkPos)> = BTreeSet::new();
         for e in events {
             let name = self.name(names, &e.event);
+            if let Some((level, b)) = block_payload(&e.data) {
+                frame.events.push(json!([name, b.x, b.z, level]));
+                if e.event == LOD_LOADED || e.event == LOD_UNLOADED {
+                    block_events.push((e.event == LOD_LOADED, level, b));
+                }
+                continue;
+            }
+            if e.event == TERRAIN_CHANGED {
+                if let (Some(level), Some(x), Some(z)) = (
+                    e.data["level"].as_u64(),
+                    e.data["x"].as_i64(),
+                    e.data["z"].as_i64(),
+                ) {
+                    if let Ok(level) = u32::try_from(level) {
+                        reshaped_blocks.insert((level, ChunkPos::new(x, z)));
+                    }
+                }
+            }
             match chunk_payload(&e.data) {
                 Some(c) => {
                     frame.events.push(json!([name, c.x, c.z]));
@@ -437,7 +520,88 @@ impl Seen {
         }
         self.entities(game, &mut frame);
         self.agents(game, &mut frame);
+        if let Some(levels) = now_lod {
+            self.blocks(
+                game,
+                levels,
+                &block_events,
+                &reshaped_blocks,
+                heights.is_some(),
+                &mut frame,
+            );
+        }
         frame
+    }
+
+    /// SPEC §17's blocks: the page applies the tick's block events (a load: not built, no
+    /// height; a release), then these corrections, the ready changes and the heights (asked of
+    /// the terrain when `heights`, for a block without one, just built, or edited).
+    fn blocks(
+        &mut self,
+        game: &Game,
+        levels: Vec<Vec<ChunkPos>>,
+        events: &[(bool, u32, ChunkPos)],
+        reshaped: &BTreeSet<(u32, ChunkPos)>,
+        heights: bool,
+        frame: &mut Frame,
+    ) {
+        let Some(streaming) = game.streaming() else {
+            return;
+        };
+        let steps = (1..=levels.len() as u32)
+            .map(|level| streaming.lod_step(level))
+            .collect();
+        frame.lod_steps = changed(&mut self.lod_steps, steps);
+        for &(loaded, level, b) in events {
+            if loaded {
+                self.blocks.insert((level, b), BlockSeen::default());
+            } else {
+                self.blocks.remove(&(level, b));
+            }
+        }
+        let now: BTreeSet<(u32, ChunkPos)> = levels
+            .iter()
+            .zip(1u32..)
+            .flat_map(|(blocks, level)| blocks.iter().map(move |&b| (level, b)))
+            .collect();
+        let gone: Vec<(u32, ChunkPos)> = self
+            .blocks
+            .keys()
+            .filter(|k| !now.contains(k))
+            .copied()
+            .collect();
+        for (level, b) in gone {
+            self.blocks.remove(&(level, b));
+            frame.blocks_remove.extend([i64::from(level), b.x, b.z]);
+        }
+        for &(level, b) in &now {
+            let seen = self.blocks.entry((level, b)).or_insert_with(|| {
+                frame.blocks_add.extend([i64::from(level), b.x, b.z]);
+                BlockSeen::default()
+            });
+            let ready = streaming.lod_ready(level, b);
+            let mut ask = seen.height.is_none() || reshaped.contains(&(level, b));
+            if ready != seen.built {
+                seen.built = ready;
+                let list = if ready {
+                    &mut frame.blocks_built
+                } else {
+                    seen.height = None;
+                    &mut frame.blocks_unbuilt
+                };
+                list.extend([i64::from(level), b.x, b.z]);
+                ask = true;
+            }
+            if heights && ask {
+                let h = terrain_block_height(game, level, b).filter(|h| h.is_finite());
+                if let Some(h) = h.filter(|h| seen.height != Some(*h)) {
+                    seen.height = Some(h);
+                    frame
+                        .block_heights
+                        .extend([json!(level), json!(b.x), json!(b.z), metres(h)]);
+                }
+            }
+        }
     }
 
     /// The index of `id` in `ids`, added when new.

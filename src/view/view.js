@@ -21,16 +21,29 @@
   const hasAgents = frames.some((f) => f.a && f.a.length > 0);
   const LOADED = data.names.indexOf("world.chunk.loaded");
   const UNLOADED = data.names.indexOf("world.chunk.unloaded");
+  // SPEC §17: a run that uses `lod` says so in its first frame (`ls`, the levels' steps).
+  const hasLod = frames.some((f) => f.ls !== undefined);
+  const LOD_LOADED = data.names.indexOf("world.lod.loaded");
+  const LOD_UNLOADED = data.names.indexOf("world.lod.unloaded");
+  const bkey = (level, x, z) => level + ":" + x + "," + z;
 
   // Terrain heights: a loaded chunk has one once its terrain is built, until it is released.
   // The shading's scale is the whole run's.
   let hMin = Infinity;
   let hMax = -Infinity;
   for (const f of frames) {
-    if (!f.h) continue;
-    for (let i = 2; i < f.h.length; i += 3) {
-      hMin = Math.min(hMin, f.h[i]);
-      hMax = Math.max(hMax, f.h[i]);
+    if (f.h) {
+      for (let i = 2; i < f.h.length; i += 3) {
+        hMin = Math.min(hMin, f.h[i]);
+        hMax = Math.max(hMax, f.h[i]);
+      }
+    }
+    // LOD blocks' heights share the chunks' scale (they sample the same terrain).
+    if (f.bh) {
+      for (let i = 3; i < f.bh.length; i += 4) {
+        hMin = Math.min(hMin, f.bh[i]);
+        hMax = Math.max(hMax, f.bh[i]);
+      }
     }
   }
 
@@ -39,6 +52,7 @@
       tick: -1, loaded: new Map(), pending: new Map(), heights: new Map(), refusals: [], foci: [],
       tickets: [], dormant: [], variables: {}, scene: null,
       predicted: [], holes: null, entities: new Map(), district: null, agents: new Map(),
+      lodSteps: [], blocks: new Map(),
     };
   }
 
@@ -49,7 +63,7 @@
       foci: s.foci, tickets: s.tickets, dormant: s.dormant,
       variables: Object.assign({}, s.variables), scene: s.scene,
       predicted: s.predicted, holes: s.holes, entities: new Map(s.entities), district: s.district,
-      agents: new Map(s.agents),
+      agents: new Map(s.agents), lodSteps: s.lodSteps, blocks: new Map(s.blocks),
     };
   }
 
@@ -65,6 +79,12 @@
   function apply(s, f, t) {
     if (f.e) {
       for (const ev of f.e) {
+        // A LOD block's event, [name, x, z, level]: a load is not built and has no height.
+        if (ev.length === 4) {
+          if (ev[0] === LOD_LOADED) s.blocks.set(bkey(ev[3], ev[1], ev[2]), [ev[3], ev[1], ev[2], false, null]);
+          else if (ev[0] === LOD_UNLOADED) s.blocks.delete(bkey(ev[3], ev[1], ev[2]));
+          continue;
+        }
         if (ev.length !== 3) continue;
         const k = key(ev[1], ev[2]);
         if (ev[0] === LOADED) {
@@ -113,6 +133,18 @@
       }
     }
     if (f.ar) for (const i of f.ar) s.agents.delete(i);
+    // SPEC §17's blocks: [level, x, z, built, height], replaced whole when they change.
+    if (f.ls) s.lodSteps = f.ls;
+    if (f.ba) for (let i = 0; i < f.ba.length; i += 3) s.blocks.set(bkey(f.ba[i], f.ba[i + 1], f.ba[i + 2]), [f.ba[i], f.ba[i + 1], f.ba[i + 2], false, null]);
+    if (f.br) for (let i = 0; i < f.br.length; i += 3) s.blocks.delete(bkey(f.br[i], f.br[i + 1], f.br[i + 2]));
+    const block = (list, i, built, h) => {
+      const k = bkey(list[i], list[i + 1], list[i + 2]);
+      const b = s.blocks.get(k);
+      s.blocks.set(k, [b[0], b[1], b[2], built === undefined ? b[3] : built, h === undefined ? b[4] : h]);
+    };
+    if (f.bb) for (let i = 0; i < f.bb.length; i += 3) block(f.bb, i, true, undefined);
+    if (f.bu) for (let i = 0; i < f.bu.length; i += 3) block(f.bu, i, false, null);
+    if (f.bh) for (let i = 0; i < f.bh.length; i += 4) block(f.bh, i, undefined, f.bh[i + 3]);
     s.tick = t;
   }
 
@@ -161,6 +193,29 @@
     return "hsl(128, 45%, " + (20 + 45 * t).toFixed(1) + "%)";
   }
 
+  // SPEC §17: each level its hue (from the CSS), darker and greyer than the chunks; a built
+  // block's lightness follows its height (14–48 %, the run's scale), 30 % without one; a block
+  // not built yet is hatched and outlined in a light tint of its hue, over whatever lies under it.
+  const LOD_HUES = [1, 2, 3, 4].map((l) => Number(color("--lod-" + l)));
+  const blockColor = (level, h) => {
+    const t = hMax > hMin ? (h - hMin) / (hMax - hMin) : 0.5;
+    return "hsl(" + LOD_HUES[level - 1] + ", 40%, " + (h === null ? 30 : 14 + 34 * t).toFixed(1) + "%)";
+  };
+  const unbuiltColor = (level) => "hsl(" + LOD_HUES[level - 1] + ", 75%, 70%)";
+  // Hatching: one-pixel diagonals every 6 px, crisp (no smoothing), fixed to the canvas.
+  const hatch = LOD_HUES.map((_, i) => {
+    const tile = document.createElement("canvas");
+    tile.width = tile.height = 6;
+    const t = tile.getContext("2d");
+    t.fillStyle = unbuiltColor(i + 1);
+    for (let y = 0; y < 6; y++) t.fillRect((6 - y) % 6, y, 1, 1);
+    return ctx.createPattern(tile, "repeat");
+  });
+  // What the view is fitted to: the blocks of levels up to `fit` (0: the chunks only). It
+  // opens on the outermost level, so every ring is in view.
+  const fitSelect = $("fit");
+  const blockStep = (s, level) => (s.lodSteps[level - 1] === undefined ? null : s.lodSteps[level - 1]);
+
   function draw() {
     const s = cur;
     let minX = Infinity, maxX = -Infinity, minZ = Infinity, maxZ = -Infinity;
@@ -193,6 +248,13 @@
         extend(Math.floor(((a[2][i] + 0.5) * cellSize) / size), Math.floor(((a[2][i + 1] + 0.5) * cellSize) / size));
       }
     }
+    const fit = hasLod ? Number(fitSelect.value) : 0;
+    for (const b of s.blocks.values()) {
+      const st = blockStep(s, b[0]);
+      if (st === null || b[0] > fit) continue;
+      extend(b[1] * st, b[2] * st);
+      extend(b[1] * st + st - 1, b[2] * st + st - 1);
+    }
     if (minX === Infinity) minX = maxX = minZ = maxZ = 0;
     minX -= 1; minZ -= 1; maxX += 1; maxZ += 1;
     const w = maxX - minX + 1, h = maxZ - minZ + 1;
@@ -209,6 +271,37 @@
 
     ctx.fillStyle = C.empty;
     ctx.fillRect(0, 0, W, H);
+    // LOD blocks under everything, the coarsest level first so finer ones lie on top.
+    const levels = [];
+    for (const b of s.blocks.values()) {
+      while (levels.length < b[0]) levels.push([]);
+      levels[b[0] - 1].push(b);
+    }
+    const blockCounts = levels.map(() => [0, 0]);
+    let blocksDrawn = 0;
+    let unbuiltDrawn = 0;
+    for (let l = levels.length; l >= 1; l--) {
+      for (const b of levels[l - 1]) {
+        blockCounts[l - 1][b[3] ? 0 : 1]++;
+        const st = blockStep(s, l);
+        if (st === null) continue;
+        const x0 = px(b[1] * st) + gap, z0 = pz(b[2] * st) + gap, side = st * cell - gap;
+        if (b[3]) {
+          ctx.fillStyle = blockColor(l, b[4]);
+          ctx.fillRect(x0, z0, side, side);
+        } else {
+          ctx.fillStyle = hatch[l - 1];
+          ctx.fillRect(x0, z0, side, side);
+          ctx.fillStyle = unbuiltColor(l);
+          ctx.fillRect(x0, z0, side, 1);
+          ctx.fillRect(x0, z0 + side - 1, side, 1);
+          ctx.fillRect(x0, z0, 1, side);
+          ctx.fillRect(x0 + side - 1, z0, 1, side);
+          unbuiltDrawn++;
+        }
+        blocksDrawn++;
+      }
+    }
     for (const [x, z] of s.pending.values()) fill(x, z, C.pending);
     const held = new Set();
     for (const r of s.refusals) {
@@ -352,6 +445,19 @@
       tick: tickOf[s.tick], frame: s.tick, loadedDrawn: loadedDrawn, originX: minX, originZ: minZ, cell: cell, ox: ox, oz: oz,
       holesDrawn: holesDrawn, predictedDrawn: s.predicted.length / 2, entitiesDrawn: s.entities.size,
     });
+    if (hasLod) {
+      Object.assign(canvas.dataset, { blocksDrawn: blocksDrawn, blocksUnbuiltDrawn: unbuiltDrawn, fit: fit });
+      const items = [];
+      for (let l = 1; l <= Math.max(levels.length, s.lodSteps.length); l++) {
+        const [built, unbuilt] = blockCounts[l - 1] || [0, 0];
+        const st = blockStep(s, l);
+        const li = document.createElement("li");
+        li.textContent = "level " + l + " (step " + (st === null ? "–" : st) + "): " + (built + unbuilt) +
+          " blocks (built " + built + " · not built " + unbuilt + ")";
+        items.push(li);
+      }
+      $("lod-counts").replaceChildren(...items);
+    }
     if (hasAgents) {
       Object.assign(canvas.dataset, {
         agentsDrawn: s.agents.size, pathCellsDrawn: pathCellsDrawn, waitChunksDrawn: waitChunks.size,
@@ -368,7 +474,8 @@
       " · unload refused " + (s.refusals.length - loadRefused) + " · foci " + s.foci.length / 2 +
       " · tickets " + s.tickets.length + " · dormant " + s.dormant.length +
       (s.predicted.length ? " · predicted " + s.predicted.length / 2 : "") +
-      (s.holes ? " · holes " + s.holes.length / 2 : "");
+      (s.holes ? " · holes " + s.holes.length / 2 : "") +
+      (hasLod ? " · blocks " + s.blocks.size : "");
     $("entity-counts").textContent =
       "live " + s.entities.size + " (players " + kinds.p + " · vehicles " + kinds.v +
       " · district " + kinds.d + " · other " + kinds.e + ")" +
@@ -381,6 +488,13 @@
   let pointer = null;
   function showDetail() {
     const items = [];
+    const row = (k, v) => {
+      const dt = document.createElement("dt");
+      dt.textContent = k;
+      const dd = document.createElement("dd");
+      dd.textContent = v;
+      items.push(dt, dd);
+    };
     if (pointer && geometry) {
       const g = geometry;
       let best = null;
@@ -396,13 +510,6 @@
         }
       }
       if (best) {
-        const row = (k, v) => {
-          const dt = document.createElement("dt");
-          dt.textContent = k;
-          const dd = document.createElement("dd");
-          dd.textContent = v;
-          items.push(dt, dd);
-        };
         row("id", best[0]);
         row("kind", KIND[best[1]]);
         row("position", "x " + best[2] + ", z " + best[3] + " (chunk " + Math.floor(best[2] / size) +
@@ -417,6 +524,26 @@
             : st === "waiting" ? "waiting for chunk " + agent[3][0] + ", " + agent[3][1]
             : st === "stuck" ? "stuck (" + agent[4] + ")"
             : st === "idle" ? "idle (waits its turn)" : "arrived");
+        }
+      } else if (hasLod) {
+        // SPEC §17: the block drawn under the pointer (the finest level's), unless a chunk
+        // is drawn over it.
+        const cx = Math.floor(g.minX + (pointer[0] - g.ox) / g.cell);
+        const cz = Math.floor(g.minZ + (pointer[1] - g.oz) / g.cell);
+        if (!cur.loaded.has(key(cx, cz)) && !cur.pending.has(key(cx, cz))) {
+          for (let l = 1; l <= cur.lodSteps.length; l++) {
+            const st = blockStep(cur, l);
+            if (st === null) continue;
+            const bx = Math.floor(cx / st), bz = Math.floor(cz / st);
+            const b = cur.blocks.get(bkey(l, bx, bz));
+            if (!b) continue;
+            row("LOD level", l + " (step " + st + ")");
+            row("block", "x " + bx + ", z " + bz);
+            row("chunks", "x " + bx * st + " – " + (bx * st + st - 1) + ", z " + bz * st + " – " + (bz * st + st - 1));
+            row("built", b[3] ? "yes" : "no");
+            row("height", b[4] === null ? "(none)" : String(b[4]));
+            break;
+          }
         }
       }
     }
@@ -444,7 +571,9 @@
       const name = data.names[ev[0]];
       li.textContent = ev.length === 3
         ? name + ' {"x":' + ev[1] + ',"z":' + ev[2] + "}"
-        : name + " " + JSON.stringify(ev[1]);
+        : ev.length === 4
+          ? name + ' {"level":' + ev[3] + ',"x":' + ev[1] + ',"z":' + ev[2] + "}"
+          : name + " " + JSON.stringify(ev[1]);
       items.push(li);
     }
     if (events.length > MAX_EVENTS_SHOWN) {
@@ -568,6 +697,40 @@
   // world.nav's marks when the run has agents.
   for (const id of ["legend-agent", "legend-path", "legend-waiting", "legend-stuck", "agents-panel"]) {
     $(id).hidden = !hasAgents;
+  }
+  // SPEC §17: the levels in the legend, the panel, and the fit choice.
+  if (hasLod) {
+    let n = 0;
+    let stepsOf = [];
+    for (const f of frames) {
+      if (f.ls) {
+        n = Math.max(n, f.ls.length);
+        if (!stepsOf.length) stepsOf = f.ls;
+      }
+    }
+    for (let l = 1; l <= 4; l++) {
+      const li = $("legend-lod-" + l);
+      li.hidden = l > n;
+      li.lastChild.textContent = "LOD level " + l + (stepsOf[l - 1] ? " (a block of " + stepsOf[l - 1] + " × " +
+        stepsOf[l - 1] + " chunks)" : "") + ", lighter is higher";
+    }
+    $("legend-lod-unbuilt").hidden = false;
+    $("lod-panel").hidden = false;
+    $("fit-label").hidden = false;
+    const options = [];
+    for (let l = n; l >= 1; l--) {
+      const o = document.createElement("option");
+      o.value = String(l);
+      o.textContent = l === n ? "every level" : "level " + l;
+      options.push(o);
+    }
+    const o = document.createElement("option");
+    o.value = "0";
+    o.textContent = "chunks";
+    options.push(o);
+    fitSelect.replaceChildren(...options);
+    fitSelect.value = String(n);
+    fitSelect.addEventListener("change", () => draw());
   }
   if (hMax >= hMin) {
     $("legend-heights").hidden = false;

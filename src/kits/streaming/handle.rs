@@ -224,6 +224,14 @@ impl StreamingService for Handle {
         Some(list)
     }
 
+    fn lod_ready(&self, level: u32, block: ChunkPos) -> bool {
+        let st = self.0.borrow();
+        level.checked_sub(1).is_some_and(|k| {
+            (k as usize) < crate::kits::streaming::config::MAX_LOD_LEVELS
+                && st.lod.is_ready(k as usize, block)
+        })
+    }
+
     fn lod_step(&self, level: u32) -> Option<u32> {
         let st = self.0.borrow();
         st.lod.step(level.checked_sub(1)? as usize)

@@ -265,6 +265,13 @@ pub trait StreamingService {
     fn lod(&self) -> Option<Vec<Vec<ChunkPos>>> {
         None
     }
+    /// Whether the loaded block `block` of `level` (1 = the first `lod` entry) is ready: built
+    /// by every builder that builds blocks (loaded is ready without one). `false` for a block
+    /// not loaded.
+    fn lod_ready(&self, level: u32, block: ChunkPos) -> bool {
+        let _ = (level, block);
+        false
+    }
     /// The side in chunks of the blocks of `level` (1 = the first `lod` entry) in force.
     fn lod_step(&self, level: u32) -> Option<u32> {
         let _ = level;
