@@ -1088,6 +1088,44 @@ mod tests {
         assert!(r.recheck.is_empty(), "{:?}", r.recheck);
     }
 
+    /// An unload refusal lapses only once a focus keeps its chunk at a resolution: a chunk
+    /// that a focus came back to and left again between two resolutions keeps its refusal and
+    /// is not released (cargo-mutants: dropping it whenever the chunk was looked at again was
+    /// missed).
+    #[test]
+    fn an_unload_refusal_outlives_a_focus_that_came_and_went_between_two_resolutions() {
+        let mut r = res();
+        let (near, away) = (Position::new(10.0, 10.0), Position::new(10_000.0, 10.0));
+        fill(&mut r, near, 1);
+        r.set_foci(&[FocusView::new(away, 1)]);
+        let mut released = Vec::new();
+        r.resolve(1, &mut released);
+        let c = ChunkPos::new(0, 0);
+        assert!(released.contains(&c));
+        r.hold(
+            c,
+            Held {
+                kind: RefusalKind::Unload,
+                by: "mod".into(),
+                reason: "keep".into(),
+            },
+        );
+        for o in released.into_iter().filter(|o| *o != c) {
+            r.mark_released(o);
+        }
+        r.set_foci(&[FocusView::new(near, 1)]);
+        r.set_foci(&[FocusView::new(away, 1)]);
+        let mut again = Vec::new();
+        r.resolve(2, &mut again);
+        assert_eq!(again, [], "still refused");
+        assert_eq!(r.unload_refusals_of("mod"), 1);
+        assert!(r.is_loaded(c));
+        // Kept at a resolution, the refusal lapses (SPEC §4).
+        r.set_foci(&[FocusView::new(near, 1)]);
+        r.resolve(3, &mut again);
+        assert_eq!(r.unload_refusals_of("mod"), 0);
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
