@@ -1,6 +1,8 @@
 //! `world.terrain` (SPEC §12): generation cost, worker-pool throughput with 1 and 2 workers, and
-//! the tick's own cost on a drive with terrain on and off (the work is off the tick).
-//! `cargo bench --bench terrain`.
+//! the tick's own cost on a drive with terrain on and off (the work is off the tick), timed in
+//! lockstep A/B (group "terrain drive") and in the old sequential loop (group "terrain drive,
+//! sequential (old loop)"). `cargo bench --bench terrain`; the drives alone:
+//! `cargo bench --bench terrain -- 'terrain drive'`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -89,6 +91,8 @@ fn drive_game(terrain: bool) -> Game {
 struct Drive {
     game: Game,
     x: f64,
+    /// Ticks driven (the car crosses a chunk border every 64).
+    steps: usize,
     terrain: Option<std::rc::Rc<dyn TerrainService>>,
 }
 
@@ -103,6 +107,7 @@ impl Drive {
         Drive {
             game,
             x: 16.0,
+            steps: 0,
             terrain,
         }
     }
@@ -110,6 +115,7 @@ impl Drive {
     /// One tick 0.5 m further east (30 m/s at 60 ticks a second); returns the tick's time.
     fn tick(&mut self, car: &EntityId) -> Duration {
         self.x += 0.5;
+        self.steps += 1;
         let tick = self.game.engine().tick_count() + 1;
         let to = Position::new(self.x, 16.0);
         let start = Instant::now();
@@ -187,11 +193,85 @@ fn drive(c: &mut Criterion) {
     g.finish();
 }
 
+/// The old loop (before issue 12 closed), kept beside the lockstep A/B so that one command
+/// reports both: each drive ticks alone, and only the terrain-on drive waits for its idle
+/// workers before a tick. That wait slows the tick after it, terrain or not (see [`drive`]);
+/// the third benchmark shows it: the terrain-off drive given the terrain-on drive's waits
+/// (the mean wait at each of the 64 ticks of a chunk crossing, measured just before), with no
+/// terrain at all.
+fn drive_sequential(c: &mut Criterion) {
+    let mut g = c.benchmark_group("terrain drive, sequential (old loop)");
+    g.measurement_time(Duration::from_secs(6));
+    let car = EntityId::new("car");
+    let mut off = Drive::new(false);
+    let mut on = Drive::new(true);
+    g.bench_function(BenchmarkId::new("radius 8, budget 4", "terrain off"), |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                std::thread::yield_now();
+                spent += off.tick(&car);
+            }
+            spent
+        })
+    });
+    // Waits by phase of the drive (its step count mod 64: a chunk border every 64 steps).
+    let mut waited = [(Duration::ZERO, 0u32); 64];
+    g.bench_function(BenchmarkId::new("radius 8, budget 4", "terrain on"), |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                std::thread::yield_now();
+                let start = Instant::now();
+                if let Some(t) = &on.terrain {
+                    while t.generating() > 0 {
+                        std::thread::yield_now();
+                    }
+                }
+                let w = &mut waited[on.steps % 64];
+                w.0 += start.elapsed();
+                w.1 += 1;
+                spent += on.tick(&car);
+            }
+            spent
+        })
+    });
+    let mean: Vec<Duration> = waited
+        .iter()
+        .map(|(d, n)| d.checked_div(*n).unwrap_or_default())
+        .collect();
+    g.bench_function(
+        BenchmarkId::new("radius 8, budget 4", "terrain off, given terrain's waits"),
+        |b| {
+            b.iter_custom(|iters| {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    std::thread::yield_now();
+                    let until = Instant::now() + mean[off.steps % 64];
+                    while Instant::now() < until {
+                        std::thread::yield_now();
+                    }
+                    spent += off.tick(&car);
+                }
+                spent
+            })
+        },
+    );
+    let busy: Vec<String> = mean
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d >= Duration::from_micros(20))
+        .map(|(i, d)| format!("{i}: {} us", d.as_micros()))
+        .collect();
+    println!("terrain drive, sequential: the mean waits of 20 us or more, by tick of 64: {busy:?}");
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
 }
 
-criterion_group! { name = benches; config = config(); targets = generate, pool, drive }
+criterion_group! { name = benches; config = config(); targets = generate, pool, drive, drive_sequential }
 criterion_main!(benches);
