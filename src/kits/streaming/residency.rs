@@ -1126,6 +1126,31 @@ mod tests {
         assert_eq!(r.unload_refusals_of("mod"), 0);
     }
 
+    /// The fair deal gives a focus the nearest pending chunk *of its square*: a pending chunk
+    /// nearer to it but outside its square (in line with it, in another focus's square) is not
+    /// its to take (cargo-mutants: the square's test made "x or z within r" was missed).
+    #[test]
+    fn the_fair_deal_gives_a_focus_only_chunks_of_its_own_square() {
+        let mut r = res();
+        let at = |x: i64, z: i64| Position::new(x as f64 * 32.0 + 16.0, z as f64 * 32.0 + 16.0);
+        r.set_foci(&[FocusView::new(at(0, 0), 4), FocusView::new(at(0, 9), 4)]);
+        let (corner, beyond) = (ChunkPos::new(4, 4), ChunkPos::new(0, 5));
+        for c in r.pending() {
+            if c != corner && c != beyond {
+                r.pending.swap_remove(&c);
+                r.mark_loaded(c);
+            }
+        }
+        assert_eq!(r.pending_len(), 2);
+        // `beyond` is nearer to focus 0 (160 m) than its own corner (181 m), but lies in focus
+        // 1's square only.
+        let mut out = Vec::new();
+        r.take_fair(1, 0, &mut out);
+        assert_eq!(out, [(corner, 1)]);
+        r.take_fair(1, 1, &mut out);
+        assert_eq!(out, [(corner, 1), (beyond, 0)]);
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
