@@ -1151,6 +1151,76 @@ mod tests {
         assert_eq!(out, [(corner, 1), (beyond, 0)]);
     }
 
+    /// A chunk taken for its load and put back unasked becomes pending again only if it is
+    /// still wanted, not loaded and holds no refusal (cargo-mutants: either `&&` made `||` was
+    /// missed, as nothing loads or refuses a chunk between its take and its put-back in the kit).
+    #[test]
+    fn a_chunk_put_back_is_pending_again_only_if_still_wanted_unloaded_and_unrefused() {
+        let mut r = res();
+        r.set_foci(&[FocusView::new(Position::new(10.0, 10.0), 1)]);
+        let mut taken = Vec::new();
+        r.take_nearest(9, &mut taken);
+        assert_eq!((taken.len(), r.pending_len()), (9, 0));
+        let (loaded, refused, kept) = (taken[0], taken[1], taken[2]);
+        r.mark_loaded(loaded);
+        r.hold(
+            refused,
+            Held {
+                kind: RefusalKind::Load,
+                by: "mod".into(),
+                reason: "no".into(),
+            },
+        );
+        for c in [loaded, refused, kept] {
+            r.untake(c);
+        }
+        assert_eq!(r.pending(), [kept]);
+        // No longer wanted (the focus went far away): not put back either.
+        let other = taken[3];
+        r.set_foci(&[FocusView::new(Position::new(10_000.0, 10.0), 1)]);
+        r.untake(other);
+        assert!(!r.pending().contains(&other));
+    }
+
+    /// The viewer's hole cells are exactly the chunks `holes` counts, each once, in row order,
+    /// with one focus and with two overlapping (cargo-mutants: `hole_chunks` made empty, or
+    /// listing the ready chunks, was missed by the tests it was run with; the viewer's test in
+    /// Chromium checks it too).
+    #[test]
+    fn the_hole_chunks_are_the_chunks_the_hole_count_counts() {
+        let mut r = res();
+        let (a, b) = (Position::new(10.0, 10.0), Position::new(74.0, 10.0));
+        r.set_foci(&[FocusView::new(a, 2), FocusView::new(b, 2)]);
+        let mut taken = Vec::new();
+        r.take_nearest(usize::MAX, &mut taken);
+        for c in taken.iter().step_by(3) {
+            r.mark_loaded(*c);
+        }
+        for (foci, ring) in [(1, 2), (1, 1), (2, 2), (2, 0)] {
+            let holes = r.hole_chunks(foci, ring);
+            assert_eq!(holes.len(), r.holes(foci, ring), "{foci} {ring}");
+            assert!(
+                holes.windows(2).all(|w| w[0] < w[1]),
+                "row order, each once"
+            );
+            let mut want: Vec<ChunkPos> = Vec::new();
+            for slot in r.foci.iter().take(foci) {
+                let rr = i64::from(ring.min(slot.view.radius));
+                for z in slot.centre.z - rr..=slot.centre.z + rr {
+                    for x in slot.centre.x - rr..=slot.centre.x + rr {
+                        let c = ChunkPos::new(x, z);
+                        if !r.is_loaded(c) && !want.contains(&c) {
+                            want.push(c);
+                        }
+                    }
+                }
+            }
+            want.sort();
+            assert_eq!(holes, want, "{foci} {ring}");
+            assert!(!holes.is_empty());
+        }
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
