@@ -1221,6 +1221,24 @@ mod tests {
         }
     }
 
+    /// A chunk released while still wanted (the resident cap's eviction, a service's
+    /// `release`) is pending again, to load again nearest-first; an unwanted one is not
+    /// (cargo-mutants: the `!` before the refusal test deleted was missed).
+    #[test]
+    fn a_chunk_released_while_wanted_is_pending_again() {
+        let mut r = res();
+        fill(&mut r, Position::new(10.0, 10.0), 1);
+        assert_eq!(r.pending_len(), 0);
+        let c = ChunkPos::new(1, 0);
+        r.mark_released(c);
+        assert_eq!(r.pending(), [c]);
+        assert!(!r.is_loaded(c));
+        r.set_foci(&[FocusView::new(Position::new(10_000.0, 10.0), 1)]);
+        let far = ChunkPos::new(0, 1);
+        r.mark_released(far);
+        assert!(!r.pending().contains(&far), "no longer wanted");
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
