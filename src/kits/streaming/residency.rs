@@ -778,12 +778,10 @@ impl Residency {
         }
         self.refusals.insert(chunk, held);
         self.touched(chunk);
-        if wanted && self.chunk_ready(chunk) != was_ready {
-            if was_ready {
-                self.ready -= 1;
-            } else {
-                self.ready += 1;
-            }
+        // Holding never makes a chunk unready (`was_ready` is taken after any old refusal was
+        // dropped): a load refusal makes it ready, an unload refusal leaves it to its builds.
+        if wanted && !was_ready && self.chunk_ready(chunk) {
+            self.ready += 1;
         }
     }
 
