@@ -1237,6 +1237,37 @@ mod tests {
         assert!(!r.pending().contains(&far), "no longer wanted");
     }
 
+    /// The resident cap's count, wanted chunks not held by a load refusal, follows load
+    /// refusals held and dropped (by `release_refusal` and by a refusal replacing another),
+    /// and readiness counts a load-refused chunk as ready (cargo-mutants: the count's decrement
+    /// on a drop made `+=` or `/=` was missed).
+    #[test]
+    fn dropping_a_load_refusal_counts_the_chunk_as_unrefused_again() {
+        let mut r = res();
+        r.set_foci(&[FocusView::new(Position::new(10.0, 10.0), 1)]);
+        let refuse = |r: &mut Residency, c: ChunkPos, kind: RefusalKind| {
+            let held = Held {
+                kind,
+                by: "mod".into(),
+                reason: "no".into(),
+            };
+            r.hold(c, held);
+        };
+        let (a, b) = (ChunkPos::new(0, 0), ChunkPos::new(1, 1));
+        assert_eq!((r.wanted_unrefused(), r.progress()), (9, (0, 9)));
+        refuse(&mut r, a, RefusalKind::Load);
+        refuse(&mut r, b, RefusalKind::Load);
+        assert_eq!((r.wanted_unrefused(), r.progress()), (7, (2, 9)));
+        assert!(r.release_refusal(a));
+        assert_eq!((r.wanted_unrefused(), r.progress()), (8, (1, 9)));
+        assert!(r.pending().contains(&a));
+        // A refusal replacing another drops the old one first.
+        refuse(&mut r, b, RefusalKind::Load);
+        assert_eq!((r.wanted_unrefused(), r.progress()), (8, (1, 9)));
+        assert!(r.release_refusal(b));
+        assert_eq!((r.wanted_unrefused(), r.progress()), (9, (0, 9)));
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
