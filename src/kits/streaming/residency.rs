@@ -767,9 +767,9 @@ impl Residency {
             }
             RefusalKind::Unload => {
                 *self.unload_refusals_by.entry(held.by.clone()).or_default() += 1;
-                if self.loaded.contains(&chunk) && !wanted {
-                    self.evictable.remove(&(self.last_wanted(chunk), chunk));
-                }
+                // Out of the eviction order (which holds only loaded chunks no focus wants:
+                // for any other chunk there is nothing to remove).
+                self.evictable.remove(&(self.last_wanted(chunk), chunk));
                 if self.keep_count(chunk) > 0 {
                     // A refused eviction in the hysteresis band: the drop rule applies next tick.
                     self.recheck.insert(chunk);
