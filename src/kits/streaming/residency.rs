@@ -811,10 +811,10 @@ impl Residency {
                 }
             }
         }
+        // Dropping never makes a chunk ready: a load refusal's chunk was ready by it, an
+        // unload refusal's readiness is its builds' either way.
         if was_ready && !(wanted && self.chunk_ready(chunk)) {
             self.ready -= 1;
-        } else if !was_ready && wanted && self.chunk_ready(chunk) {
-            self.ready += 1;
         }
         Some(held)
     }
