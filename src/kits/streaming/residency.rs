@@ -1268,6 +1268,33 @@ mod tests {
         assert_eq!((r.wanted_unrefused(), r.progress()), (9, (0, 9)));
     }
 
+    /// A builder registered while chunks are loaded and load refusals held recounts readiness:
+    /// the loaded chunks are not built by it yet, a load-refused chunk stays ready
+    /// (cargo-mutants: the recount's `+` made `-` was missed).
+    #[test]
+    fn a_new_builder_recounts_readiness_keeping_load_refused_chunks_ready() {
+        let mut r = res();
+        r.set_foci(&[FocusView::new(Position::new(10.0, 10.0), 1)]);
+        let mut taken = Vec::new();
+        r.take_nearest(9, &mut taken);
+        for c in &taken[..5] {
+            r.mark_loaded(*c);
+        }
+        for c in &taken[5..7] {
+            let held = Held {
+                kind: RefusalKind::Load,
+                by: "mod".into(),
+                reason: "no".into(),
+            };
+            r.hold(*c, held);
+        }
+        assert_eq!(r.progress(), (7, 9));
+        let b = r.add_builder().unwrap();
+        assert_eq!(r.progress(), (2, 9), "only the refused are ready");
+        r.set_built(b, taken[0], true);
+        assert_eq!(r.progress(), (3, 9));
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
