@@ -1295,6 +1295,31 @@ mod tests {
         assert_eq!(r.progress(), (3, 9));
     }
 
+    /// A builder unbuilding a chunk clears its own bit only: the other builders' stay, the
+    /// chunk is no longer ready, and building it again makes it ready (cargo-mutants: the mask's
+    /// `!` deleted and its `<<` made `>>` were missed).
+    #[test]
+    fn unbuilding_clears_only_that_builders_bit() {
+        let mut r = res();
+        let (a, b) = (r.add_builder().unwrap(), r.add_builder().unwrap());
+        r.set_foci(&[FocusView::new(Position::new(10.0, 10.0), 0)]);
+        let c = ChunkPos::new(0, 0);
+        let mut taken = Vec::new();
+        r.take_nearest(1, &mut taken);
+        r.mark_loaded(c);
+        r.set_built(a, c, true);
+        r.set_built(b, c, true);
+        assert_eq!(r.progress(), (1, 1));
+        r.set_built(b, c, false);
+        assert!(r.is_built_by(a, c) && !r.is_built_by(b, c));
+        assert_eq!(r.progress(), (0, 1));
+        r.set_built(a, c, false);
+        assert!(!r.is_built_by(a, c) && !r.is_built_by(b, c));
+        r.set_built(a, c, true);
+        r.set_built(b, c, true);
+        assert_eq!(r.progress(), (1, 1));
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
