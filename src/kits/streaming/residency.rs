@@ -1320,6 +1320,33 @@ mod tests {
         assert_eq!(r.progress(), (1, 1));
     }
 
+    /// A restore counts each mod's unload refusals, and only those (cargo-mutants: the kind's
+    /// test made `!=` was missed).
+    #[test]
+    fn a_restore_counts_each_mods_unload_refusals_only() {
+        let mut r = res();
+        let held = |kind, by: &str| Held {
+            kind,
+            by: by.into(),
+            reason: "saved".into(),
+        };
+        let (a, b, c) = (
+            ChunkPos::new(0, 0),
+            ChunkPos::new(5, 5),
+            ChunkPos::new(1, 0),
+        );
+        let refusals = BTreeMap::from([
+            (a, held(RefusalKind::Unload, "keeper")),
+            (b, held(RefusalKind::Load, "blocker")),
+            (c, held(RefusalKind::Unload, "keeper")),
+        ]);
+        let loaded = BTreeSet::from([a, c]);
+        let foci = [FocusView::new(Position::new(10.0, 10.0), 1)];
+        r.restore(loaded, refusals, &foci, BTreeMap::new(), 7);
+        assert_eq!(r.unload_refusals_of("keeper"), 2);
+        assert_eq!(r.unload_refusals_of("blocker"), 0);
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
