@@ -1347,6 +1347,34 @@ mod tests {
         assert_eq!(r.unload_refusals_of("blocker"), 0);
     }
 
+    /// After a restore, the loaded chunks no focus wants are eviction candidates in the order
+    /// of their saved last-wanted ticks, and a chunk holding an unload refusal never is
+    /// (cargo-mutants: the refusal test's `!` deleted was missed).
+    #[test]
+    fn a_restore_orders_eviction_by_last_wanted_and_leaves_refused_chunks_out() {
+        let mut r = res();
+        let (a, b, c) = (
+            ChunkPos::new(0, 0),
+            ChunkPos::new(1, 0),
+            ChunkPos::new(2, 0),
+        );
+        let refusals = BTreeMap::from([(
+            b,
+            Held {
+                kind: RefusalKind::Unload,
+                by: "keeper".into(),
+                reason: "saved".into(),
+            },
+        )]);
+        let last_wanted = BTreeMap::from([(a, 5), (b, 1), (c, 3)]);
+        let far = [FocusView::new(Position::new(10_000.0, 10.0), 1)];
+        r.restore(BTreeSet::from([a, b, c]), refusals, &far, last_wanted, 9);
+        assert_eq!(r.eviction_candidate(&BTreeSet::new()), Some(c));
+        assert_eq!(r.eviction_candidate(&BTreeSet::from([c])), Some(a));
+        assert_eq!(r.eviction_candidate(&BTreeSet::from([a, c])), None);
+        assert_eq!((r.last_wanted(a), r.last_wanted(b)), (5, 1));
+    }
+
     /// `for_each_outside` gives exactly the chunks of one square that are not in the other, in
     /// row order, for every placement of two small squares (apart in x only, in z only, in
     /// both, overlapping, nested), checked against a plain scan (cargo-mutants found the
