@@ -26,14 +26,6 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `target/`, where the screenshots go.
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target/tmp is in target/")
-        .to_path_buf()
-}
-
 fn record_example(name: &str, ticks: Option<u64>) -> Recording {
     let scene = repo().join(format!("examples/scenes/{name}.json"));
     let inputs_file = repo().join(format!("examples/scenes/{name}.inputs.jsonl"));
@@ -821,7 +813,7 @@ fn stepping_in_chromium_shows_the_replays_state_at_each_tick() {
     check_page_at(&mut page, &recording, 39);
     let png = page.screenshot();
     assert_eq!(&png[1..4], b"PNG");
-    let shot = target_dir().join("view-drive.png");
+    let shot = chromium::target_dir().join("view-drive.png");
     std::fs::write(&shot, png).unwrap();
     eprintln!("screenshot of the page at tick 39: {}", shot.display());
 
@@ -841,7 +833,11 @@ fn stepping_in_chromium_shows_the_replays_state_at_each_tick() {
     check_page_at(&mut page, &party, 90);
     let caption = page.eval("document.getElementById('counts').textContent");
     assert!(caption.as_str().unwrap().contains("tickets 1"), "{caption}");
-    std::fs::write(target_dir().join("view-party.png"), page.screenshot()).unwrap();
+    std::fs::write(
+        chromium::target_dir().join("view-party.png"),
+        page.screenshot(),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -965,9 +961,9 @@ fn a_10000_tick_radius_32_replay_opens_and_jumps_to_its_end() {
     let recording = large_recording(dir.path());
     let recorded = started.elapsed();
     // Kept in target/ for a look, and for timing the release binary on it.
-    let replay = target_dir().join("view-large.replay.json");
+    let replay = chromium::target_dir().join("view-large.replay.json");
     recording.write(&replay).unwrap();
-    let file = target_dir().join("view-large.html");
+    let file = chromium::target_dir().join("view-large.html");
     let started = std::time::Instant::now();
     bin()
         .arg("view")
@@ -1008,7 +1004,7 @@ fn a_10000_tick_radius_32_replay_opens_and_jumps_to_its_end() {
     );
     check_page_at(&mut page, &recording, 7_777);
     let png = page.screenshot();
-    std::fs::write(target_dir().join("view-large.png"), png).unwrap();
+    std::fs::write(chromium::target_dir().join("view-large.png"), png).unwrap();
     let ms = |v: &Value| v.as_f64().map_or("?".to_owned(), |v| format!("{v:.0}"));
     eprintln!(
         "large replay: recorded in {recorded:.1?}, page written in {viewed:.1?}: {size} bytes \
@@ -1235,13 +1231,6 @@ fn pixels_at_metres(page: &mut chromium::Page<'_>, at: &[[f64; 2]], size: f64) -
         .collect()
 }
 
-fn slide_to(page: &mut chromium::Page<'_>, frame: u64) {
-    page.eval(&format!(
-        "(() => {{ const s = document.getElementById('slider'); s.value = '{frame}'; \
-         s.dispatchEvent(new Event('input')); }})()"
-    ));
-}
-
 /// The page shows the engine's hole cells and count, and its predicted foci, at `tick`.
 fn check_holes_and_predicted_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64) {
     let (_dir, game) = game_at(recording, tick);
@@ -1343,7 +1332,7 @@ fn predicted_foci_and_holes_are_drawn_in_chromium() {
     let mut with_predicted = 0;
     let mut most = (0, 0);
     for tick in [1, 2, 3, 5, 8, 13, 21, 34, 47, 55, 60] {
-        slide_to(&mut page, tick);
+        page.slide_to(tick);
         check_page_at(&mut page, &recording, tick);
         check_holes_and_predicted_at(&mut page, &recording, tick);
         let (_dir, game) = game_at(&recording, tick);
@@ -1362,8 +1351,12 @@ fn predicted_foci_and_holes_are_drawn_in_chromium() {
         "only {with_predicted} ticks with predictions"
     );
     // The screenshot at the tick with the most holes.
-    slide_to(&mut page, most.1);
-    std::fs::write(target_dir().join("view-lookahead.png"), page.screenshot()).unwrap();
+    page.slide_to(most.1);
+    std::fs::write(
+        chromium::target_dir().join("view-lookahead.png"),
+        page.screenshot(),
+    )
+    .unwrap();
     eprintln!("view-lookahead.png: tick {} with {} holes", most.1, most.0);
 }
 
@@ -1516,7 +1509,7 @@ fn entities_are_drawn_where_they_stand_in_chromium() {
         assert_eq!(page.eval(&hidden), json!(true), "{id}");
     }
     for tick in 2..=6 {
-        slide_to(&mut page, tick);
+        page.slide_to(tick);
         check_page_at(&mut page, &recording, tick);
         check_entities_at(&mut page, &recording, tick);
     }
@@ -1548,5 +1541,9 @@ fn entities_are_drawn_where_they_stand_in_chromium() {
         json!(0)
     );
     assert_ne!(page.eval("document.title"), json!("owned"));
-    std::fs::write(target_dir().join("view-district.png"), page.screenshot()).unwrap();
+    std::fs::write(
+        chromium::target_dir().join("view-district.png"),
+        page.screenshot(),
+    )
+    .unwrap();
 }

@@ -37,13 +37,6 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target/tmp is in target/")
-        .to_path_buf()
-}
-
 /// The LOD example (`examples/scenes/lod.json`: radius 8, `lod [{2,24},{8,96}]`) driven as
 /// its inputs say to tick 100, with an edit at tick 40 of the cell of chunk (8, 0) that the
 /// level-1 block (4, 0) samples (its cell (0, 0)), a save at tick 70 loaded back at tick 90,
@@ -312,13 +305,6 @@ fn write_page(recording: &Recording, dir: &Path) -> PathBuf {
     page
 }
 
-fn slide_to(page: &mut chromium::Page<'_>, frame: u64) {
-    page.eval(&format!(
-        "(() => {{ const s = document.getElementById('slider'); s.value = '{frame}'; \
-         s.dispatchEvent(new Event('input')); }})()"
-    ));
-}
-
 /// The canvas pixels at each `[x, y]` pixel.
 fn pixels(page: &mut chromium::Page<'_>, at: &[[i64; 2]]) -> Vec<[u64; 3]> {
     let v = page.eval(&format!(
@@ -506,7 +492,7 @@ fn check_blocks_at(
     frame: u64,
     range: (f64, f64),
 ) -> [usize; 4] {
-    slide_to(page, frame);
+    page.slide_to(frame);
     let Snap {
         steps,
         blocks,
@@ -793,5 +779,9 @@ fn lod_blocks_are_drawn_under_the_chunks_by_level_and_height_in_chromium() {
 
     // The screenshot: the drive at frame 75, the pointer on a level-1 block.
     point(&mut page, 30.5, -16.5);
-    std::fs::write(target_dir().join("view-lod.png"), page.screenshot()).unwrap();
+    std::fs::write(
+        chromium::target_dir().join("view-lod.png"),
+        page.screenshot(),
+    )
+    .unwrap();
 }

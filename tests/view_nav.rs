@@ -30,13 +30,6 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target/tmp is in target/")
-        .to_path_buf()
-}
-
 /// The nav example (`examples/scenes/nav.json`) with a third agent whose id is HTML, and two
 /// more inputs: the courier loses its goal on tick 70 (its agent state is dropped) and the
 /// HTML agent gets a new goal on tick 75.
@@ -227,13 +220,6 @@ fn write_page(recording: &Recording, name: &str) -> (tempfile::TempDir, PathBuf)
     (dir, page)
 }
 
-fn slide_to(page: &mut chromium::Page<'_>, frame: u64) {
-    page.eval(&format!(
-        "(() => {{ const s = document.getElementById('slider'); s.value = '{frame}'; \
-         s.dispatchEvent(new Event('input')); }})()"
-    ));
-}
-
 /// The canvas pixel at each point given in chunk units (`x / chunkSize`).
 fn pixels(page: &mut chromium::Page<'_>, at: &[[f64; 2]]) -> Vec<[u64; 3]> {
     let v = page.eval(&format!(
@@ -391,7 +377,7 @@ fn agents_paths_and_waits_are_drawn_in_chromium() {
     }
     let mut checked = [0, 0];
     for tick in [1, 3, 5, 8, 12, 14, 20, 30, 56, 62, 72, 80] {
-        slide_to(&mut page, tick);
+        page.slide_to(tick);
         let [p, w] = check_agents_at(&mut page, &recording, tick);
         checked[0] += p;
         checked[1] += w;
@@ -402,7 +388,7 @@ fn agents_paths_and_waits_are_drawn_in_chromium() {
     );
     // The pointer over the agent whose id is HTML: its goal and state, as text.
     let tick = 8;
-    slide_to(&mut page, tick);
+    page.slide_to(tick);
     let (_dir, mut game, inputs) = recording.game().unwrap();
     game.run(&inputs, tick).unwrap();
     let agents = agents_of(&game);
@@ -451,5 +437,9 @@ fn agents_paths_and_waits_are_drawn_in_chromium() {
         json!(0)
     );
     assert_ne!(page.eval("document.title"), json!("owned"));
-    std::fs::write(target_dir().join("view-nav.png"), page.screenshot()).unwrap();
+    std::fs::write(
+        chromium::target_dir().join("view-nav.png"),
+        page.screenshot(),
+    )
+    .unwrap();
 }

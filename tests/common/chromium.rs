@@ -16,6 +16,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+/// `target/`, where the viewer tests write their screenshots.
+pub fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target/tmp is in target/")
+        .to_path_buf()
+}
+
 /// The Chromium binary: `$WS_CHROMIUM`, else the first of Debian's and others' names on the PATH.
 pub fn find_chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("WS_CHROMIUM") {
@@ -228,6 +236,14 @@ impl Page<'_> {
         let url = format!("file://{}", file.canonicalize().unwrap().display());
         self.call("Page.navigate", json!({ "url": url }));
         self.wait_for(ready, Duration::from_secs(60));
+    }
+
+    /// Moves the viewer's tick slider to `frame`, as a user dragging it would.
+    pub fn slide_to(&mut self, frame: u64) {
+        self.eval(&format!(
+            "(() => {{ const s = document.getElementById('slider'); s.value = '{frame}'; \
+             s.dispatchEvent(new Event('input')); }})()"
+        ));
     }
 
     /// Evaluates a JavaScript expression and returns its value (JSON).
