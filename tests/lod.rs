@@ -372,6 +372,42 @@ fn generating_counts_the_blocks_so_a_tick_after_an_idle_pool_never_waits() {
 }
 
 #[test]
+fn a_save_lists_the_built_blocks_in_level_then_row_order() {
+    // The terrain holds its built blocks hashed: the save must sort them (the same bytes
+    // whatever the table's order).
+    let mut g = game(&terrain_scene(1));
+    run(&mut g, &[], 12);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.save.json");
+    g.save(&path).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let found = doc.to_string();
+    let built = find_key(&doc, "lodBuilt").unwrap_or_else(|| panic!("no lodBuilt in {found}"));
+    let keys: Vec<(u64, i64, i64)> = built
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let n = |k: &str| b[k].as_i64().unwrap();
+            (b["level"].as_u64().unwrap(), n("z"), n("x"))
+        })
+        .collect();
+    assert!(keys.len() > 20, "{keys:?}");
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+}
+
+/// The first value under `key` anywhere in `v`.
+fn find_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    match v {
+        Value::Object(m) => m
+            .get(key)
+            .or_else(|| m.values().find_map(|x| find_key(x, key))),
+        Value::Array(a) => a.iter().find_map(|x| find_key(x, key)),
+        _ => None,
+    }
+}
+
+#[test]
 fn an_edit_to_a_sampled_cell_marks_the_block_dirty_and_it_is_rebuilt() {
     // Level 1 of radius 2 (its area chunks -2..=3), so that level-2 block (-1, -1) (chunks
     // -4..=-1) reaches beyond it and is wanted (SPEC §17's carve).
