@@ -14,6 +14,7 @@
 //!   changes chunk or the levels change, and diffed against the last ones; pending and
 //!   not-wanted-but-loaded blocks are kept as sets, so a steady tick looks at nothing.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -94,6 +95,40 @@ impl Area {
         out
     }
 
+    fn intersect(&self, o: &Area) -> Option<Area> {
+        self.meets(o).then(|| Area {
+            x0: self.x0.max(o.x0),
+            x1: self.x1.min(o.x1),
+            z0: self.z0.max(o.z0),
+            z1: self.z1.min(o.z1),
+        })
+    }
+
+    /// Calls `f` with disjoint rectangles that together are `self` minus every one of `cut`.
+    fn cut(self, cut: &[Area], f: &mut impl FnMut(Area)) {
+        match cut.split_first() {
+            None => f(self),
+            Some((c, rest)) if self.meets(c) => {
+                for piece in self.minus(c).into_iter().flatten() {
+                    piece.cut(rest, f);
+                }
+            }
+            Some((_, rest)) => self.cut(rest, f),
+        }
+    }
+
+    /// The blocks of `step` lying whole inside this area of chunks, if any.
+    fn inner_blocks(&self, step: u32) -> Option<Area> {
+        let s = i64::from(step);
+        let a = Area {
+            x0: -(-self.x0).div_euclid(s),
+            x1: (self.x1 + 1).div_euclid(s) - 1,
+            z0: -(-self.z0).div_euclid(s),
+            z1: (self.z1 + 1).div_euclid(s) - 1,
+        };
+        (a.x0 <= a.x1 && a.z0 <= a.z1).then_some(a)
+    }
+
     /// The blocks of `step` holding a chunk of this area of chunks.
     fn blocks(&self, step: u32) -> Area {
         let s = i64::from(step);
@@ -119,6 +154,17 @@ fn changed_areas(old: Option<Area>, new: Option<Area>) -> [Option<Area>; 8] {
         (a, b) => out[0] = a.or(b),
     }
     out
+}
+
+/// A key ordered as `b`'s row order (z, then x), cheaper to compare.
+fn row_key(b: ChunkPos) -> u128 {
+    let flip = |v: i64| (v as u64 ^ (1 << 63)) as u128;
+    flip(b.z) << 64 | flip(b.x)
+}
+
+/// What `a` holds before and after, if it held something both times.
+fn both(a: [Option<Area>; 2]) -> Option<Area> {
+    a[0]?.intersect(&a[1]?)
 }
 
 /// The chunks a block of `step` covers.
@@ -176,8 +222,10 @@ pub struct LodPlan {
     loaded: [FxHashMap<ChunkPos, Bits>; MAX_LOD_LEVELS],
     /// Wanted and not loaded (taken from in the total order of `load`).
     pending: [FxHashSet<ChunkPos>; MAX_LOD_LEVELS],
-    /// Loaded and not wanted: what the release rule looks at (its answer is sorted).
-    unwanted: [FxHashSet<ChunkPos>; MAX_LOD_LEVELS],
+    /// Loaded and not wanted: what the release rule looks at (its answer is sorted), each with
+    /// the cell of its area that was not seen when it was last looked at (looked at first next
+    /// time: see [`LodPlan::replaced`]).
+    unwanted: [FxHashMap<ChunkPos, Cell<u32>>; MAX_LOD_LEVELS],
     /// Builders a block waits for before it is ready.
     builders: Bits,
     /// The wanted sets must be brought up to date (a focus changed chunk, the levels changed).
@@ -199,12 +247,26 @@ pub struct LodPlan {
     hole_centres: Vec<ChunkPos>,
     hole_radius: i64,
     holes_valid: bool,
-    /// Blocks (step, block) whose readiness changed since the holes were last counted.
-    block_log: Vec<(u32, ChunkPos)>,
+    /// Blocks (step, block, ready then) whose readiness changed since the holes were last
+    /// counted.
+    block_log: Vec<(u32, ChunkPos, bool)>,
     /// Scratch for the players' chunks.
     scratch: Vec<ChunkPos>,
     /// Scratch for the areas a level carves around the foci.
     carved: Vec<Area>,
+    /// Scratch for each focus's range and area before and after a move, and for what the
+    /// other foci hold of them.
+    spans: Vec<Spans>,
+    held: Vec<Area>,
+}
+
+/// A focus's range (blocks) and finer area (chunks) at one level, before and after the foci
+/// moved (`None`: the focus was not there).
+#[derive(Debug, Clone, Copy)]
+struct Spans {
+    moved: bool,
+    range: [Option<Area>; 2],
+    area: [Option<Area>; 2],
 }
 
 /// Blocks of at most this step (4 chunks at step 2) have their holes counted again chunk by
@@ -243,17 +305,19 @@ impl LodPlan {
             block_log: Vec::new(),
             scratch: Vec::new(),
             carved: Vec::new(),
+            spans: Vec::new(),
+            held: Vec::new(),
         }
     }
 
-    /// Block `b` of `step` may have become ready or unready: the holes under it are counted
-    /// again at the next count.
-    fn log_block(&mut self, step: u32, b: ChunkPos) {
+    /// Block `b` of `step` may have become ready (`ready`) or unready: the holes under it are
+    /// counted again at the next count.
+    fn log_block(&mut self, step: u32, b: ChunkPos, ready: bool) {
         if !self.holes_valid {
             return;
         }
         if self.block_log.len() < BLOCK_LOG_MAX {
-            self.block_log.push((step, b));
+            self.block_log.push((step, b, ready));
         } else {
             self.invalidate_holes();
         }
@@ -435,7 +499,7 @@ impl LodPlan {
             let step = self.level(k).map_or(0, |l| l.step);
             if step != self.steps[k] && !self.loaded[k].is_empty() {
                 // Planned with another step: every loaded block of the level goes.
-                self.unwanted[k] = self.loaded[k].keys().copied().collect();
+                self.unwanted[k] = self.loaded[k].keys().map(|b| (*b, Cell::new(0))).collect();
                 self.wanted[k].clear();
                 self.pending[k].clear();
             }
@@ -454,7 +518,7 @@ impl LodPlan {
             for b in old.difference(&new) {
                 self.pending[k].remove(b);
                 if self.loaded[k].contains_key(b) {
-                    self.unwanted[k].insert(*b);
+                    self.unwanted[k].insert(*b, Cell::new(0));
                 }
             }
             for b in new.difference(&old) {
@@ -474,46 +538,78 @@ impl LodPlan {
     /// lies in a focus's range and whether each of its chunks lies in a focus's finer area), so
     /// only those are tested again, and each one moves between wanted, pending and not-wanted
     /// exactly as the full diff would move it.
+    ///
+    /// A block of a range strip that another focus holds in its range both before and after
+    /// is in range either way, and one of an area strip that another focus's area holds whole
+    /// both before and after is carved either way: neither part of the test changed through
+    /// this strip, and a change of the other part puts the block in a strip where it is not
+    /// held so (a focus holding it stably would keep that part unchanged). Those blocks, a
+    /// rectangle per other focus, are cut out of the strip. (A player and its look-ahead focus
+    /// sweep mostly each other's strips.)
     fn resolve_moved(&mut self) {
         let n = self.resolved.len().max(self.centres.len());
         let mut carved = std::mem::take(&mut self.carved);
+        let mut spans = std::mem::take(&mut self.spans);
+        let mut held = std::mem::take(&mut self.held);
         for k in 0..MAX_LOD_LEVELS {
             let Some(l) = self.level(k) else {
                 continue;
             };
             self.areas_into(k, &mut carved);
-            for i in 0..n {
+            let range = |c: ChunkPos| {
+                let (lo, hi) = self.block_range(c, l);
+                Area {
+                    x0: lo.x,
+                    x1: hi.x,
+                    z0: lo.z,
+                    z1: hi.z,
+                }
+            };
+            // Each focus's range (blocks) and finer area (chunks), before and after.
+            spans.clear();
+            spans.extend((0..n).map(|i| {
                 let (old, new) = (self.resolved.get(i).copied(), self.centres.get(i).copied());
-                if old == new {
+                Spans {
+                    moved: old != new,
+                    range: [old.map(range), new.map(range)],
+                    area: [old.map(|c| self.area(k, c)), new.map(|c| self.area(k, c))],
+                }
+            }));
+            for (i, span) in spans.iter().enumerate() {
+                if !span.moved {
                     continue;
                 }
-                let range = |c: ChunkPos| {
-                    let (lo, hi) = self.block_range(c, l);
-                    Area {
-                        x0: lo.x,
-                        x1: hi.x,
-                        z0: lo.z,
-                        z1: hi.z,
-                    }
-                };
-                let ranges = changed_areas(old.map(range), new.map(range));
-                let areas =
-                    changed_areas(old.map(|c| self.area(k, c)), new.map(|c| self.area(k, c)));
-                let strips = ranges
-                    .into_iter()
-                    .chain(areas.into_iter().map(|a| a.map(|a| a.blocks(l.step))));
-                for r in strips.flatten() {
-                    for bz in r.z0..=r.z1 {
-                        for bx in r.x0..=r.x1 {
-                            self.retest(k, l, &carved, ChunkPos::new(bx, bz));
-                        }
-                    }
+                // The blocks the other foci hold in range, or carve whole, before and after.
+                let others = || spans.iter().enumerate().filter(move |(j, _)| *j != i);
+                held.clear();
+                held.extend(others().filter_map(|(_, s)| both(s.range)));
+                let strips = changed_areas(span.range[0], span.range[1]);
+                for r in strips.into_iter().flatten() {
+                    Area::cut(r, &held, &mut |r| self.retest_all(k, l, &carved, r));
+                }
+                held.clear();
+                held.extend(others().filter_map(|(_, s)| both(s.area)?.inner_blocks(l.step)));
+                let strips = changed_areas(span.area[0], span.area[1]);
+                for r in strips.into_iter().flatten() {
+                    let r = r.blocks(l.step);
+                    Area::cut(r, &held, &mut |r| self.retest_all(k, l, &carved, r));
                 }
             }
         }
         self.carved = carved;
+        self.spans = spans;
+        self.held = held;
         self.resolved.clear();
         self.resolved.extend_from_slice(&self.centres);
+    }
+
+    /// Tests every block of `r` (blocks of level `k`) again.
+    fn retest_all(&mut self, k: usize, l: LodLevel, areas: &[Area], r: Area) {
+        for bz in r.z0..=r.z1 {
+            for bx in r.x0..=r.x1 {
+                self.retest(k, l, areas, ChunkPos::new(bx, bz));
+            }
+        }
     }
 
     /// Whether block `b` of level `k` is wanted now (SPEC §17's test, one block).
@@ -549,7 +645,7 @@ impl LodPlan {
         } else {
             self.pending[k].remove(&b);
             if loaded {
-                self.unwanted[k].insert(b);
+                self.unwanted[k].insert(b, Cell::new(0));
             }
         }
     }
@@ -589,19 +685,20 @@ impl LodPlan {
             let mut keyed = std::mem::take(&mut self.keyed);
             keyed.clear();
             keyed.extend(self.pending[k].iter().map(|b| (self.key(k, *b), *b)));
-            let cmp =
-                |a: &(f64, ChunkPos), b: &(f64, ChunkPos)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+            // The distance, then row order. A squared distance is never negative (nor NaN), so
+            // its bits are ordered as it is.
+            let order = |e: &(f64, ChunkPos)| (e.0.to_bits(), row_key(e.1));
             if keyed.len() > left {
-                keyed.select_nth_unstable_by(left - 1, cmp);
+                keyed.select_nth_unstable_by_key(left - 1, order);
                 keyed.truncate(left);
             }
-            keyed.sort_unstable_by(cmp);
+            keyed.sort_unstable_by_key(order);
             let step = self.steps[k];
             for &(_, b) in &keyed {
                 self.pending[k].remove(&b);
                 self.loaded[k].insert(b, 0);
                 self.changes += 1;
-                self.log_block(step, b);
+                self.log_block(step, b, self.builders == 0);
                 out.push((k, b));
                 left -= 1;
             }
@@ -616,7 +713,7 @@ impl LodPlan {
             .is_some_and(|bits| bits & self.builders == self.builders)
     }
 
-    /// Whether `chunk` is seen by a ready block finer than level `k` (index) or a ready chunk.
+    /// Whether `chunk` is seen by a ready chunk or a ready block of a level below `k` (index).
     fn seen_below(
         &self,
         k: usize,
@@ -638,10 +735,10 @@ impl LodPlan {
         if self.centres.is_empty() {
             return;
         }
-        let start = out.len();
         for k in 0..MAX_LOD_LEVELS {
+            let start = out.len();
             let level = self.level(k).filter(|l| l.step == self.steps[k]);
-            for b in &self.unwanted[k] {
+            for (b, memo) in &self.unwanted[k] {
                 let Some(l) = level else {
                     out.push((k, *b));
                     continue;
@@ -658,33 +755,64 @@ impl LodPlan {
                 } else if ring > r {
                     false // the hysteresis band, as chunks have
                 } else {
-                    self.replaced(k, *b, l.step, &chunk_ready)
+                    self.replaced(k, *b, l.step, memo, &chunk_ready)
                 };
                 if go {
                     out.push((k, *b));
                 }
             }
+            // The hashed set's order must not leak: level by level, row order.
+            out[start..].sort_unstable_by_key(|(_, b)| row_key(*b));
         }
-        // The hashed set's order must not leak: level, then row order.
-        out[start..].sort_unstable();
     }
 
     /// Whether every chunk of block `b` inside the ground is seen by a ready chunk or a ready
-    /// block finer than level `k`.
+    /// block finer than level `k`. Looked at cell by cell, a cell being a block of the next finer
+    /// level (one lookup answers for the chunks a ready one covers), and starting from the cell
+    /// that was not seen last time (`memo`, set to the one not seen now): a block waiting for its
+    /// replacement costs a lookup or two a tick, not one per chunk of its area.
     fn replaced(
         &self,
         k: usize,
         b: ChunkPos,
         step: u32,
+        memo: &Cell<u32>,
         chunk_ready: &impl Fn(ChunkPos) -> bool,
     ) -> bool {
         let a = block_area(b, step);
-        (a.z0..=a.z1).all(|z| {
-            (a.x0..=a.x1).all(|x| {
-                let c = ChunkPos::new(x, z);
-                !self.grid.overlaps(c, self.bounds.as_ref()) || self.seen_below(k, c, chunk_ready)
-            })
-        })
+        // The finer level's step in force, when its blocks tile this one (else chunk by chunk).
+        let unit = match k.checked_sub(1).map(|j| self.steps[j]) {
+            Some(u) if u > 1 && u < step && step.is_multiple_of(u) => u,
+            _ => 1,
+        };
+        // Below the cell: the levels finer than the cell's (all below `k` when cells are chunks).
+        let below = if unit > 1 { k - 1 } else { k };
+        let side = step / unit;
+        let cells = side * side;
+        let first = memo.get() % cells;
+        let u = i64::from(unit);
+        for i in 0..cells {
+            let cell = (first + i) % cells;
+            let (x0, z0) = (
+                a.x0 + i64::from(cell % side) * u,
+                a.z0 + i64::from(cell / side) * u,
+            );
+            if unit > 1 && self.is_ready(k - 1, block_of(ChunkPos::new(x0, z0), unit)) {
+                continue;
+            }
+            for z in z0..z0 + u {
+                for x in x0..x0 + u {
+                    let c = ChunkPos::new(x, z);
+                    if self.grid.overlaps(c, self.bounds.as_ref())
+                        && !self.seen_below(below, c, chunk_ready)
+                    {
+                        memo.set(cell);
+                        return false;
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// Records a release.
@@ -693,7 +821,7 @@ impl LodPlan {
             return;
         }
         self.changes += 1;
-        self.log_block(self.steps[k], b);
+        self.log_block(self.steps[k], b, false);
         self.unwanted[k].remove(&b);
         if self.wanted[k].contains(&b) {
             self.pending[k].insert(b);
@@ -731,8 +859,9 @@ impl LodPlan {
                 *bits &= !(1 << i);
             }
             if *bits != was {
+                let ready = *bits & self.builders == self.builders;
                 self.changes += 1;
-                self.log_block(self.steps[k], b);
+                self.log_block(self.steps[k], b, ready);
             }
         }
     }
@@ -874,8 +1003,8 @@ impl LodPlan {
     }
 
     /// `world.lod.holes` kept up to date (SPEC §17; the same number as [`LodPlan::holes`]):
-    /// `changed` lists the chunks whose readiness may have changed since the last call and
-    /// `complete` says whether that list is the whole story (else, and after any change of
+    /// `changed` lists the chunks whose readiness may have changed since the last call (each
+    /// with whether that change can only have made it ready) and `complete` says whether that list is the whole story (else, and after any change of
     /// levels, steps, builders, a clear or a restore, everything is counted again). Otherwise
     /// only the strips the players' squares of `r_last` gained or lost, the changed chunks
     /// and the chunks under blocks loaded, released or built since are counted again, each
@@ -884,7 +1013,7 @@ impl LodPlan {
         &mut self,
         foci: &[Position],
         chunk_ready: impl Fn(ChunkPos) -> bool,
-        changed: &[ChunkPos],
+        changed: &[(ChunkPos, bool)],
         complete: bool,
     ) -> usize {
         let n = self.levels.levels().len();
@@ -915,16 +1044,26 @@ impl LodPlan {
                     self.recount(&mut set, a, &centres, r, &chunk_ready);
                 }
             }
-            for c in changed {
-                self.recount_chunk(&mut set, *c, &centres, r, &chunk_ready);
+            for &(c, gained) in changed {
+                if gained && set.is_empty() {
+                    // It can only have become ready: it took no hole away (there are none) and
+                    // made none. (Unready again since, it is listed again, later.)
+                    continue;
+                }
+                self.recount_chunk(&mut set, c, &centres, r, &chunk_ready);
             }
             let log = std::mem::take(&mut self.block_log);
-            for (step, b) in &log {
-                let a = block_area(*b, *step);
-                if self.covered(a, *step) {
+            for &(step, b, ready) in &log {
+                if ready && set.is_empty() {
+                    // It became ready: it can only have taken holes away, and there are none.
+                    // (Unready again since, it was logged again, later.)
+                    continue;
+                }
+                let a = block_area(b, step);
+                if self.covered(a, step) {
                     // Under a ready block now (its own or a coarser one): no hole there.
                     Self::forget(&mut set, a);
-                } else if *step <= SMALL_BLOCK {
+                } else if step <= SMALL_BLOCK {
                     for z in a.z0..=a.z1 {
                         for x in a.x0..=a.x1 {
                             let c = ChunkPos::new(x, z);
@@ -1007,6 +1146,9 @@ impl LodPlan {
         chunk_ready: &impl Fn(ChunkPos) -> bool,
     ) {
         Self::forget(set, a);
+        if !centres.iter().any(|c| Area::square(*c, r).meets(&a)) {
+            return; // outside every player's square (a strip it lost): nothing to count
+        }
         let k = self.levels.levels().len() - 1;
         let top = a.blocks(self.level(k).expect("a level in force").step);
         for bz in top.z0..=top.z1 {
@@ -1092,7 +1234,7 @@ impl LodPlan {
             self.steps[k] = self.level(k).map_or(0, |l| l.step);
             for b in blocks {
                 self.loaded[k].insert(*b, 0);
-                self.unwanted[k].insert(*b);
+                self.unwanted[k].insert(*b, Cell::new(0));
             }
         }
         self.stale = true;
@@ -1144,6 +1286,28 @@ mod tests {
         assert_eq!(block_ring(ChunkPos::new(0, 0), 2, ChunkPos::new(1, 1)), 0);
         assert_eq!(block_ring(ChunkPos::new(2, 0), 2, ChunkPos::new(1, 1)), 3);
         assert_eq!(block_ring(ChunkPos::new(-2, 0), 2, ChunkPos::new(1, 1)), 4);
+    }
+
+    #[test]
+    fn the_row_key_orders_blocks_in_row_order() {
+        let mut rows: Vec<ChunkPos> = [
+            (0, 0),
+            (i64::MIN, 0),
+            (i64::MAX, -1),
+            (-1, -1),
+            (0, -1),
+            (1, 0),
+            (-3, 2),
+            (5, i64::MIN),
+            (0, i64::MAX),
+            (-1, i64::MAX),
+        ]
+        .map(|(x, z)| ChunkPos::new(x, z))
+        .to_vec();
+        let mut by_key = rows.clone();
+        rows.sort();
+        by_key.sort_by_key(|b| row_key(*b));
+        assert_eq!(by_key, rows);
     }
 
     #[test]
@@ -1508,7 +1672,7 @@ mod tests {
         let mut full = inc.clone();
         let mut foci: Vec<Position> = vec![Position::new(16.0, 16.0)];
         let mut ready: BTreeSet<ChunkPos> = BTreeSet::new();
-        let mut changed: Vec<ChunkPos> = Vec::new();
+        let mut changed: Vec<(ChunkPos, bool)> = Vec::new();
         let mut builders = 0;
         let at = |x: i64, z: i64| Position::new(x as f64 * 32.0 + 7.0, z as f64 * 32.0 + 20.0);
         for (step, op) in ops.iter().enumerate() {
@@ -1543,7 +1707,7 @@ mod tests {
                     } else {
                         ready.remove(&c);
                     }
-                    changed.push(c);
+                    changed.push((c, b));
                 }
                 Op::Clear => {
                     assert_eq!(inc.clear(), full.clear());
@@ -1574,6 +1738,7 @@ mod tests {
                     inc.due(|c| ready.contains(&c), &mut a);
                     full.due(|c| ready.contains(&c), &mut b);
                     assert_eq!(a, b, "releases at input {step}");
+                    assert_eq!(a, due_by_chunk(&inc, &ready), "releases at input {step}");
                     for (k, blk) in a {
                         inc.mark_released(k, blk);
                         full.mark_released(k, blk);
@@ -1588,7 +1753,8 @@ mod tests {
                     inc.pending[k], full.pending[k],
                     "pending {k} at input {step}"
                 );
-                assert_eq!(inc.unwanted[k], full.unwanted[k], "unwanted {k} at {step}");
+                let keys = |p: &LodPlan| p.unwanted[k].keys().copied().collect::<BTreeSet<_>>();
+                assert_eq!(keys(&inc), keys(&full), "unwanted {k} at {step}");
                 assert_eq!(inc.loaded[k], full.loaded[k], "loaded {k} at input {step}");
             }
             let players = &foci[..players.min(foci.len())];
@@ -1597,6 +1763,42 @@ mod tests {
             changed.clear();
             assert_eq!(kept, counted, "holes at input {step} ({op:?})");
         }
+    }
+
+    /// The release rule as SPEC §17 states it, chunk by chunk with no memo: what `due` must
+    /// answer.
+    fn due_by_chunk(p: &LodPlan, ready: &BTreeSet<ChunkPos>) -> Vec<(usize, ChunkPos)> {
+        let mut out = Vec::new();
+        if p.centres.is_empty() {
+            return out;
+        }
+        for k in 0..MAX_LOD_LEVELS {
+            let mut blocks: Vec<ChunkPos> = p.unwanted[k].keys().copied().collect();
+            blocks.sort_unstable();
+            for b in blocks {
+                let Some(l) = p.level(k).filter(|l| l.step == p.steps[k]) else {
+                    out.push((k, b));
+                    continue;
+                };
+                let ring = p.centres.iter().map(|c| block_ring(b, l.step, *c)).min();
+                let r = u64::from(l.radius);
+                let a = block_area(b, l.step);
+                let seen = |c: ChunkPos| {
+                    ready.contains(&c)
+                        || (0..k).any(|j| p.steps[j] != 0 && p.is_ready(j, block_of(c, p.steps[j])))
+                };
+                let replaced = (a.z0..=a.z1).all(|z| {
+                    (a.x0..=a.x1).all(|x| {
+                        let c = ChunkPos::new(x, z);
+                        !p.grid.overlaps(c, p.bounds.as_ref()) || seen(c)
+                    })
+                });
+                if ring > Some(r + 1) || (ring <= Some(r) && replaced) {
+                    out.push((k, b));
+                }
+            }
+        }
+        out
     }
 
     proptest::proptest! {

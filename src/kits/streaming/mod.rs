@@ -141,7 +141,7 @@ pub struct StreamingKit {
     /// whose readiness changed (SPEC §17), reused every tick.
     lod_moves: Vec<(usize, ChunkPos)>,
     players: Vec<Position>,
-    readiness: Vec<ChunkPos>,
+    readiness: Vec<(ChunkPos, bool)>,
 }
 
 /// What the variables say.

@@ -171,7 +171,9 @@ pub struct Residency {
     /// (SPEC §17's hole count follows them rather than recounting), kept only once
     /// [`Residency::track_readiness`] was called; past [`READY_LOG_MAX`] entries, or after a
     /// change of every chunk at once, `ready_log_lost` says the log is not the whole story.
-    ready_log: Vec<ChunkPos>,
+    /// Each entry says whether that change can only have made the chunk ready (a load, a
+    /// build, a refusal held) rather than unready.
+    ready_log: Vec<(ChunkPos, bool)>,
     ready_log_on: bool,
     ready_log_lost: bool,
 }
@@ -216,19 +218,20 @@ impl Residency {
 
     /// Swaps the readiness log with `buf` (cleared first, so capacities are reused and a
     /// steady tick allocates nothing): `buf` then holds the chunks whose readiness may have
-    /// changed since the last swap. Returns whether that list is complete (false after an
-    /// overflow, a new builder, a clear or a restore: recount everything).
-    pub fn swap_ready_log(&mut self, buf: &mut Vec<ChunkPos>) -> bool {
+    /// changed since the last swap, each with whether that change can only have made it ready.
+    /// Returns whether that list is complete (false after an overflow, a new builder, a clear
+    /// or a restore: recount everything).
+    pub fn swap_ready_log(&mut self, buf: &mut Vec<(ChunkPos, bool)>) -> bool {
         buf.clear();
         std::mem::swap(buf, &mut self.ready_log);
         !std::mem::replace(&mut self.ready_log_lost, false)
     }
 
-    /// `c`'s readiness may have changed.
-    fn touched(&mut self, c: ChunkPos) {
+    /// `c`'s readiness may have changed (`gained`: it can only have become ready).
+    fn touched(&mut self, c: ChunkPos, gained: bool) {
         if self.ready_log_on && !self.ready_log_lost {
             if self.ready_log.len() < READY_LOG_MAX {
-                self.ready_log.push(c);
+                self.ready_log.push((c, gained));
             } else {
                 self.ready_log.clear();
                 self.ready_log_lost = true;
@@ -716,7 +719,7 @@ impl Residency {
             return;
         }
         self.built.insert(chunk, 0);
-        self.touched(chunk);
+        self.touched(chunk, true);
         self.pending.swap_remove(&chunk);
         if self.is_wanted(chunk) {
             if self.chunk_ready(chunk) {
@@ -736,7 +739,7 @@ impl Residency {
         let was_ready = self.is_wanted(chunk) && self.chunk_ready(chunk);
         self.loaded.remove(&chunk);
         self.built.remove(&chunk);
-        self.touched(chunk);
+        self.touched(chunk, false);
         if was_ready {
             self.ready -= 1;
         }
@@ -777,9 +780,9 @@ impl Residency {
             }
         }
         self.refusals.insert(chunk, held);
-        self.touched(chunk);
-        // Holding never makes a chunk unready (`was_ready` is taken after any old refusal was
-        // dropped): a load refusal makes it ready, an unload refusal leaves it to its builds.
+        self.touched(chunk, true); // holding never makes a chunk unready (below)
+                                   // Holding never makes a chunk unready (`was_ready` is taken after any old refusal was
+                                   // dropped): a load refusal makes it ready, an unload refusal leaves it to its builds.
         if wanted && !was_ready && self.chunk_ready(chunk) {
             self.ready += 1;
         }
@@ -789,7 +792,7 @@ impl Residency {
         let wanted = self.is_wanted(chunk);
         let was_ready = wanted && self.chunk_ready(chunk);
         let held = self.refusals.remove(&chunk)?;
-        self.touched(chunk);
+        self.touched(chunk, false);
         match held.kind {
             RefusalKind::Load => {
                 if wanted {
@@ -879,7 +882,7 @@ impl Residency {
         }
         let now = *bits;
         if now != was {
-            self.touched(chunk);
+            self.touched(chunk, built);
         }
         // Readiness moves with the bits, unless a load refusal makes the chunk ready anyway.
         let (was_ready, now_ready) = (self.all_built(was), self.all_built(now));
@@ -1020,7 +1023,7 @@ mod tests {
     #[test]
     fn the_readiness_log_lists_what_changed_and_says_when_it_is_not_the_whole_story() {
         let mut r = Residency::new(Grid::new(32.0), None);
-        let mut buf = vec![ChunkPos::new(9, 9)];
+        let mut buf = vec![(ChunkPos::new(9, 9), true)];
         let (a, b) = (ChunkPos::new(1, 1), ChunkPos::new(-2, 3));
         r.swap_ready_log(&mut buf);
         r.mark_loaded(a);
@@ -1037,7 +1040,11 @@ mod tests {
         r.mark_loaded(a);
         r.mark_loaded(a);
         assert!(r.swap_ready_log(&mut buf));
-        assert_eq!(buf, [a, a]);
+        assert_eq!(
+            buf,
+            [(a, false), (a, true)],
+            "a release loses, a load gains"
+        );
         let touch = |r: &mut Residency, n: usize| {
             for k in 0..n {
                 if k % 2 == 0 {
@@ -1056,7 +1063,7 @@ mod tests {
         assert_eq!(buf, []);
         r.mark_released(a);
         assert!(r.swap_ready_log(&mut buf));
-        assert_eq!(buf, [a]);
+        assert_eq!(buf, [(a, false)]);
     }
 
     /// `move_focus` moves a focus that stays in its chunk and says so (the fast path that spares
