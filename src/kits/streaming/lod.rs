@@ -17,6 +17,8 @@
 use std::cell::Cell;
 use std::collections::BTreeSet;
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::grid::{Bounds, ChunkPos, Grid, Position};
@@ -203,6 +205,14 @@ pub fn block_ring(b: ChunkPos, step: u32, centre: ChunkPos) -> u64 {
 /// A loaded block: which builders built it (bit `i`: builder `i`).
 type Bits = u64;
 
+/// A block the plan knows of: wanted, loaded (and by which builders built), or both. One
+/// hashed entry answers both questions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    wanted: bool,
+    built: Option<Bits>,
+}
+
 /// The LOD plan of every level.
 #[derive(Debug, Clone)]
 pub struct LodPlan {
@@ -218,8 +228,11 @@ pub struct LodPlan {
     centres: Vec<ChunkPos>,
     /// The sets below that are only looked up (or iterated into a total order) are hashed:
     /// their hash order cannot leak. What is listed is sorted into row order when listed.
-    wanted: [FxHashSet<ChunkPos>; MAX_LOD_LEVELS],
-    loaded: [FxHashMap<ChunkPos, Bits>; MAX_LOD_LEVELS],
+    /// The wanted and the loaded blocks (while a level's step changes, the loaded ones are of
+    /// the old step and the wanted ones of the new).
+    blocks: [FxHashMap<ChunkPos, Slot>; MAX_LOD_LEVELS],
+    /// How many of `blocks` are loaded, per level.
+    loaded_len: [usize; MAX_LOD_LEVELS],
     /// Wanted and not loaded (taken from in the total order of `load`).
     pending: [FxHashSet<ChunkPos>; MAX_LOD_LEVELS],
     /// Loaded and not wanted: what the release rule looks at (its answer is sorted), each with
@@ -288,8 +301,8 @@ impl LodPlan {
             steps: [0; MAX_LOD_LEVELS],
             foci: Vec::new(),
             centres: Vec::new(),
-            wanted: Default::default(),
-            loaded: Default::default(),
+            blocks: Default::default(),
+            loaded_len: [0; MAX_LOD_LEVELS],
             pending: Default::default(),
             unwanted: Default::default(),
             builders: 0,
@@ -497,38 +510,81 @@ impl LodPlan {
         self.resolved.extend_from_slice(&self.centres);
         for k in 0..MAX_LOD_LEVELS {
             let step = self.level(k).map_or(0, |l| l.step);
-            if step != self.steps[k] && !self.loaded[k].is_empty() {
+            if step != self.steps[k] && self.loaded_len[k] > 0 {
                 // Planned with another step: every loaded block of the level goes.
-                self.unwanted[k] = self.loaded[k].keys().map(|b| (*b, Cell::new(0))).collect();
-                self.wanted[k].clear();
+                self.unwanted[k] = self.blocks[k]
+                    .iter()
+                    .filter(|(_, s)| s.built.is_some())
+                    .map(|(b, _)| (*b, Cell::new(0)))
+                    .collect();
                 self.pending[k].clear();
             }
-            if self.loaded[k].is_empty() && self.steps[k] != step {
+            if self.loaded_len[k] == 0 && self.steps[k] != step {
                 self.steps[k] = step;
                 self.invalidate_holes();
             }
+            // Loaded blocks of an old step still there: nothing of the new step is pending
+            // until they are gone (see `mark_released`).
+            let in_force = self.steps[k] == step;
             let new = self.compute_wanted(k);
-            if self.steps[k] != step {
-                // Loaded blocks of the old step are still there: nothing of the new step is
-                // pending until they are gone (see `mark_released`).
-                self.wanted[k] = new;
-                continue;
+            let gone: Vec<ChunkPos> = self.blocks[k]
+                .iter()
+                .filter(|(b, s)| s.wanted && !new.contains(b))
+                .map(|(b, _)| *b)
+                .collect();
+            for b in gone {
+                self.want(k, b, false, in_force);
             }
-            let old = std::mem::take(&mut self.wanted[k]);
-            for b in old.difference(&new) {
-                self.pending[k].remove(b);
-                if self.loaded[k].contains_key(b) {
-                    self.unwanted[k].insert(*b, Cell::new(0));
+            for b in new {
+                self.want(k, b, true, in_force);
+            }
+        }
+    }
+
+    /// Block `b` of level `k` becomes wanted (`want`) or not: a change moves it between
+    /// pending and not-wanted, as the full diff of the wanted sets would (unless `in_force`
+    /// is false: blocks of an old step are still loaded, see `mark_released`).
+    fn want(&mut self, k: usize, b: ChunkPos, want: bool, in_force: bool) {
+        let loaded = match self.blocks[k].entry(b) {
+            Entry::Occupied(mut e) => {
+                if e.get().wanted == want {
+                    return;
                 }
-            }
-            for b in new.difference(&old) {
-                if self.loaded[k].contains_key(b) {
-                    self.unwanted[k].remove(b);
+                let loaded = e.get().built.is_some();
+                if want || loaded {
+                    e.get_mut().wanted = want;
                 } else {
-                    self.pending[k].insert(*b);
+                    e.remove();
                 }
+                loaded
             }
-            self.wanted[k] = new;
+            Entry::Vacant(e) => {
+                if !want {
+                    return;
+                }
+                e.insert(Slot {
+                    wanted: true,
+                    built: None,
+                });
+                false
+            }
+        };
+        if !in_force {
+            return;
+        }
+        match (want, loaded) {
+            (true, true) => {
+                self.unwanted[k].remove(&b);
+            }
+            (true, false) => {
+                self.pending[k].insert(b);
+            }
+            (false, true) => {
+                self.unwanted[k].insert(b, Cell::new(0));
+            }
+            (false, false) => {
+                self.pending[k].remove(&b);
+            }
         }
     }
 
@@ -623,31 +679,7 @@ impl LodPlan {
     /// Tests block `b` of level `k` again and moves it as the full diff of `resolve` would.
     fn retest(&mut self, k: usize, l: LodLevel, areas: &[Area], b: ChunkPos) {
         let want = self.is_wanted_now(k, l, areas, b);
-        if want == self.wanted[k].contains(&b) {
-            return;
-        }
-        if want {
-            self.wanted[k].insert(b);
-        } else {
-            self.wanted[k].remove(&b);
-        }
-        if self.steps[k] != l.step {
-            // Blocks of the old step still loaded: nothing pending (see `mark_released`).
-            return;
-        }
-        let loaded = self.loaded[k].contains_key(&b);
-        if want {
-            if loaded {
-                self.unwanted[k].remove(&b);
-            } else {
-                self.pending[k].insert(b);
-            }
-        } else {
-            self.pending[k].remove(&b);
-            if loaded {
-                self.unwanted[k].insert(b, Cell::new(0));
-            }
-        }
+        self.want(k, b, want, self.steps[k] == l.step);
     }
 
     /// The squared distance from the nearest focus within level `k`'s radius of `b` to its
@@ -696,7 +728,11 @@ impl LodPlan {
             let step = self.steps[k];
             for &(_, b) in &keyed {
                 self.pending[k].remove(&b);
-                self.loaded[k].insert(b, 0);
+                // A pending block is wanted: its slot is there.
+                if let Some(slot) = self.blocks[k].get_mut(&b) {
+                    slot.built = Some(0);
+                }
+                self.loaded_len[k] += 1;
                 self.changes += 1;
                 self.log_block(step, b, self.builders == 0);
                 out.push((k, b));
@@ -708,8 +744,9 @@ impl LodPlan {
 
     /// Whether a loaded block is ready: built by every builder blocks wait for.
     pub fn is_ready(&self, k: usize, b: ChunkPos) -> bool {
-        self.loaded[k]
+        self.blocks[k]
             .get(&b)
+            .and_then(|s| s.built)
             .is_some_and(|bits| bits & self.builders == self.builders)
     }
 
@@ -817,22 +854,33 @@ impl LodPlan {
 
     /// Records a release.
     pub fn mark_released(&mut self, k: usize, b: ChunkPos) {
-        if self.loaded[k].remove(&b).is_none() {
+        let Entry::Occupied(mut e) = self.blocks[k].entry(b) else {
+            return;
+        };
+        if e.get().built.is_none() {
             return;
         }
+        let wanted = e.get().wanted;
+        if wanted {
+            e.get_mut().built = None;
+        } else {
+            e.remove();
+        }
+        self.loaded_len[k] -= 1;
         self.changes += 1;
         self.log_block(self.steps[k], b, false);
         self.unwanted[k].remove(&b);
-        if self.wanted[k].contains(&b) {
+        if wanted {
             self.pending[k].insert(b);
         }
-        if self.loaded[k].is_empty() {
+        if self.loaded_len[k] == 0 {
             let step = self.level(k).map_or(0, |l| l.step);
             if self.steps[k] != step {
-                // The last block of the old step is gone: the level starts over.
+                // The last block of the old step is gone: the level starts over (every block
+                // it knows now is wanted and not loaded).
                 self.steps[k] = step;
                 self.invalidate_holes();
-                self.pending[k] = self.wanted[k].clone();
+                self.pending[k] = self.blocks[k].keys().copied().collect();
             }
         }
     }
@@ -851,7 +899,7 @@ impl LodPlan {
         if i >= 64 || k >= MAX_LOD_LEVELS {
             return;
         }
-        if let Some(bits) = self.loaded[k].get_mut(&b) {
+        if let Some(bits) = self.blocks[k].get_mut(&b).and_then(|s| s.built.as_mut()) {
             let was = *bits;
             if built {
                 *bits |= 1 << i;
@@ -868,11 +916,16 @@ impl LodPlan {
 
     /// The loaded blocks of level `k` (index), row order.
     pub fn loaded(&self, k: usize) -> impl Iterator<Item = ChunkPos> + '_ {
+        self.listed(k, |s| s.built.is_some())
+    }
+
+    /// The blocks of level `k` (index) whose slot passes `test`, row order.
+    fn listed(&self, k: usize, test: impl Fn(&Slot) -> bool) -> std::vec::IntoIter<ChunkPos> {
         let mut v: Vec<ChunkPos> = self
-            .loaded
+            .blocks
             .get(k)
             .into_iter()
-            .flat_map(|m| m.keys().copied())
+            .flat_map(|m| m.iter().filter(|(_, s)| test(s)).map(|(b, _)| *b))
             .collect();
         v.sort_unstable();
         v.into_iter()
@@ -880,19 +933,17 @@ impl LodPlan {
 
     /// Blocks loaded over every level.
     pub fn loaded_len(&self) -> usize {
-        self.loaded.iter().map(|m| m.len()).sum()
+        self.loaded_len.iter().sum()
     }
 
     /// Whether any block is loaded.
     pub fn is_empty(&self) -> bool {
-        self.loaded.iter().all(|m| m.is_empty())
+        self.loaded_len.iter().all(|n| *n == 0)
     }
 
     /// The wanted blocks of level `k` (index), row order.
     pub fn wanted(&self, k: usize) -> impl Iterator<Item = ChunkPos> + '_ {
-        let mut v: Vec<ChunkPos> = self.wanted[k].iter().copied().collect();
-        v.sort_unstable();
-        v.into_iter()
+        self.listed(k, |s| s.wanted)
     }
 
     /// A counter bumped on every load, release or build of a block.
@@ -1233,7 +1284,13 @@ impl LodPlan {
         for (k, blocks) in loaded.iter().enumerate().take(MAX_LOD_LEVELS) {
             self.steps[k] = self.level(k).map_or(0, |l| l.step);
             for b in blocks {
-                self.loaded[k].insert(*b, 0);
+                let slot = Slot {
+                    wanted: false,
+                    built: Some(0),
+                };
+                if self.blocks[k].insert(*b, slot).is_none() {
+                    self.loaded_len[k] += 1;
+                }
                 self.unwanted[k].insert(*b, Cell::new(0));
             }
         }
@@ -1609,6 +1666,9 @@ mod tests {
     enum Op {
         /// Focus `i` (modulo their number) moves by a few chunks (or within its chunk).
         Move(usize, i64, i64),
+        /// Every focus moves at once (as in a game's tick): the even ones by the first
+        /// offset, the odd ones by the second.
+        MoveAll(i64, i64, i64, i64),
         /// Focus `i` jumps anywhere.
         Teleport(usize, i64, i64),
         Add(i64, i64),
@@ -1638,6 +1698,8 @@ mod tests {
         use proptest::prelude::*;
         prop_oneof![
             6 => (0..4usize, -3..=3i64, -3..=3i64).prop_map(|(i, x, z)| Op::Move(i, x, z)),
+            4 => (-3..=3i64, -3..=3i64, -3..=3i64, -3..=3i64)
+                .prop_map(|(a, b, c, d)| Op::MoveAll(a, b, c, d)),
             1 => (0..4usize, -40..40i64, -40..40i64).prop_map(|(i, x, z)| Op::Teleport(i, x, z)),
             1 => (-20..20i64, -20..20i64).prop_map(|(x, z)| Op::Add(x, z)),
             1 => (0..4usize).prop_map(Op::Remove),
@@ -1681,6 +1743,12 @@ mod tests {
                 Op::Move(i, dx, dz) if !foci.is_empty() => {
                     let p = foci[i % n];
                     foci[i % n] = Position::new(p.x + dx as f64 * 24.0, p.z + dz as f64 * 24.0);
+                }
+                Op::MoveAll(a, b, c, d) => {
+                    for (i, p) in foci.iter_mut().enumerate() {
+                        let (dx, dz) = if i % 2 == 0 { (a, b) } else { (c, d) };
+                        *p = Position::new(p.x + dx as f64 * 24.0, p.z + dz as f64 * 24.0);
+                    }
                 }
                 Op::Teleport(i, x, z) if !foci.is_empty() => foci[i % n] = at(x, z),
                 Op::Add(x, z) if foci.len() < 4 => foci.push(at(x, z)),
@@ -1747,15 +1815,20 @@ mod tests {
                 _ => {}
             }
             for k in 0..MAX_LOD_LEVELS {
-                assert_eq!(inc.wanted[k], full.wanted[k], "wanted {k} at input {step}");
-                assert_eq!(inc.wanted[k], inc.compute_wanted(k), "wanted {k} at {step}");
+                assert_eq!(inc.blocks[k], full.blocks[k], "blocks {k} at input {step}");
+                let wanted: FxHashSet<ChunkPos> = inc.wanted(k).collect();
+                assert_eq!(wanted, inc.compute_wanted(k), "wanted {k} at {step}");
+                assert_eq!(
+                    inc.loaded_len[k],
+                    inc.loaded(k).count(),
+                    "loaded {k} at {step}"
+                );
                 assert_eq!(
                     inc.pending[k], full.pending[k],
                     "pending {k} at input {step}"
                 );
                 let keys = |p: &LodPlan| p.unwanted[k].keys().copied().collect::<BTreeSet<_>>();
                 assert_eq!(keys(&inc), keys(&full), "unwanted {k} at {step}");
-                assert_eq!(inc.loaded[k], full.loaded[k], "loaded {k} at input {step}");
             }
             let players = &foci[..players.min(foci.len())];
             let counted = full.holes(players, |c| ready.contains(&c));

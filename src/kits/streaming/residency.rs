@@ -1064,6 +1064,15 @@ mod tests {
         r.mark_released(a);
         assert!(r.swap_ready_log(&mut buf));
         assert_eq!(buf, [(a, false)]);
+        // A build gains, an unbuild loses.
+        let builder = r.add_builder().unwrap();
+        r.swap_ready_log(&mut buf);
+        r.mark_loaded(a);
+        r.set_built(builder, a, true);
+        r.set_built(builder, a, false);
+        r.set_built(builder, a, false);
+        assert!(r.swap_ready_log(&mut buf));
+        assert_eq!(buf, [(a, true), (a, true), (a, false)]);
     }
 
     /// `move_focus` moves a focus that stays in its chunk and says so (the fast path that spares
