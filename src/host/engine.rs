@@ -118,6 +118,8 @@ pub struct Engine {
     tick: u64,
     mod_errors: super::events::ModErrors,
     outbox: super::events::Outbox,
+    /// The batch of events being delivered (scratch, its room reused).
+    batch: Vec<super::events::Event>,
 }
 
 /// The id under which the host itself is listed; it is always present.
@@ -229,6 +231,7 @@ impl Engine {
             tick: 0,
             mod_errors: Default::default(),
             outbox: Default::default(),
+            batch: Vec::new(),
         };
         for kit in &mut engine.kits {
             kit.install(&mut Install {
@@ -523,6 +526,33 @@ impl Engine {
 
     /// Delivers queued events and entity changes to every kit until nothing is left.
     fn settle(&mut self) {
+        // Before every event, and once the last is delivered: failed mods and queued events are
+        // emitted (after what waits), changed entities told. Events are delivered a batch at a
+        // time, in the order of a single queue (what one emits comes after the batch).
+        let mut batch = std::mem::take(&mut self.batch);
+        loop {
+            self.before_event();
+            if !self.events.has_undelivered() {
+                break;
+            }
+            self.events.take_batch(&mut batch);
+            for (i, event) in batch.iter().enumerate() {
+                if i > 0 {
+                    self.before_event();
+                }
+                for kit in &mut self.kits {
+                    let mut ctx = ctx!(self);
+                    kit.on_event(event, &mut ctx);
+                }
+            }
+            self.events.delivered_batch(&mut batch);
+        }
+        self.batch = batch;
+    }
+
+    /// What comes before the next event: failed mods' errors and queued events emitted, then
+    /// changed entities told, until no entity changes.
+    fn before_event(&mut self) {
         loop {
             if !self.mod_errors.borrow().is_empty() {
                 let failures = std::mem::take(&mut *self.mod_errors.borrow_mut());
@@ -539,22 +569,14 @@ impl Engine {
                     self.events.emit(event, data);
                 }
             }
-            if self.world.has_changes() {
-                let changed = self.world.take_changed();
-                for kit in &mut self.kits {
-                    let mut ctx = ctx!(self);
-                    kit.on_entities_changed(&changed, &mut ctx);
-                }
-                continue;
+            if !self.world.has_changes() {
+                return;
             }
-            let Some(event) = self.events.next_undelivered() else {
-                break;
-            };
+            let changed = self.world.take_changed();
             for kit in &mut self.kits {
                 let mut ctx = ctx!(self);
-                kit.on_event(&event, &mut ctx);
+                kit.on_entities_changed(&changed, &mut ctx);
             }
-            self.events.delivered(event);
         }
     }
 }

@@ -2,7 +2,6 @@
 //! order, and keeps the log of everything emitted (with its tick) for the caller.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -177,7 +176,9 @@ impl Serialize for EventData {
 /// Events waiting to be delivered, and the log of delivered ones.
 #[derive(Debug, Default)]
 pub struct EventBus {
-    queue: VecDeque<Event>,
+    /// Oldest first; delivered a batch at a time ([`EventBus::take_batch`]), so an event is
+    /// moved once on its way to the log rather than out of a queue and into the log.
+    queue: Vec<Event>,
     log: Vec<Event>,
     tick: u64,
 }
@@ -185,7 +186,7 @@ pub struct EventBus {
 impl EventBus {
     /// Emits `event` with `data`, stamped with the current tick.
     pub fn emit(&mut self, event: impl Into<Cow<'static, str>>, data: impl Into<EventData>) {
-        self.queue.push_back(Event {
+        self.queue.push(Event {
             tick: self.tick,
             event: event.into(),
             data: data.into(),
@@ -202,13 +203,37 @@ impl EventBus {
     }
 
     /// The next event to deliver; hand it back with [`EventBus::delivered`].
+    #[cfg(test)]
     pub(crate) fn next_undelivered(&mut self) -> Option<Event> {
-        self.queue.pop_front()
+        (!self.queue.is_empty()).then(|| self.queue.remove(0))
     }
 
     /// Moves a delivered event to the log.
+    #[cfg(test)]
     pub(crate) fn delivered(&mut self, event: Event) {
         self.log.push(event);
+    }
+
+    /// Whether events wait to be delivered.
+    pub(crate) fn has_undelivered(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Swaps the events waiting to be delivered, oldest first, into `batch` (empty): what is
+    /// emitted while they are delivered waits for the next batch, after them, as a queue
+    /// would have it. Hand them back with [`EventBus::delivered_batch`].
+    pub(crate) fn take_batch(&mut self, batch: &mut Vec<Event>) {
+        debug_assert!(batch.is_empty());
+        std::mem::swap(&mut self.queue, batch);
+    }
+
+    /// Moves a delivered batch to the log, leaving `batch` empty (its room kept).
+    pub(crate) fn delivered_batch(&mut self, batch: &mut Vec<Event>) {
+        if self.log.is_empty() {
+            std::mem::swap(&mut self.log, batch);
+        } else {
+            self.log.append(batch);
+        }
     }
 
     /// Takes the log of delivered events, oldest first.
