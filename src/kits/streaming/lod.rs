@@ -282,6 +282,10 @@ struct Spans {
     area: [Option<Area>; 2],
 }
 
+/// The memo of a not-wanted block that `due` listed because it is replaced (see
+/// [`LodPlan::mark_released`]); otherwise the memo is a cell of the block's area.
+const REPLACED: u32 = u32::MAX;
+
 /// Blocks of at most this step (4 chunks at step 2) have their holes counted again chunk by
 /// chunk ([`LodPlan::recount_chunk`]); coarser ones by the walk down the levels, which skips
 /// what a ready finer block covers.
@@ -777,6 +781,7 @@ impl LodPlan {
             let level = self.level(k).filter(|l| l.step == self.steps[k]);
             for (b, memo) in &self.unwanted[k] {
                 let Some(l) = level else {
+                    memo.set(0);
                     out.push((k, *b));
                     continue;
                 };
@@ -788,11 +793,15 @@ impl LodPlan {
                     .unwrap_or(u64::MAX);
                 let r = u64::from(l.radius);
                 let go = if ring > r + 1 {
+                    memo.set(0);
                     true
                 } else if ring > r {
                     false // the hysteresis band, as chunks have
+                } else if self.replaced(k, *b, l.step, memo, &chunk_ready) {
+                    memo.set(REPLACED);
+                    true
                 } else {
-                    self.replaced(k, *b, l.step, memo, &chunk_ready)
+                    false
                 };
                 if go {
                     out.push((k, *b));
@@ -852,7 +861,9 @@ impl LodPlan {
         true
     }
 
-    /// Records a release.
+    /// Records a release. A block `due` has just listed because what replaces it is ready
+    /// leaves no hole (every chunk of it in the ground is seen by something else), so the hole
+    /// count does not look at it again; a change since to what replaces it is logged itself.
     pub fn mark_released(&mut self, k: usize, b: ChunkPos) {
         let Entry::Occupied(mut e) = self.blocks[k].entry(b) else {
             return;
@@ -868,8 +879,12 @@ impl LodPlan {
         }
         self.loaded_len[k] -= 1;
         self.changes += 1;
-        self.log_block(self.steps[k], b, false);
-        self.unwanted[k].remove(&b);
+        let replaced = self.unwanted[k]
+            .remove(&b)
+            .is_some_and(|memo| memo.get() == REPLACED);
+        if !replaced {
+            self.log_block(self.steps[k], b, false);
+        }
         if wanted {
             self.pending[k].insert(b);
         }
