@@ -35,6 +35,13 @@ struct Area {
 }
 
 impl Area {
+    const EMPTY: Area = Area {
+        x0: 0,
+        x1: -1,
+        z0: 0,
+        z1: -1,
+    };
+
     fn contains(&self, o: &Area) -> bool {
         self.x0 <= o.x0 && o.x1 <= self.x1 && self.z0 <= o.z0 && o.z1 <= self.z1
     }
@@ -281,6 +288,9 @@ struct Spans {
     range: [Option<Area>; 2],
     area: [Option<Area>; 2],
 }
+
+/// The release rule tests the rings of up to this many foci by rectangles.
+const MAX_FOCI_FAST: usize = 8;
 
 /// The memo of a not-wanted block that `due` listed because it is replaced (see
 /// [`LodPlan::mark_released`]); otherwise the memo is a cell of the block's area.
@@ -743,6 +753,12 @@ impl LodPlan {
                 left -= 1;
             }
             self.keyed = keyed;
+            // Iterating a hashed set costs its capacity: after a fill (entering a scene, a
+            // teleport) give the room back.
+            let p = &mut self.pending[k];
+            if p.capacity() > 8 * (p.len() + 16) {
+                p.shrink_to(2 * p.len());
+            }
         }
     }
 
@@ -776,26 +792,48 @@ impl LodPlan {
         if self.centres.is_empty() {
             return;
         }
+        let mut ranges = [(Area::EMPTY, Area::EMPTY); MAX_FOCI_FAST];
         for k in 0..MAX_LOD_LEVELS {
             let start = out.len();
             let level = self.level(k).filter(|l| l.step == self.steps[k]);
+            // The blocks within `r_k` and within `r_k + 1` of each focus, as rectangles (a
+            // block's ring is at most `r` exactly when it lies in the blocks of the chunk
+            // square of `r`), for up to MAX_FOCI_FAST foci; more, ring by ring.
+            let fast = self.centres.len() <= MAX_FOCI_FAST;
+            if let (Some(l), true) = (level, fast) {
+                for (range, c) in ranges.iter_mut().zip(&self.centres) {
+                    let r = i64::from(l.radius);
+                    *range = (
+                        Area::square(*c, r).blocks(l.step),
+                        Area::square(*c, r + 1).blocks(l.step),
+                    );
+                }
+            }
+            let ranges = &ranges[..self.centres.len().min(MAX_FOCI_FAST)];
             for (b, memo) in &self.unwanted[k] {
                 let Some(l) = level else {
-                    memo.set(0);
+                    // (The levels changed: the holes are counted again from scratch.)
                     out.push((k, *b));
                     continue;
                 };
-                let ring = self
-                    .centres
-                    .iter()
-                    .map(|c| block_ring(*b, l.step, *c))
-                    .min()
-                    .unwrap_or(u64::MAX);
-                let r = u64::from(l.radius);
-                let go = if ring > r + 1 {
+                let (within, near) = if fast {
+                    (
+                        ranges.iter().any(|(r, _)| r.holds(*b)),
+                        ranges.iter().any(|(_, r1)| r1.holds(*b)),
+                    )
+                } else {
+                    let ring = self
+                        .centres
+                        .iter()
+                        .map(|c| block_ring(*b, l.step, *c))
+                        .min();
+                    let r = u64::from(l.radius);
+                    (ring <= Some(r), ring <= Some(r + 1))
+                };
+                let go = if !near {
                     memo.set(0);
                     true
-                } else if ring > r {
+                } else if !within {
                     false // the hysteresis band, as chunks have
                 } else if self.replaced(k, *b, l.step, memo, &chunk_ready) {
                     memo.set(REPLACED);
@@ -1476,6 +1514,70 @@ mod tests {
         out.clear();
         p.load(0, &mut out);
         assert!(out.is_empty());
+    }
+
+    /// A block `due` listed as replaced but the caller kept, whose replacement then went, and
+    /// which is later listed out of range: its release must be counted by the holes (only the
+    /// release right after the `due` that found it replaced is skipped by the hole count).
+    #[test]
+    fn a_block_listed_replaced_then_kept_is_counted_when_released_out_of_range() {
+        let mut p = plan(2, &[(2, 8), (4, 32)], Position::new(-200.0, -200.0)); // (-7, -7)
+        p.add_builder(0);
+        load_all(&mut p);
+        // Level 1 built, level 2 not: only level-1 blocks and ready chunks are seen.
+        for b in p.loaded(0).collect::<Vec<_>>() {
+            p.set_built(0, 0, b, true);
+        }
+        let around = |c: ChunkPos, r: i64| {
+            let mut v = Vec::new();
+            for z in c.z - r..=c.z + r {
+                for x in c.x - r..=c.x + r {
+                    v.push(ChunkPos::new(x, z));
+                }
+            }
+            v
+        };
+        let mut ready: BTreeSet<ChunkPos> = around(ChunkPos::new(1, 1), 2).into_iter().collect();
+        let count = |p: &mut LodPlan, at: Position, ready: &BTreeSet<ChunkPos>, changed| {
+            let kept = p.update_holes(&[at], |c| ready.contains(&c), changed, true);
+            assert_eq!(kept, p.holes(&[at], |c| ready.contains(&c)));
+            kept
+        };
+        count(&mut p, Position::new(-200.0, -200.0), &ready, &[]);
+        // To chunk (1, 1): block (0, 0) of level 1 (chunks 0..=1) lies in the chunk square and
+        // its chunks are ready: listed as replaced, and kept.
+        let at = Position::new(48.0, 48.0);
+        p.set_foci(&[at]);
+        p.resolve();
+        count(&mut p, at, &ready, &[]);
+        let mut due = Vec::new();
+        p.due(|c| ready.contains(&c), &mut due);
+        let block = (0, ChunkPos::new(0, 0));
+        assert!(due.contains(&block));
+        // Its chunks go; the block still covers them.
+        let gone = around(ChunkPos::new(0, 0), 0)
+            .into_iter()
+            .chain([(1, 0), (0, 1), (1, 1)].map(|(x, z)| ChunkPos::new(x, z)))
+            .collect::<Vec<_>>();
+        let changed: Vec<(ChunkPos, bool)> = gone.iter().map(|c| (*c, false)).collect();
+        for c in &gone {
+            ready.remove(c);
+        }
+        count(&mut p, at, &ready, &changed);
+        // To chunk (12, 0): the block is out of range (ring 11 > 9), within the last level's
+        // 32, and nothing else sees its chunks.
+        let at = Position::new(12.0 * 32.0 + 16.0, 16.0);
+        p.set_foci(&[at]);
+        p.resolve();
+        due.clear();
+        p.due(|c| ready.contains(&c), &mut due);
+        assert!(due.contains(&block));
+        for (k, b) in due {
+            p.mark_released(k, b);
+        }
+        let holes = count(&mut p, at, &ready, &[]);
+        let seen = p.holes(&[at], |c| ready.contains(&c) || gone.contains(&c));
+        assert_eq!(holes - seen, 4, "its four chunks are holes now");
     }
 
     #[test]
