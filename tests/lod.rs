@@ -464,6 +464,53 @@ fn an_edit_to_a_sampled_cell_marks_the_block_dirty_and_it_is_rebuilt() {
     assert!(blocks_match_full_resolution(&g) > 20);
 }
 
+/// A block's job carries the built chunks whose stored form is behind: an edit written back
+/// (the chunk released), read back (the chunk loaded again) and then undone is stored as the
+/// edit until the next write, so a block rebuilt meanwhile must take the chunk's own cells,
+/// not the store's.
+#[test]
+fn a_block_rebuilt_after_an_edit_is_undone_takes_the_chunk_not_its_stored_edit() {
+    let mut scene = terrain_scene(1);
+    scene["kits"][2]["config"]["lod"][0]["radius"] = json!(2);
+    let mut g = game(&scene);
+    run(&mut g, &[], 10);
+    let before = terrain(&g)
+        .lod_block(1, -1, -1)
+        .expect("built")
+        .height(4, 4);
+    let at = json!({"x": -31, "z": -31}); // cell (0, 0) of chunk (-1, -1): block cell (4, 4)
+    let mv = |t: u64, x: i64| json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": x, "z": 16}});
+    let lines = [
+        json!({"tick": 11, "do": "edit", "at": at, "height": before ^ 0x5555}),
+        mv(12, 16 + 32 * 6), // chunk (-1, -1) released: its edit written back
+        mv(14, 16),          // and loaded again, from the store
+        json!({"tick": 21, "do": "edit", "at": at, "height": before}), // undone: unsaved
+    ];
+    run(&mut g, &lines[..3], 20);
+    let chunk = terrain(&g)
+        .chunk(ChunkPos::new(-1, -1))
+        .expect("loaded again");
+    assert_eq!(
+        chunk.height(0, 0),
+        before ^ 0x5555,
+        "read back from the store"
+    );
+    run(&mut g, &lines[3..], 26);
+    assert_eq!(
+        terrain(&g)
+            .chunk(ChunkPos::new(-1, -1))
+            .unwrap()
+            .height(0, 0),
+        before
+    );
+    assert_eq!(
+        terrain(&g).lod_block(1, -1, -1).unwrap().height(4, 4),
+        before,
+        "the block has the chunk's cell, not the stored edit"
+    );
+    assert!(blocks_match_full_resolution(&g) > 20);
+}
+
 #[test]
 fn released_blocks_free_their_data_and_a_save_resumes_the_builds_exactly() {
     let lines: Vec<Value> = (1..=24)

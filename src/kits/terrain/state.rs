@@ -302,13 +302,23 @@ impl State {
         });
     }
 
-    /// The built chunks a block samples and their diffs (`None`: the baseline), row order.
+    /// The built chunks a block samples whose stored form the worker must not read, with
+    /// their diffs (`None`: the baseline), row order: those with a diff, and those whose
+    /// stored form is behind (`unsaved`). Any other built chunk is stored as it is, and the
+    /// save thread answers the worker's read after every write sent before the dispatch (the
+    /// released chunks are sent first). With nothing edited, nothing goes and no sampled chunk
+    /// is looked up.
     fn resident_of(&self, block: ChunkPos, step: u32) -> Vec<(ChunkPos, Option<Diff>)> {
+        if self.diffs.is_empty() && self.unsaved.is_empty() {
+            return Vec::new();
+        }
         let cells = self.config.cells_per_chunk.get();
         super::generate::sampled_chunks(block, step, cells)
             .into_iter()
-            .filter(|c| self.built.contains_key(c))
-            .map(|c| (c, self.diffs.get(&c).cloned()))
+            .filter_map(|c| match self.diffs.get(&c) {
+                Some(d) => Some((c, Some(d.clone()))),
+                None => self.unsaved.contains(&c).then_some((c, None)),
+            })
             .collect()
     }
 
