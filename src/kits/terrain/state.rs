@@ -271,16 +271,17 @@ impl State {
         if let Some(k) = key.0.checked_sub(1).filter(|k| *k < 4) {
             b.steps[k as usize] = step;
         }
-        b.in_flight.insert(
-            key,
-            BlockFlight {
-                version,
-                commit_at,
-                step,
-                done: None,
-            },
-        );
-        b.jobs.retain(|j| (j.level, j.block) != key);
+        let flight = BlockFlight {
+            version,
+            commit_at,
+            step,
+            done: None,
+        };
+        if b.in_flight.insert(key, flight).is_some() {
+            // Dispatched again: a job of the old dispatch not handed over yet is dropped (only
+            // a block in flight has one).
+            b.jobs.retain(|j| (j.level, j.block) != key);
+        }
         let entry = (commit_at, version, key);
         if b.commits
             .back()
