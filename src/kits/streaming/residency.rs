@@ -1005,6 +1005,15 @@ mod tests {
         Residency::new(Grid::new(32.0), None)
     }
 
+    /// One focus of radius 1 and its 9 chunks taken for loading, nearest first.
+    fn nine_taken() -> (Residency, Vec<ChunkPos>) {
+        let mut r = res();
+        r.set_foci(&[FocusView::new(Position::new(10.0, 10.0), 1)]);
+        let mut taken = Vec::new();
+        r.take_nearest(9, &mut taken);
+        (r, taken)
+    }
+
     fn fill(r: &mut Residency, focus: Position, radius: u32) {
         let mut out = Vec::new();
         r.update_view(Some(focus), radius, &mut out);
@@ -1170,10 +1179,7 @@ mod tests {
     /// missed, as nothing loads or refuses a chunk between its take and its put-back in the kit).
     #[test]
     fn a_chunk_put_back_is_pending_again_only_if_still_wanted_unloaded_and_unrefused() {
-        let mut r = res();
-        r.set_foci(&[FocusView::new(Position::new(10.0, 10.0), 1)]);
-        let mut taken = Vec::new();
-        r.take_nearest(9, &mut taken);
+        let (mut r, taken) = nine_taken();
         assert_eq!((taken.len(), r.pending_len()), (9, 0));
         let (loaded, refused, kept) = (taken[0], taken[1], taken[2]);
         r.mark_loaded(loaded);
@@ -1289,10 +1295,7 @@ mod tests {
     /// (cargo-mutants: the recount's `+` made `-` was missed).
     #[test]
     fn a_new_builder_recounts_readiness_keeping_load_refused_chunks_ready() {
-        let mut r = res();
-        r.set_foci(&[FocusView::new(Position::new(10.0, 10.0), 1)]);
-        let mut taken = Vec::new();
-        r.take_nearest(9, &mut taken);
+        let (mut r, taken) = nine_taken();
         for c in &taken[..5] {
             r.mark_loaded(*c);
         }
