@@ -626,15 +626,8 @@ impl LodPlan {
                 continue;
             };
             self.areas_into(k, &mut carved);
-            let range = |c: ChunkPos| {
-                let (lo, hi) = self.block_range(c, l);
-                Area {
-                    x0: lo.x,
-                    x1: hi.x,
-                    z0: lo.z,
-                    z1: hi.z,
-                }
-            };
+            // The blocks within `r_k` of a focus: those holding a chunk of its square of `r_k`.
+            let range = |c: ChunkPos| Area::square(c, i64::from(l.radius)).blocks(l.step);
             // Each focus's range (blocks) and finer area (chunks), before and after.
             spans.clear();
             spans.extend((0..n).map(|i| {
