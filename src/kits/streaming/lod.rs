@@ -278,6 +278,7 @@ pub struct LodPlan {
     /// other foci hold of them.
     spans: Vec<Spans>,
     held: Vec<Area>,
+    ranges: Vec<Area>,
 }
 
 /// A focus's range (blocks) and finer area (chunks) at one level, before and after the foci
@@ -287,6 +288,15 @@ struct Spans {
     moved: bool,
     range: [Option<Area>; 2],
     area: [Option<Area>; 2],
+}
+
+/// What a level's wanted test reads of the foci now: the areas they carve (chunks) and their
+/// ranges (blocks within `r_k`: those holding a chunk of the square of `r_k`).
+struct Now<'a> {
+    areas: &'a [Area],
+    /// The side of the finer grid the areas are aligned to (chunks).
+    unit: i64,
+    ranges: &'a [Area],
 }
 
 /// The release rule tests the rings of up to this many foci by rectangles.
@@ -334,6 +344,7 @@ impl LodPlan {
             carved: Vec::new(),
             spans: Vec::new(),
             held: Vec::new(),
+            ranges: Vec::new(),
         }
     }
 
@@ -399,9 +410,19 @@ impl LodPlan {
         out.extend(self.centres.iter().map(|c| self.area(k, *c)));
     }
 
+    /// The side (chunks) of the grid level `k`'s carved areas are aligned to: the finer
+    /// level's blocks (chunks for the first level).
+    fn unit(&self, k: usize) -> i64 {
+        if k == 0 {
+            1
+        } else {
+            i64::from(self.level(k - 1).map_or(1, |l| l.step))
+        }
+    }
+
     /// Whether every chunk of `a` lies in one of `areas`, the areas of level `k` (0: the chunk
     /// squares) around the foci ([`LodPlan::areas_into`]).
-    fn inside_area(&self, k: usize, areas: &[Area], a: Area) -> bool {
+    fn inside_area(areas: &[Area], unit: i64, a: Area) -> bool {
         if areas.iter().any(|r| r.contains(&a)) {
             return true;
         }
@@ -409,11 +430,6 @@ impl LodPlan {
             return false;
         }
         // Several foci: the cells of the finer grid (every area is aligned to it) one by one.
-        let unit = if k == 0 {
-            1
-        } else {
-            i64::from(self.level(k - 1).map_or(1, |l| l.step))
-        };
         let mut z = a.z0;
         while z <= a.z1 {
             let mut x = a.x0;
@@ -497,7 +513,7 @@ impl LodPlan {
                     if out.contains(&b) {
                         continue;
                     }
-                    if !self.inside_area(k, &areas, block_area(b, l.step))
+                    if !Self::inside_area(&areas, self.unit(k), block_area(b, l.step))
                         && self.overlaps_ground(b, l.step)
                     {
                         out.insert(b);
@@ -621,6 +637,7 @@ impl LodPlan {
         let mut carved = std::mem::take(&mut self.carved);
         let mut spans = std::mem::take(&mut self.spans);
         let mut held = std::mem::take(&mut self.held);
+        let mut ranges = std::mem::take(&mut self.ranges);
         for k in 0..MAX_LOD_LEVELS {
             let Some(l) = self.level(k) else {
                 continue;
@@ -638,6 +655,13 @@ impl LodPlan {
                     area: [old.map(|c| self.area(k, c)), new.map(|c| self.area(k, c))],
                 }
             }));
+            ranges.clear();
+            ranges.extend(spans.iter().filter_map(|s| s.range[1]));
+            let now = Now {
+                areas: &carved,
+                unit: self.unit(k),
+                ranges: &ranges,
+            };
             for (i, span) in spans.iter().enumerate() {
                 if !span.moved {
                     continue;
@@ -648,45 +672,39 @@ impl LodPlan {
                 held.extend(others().filter_map(|(_, s)| both(s.range)));
                 let strips = changed_areas(span.range[0], span.range[1]);
                 for r in strips.into_iter().flatten() {
-                    Area::cut(r, &held, &mut |r| self.retest_all(k, l, &carved, r));
+                    Area::cut(r, &held, &mut |r| self.retest_all(k, l, &now, r));
                 }
                 held.clear();
                 held.extend(others().filter_map(|(_, s)| both(s.area)?.inner_blocks(l.step)));
                 let strips = changed_areas(span.area[0], span.area[1]);
                 for r in strips.into_iter().flatten() {
                     let r = r.blocks(l.step);
-                    Area::cut(r, &held, &mut |r| self.retest_all(k, l, &carved, r));
+                    Area::cut(r, &held, &mut |r| self.retest_all(k, l, &now, r));
                 }
             }
         }
         self.carved = carved;
         self.spans = spans;
         self.held = held;
+        self.ranges = ranges;
         self.resolved.clear();
         self.resolved.extend_from_slice(&self.centres);
     }
 
     /// Tests every block of `r` (blocks of level `k`) again.
-    fn retest_all(&mut self, k: usize, l: LodLevel, areas: &[Area], r: Area) {
+    fn retest_all(&mut self, k: usize, l: LodLevel, now: &Now<'_>, r: Area) {
+        let in_force = self.steps[k] == l.step;
         for bz in r.z0..=r.z1 {
             for bx in r.x0..=r.x1 {
-                self.retest(k, l, areas, ChunkPos::new(bx, bz));
+                let b = ChunkPos::new(bx, bz);
+                // SPEC §17's test, one block: within `r_k` of a focus, not inside the finer
+                // area, in the ground.
+                let want = now.ranges.iter().any(|r| r.holds(b))
+                    && !Self::inside_area(now.areas, now.unit, block_area(b, l.step))
+                    && self.overlaps_ground(b, l.step);
+                self.want(k, b, want, in_force);
             }
         }
-    }
-
-    /// Whether block `b` of level `k` is wanted now (SPEC §17's test, one block).
-    fn is_wanted_now(&self, k: usize, l: LodLevel, areas: &[Area], b: ChunkPos) -> bool {
-        let r = u64::from(l.radius);
-        self.centres.iter().any(|c| block_ring(b, l.step, *c) <= r)
-            && !self.inside_area(k, areas, block_area(b, l.step))
-            && self.overlaps_ground(b, l.step)
-    }
-
-    /// Tests block `b` of level `k` again and moves it as the full diff of `resolve` would.
-    fn retest(&mut self, k: usize, l: LodLevel, areas: &[Area], b: ChunkPos) {
-        let want = self.is_wanted_now(k, l, areas, b);
-        self.want(k, b, want, self.steps[k] == l.step);
     }
 
     /// The squared distance from the nearest focus within level `k`'s radius of `b` to its
@@ -741,7 +759,11 @@ impl LodPlan {
                 }
                 self.loaded_len[k] += 1;
                 self.changes += 1;
-                self.log_block(step, b, self.builders == 0);
+                if self.builders == 0 {
+                    // Ready as it loads. (Waiting for a builder, it is as unready as before:
+                    // nothing for the holes to look at.)
+                    self.log_block(step, b, true);
+                }
                 out.push((k, b));
                 left -= 1;
             }
@@ -903,6 +925,10 @@ impl LodPlan {
             return;
         }
         let wanted = e.get().wanted;
+        let was_ready = e
+            .get()
+            .built
+            .is_some_and(|bits| bits & self.builders == self.builders);
         if wanted {
             e.get_mut().built = None;
         } else {
@@ -913,7 +939,7 @@ impl LodPlan {
         let replaced = self.unwanted[k]
             .remove(&b)
             .is_some_and(|memo| memo.get() == REPLACED);
-        if !replaced {
+        if was_ready && !replaced {
             self.log_block(self.steps[k], b, false);
         }
         if wanted {
@@ -955,7 +981,10 @@ impl LodPlan {
             if *bits != was {
                 let ready = *bits & self.builders == self.builders;
                 self.changes += 1;
-                self.log_block(self.steps[k], b, ready);
+                // Only a change of readiness can change what is seen.
+                if ready != (was & self.builders == self.builders) {
+                    self.log_block(self.steps[k], b, ready);
+                }
             }
         }
     }
