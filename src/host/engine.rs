@@ -535,8 +535,8 @@ impl Engine {
             if !self.events.has_undelivered() {
                 break;
             }
-            self.events.take_batch(&mut batch);
-            for (i, event) in batch.iter().enumerate() {
+            let waiting = self.events.take_batch(&mut batch);
+            for (i, event) in batch[waiting].iter().enumerate() {
                 if i > 0 {
                     self.before_event();
                 }

@@ -174,19 +174,32 @@ impl Serialize for EventData {
 }
 
 /// Events waiting to be delivered, and the log of delivered ones.
+///
+/// One vector holds both: the delivered events, then those waiting, from `next` on. An event is
+/// written once, where it stays until the log is taken, and delivered by reference. While a
+/// batch is out for delivery ([`EventBus::take_batch`]) what kits emit waits in `queue`, and
+/// joins the log after the batch (as a single queue would order it).
 #[derive(Debug, Default)]
 pub struct EventBus {
-    /// Oldest first; delivered a batch at a time ([`EventBus::take_batch`]), so an event is
-    /// moved once on its way to the log rather than out of a queue and into the log.
-    queue: Vec<Event>,
     log: Vec<Event>,
+    /// The first event of `log` not delivered yet.
+    next: usize,
+    /// What was emitted while a batch was out.
+    queue: Vec<Event>,
+    /// A batch is out: `log` is with the engine.
+    out: bool,
     tick: u64,
 }
 
 impl EventBus {
     /// Emits `event` with `data`, stamped with the current tick.
     pub fn emit(&mut self, event: impl Into<Cow<'static, str>>, data: impl Into<EventData>) {
-        self.queue.push(Event {
+        let to = if self.out {
+            &mut self.queue
+        } else {
+            &mut self.log
+        };
+        to.push(Event {
             tick: self.tick,
             event: event.into(),
             data: data.into(),
@@ -202,54 +215,57 @@ impl EventBus {
         self.tick = tick;
     }
 
-    /// The next event to deliver; hand it back with [`EventBus::delivered`].
+    /// The next event to deliver, marked delivered (a copy).
     #[cfg(test)]
-    pub(crate) fn next_undelivered(&mut self) -> Option<Event> {
-        (!self.queue.is_empty()).then(|| self.queue.remove(0))
-    }
-
-    /// Moves a delivered event to the log.
-    #[cfg(test)]
-    pub(crate) fn delivered(&mut self, event: Event) {
-        self.log.push(event);
+    pub(crate) fn deliver_next(&mut self) -> Option<Event> {
+        let e = self.log.get(self.next).cloned()?;
+        self.next += 1;
+        Some(e)
     }
 
     /// Whether events wait to be delivered.
     pub(crate) fn has_undelivered(&self) -> bool {
-        !self.queue.is_empty()
+        self.next < self.log.len()
     }
 
-    /// Swaps the events waiting to be delivered, oldest first, into `batch` (empty): what is
-    /// emitted while they are delivered waits for the next batch, after them, as a queue
-    /// would have it. Hand them back with [`EventBus::delivered_batch`].
-    pub(crate) fn take_batch(&mut self, batch: &mut Vec<Event>) {
-        debug_assert!(batch.is_empty());
-        std::mem::swap(&mut self.queue, batch);
+    /// Hands out the log (`batch`, empty, takes it) with the range of it waiting to be
+    /// delivered, oldest first: what is emitted while they are delivered waits for the next
+    /// batch, after them, as a queue would have it. Hand the log back with
+    /// [`EventBus::delivered_batch`].
+    pub(crate) fn take_batch(&mut self, batch: &mut Vec<Event>) -> std::ops::Range<usize> {
+        debug_assert!(batch.is_empty() && !self.out);
+        std::mem::swap(&mut self.log, batch);
+        self.out = true;
+        self.next..batch.len()
     }
 
-    /// Moves a delivered batch to the log, leaving `batch` empty (its room kept).
+    /// Takes the log back with every event of the batch delivered (`batch` left empty, with
+    /// its room): what was emitted meanwhile joins it, waiting.
     pub(crate) fn delivered_batch(&mut self, batch: &mut Vec<Event>) {
-        if self.log.is_empty() {
-            std::mem::swap(&mut self.log, batch);
-        } else {
-            self.log.append(batch);
-        }
+        debug_assert!(self.out && self.log.is_empty());
+        std::mem::swap(&mut self.log, batch);
+        self.out = false;
+        self.next = self.log.len();
+        self.log.append(&mut self.queue);
     }
 
-    /// Takes the log of delivered events, oldest first.
+    /// Takes the log of delivered events, oldest first (events waiting stay).
     pub fn take_log(&mut self) -> Vec<Event> {
-        if self.log.is_empty() {
+        if self.next == 0 {
             return Vec::new(); // keeps the log's room
         }
         // Room for as many as the most so far (the log's capacity): one allocation, not a
         // doubling from 4 every tick, nor a doubling on every tick busier than the last.
         let room = self.log.capacity();
-        std::mem::replace(&mut self.log, Vec::with_capacity(room))
+        let mut rest = Vec::with_capacity(room);
+        rest.extend(self.log.drain(self.next..));
+        self.next = 0;
+        std::mem::replace(&mut self.log, rest)
     }
 
     /// The log of delivered events so far.
     pub fn log(&self) -> &[Event] {
-        &self.log
+        &self.log[..self.next]
     }
 }
 
@@ -301,6 +317,42 @@ mod tests {
     use super::*;
     use crate::grid::ChunkPos;
     use serde_json::json;
+
+    fn names(events: &[Event]) -> Vec<&str> {
+        events.iter().map(|e| e.event.as_ref()).collect()
+    }
+
+    #[test]
+    fn the_log_holds_only_what_was_delivered_and_a_batch_comes_before_what_it_emits() {
+        let mut bus = EventBus::default();
+        bus.emit("a", json!(1));
+        bus.emit("b", json!(2));
+        // Waiting events are not in the log, and taking the log leaves them waiting.
+        assert!(bus.log().is_empty());
+        assert!(bus.take_log().is_empty());
+        assert!(bus.has_undelivered());
+        let mut batch = Vec::new();
+        let range = bus.take_batch(&mut batch);
+        assert_eq!(names(&batch[range]), ["a", "b"]);
+        // Emitted while the batch is out: after it, waiting.
+        bus.emit("c", json!(3));
+        bus.delivered_batch(&mut batch);
+        assert!(batch.is_empty());
+        assert_eq!(names(bus.log()), ["a", "b"]);
+        assert!(bus.has_undelivered());
+        bus.emit("d", json!(4));
+        let range = bus.take_batch(&mut batch);
+        assert_eq!(names(&batch[range]), ["c", "d"]);
+        bus.delivered_batch(&mut batch);
+        assert!(!bus.has_undelivered());
+        // One waiting when the log is taken: it stays, and is the next delivered.
+        bus.emit("e", json!(5));
+        assert_eq!(names(&bus.take_log()), ["a", "b", "c", "d"]);
+        assert!(bus.log().is_empty());
+        assert_eq!(bus.deliver_next().map(|e| e.event), Some("e".into()));
+        assert_eq!(names(&bus.take_log()), ["e"]);
+        assert!(!bus.has_undelivered() && bus.deliver_next().is_none());
+    }
 
     #[test]
     fn the_built_payload_is_the_json_object_it_stands_for() {

@@ -250,8 +250,7 @@ mod tests {
             &mut bus,
         );
         assert_eq!(got.unwrap().by.as_str(), "first");
-        let e = bus.next_undelivered().unwrap();
-        bus.delivered(e.clone());
+        let e = bus.deliver_next().unwrap();
         assert_eq!(e.event, MOD_ERROR);
         assert_eq!(
             e.data,
@@ -299,7 +298,7 @@ mod tests {
         }
         assert_eq!((before.get(), after.get()), (3, 0));
         assert!(
-            bus.next_undelivered().is_none(),
+            bus.deliver_next().is_none(),
             "no mod.error from a handler not asked"
         );
     }

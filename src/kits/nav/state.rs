@@ -319,9 +319,7 @@ mod tests {
     }
 
     fn names(events: &mut EventBus) -> Vec<String> {
-        while let Some(e) = events.next_undelivered() {
-            events.delivered(e);
-        }
+        while events.deliver_next().is_some() {}
         events
             .take_log()
             .into_iter()
