@@ -8,7 +8,9 @@
 //! Only the tick is timed, and the two drives of a pair run in lockstep: every step ticks both,
 //! alternating which goes first, and each benchmark times its own drive's ticks, so both see the
 //! same machine (group "lod"; group "lod, one drive at a time" times each drive alone, streaming
-//! only). With terrain, every step first waits until both pools are idle (the time a
+//! only). After the group, the medians of both drives over the same steps (every step of both
+//! benchmarks) are printed with their ratio ("same steps"): the machine drifting between the two
+//! benchmarks cannot move that ratio, as it moves the two benchmarks' own. With terrain, every step first waits until both pools are idle (the time a
 //! game's frame gives the workers; benches/terrain.rs explains why that wait must be given to
 //! both drives): the tick's own cost is measured, not the workers' throughput.
 
@@ -110,6 +112,9 @@ fn drive(c: &mut Criterion) {
         let mut drives = [Drive::new(false, terrain), Drive::new(true, terrain)];
         let waits = [drives[0].waits(), drives[1].waits()];
         let mut step = 0u64;
+        // Every step's time of both drives, over both benchmarks: the two medians are taken
+        // over the same steps, so drift of the machine between the benchmarks cancels out.
+        let mut times: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
         for (timed, lod) in [(0, ""), (1, ", lod [{2,24},{8,96}]")] {
             let label = format!(
                 "drive 24 m/tick, radius 8{}{lod}",
@@ -126,6 +131,7 @@ fn drive(c: &mut Criterion) {
                         let first = (step % 2) as usize;
                         for d in [first, 1 - first] {
                             let time = drives[d].step();
+                            times[d].push(time);
                             if d == timed {
                                 spent += time;
                             }
@@ -135,6 +141,26 @@ fn drive(c: &mut Criterion) {
                 })
             });
         }
+        let median = |v: &mut Vec<Duration>| {
+            v.sort_unstable();
+            v[v.len() / 2]
+        };
+        if times[0].is_empty() {
+            continue; // filtered out
+        }
+        let (without, with) = (median(&mut times[0]), median(&mut times[1]));
+        println!(
+            "same steps, {}: median tick {:.2?} without lod, {:.2?} with: {:.2}x over {} steps",
+            if terrain {
+                "terrain"
+            } else {
+                "streaming alone"
+            },
+            without,
+            with,
+            with.as_secs_f64() / without.as_secs_f64(),
+            times[0].len()
+        );
         if terrain {
             println!(
                 "world.terrain.waits grew by {} (without lod) and {} (with) over {} ticks",
