@@ -118,8 +118,6 @@ pub struct Engine {
     tick: u64,
     mod_errors: super::events::ModErrors,
     outbox: super::events::Outbox,
-    /// The batch of events being delivered (scratch, its room reused).
-    batch: Vec<super::events::Event>,
 }
 
 /// The id under which the host itself is listed; it is always present.
@@ -231,7 +229,6 @@ impl Engine {
             tick: 0,
             mod_errors: Default::default(),
             outbox: Default::default(),
-            batch: Vec::new(),
         };
         for kit in &mut engine.kits {
             kit.install(&mut Install {
@@ -529,14 +526,13 @@ impl Engine {
         // Before every event, and once the last is delivered: failed mods and queued events are
         // emitted (after what waits), changed entities told. Events are delivered a batch at a
         // time, in the order of a single queue (what one emits comes after the batch).
-        let mut batch = std::mem::take(&mut self.batch);
         loop {
             self.before_event();
             if !self.events.has_undelivered() {
                 break;
             }
-            let waiting = self.events.take_batch(&mut batch);
-            for (i, event) in batch[waiting].iter().enumerate() {
+            let (log, waiting) = self.events.take_batch();
+            for (i, event) in log[waiting].iter().enumerate() {
                 if i > 0 {
                     self.before_event();
                 }
@@ -545,9 +541,8 @@ impl Engine {
                     kit.on_event(event, &mut ctx);
                 }
             }
-            self.events.delivered_batch(&mut batch);
+            self.events.delivered_batch(log);
         }
-        self.batch = batch;
     }
 
     /// What comes before the next event: failed mods' errors and queued events emitted, then

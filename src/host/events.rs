@@ -228,22 +228,22 @@ impl EventBus {
         self.next < self.log.len()
     }
 
-    /// Hands out the log (`batch`, empty, takes it) with the range of it waiting to be
-    /// delivered, oldest first: what is emitted while they are delivered waits for the next
-    /// batch, after them, as a queue would have it. Hand the log back with
-    /// [`EventBus::delivered_batch`].
-    pub(crate) fn take_batch(&mut self, batch: &mut Vec<Event>) -> std::ops::Range<usize> {
-        debug_assert!(batch.is_empty() && !self.out);
-        std::mem::swap(&mut self.log, batch);
+    /// Hands out the log with the range of it waiting to be delivered, oldest first: what is
+    /// emitted while they are delivered waits for the next batch, after them, as a queue would
+    /// have it. Hand the log back with [`EventBus::delivered_batch`].
+    pub(crate) fn take_batch(&mut self) -> (Vec<Event>, std::ops::Range<usize>) {
+        debug_assert!(!self.out);
         self.out = true;
-        self.next..batch.len()
+        let log = std::mem::take(&mut self.log);
+        let waiting = self.next..log.len();
+        (log, waiting)
     }
 
-    /// Takes the log back with every event of the batch delivered (`batch` left empty, with
-    /// its room): what was emitted meanwhile joins it, waiting.
-    pub(crate) fn delivered_batch(&mut self, batch: &mut Vec<Event>) {
+    /// Takes the log back with every event of the batch delivered: what was emitted meanwhile
+    /// joins it, waiting.
+    pub(crate) fn delivered_batch(&mut self, log: Vec<Event>) {
         debug_assert!(self.out && self.log.is_empty());
-        std::mem::swap(&mut self.log, batch);
+        self.log = log;
         self.out = false;
         self.next = self.log.len();
         self.log.append(&mut self.queue);
@@ -251,7 +251,7 @@ impl EventBus {
 
     /// Takes the log of delivered events, oldest first (events waiting stay).
     pub fn take_log(&mut self) -> Vec<Event> {
-        if self.next == 0 {
+        if self.next == 0 || self.out {
             return Vec::new(); // keeps the log's room
         }
         // Room for as many as the most so far (the log's capacity): one allocation, not a
@@ -331,19 +331,17 @@ mod tests {
         assert!(bus.log().is_empty());
         assert!(bus.take_log().is_empty());
         assert!(bus.has_undelivered());
-        let mut batch = Vec::new();
-        let range = bus.take_batch(&mut batch);
-        assert_eq!(names(&batch[range]), ["a", "b"]);
+        let (log, range) = bus.take_batch();
+        assert_eq!(names(&log[range]), ["a", "b"]);
         // Emitted while the batch is out: after it, waiting.
         bus.emit("c", json!(3));
-        bus.delivered_batch(&mut batch);
-        assert!(batch.is_empty());
+        bus.delivered_batch(log);
         assert_eq!(names(bus.log()), ["a", "b"]);
         assert!(bus.has_undelivered());
         bus.emit("d", json!(4));
-        let range = bus.take_batch(&mut batch);
-        assert_eq!(names(&batch[range]), ["c", "d"]);
-        bus.delivered_batch(&mut batch);
+        let (log, range) = bus.take_batch();
+        assert_eq!(names(&log[range]), ["c", "d"]);
+        bus.delivered_batch(log);
         assert!(!bus.has_undelivered());
         // One waiting when the log is taken: it stays, and is the next delivered.
         bus.emit("e", json!(5));

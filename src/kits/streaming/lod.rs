@@ -278,6 +278,7 @@ pub struct LodPlan {
     /// other foci hold of them.
     spans: Vec<Spans>,
     held: Vec<Area>,
+    /// Scratch for the foci's ranges now.
     ranges: Vec<Area>,
 }
 
@@ -420,8 +421,8 @@ impl LodPlan {
         }
     }
 
-    /// Whether every chunk of `a` lies in one of `areas`, the areas of level `k` (0: the chunk
-    /// squares) around the foci ([`LodPlan::areas_into`]).
+    /// Whether every chunk of `a` lies in one of `areas`, the areas a level carves around the
+    /// foci ([`LodPlan::areas_into`]), aligned to cells of `unit` chunks ([`LodPlan::unit`]).
     fn inside_area(areas: &[Area], unit: i64, a: Area) -> bool {
         if areas.iter().any(|r| r.contains(&a)) {
             return true;
