@@ -459,13 +459,7 @@ impl LodPlan {
     /// `commitLatency` 1 for such drives.)
     fn area(&self, k: usize, c: ChunkPos) -> Area {
         if k == 0 {
-            let r = i64::from(self.radius);
-            return Area {
-                x0: c.x - r,
-                x1: c.x + r,
-                z0: c.z - r,
-                z1: c.z + r,
-            };
+            return Area::square(c, i64::from(self.radius));
         }
         let l = self.level(k - 1).expect("a level in force");
         let (lo, hi) = self.block_range(c, l);
@@ -1046,15 +1040,7 @@ impl LodPlan {
             return 0;
         }
         let r = i64::from(last.radius);
-        let squares: Vec<Area> = centres
-            .iter()
-            .map(|c| Area {
-                x0: c.x - r,
-                x1: c.x + r,
-                z0: c.z - r,
-                z1: c.z + r,
-            })
-            .collect();
+        let squares: Vec<Area> = centres.iter().map(|c| Area::square(*c, r)).collect();
         if let [c] = centres[..] {
             // One focus: its blocks are a rectangle, each once.
             let (lo, hi) = self.block_range(c, last);
