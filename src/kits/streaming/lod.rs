@@ -128,24 +128,24 @@ impl Area {
 
     /// The blocks of `step` lying whole inside this area of chunks, if any.
     fn inner_blocks(&self, step: u32) -> Option<Area> {
-        let s = i64::from(step);
+        let s = shift(step);
         let a = Area {
-            x0: -(-self.x0).div_euclid(s),
-            x1: (self.x1 + 1).div_euclid(s) - 1,
-            z0: -(-self.z0).div_euclid(s),
-            z1: (self.z1 + 1).div_euclid(s) - 1,
+            x0: -((-self.x0) >> s),
+            x1: ((self.x1 + 1) >> s) - 1,
+            z0: -((-self.z0) >> s),
+            z1: ((self.z1 + 1) >> s) - 1,
         };
         (a.x0 <= a.x1 && a.z0 <= a.z1).then_some(a)
     }
 
     /// The blocks of `step` holding a chunk of this area of chunks.
     fn blocks(&self, step: u32) -> Area {
-        let s = i64::from(step);
+        let s = shift(step);
         Area {
-            x0: self.x0.div_euclid(s),
-            x1: self.x1.div_euclid(s),
-            z0: self.z0.div_euclid(s),
-            z1: self.z1.div_euclid(s),
+            x0: self.x0 >> s,
+            x1: self.x1 >> s,
+            z0: self.z0 >> s,
+            z1: self.z1 >> s,
         }
     }
 }
@@ -189,8 +189,18 @@ fn block_area(b: ChunkPos, step: u32) -> Area {
 
 /// The block of `step` that covers `chunk`.
 pub fn block_of(chunk: ChunkPos, step: u32) -> ChunkPos {
-    let s = i64::from(step);
-    ChunkPos::new(chunk.x.div_euclid(s), chunk.z.div_euclid(s))
+    let s = shift(step);
+    ChunkPos::new(chunk.x >> s, chunk.z >> s)
+}
+
+/// `log2(step)`: steps are powers of two (SPEC §17, checked by the config), so dividing by one,
+/// rounding down, is an arithmetic shift right by this (no division on the tick's paths).
+fn shift(step: u32) -> u32 {
+    debug_assert!(
+        step.is_power_of_two(),
+        "a step is a power of two, not {step}"
+    );
+    step.trailing_zeros()
 }
 
 /// Ring distance from `centre` to the nearest chunk of block `b` of `step` (0 when it covers
@@ -881,15 +891,16 @@ impl LodPlan {
         };
         // Below the cell: the levels finer than the cell's (all below `k` when cells are chunks).
         let below = if unit > 1 { k - 1 } else { k };
+        // Powers of two: `side` and `cells` too, so `%` and `/` by them are a mask and a shift.
         let side = step / unit;
         let cells = side * side;
-        let first = memo.get() % cells;
+        let first = memo.get() & (cells - 1);
         let u = i64::from(unit);
         for i in 0..cells {
-            let cell = (first + i) % cells;
+            let cell = (first + i) & (cells - 1);
             let (x0, z0) = (
-                a.x0 + i64::from(cell % side) * u,
-                a.z0 + i64::from(cell / side) * u,
+                a.x0 + i64::from(cell & (side - 1)) * u,
+                a.z0 + i64::from(cell >> shift(side)) * u,
             );
             if unit > 1 && self.is_ready(k - 1, block_of(ChunkPos::new(x0, z0), unit)) {
                 continue;
