@@ -138,6 +138,17 @@ impl Area {
         (a.x0 <= a.x1 && a.z0 <= a.z1).then_some(a)
     }
 
+    /// The chunks of this area of blocks of `step`.
+    fn chunks(&self, step: u32) -> Area {
+        let s = i64::from(step);
+        Area {
+            x0: self.x0 * s,
+            x1: self.x1 * s + s - 1,
+            z0: self.z0 * s,
+            z1: self.z1 * s + s - 1,
+        }
+    }
+
     /// The blocks of `step` holding a chunk of this area of chunks.
     fn blocks(&self, step: u32) -> Area {
         let s = shift(step);
@@ -176,15 +187,21 @@ fn both(a: [Option<Area>; 2]) -> Option<Area> {
     a[0]?.intersect(&a[1]?)
 }
 
+/// The blocks of level `l` within its radius of the focus chunk `c` (a block's ring is at most
+/// `r` exactly when it holds a chunk of the square of `r`): a rectangle of blocks.
+fn range(c: ChunkPos, l: LodLevel) -> Area {
+    Area::square(c, i64::from(l.radius)).blocks(l.step)
+}
+
 /// The chunks a block of `step` covers.
 fn block_area(b: ChunkPos, step: u32) -> Area {
-    let s = i64::from(step);
     Area {
-        x0: b.x * s,
-        x1: b.x * s + s - 1,
-        z0: b.z * s,
-        z1: b.z * s + s - 1,
+        x0: b.x,
+        x1: b.x,
+        z0: b.z,
+        z1: b.z,
     }
+    .chunks(step)
 }
 
 /// The block of `step` that covers `chunk`.
@@ -472,23 +489,7 @@ impl LodPlan {
             return Area::square(c, i64::from(self.radius));
         }
         let l = self.level(k - 1).expect("a level in force");
-        let (lo, hi) = self.block_range(c, l);
-        let s = i64::from(l.step);
-        Area {
-            x0: lo.x * s,
-            x1: hi.x * s + s - 1,
-            z0: lo.z * s,
-            z1: hi.z * s + s - 1,
-        }
-    }
-
-    /// The blocks of level `l` within its radius of the focus chunk `c`: a rectangle of blocks.
-    fn block_range(&self, c: ChunkPos, l: LodLevel) -> (ChunkPos, ChunkPos) {
-        let r = i64::from(l.radius);
-        (
-            block_of(ChunkPos::new(c.x - r, c.z - r), l.step),
-            block_of(ChunkPos::new(c.x + r, c.z + r), l.step),
-        )
+        range(c, l).chunks(l.step)
     }
 
     fn overlaps_ground(&self, b: ChunkPos, step: u32) -> bool {
@@ -511,9 +512,9 @@ impl LodPlan {
         let mut areas = Vec::new();
         self.areas_into(k, &mut areas);
         for c in &self.centres {
-            let (lo, hi) = self.block_range(*c, l);
-            for bz in lo.z..=hi.z {
-                for bx in lo.x..=hi.x {
+            let r = range(*c, l);
+            for bz in r.z0..=r.z1 {
+                for bx in r.x0..=r.x1 {
                     let b = ChunkPos::new(bx, bz);
                     if out.contains(&b) {
                         continue;
@@ -648,8 +649,7 @@ impl LodPlan {
                 continue;
             };
             self.areas_into(k, &mut carved);
-            // The blocks within `r_k` of a focus: those holding a chunk of its square of `r_k`.
-            let range = |c: ChunkPos| Area::square(c, i64::from(l.radius)).blocks(l.step);
+            let range = |c: ChunkPos| range(c, l);
             // Each focus's range (blocks) and finer area (chunks), before and after.
             spans.clear();
             spans.extend((0..n).map(|i| {
@@ -821,12 +821,9 @@ impl LodPlan {
             // square of `r`), for up to MAX_FOCI_FAST foci; more, ring by ring.
             let fast = self.centres.len() <= MAX_FOCI_FAST;
             if let (Some(l), true) = (level, fast) {
-                for (range, c) in ranges.iter_mut().zip(&self.centres) {
+                for (both, c) in ranges.iter_mut().zip(&self.centres) {
                     let r = i64::from(l.radius);
-                    *range = (
-                        Area::square(*c, r).blocks(l.step),
-                        Area::square(*c, r + 1).blocks(l.step),
-                    );
+                    *both = (range(*c, l), Area::square(*c, r + 1).blocks(l.step));
                 }
             }
             let ranges = &ranges[..self.centres.len().min(MAX_FOCI_FAST)];
@@ -1054,10 +1051,10 @@ impl LodPlan {
         let squares: Vec<Area> = centres.iter().map(|c| Area::square(*c, r)).collect();
         if let [c] = centres[..] {
             // One focus: its blocks are a rectangle, each once.
-            let (lo, hi) = self.block_range(c, last);
+            let top = range(c, last);
             let mut holes = 0;
-            for bz in lo.z..=hi.z {
-                for bx in lo.x..=hi.x {
+            for bz in top.z0..=top.z1 {
+                for bx in top.x0..=top.x1 {
                     holes += self.holes_in(n - 1, ChunkPos::new(bx, bz), &squares, &chunk_ready);
                 }
             }
@@ -1065,9 +1062,9 @@ impl LodPlan {
         }
         let mut top: BTreeSet<ChunkPos> = BTreeSet::new();
         for c in &centres {
-            let (lo, hi) = self.block_range(*c, last);
-            for bz in lo.z..=hi.z {
-                for bx in lo.x..=hi.x {
+            let r = range(*c, last);
+            for bz in r.z0..=r.z1 {
+                for bx in r.x0..=r.x1 {
                     top.insert(ChunkPos::new(bx, bz));
                 }
             }
