@@ -1418,3 +1418,109 @@ fn review_probe_a_damaged_home_record_does_not_bring_back_an_entity_held_elsewhe
     assert_eq!(counts(&g).0 + counts(&g).1, 5);
     assert_eq!(position(&g, "c1"), Some((50.0, 5.0)));
 }
+
+/// `world verify` and `world inspect` read the district region files beside the terrain's: each
+/// record with its entities, the stamp, a damaged record named by file and chunk (exit 1), and
+/// nothing written.
+#[test]
+fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = world(tmp.path(), "w", 0);
+    let mut g = start(tmp.path(), &scene);
+    run(
+        &mut g,
+        &[
+            set(2, "c1", 3),
+            json!({ "tick": 2, "do": "move", "entity": "c3", "to": { "x": 20, "z": 20 } }),
+            set(2, "c2", 8),
+        ],
+        3,
+    );
+    g.close().unwrap();
+    let dir = tmp.path().join("w");
+    let shown = dir.display().to_string();
+    let world_cli = |args: &[&str]| {
+        let out = bin().arg("world").args(args).arg(&dir).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        (out.status.code(), text)
+    };
+    assert_eq!(
+        world_cli(&["verify"]),
+        (
+            Some(0),
+            format!(
+                "{shown}: 0 region files, 0 chunk records, 1 district region file, \
+                 2 district records, all sound\n"
+            )
+        )
+    );
+    let (code, text) = world_cli(&["inspect"]);
+    assert_eq!(code, Some(0));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..2],
+        [
+            format!("{shown}: 0 region files"),
+            format!("{shown}: 1 district region file")
+        ]
+    );
+    assert!(
+        lines[2].starts_with("d.0.0.wsd  region 0 0  ")
+            && lines[2].contains("header ok  format 2  district files 1  hash ")
+            && lines[2].ends_with("chunk size 32  2 records"),
+        "{text}"
+    );
+    // (0,0) holds c1 (changed) and c3 (moved within it); (1,0) holds c2.
+    assert!(
+        lines[3].starts_with("  chunk 0 0  offset ") && lines[3].ends_with("  entities 2  ok"),
+        "{text}"
+    );
+    assert!(
+        lines[4].starts_with("  chunk 1 0  offset ") && lines[4].ends_with("  entities 1  ok"),
+        "{text}"
+    );
+    assert_eq!(lines.len(), 5, "{text}");
+    let (_, doc) = world_cli(&["inspect", "--json"]);
+    let doc: Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(doc["regions"], json!([]));
+    let d = &doc["districtRegions"][0];
+    assert_eq!(
+        (&d["file"], &d["header"]),
+        (&json!("d.0.0.wsd"), &json!("ok"))
+    );
+    assert_eq!(d["stamp"]["format"], json!(2));
+    let entities: Vec<&Value> = d["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["entities"])
+        .collect();
+    assert_eq!(entities, [&json!(2), &json!(1)]);
+
+    // A damaged record (as in the test above): named by file and chunk, exit 1, nothing written.
+    let file = dir.join("d.0.0.wsd");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let offset = u32::from_le_bytes(bytes[60..64].try_into().unwrap()) as usize;
+    bytes[offset + 20 + 3] ^= 0x55;
+    std::fs::write(&file, &bytes).unwrap();
+    let before = files(&dir);
+    let (code, text) = world_cli(&["verify"]);
+    assert_eq!(code, Some(1), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(
+        lines[0].starts_with("d.0.0.wsd: chunk 0 0: ") && lines[0].contains("CRC-32"),
+        "{text}"
+    );
+    let (code, text) = world_cli(&["inspect"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        text.contains("  chunk 1 0  offset ") && text.contains("  damaged: "),
+        "{text}"
+    );
+    assert_eq!(
+        files(&dir),
+        before,
+        "nothing written, removed or copied aside"
+    );
+}

@@ -1,11 +1,12 @@
 //! `world-streaming world inspect DIR` and `world-streaming world verify DIR`: what a world
-//! directory (`worldDir`, SPEC §13) holds and whether every region file in it is sound. Both only
-//! read ([`store::read_dir`]): unlike opening the directory for a game, nothing is removed,
-//! copied aside or rewritten. Only files named `r.<x>.<z>.wsr` are region files; the rest (a
-//! `.damaged` copy, a `.tmp` left by a killed flush) are ignored.
+//! directory (`worldDir`, SPEC §13, §15) holds and whether every region file in it is sound: the
+//! terrain's (`r.<x>.<z>.wsr`) and the district kit's (`d.<x>.<z>.wsd`), each kind with its own
+//! stamp. Both only read ([`worlddir::store::read_dir`]): unlike opening the directory for a game,
+//! nothing is removed, copied aside or rewritten. The rest (a `.damaged` copy, a `.tmp` left by a
+//! killed flush, the journals) is ignored.
 //!
-//! Exit status: 0 ok (for `verify`: every header and record is sound and every region has the
-//! same stamp), 1 bad input (a damaged file, or a directory that cannot be read), 2 usage.
+//! Exit status: 0 ok (for `verify`: every header and record is sound and every region of a kind
+//! has the same stamp), 1 bad input (a damaged file, or a directory that cannot be read), 2 usage.
 
 use std::path::{Path, PathBuf};
 
@@ -14,12 +15,16 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 use world_streaming::files::display_name;
 use world_streaming::grid::ChunkPos;
-use world_streaming::kits::terrain::region::{Damage, Stamp};
-use world_streaming::kits::terrain::store::{self, RegionReport};
+use world_streaming::kits::district::{self, District, DistrictStamp};
+use world_streaming::kits::terrain::region::{Damage, Stamp, Terrain};
+use world_streaming::kits::terrain::store;
+use world_streaming::worlddir::frame::Kind;
+use world_streaming::worlddir::store::RegionReport;
 
-const IGNORED: &str = "Only files named r.<x>.<z>.wsr are read; anything else in the directory \
-                       (r.0.0.wsr.damaged copies, r.0.0.wsr.tmp files a killed flush left) is \
-                       ignored. Nothing is written, removed or copied aside.";
+const IGNORED: &str = "Only files named r.<x>.<z>.wsr (terrain) and d.<x>.<z>.wsd (district) \
+                       are read; anything else in the directory (r.0.0.wsr.damaged copies, \
+                       r.0.0.wsr.tmp files a killed flush left, journals) is ignored. Nothing is \
+                       written, removed or copied aside.";
 
 #[derive(Subcommand)]
 pub enum WorldCommand {
@@ -57,15 +62,16 @@ pub fn run(command: WorldCommand) -> anyhow::Result<()> {
     }
 }
 
-/// Every region file of `dir`; a directory that is missing or unreadable is an error.
-fn read(dir: &Path) -> anyhow::Result<Vec<RegionReport>> {
+/// Every region file of `dir`, terrain's and the district kit's; a directory that is missing or
+/// unreadable is an error.
+fn read(dir: &Path) -> anyhow::Result<(Vec<RegionReport<Terrain>>, Vec<district::DistrictReport>)> {
     if !dir.is_dir() {
         if dir.exists() {
             bail!("{}: not a directory", display_name(dir));
         }
         bail!("{}: no such directory", display_name(dir));
     }
-    Ok(store::read_dir(dir)?)
+    Ok((store::read_dir(dir)?, district::read_dir(dir)?))
 }
 
 /// `1 record`, `2 records`.
@@ -73,32 +79,63 @@ fn count(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
-fn stamp_text(s: &Stamp) -> String {
-    format!(
-        "generator {}  seed {}  cells {}  chunk size {}",
-        s.generator, s.seed, s.cells, s.chunk_size
-    )
+/// What the listing says of each kind of region file.
+trait Listed: Kind {
+    /// What a record's count counts, as `inspect` names it.
+    const COUNTS: &'static str;
+    /// A record's count.
+    fn count_of(data: &Self::Data) -> usize;
+    fn stamp_text(s: &Self::Stamp) -> String;
+    fn stamp_json(s: &Self::Stamp) -> Value;
 }
 
-fn stamp_json(s: &Stamp) -> Value {
-    json!({"generator": s.generator, "seed": s.seed, "cells": s.cells, "chunkSize": s.chunk_size})
+impl Listed for Terrain {
+    const COUNTS: &'static str = "edits";
+    fn count_of(diff: &Self::Data) -> usize {
+        diff.cells.len()
+    }
+    fn stamp_text(s: &Stamp) -> String {
+        format!(
+            "generator {}  seed {}  cells {}  chunk size {}",
+            s.generator, s.seed, s.cells, s.chunk_size
+        )
+    }
+    fn stamp_json(s: &Stamp) -> Value {
+        json!({"generator": s.generator, "seed": s.seed, "cells": s.cells, "chunkSize": s.chunk_size})
+    }
 }
 
-/// One record as listed: chunk, offset, length, edited cells (if sound), its stamp if the
-/// header is damaged (found by scanning), and what is wrong with it.
-struct Row {
+impl Listed for District {
+    const COUNTS: &'static str = "entities";
+    fn count_of(record: &Self::Data) -> usize {
+        record.entities()
+    }
+    fn stamp_text(s: &DistrictStamp) -> String {
+        format!(
+            "format {}  district files {}  hash {:016x}  chunk size {}",
+            s.format, s.files, s.hash, s.chunk_size
+        )
+    }
+    fn stamp_json(s: &DistrictStamp) -> Value {
+        json!({"format": s.format, "files": s.files, "hash": format!("{:016x}", s.hash), "chunkSize": s.chunk_size})
+    }
+}
+
+/// One record as listed: chunk, offset, length, its count (edited cells, entities; if sound),
+/// its stamp if the header is damaged (found by scanning), and what is wrong with it.
+struct Row<K: Kind> {
     chunk: ChunkPos,
     offset: u64,
     len: u64,
-    edits: Option<usize>,
-    stamp: Option<Stamp>,
+    count: Option<usize>,
+    stamp: Option<K::Stamp>,
     damage: Option<String>,
 }
 
 /// The records of a region in row order (then by offset).
-fn rows(r: &RegionReport) -> Vec<Row> {
+fn rows<K: Listed>(r: &RegionReport<K>) -> Vec<Row<K>> {
     let d = &r.decoded;
-    let mut rows: Vec<Row> = d
+    let mut rows: Vec<Row<K>> = d
         .entries
         .iter()
         .map(|&(chunk, offset, len)| {
@@ -115,7 +152,7 @@ fn rows(r: &RegionReport) -> Vec<Row> {
                 chunk,
                 offset,
                 len,
-                edits: kept.map(|(_, diff)| diff.cells.len()),
+                count: kept.map(|(_, data)| K::count_of(data)),
                 stamp: kept.filter(|_| d.stamp.is_none()).map(|(s, _)| *s),
                 damage,
             }
@@ -125,7 +162,7 @@ fn rows(r: &RegionReport) -> Vec<Row> {
     rows
 }
 
-fn header_damage(r: &RegionReport) -> Option<&str> {
+fn header_damage<K: Kind>(r: &RegionReport<K>) -> Option<&str> {
     r.decoded.damage.iter().find_map(|x| match x {
         Damage::Header(m) => Some(m.as_str()),
         _ => None,
@@ -133,37 +170,13 @@ fn header_damage(r: &RegionReport) -> Option<&str> {
 }
 
 fn inspect(dir: &Path, as_json: bool) -> anyhow::Result<()> {
-    let regions = read(dir)?;
+    let (regions, districts) = read(dir)?;
     if as_json {
-        let list: Vec<Value> = regions
-            .iter()
-            .map(|r| {
-                let chunks: Vec<Value> = rows(r)
-                    .iter()
-                    .map(|row| {
-                        json!({
-                            "x": row.chunk.x, "z": row.chunk.z,
-                            "offset": row.offset, "length": row.len,
-                            "edits": row.edits,
-                            "stamp": row.stamp.as_ref().map(stamp_json),
-                            "status": row.damage.as_deref().unwrap_or("ok"),
-                        })
-                    })
-                    .collect();
-                json!({
-                    "file": r.file,
-                    "region": {"x": r.pos.x, "z": r.pos.z},
-                    "bytes": r.len,
-                    "header": header_damage(r).unwrap_or("ok"),
-                    "stamp": r.decoded.stamp.as_ref().map(stamp_json),
-                    "chunks": chunks,
-                })
-            })
-            .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({ "dir": display_name(dir), "regions": list }))?
-        );
+        let mut doc = json!({ "dir": display_name(dir), "regions": regions_json(&regions) });
+        if !districts.is_empty() {
+            doc["districtRegions"] = Value::Array(regions_json(&districts));
+        }
+        println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
     println!(
@@ -171,10 +184,52 @@ fn inspect(dir: &Path, as_json: bool) -> anyhow::Result<()> {
         display_name(dir),
         count(regions.len(), "region file")
     );
-    for r in &regions {
+    print_regions(&regions);
+    if !districts.is_empty() {
+        println!(
+            "{}: {}",
+            display_name(dir),
+            count(districts.len(), "district region file")
+        );
+        print_regions(&districts);
+    }
+    Ok(())
+}
+
+fn regions_json<K: Listed>(regions: &[RegionReport<K>]) -> Vec<Value> {
+    regions
+        .iter()
+        .map(|r| {
+            let chunks: Vec<Value> = rows(r)
+                .iter()
+                .map(|row| {
+                    let mut o = json!({
+                        "x": row.chunk.x, "z": row.chunk.z,
+                        "offset": row.offset, "length": row.len,
+                    });
+                    o[K::COUNTS] = json!(row.count);
+                    o["stamp"] = json!(row.stamp.as_ref().map(K::stamp_json));
+                    o["status"] = json!(row.damage.as_deref().unwrap_or("ok"));
+                    o
+                })
+                .collect();
+            json!({
+                "file": r.file,
+                "region": {"x": r.pos.x, "z": r.pos.z},
+                "bytes": r.len,
+                "header": header_damage(r).unwrap_or("ok"),
+                "stamp": r.decoded.stamp.as_ref().map(K::stamp_json),
+                "chunks": chunks,
+            })
+        })
+        .collect()
+}
+
+fn print_regions<K: Listed>(regions: &[RegionReport<K>]) {
+    for r in regions {
         let header = match (header_damage(r), &r.decoded.stamp) {
             (Some(m), _) => format!("header damaged: {m} (records found by scanning)"),
-            (None, Some(s)) => format!("header ok  {}", stamp_text(s)),
+            (None, Some(s)) => format!("header ok  {}", K::stamp_text(s)),
             (None, None) => "header damaged".to_owned(),
         };
         println!(
@@ -191,11 +246,11 @@ fn inspect(dir: &Path, as_json: bool) -> anyhow::Result<()> {
                 "  chunk {} {}  offset {}  length {}",
                 row.chunk.x, row.chunk.z, row.offset, row.len
             );
-            if let Some(n) = row.edits {
-                line += &format!("  edits {n}");
+            if let Some(n) = row.count {
+                line += &format!("  {} {n}", K::COUNTS);
             }
             if let Some(s) = &row.stamp {
-                line += &format!("  {}", stamp_text(s));
+                line += &format!("  {}", K::stamp_text(s));
             }
             match &row.damage {
                 None => line += "  ok",
@@ -204,30 +259,28 @@ fn inspect(dir: &Path, as_json: bool) -> anyhow::Result<()> {
             println!("{line}");
         }
     }
-    Ok(())
 }
 
-fn verify(dir: &Path) -> anyhow::Result<()> {
-    let regions = read(dir)?;
-    let mut problems: Vec<String> = Vec::new();
+/// Checks every region of one kind into `problems`; returns how many records are sound.
+fn check<K: Listed>(regions: &[RegionReport<K>], problems: &mut Vec<String>) -> usize {
     let mut records = 0;
     // The first stamp found (region order): a game can open the directory only if every region
-    // and record has it.
-    let mut first: Option<(String, Stamp)> = None;
-    let mut check_stamp = |file: &str, what: &str, s: &Stamp, problems: &mut Vec<String>| {
+    // and record of the kind has it.
+    let mut first: Option<(String, K::Stamp)> = None;
+    let mut check_stamp = |file: &str, what: &str, s: &K::Stamp, problems: &mut Vec<String>| {
         let (f, expected) = first.get_or_insert_with(|| (file.to_owned(), *s));
-        if !expected.same(s) {
+        if !K::same(expected, s) {
             problems.push(format!(
                 "{file}: {what}: stamp ({s}) differs from {f}'s ({expected}): no game can open both"
             ));
         }
     };
-    for r in &regions {
+    for r in regions {
         if let Some(m) = header_damage(r) {
             problems.push(format!("{}: header: {m}", r.file));
         }
         if let Some(s) = &r.decoded.stamp {
-            check_stamp(&r.file, "header", s, &mut problems);
+            check_stamp(&r.file, "header", s, problems);
         }
         for row in rows(r) {
             let chunk = format!("chunk {} {}", row.chunk.x, row.chunk.z);
@@ -236,26 +289,38 @@ fn verify(dir: &Path) -> anyhow::Result<()> {
                 None => records += 1,
             }
             if let Some(s) = &row.stamp {
-                check_stamp(&r.file, &chunk, s, &mut problems);
+                check_stamp(&r.file, &chunk, s, problems);
             }
         }
     }
-    if problems.is_empty() {
-        println!(
-            "{}: {}, {}, all sound",
-            display_name(dir),
-            count(regions.len(), "region file"),
-            count(records, "chunk record"),
+    records
+}
+
+fn verify(dir: &Path) -> anyhow::Result<()> {
+    let (regions, districts) = read(dir)?;
+    let mut problems: Vec<String> = Vec::new();
+    let records = check(&regions, &mut problems);
+    let district_records = check(&districts, &mut problems);
+    let mut files = count(regions.len(), "region file");
+    let mut held = format!("{files}, {}", count(records, "chunk record"));
+    if !districts.is_empty() {
+        files += &format!(", {}", count(districts.len(), "district region file"));
+        held += &format!(
+            ", {}, {}",
+            count(districts.len(), "district region file"),
+            count(district_records, "district record")
         );
+    }
+    if problems.is_empty() {
+        println!("{}: {held}, all sound", display_name(dir));
         return Ok(());
     }
     for p in &problems {
         println!("{p}");
     }
     bail!(
-        "{}: {} in {}",
+        "{}: {} in {files}",
         display_name(dir),
         count(problems.len(), "problem"),
-        count(regions.len(), "region file"),
     )
 }

@@ -41,7 +41,18 @@ use crate::kits::streaming::{ChunkStage, ChunkSubscription, StreamingService, ST
 use crate::worlddir::store::{Fs, GameToken, RealFs, Store, GAME_TOKEN};
 pub use config::{DistrictConfig, DistrictEntry};
 pub use persist::DistrictStoreError;
-pub use region::DistrictStamp;
+pub use region::{ChunkRecord, District, DistrictStamp};
+
+/// One district region file as found on disk (`world inspect`, `world verify`).
+pub type DistrictReport = crate::worlddir::store::RegionReport<District>;
+
+/// Reads every district region file of `dir` (files named `d.<x>.<z>.wsd`; others are
+/// ignored), in region order. Reading is all it does: no lock is taken, nothing is created.
+pub fn read_dir(
+    dir: &std::path::Path,
+) -> Result<Vec<DistrictReport>, crate::worlddir::store::StoreError<DistrictStamp>> {
+    crate::worlddir::store::read_dir::<District>(dir)
+}
 pub use save::SaveSection;
 pub use service::DistrictService;
 use state::State;

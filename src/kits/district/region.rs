@@ -110,9 +110,16 @@ pub(crate) struct SceneRecord {
 
 /// A chunk's record: its scenes that are not as their district lines describe them.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct ChunkRecord {
+pub struct ChunkRecord {
     /// Scene id → its part.
-    pub scenes: BTreeMap<String, SceneRecord>,
+    pub(crate) scenes: BTreeMap<String, SceneRecord>,
+}
+
+impl ChunkRecord {
+    /// The entities it holds, over all its scenes (what `world inspect` lists).
+    pub fn entities(&self) -> usize {
+        self.scenes.values().map(|s| s.entries.len()).sum()
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -140,7 +147,7 @@ struct Payload {
 
 /// The district kind of region file.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct District;
+pub struct District;
 
 impl Kind for District {
     type Stamp = DistrictStamp;
