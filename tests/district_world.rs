@@ -7,7 +7,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use common::{bin, event_lines, events_named, run};
 use serde_json::{json, Value};
@@ -15,7 +15,7 @@ use world_streaming::game::{Game, GameError};
 use world_streaming::host::EntityId;
 use world_streaming::kits::builtin_catalog;
 use world_streaming::kits::district::{self, DistrictKit, DistrictStoreError};
-use world_streaming::worlddir::store::{Fs, RealFs};
+use world_streaming::worlddir::store::{FaultyFs, FsOp as Op};
 
 fn line(id: &str, x: f64, z: f64) -> String {
     json!({ "id": id, "tags": ["crate"], "position": { "x": x, "z": z } }).to_string()
@@ -193,58 +193,6 @@ fn wait_for(ok: impl Fn() -> bool) {
     panic!("the write never came");
 }
 
-/// Which step of [`Fs`] fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Write,
-    Fsync,
-    Rename,
-    SyncDir,
-}
-
-/// The real file system, except that the chosen step fails (a write writes half first).
-#[derive(Default)]
-struct FaultyFs {
-    fail: Mutex<Option<Op>>,
-}
-
-impl FaultyFs {
-    fn check(&self, op: Op) -> std::io::Result<()> {
-        match *self.fail.lock().unwrap() == Some(op) {
-            true => Err(std::io::Error::other(format!("injected {op:?} failure"))),
-            false => Ok(()),
-        }
-    }
-}
-
-impl Fs for FaultyFs {
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        RealFs.create_dir_all(dir)
-    }
-    fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        if self.check(Op::Write).is_err() {
-            RealFs.write(path, &bytes[..bytes.len() / 2])?;
-            return self.check(Op::Write);
-        }
-        RealFs.write(path, bytes)
-    }
-    fn fsync(&self, path: &Path) -> std::io::Result<()> {
-        self.check(Op::Fsync)?;
-        RealFs.fsync(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        self.check(Op::Rename)?;
-        RealFs.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
-        self.check(Op::SyncDir)?;
-        RealFs.sync_dir(dir)
-    }
-    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
-        RealFs.remove_file(path)
-    }
-}
-
 fn start_with_fs(dir: &Path, scene: &Value, fs: Arc<FaultyFs>) -> Game {
     let mut catalog = builtin_catalog();
     catalog.add(
@@ -263,7 +211,7 @@ fn each_failed_write_step_is_an_event_is_retried_and_loses_nothing() {
         let scene = world(tmp.path(), "w", 2);
         let fs = Arc::new(FaultyFs::default());
         let mut g = start_with_fs(tmp.path(), &scene, fs.clone());
-        *fs.fail.lock().unwrap() = Some(op);
+        fs.fail(Some(op));
         // Tick 4 writes (and fails), tick 6 hears it and tries again (and fails).
         run(&mut g, &[set(3, "c3", 5)], 7);
         let errors = events_named(&g, "world.district.error");
@@ -282,7 +230,7 @@ fn each_failed_write_step_is_an_event_is_retried_and_loses_nothing() {
         let err = g.save(&tmp.path().join("s.json")).unwrap_err().to_string();
         assert!(err.contains("d.0.0.wsd (1 chunk: "), "{op:?}: {err}");
         // The fault gone, the next periodic write writes it, and a restart finds it.
-        *fs.fail.lock().unwrap() = None;
+        fs.fail(None);
         run(&mut g, &[], 10);
         assert_eq!(events_named(&g, "world.district.error").len(), 2, "{op:?}");
         g.close().unwrap();
@@ -291,7 +239,7 @@ fn each_failed_write_step_is_an_event_is_retried_and_loses_nothing() {
         run(&mut again, &[], 2);
         assert_eq!(data(&again, "c3"), Some(json!({ "hp": 5 })), "{op:?}");
         // Still failing at close: the error names the file and the count.
-        *fs.fail.lock().unwrap() = Some(op);
+        fs.fail(Some(op));
         drop(again);
         let mut g = start_with_fs(tmp.path(), &scene, fs.clone());
         run(&mut g, &[set(3, "c3", 6)], 3);
@@ -1228,7 +1176,7 @@ fn review_a_failed_write_on_release_is_heard_by_the_next_periodic_write_back() {
     run(&mut g, &[set(2, "c3", 5)], 5);
     wait_for(|| district_files(&tmp.path().join("w")) == ["d.0.0.wsd"]);
     // Then the disk fails, and c3's chunk is released at tick 7 (a write on release).
-    *fs.fail.lock().unwrap() = Some(Op::Rename);
+    fs.fail(Some(Op::Rename));
     run(&mut g, &[set(6, "c3", 6), go(7, 200.0)], 30);
     let errors = events_named(&g, "world.district.error");
     let err = g.close().unwrap_err().to_string();

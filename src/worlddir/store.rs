@@ -172,6 +172,94 @@ impl Fs for RealFs {
     }
 }
 
+/// One step of [`Fs`], to make fail ([`FaultyFs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsOp {
+    /// [`Fs::create_dir_all`].
+    CreateDir,
+    /// [`Fs::write`].
+    Write,
+    /// [`Fs::fsync`].
+    Fsync,
+    /// [`Fs::rename`].
+    Rename,
+    /// [`Fs::sync_dir`].
+    SyncDir,
+    /// [`Fs::remove_file`].
+    Remove,
+}
+
+/// The real file system, except that the chosen step fails (a failing write writes half its
+/// bytes first, as a full disk does) and writes can be made slow: the test double for a write
+/// back that fails, for this crate's tests and an embedder's (`Store::start_with`,
+/// `DistrictKit::from_spec_with_fs`).
+#[derive(Debug, Default)]
+pub struct FaultyFs {
+    fail: std::sync::Mutex<Option<FsOp>>,
+    slow_write: std::sync::Mutex<Option<std::time::Duration>>,
+    renames: std::sync::atomic::AtomicUsize,
+}
+
+impl FaultyFs {
+    /// Makes `op` fail from now on (`None`: nothing fails).
+    pub fn fail(&self, op: Option<FsOp>) {
+        *self.fail.lock().expect("not poisoned") = op;
+    }
+
+    /// Makes every write take at least `d` first (`None`: as fast as the disk).
+    pub fn slow_writes(&self, d: Option<std::time::Duration>) {
+        *self.slow_write.lock().expect("not poisoned") = d;
+    }
+
+    /// How many renames succeeded.
+    pub fn renames(&self) -> usize {
+        self.renames.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn check(&self, op: FsOp) -> std::io::Result<()> {
+        match *self.fail.lock().expect("not poisoned") == Some(op) {
+            true => Err(std::io::Error::other(format!("injected {op:?} failure"))),
+            false => Ok(()),
+        }
+    }
+}
+
+impl Fs for FaultyFs {
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.check(FsOp::CreateDir)?;
+        RealFs.create_dir_all(dir)
+    }
+    fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        if let Some(d) = *self.slow_write.lock().expect("not poisoned") {
+            std::thread::sleep(d);
+        }
+        if self.check(FsOp::Write).is_err() {
+            RealFs.write(path, &bytes[..bytes.len() / 2])?;
+            return self.check(FsOp::Write);
+        }
+        RealFs.write(path, bytes)
+    }
+    fn fsync(&self, path: &Path) -> std::io::Result<()> {
+        self.check(FsOp::Fsync)?;
+        RealFs.fsync(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.check(FsOp::Rename)?;
+        RealFs.rename(from, to)?;
+        self.renames
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.check(FsOp::SyncDir)?;
+        RealFs.sync_dir(dir)
+    }
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        self.check(FsOp::Remove)?;
+        RealFs.remove_file(path)
+    }
+}
+
 /// Opens without following a final symbolic link and without blocking on a FIFO.
 pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
     #[cfg(unix)]

@@ -649,14 +649,13 @@ impl LodPlan {
                 continue;
             };
             self.areas_into(k, &mut carved);
-            let range = |c: ChunkPos| range(c, l);
             // Each focus's range (blocks) and finer area (chunks), before and after.
             spans.clear();
             spans.extend((0..n).map(|i| {
                 let (old, new) = (self.resolved.get(i).copied(), self.centres.get(i).copied());
                 Spans {
                     moved: old != new,
-                    range: [old.map(range), new.map(range)],
+                    range: [old.map(|c| range(c, l)), new.map(|c| range(c, l))],
                     area: [old.map(|c| self.area(k, c)), new.map(|c| self.area(k, c))],
                 }
             }));
@@ -821,9 +820,9 @@ impl LodPlan {
             // square of `r`), for up to MAX_FOCI_FAST foci; more, ring by ring.
             let fast = self.centres.len() <= MAX_FOCI_FAST;
             if let (Some(l), true) = (level, fast) {
-                for (both, c) in ranges.iter_mut().zip(&self.centres) {
+                for (pair, c) in ranges.iter_mut().zip(&self.centres) {
                     let r = i64::from(l.radius);
-                    *both = (range(*c, l), Area::square(*c, r + 1).blocks(l.step));
+                    *pair = (range(*c, l), Area::square(*c, r + 1).blocks(l.step));
                 }
             }
             let ranges = &ranges[..self.centres.len().min(MAX_FOCI_FAST)];

@@ -65,7 +65,7 @@ pub fn open_dir(dir: &Path, stamp: Stamp) -> Result<Opened, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use crate::worlddir::store::{FaultyFs, FsOp as Op};
 
     fn stamp() -> Stamp {
         Stamp {
@@ -107,75 +107,6 @@ mod tests {
             .collect()
     }
 
-    /// One operation of [`Fs`].
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    enum Op {
-        CreateDir,
-        Write,
-        Fsync,
-        Rename,
-        SyncDir,
-        Remove,
-    }
-
-    /// The real file system, except that `fail` fails (a write writes half its bytes first,
-    /// as a full disk does), and `write` can be made slow.
-    #[derive(Default)]
-    struct FaultyFs {
-        fail: Mutex<Option<Op>>,
-        slow_write: Mutex<Option<std::time::Duration>>,
-        /// Renames done.
-        renames: Mutex<usize>,
-    }
-
-    impl FaultyFs {
-        fn set(&self, op: Option<Op>) {
-            *self.fail.lock().unwrap() = op;
-        }
-
-        fn check(&self, op: Op) -> std::io::Result<()> {
-            match *self.fail.lock().unwrap() == Some(op) {
-                true => Err(std::io::Error::other(format!("injected {op:?} failure"))),
-                false => Ok(()),
-            }
-        }
-    }
-
-    impl Fs for FaultyFs {
-        fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-            self.check(Op::CreateDir)?;
-            RealFs.create_dir_all(dir)
-        }
-        fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-            if let Some(d) = *self.slow_write.lock().unwrap() {
-                std::thread::sleep(d);
-            }
-            if self.check(Op::Write).is_err() {
-                RealFs.write(path, &bytes[..bytes.len() / 2])?;
-                return self.check(Op::Write);
-            }
-            RealFs.write(path, bytes)
-        }
-        fn fsync(&self, path: &Path) -> std::io::Result<()> {
-            self.check(Op::Fsync)?;
-            RealFs.fsync(path)
-        }
-        fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-            self.check(Op::Rename)?;
-            RealFs.rename(from, to)?;
-            *self.renames.lock().unwrap() += 1;
-            Ok(())
-        }
-        fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
-            self.check(Op::SyncDir)?;
-            RealFs.sync_dir(dir)
-        }
-        fn remove_file(&self, path: &Path) -> std::io::Result<()> {
-            self.check(Op::Remove)?;
-            RealFs.remove_file(path)
-        }
-    }
-
     fn start(dir: &Path, fs: &Arc<FaultyFs>) -> Store {
         let fs: Arc<dyn Fs> = fs.clone();
         let (store, damage) = Store::start_with(Some(dir.to_owned()), stamp(), fs).unwrap();
@@ -206,7 +137,7 @@ mod tests {
             store.flush(image(1)).unwrap();
             assert_eq!(stored(dir.path()), as_map(&image(1)));
 
-            fs.set(Some(op));
+            fs.fail(Some(op));
             let err = store.flush(image(2)).unwrap_err();
             let StoreError::Unsaved { failures, .. } = &err else {
                 panic!("{op:?}: {err:?}");
@@ -236,7 +167,7 @@ mod tests {
             assert_eq!(store.read(ChunkPos::new(1, 2)), Some(diff(5, 2)), "{op:?}");
             assert!(store.flush(vec![]).is_err(), "{op:?}");
 
-            fs.set(None);
+            fs.fail(None);
             store.flush(vec![]).unwrap();
             assert_eq!(stored(dir.path()), as_map(&image(2)), "{op:?}");
             assert_eq!(
@@ -259,11 +190,11 @@ mod tests {
             let (store, damage) =
                 Store::start_with(Some(dir.path().to_owned()), stamp(), dyn_fs).unwrap();
             assert_eq!(damage.len(), 1);
-            fs.set(Some(op));
+            fs.fail(Some(op));
             assert!(store.flush(image(1)).is_err(), "{op:?}");
             // The damaged file is still there, byte for byte (copied aside or not yet).
             assert_eq!(std::fs::read(dir.path().join("r.0.0.wsr")).unwrap(), bad);
-            fs.set(None);
+            fs.fail(None);
             store.flush(vec![]).unwrap();
             assert_eq!(
                 std::fs::read(dir.path().join("r.0.0.wsr.damaged")).unwrap(),
@@ -298,10 +229,10 @@ mod tests {
         let fs = Arc::new(FaultyFs::default());
         let store = start(dir.path(), &fs);
         // A slow disk: the write is still under way when the store is dropped.
-        *fs.slow_write.lock().unwrap() = Some(std::time::Duration::from_millis(300));
+        fs.slow_writes(Some(std::time::Duration::from_millis(300)));
         store.write(image(3));
         drop(store);
-        assert_eq!(*fs.renames.lock().unwrap(), 1);
+        assert_eq!(fs.renames(), 1);
         assert_eq!(stored(dir.path()), as_map(&image(3)));
     }
 
@@ -525,9 +456,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fs = Arc::new(FaultyFs::default());
         let store = start(dir.path(), &fs);
-        fs.set(Some(Op::Write));
+        fs.fail(Some(Op::Write));
         assert!(store.flush(image(1)).is_err());
-        fs.set(None);
+        fs.fail(None);
         let reverted = image(1).into_iter().map(|(c, _)| (c, None)).collect();
         store.flush(reverted).unwrap();
         assert_eq!(names(dir.path()), [LOCK_FILE.to_owned()].into());
@@ -540,7 +471,7 @@ mod tests {
         let fs = Arc::new(FaultyFs::default());
         let store = start(dir.path(), &fs);
         store.flush(image(1)).unwrap();
-        fs.set(Some(Op::Remove));
+        fs.fail(Some(Op::Remove));
         let reverted: Vec<_> = image(1).into_iter().map(|(c, _)| (c, None)).collect();
         assert!(store.flush(reverted).is_err());
         assert_eq!(
@@ -548,7 +479,7 @@ mod tests {
             as_map(&image(1)),
             "the old file stays whole"
         );
-        fs.set(None);
+        fs.fail(None);
         store.flush(vec![]).unwrap();
         assert_eq!(names(dir.path()), [LOCK_FILE.to_owned()].into());
     }
