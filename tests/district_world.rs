@@ -307,11 +307,11 @@ fn a_run_whose_differences_cannot_be_written_exits_1_naming_the_file_and_the_cou
         .success();
 }
 
-#[test]
-fn a_damaged_record_falls_back_to_the_chunk_s_originals_and_is_kept_aside() {
-    let tmp = tempfile::tempdir().unwrap();
-    let scene = world(tmp.path(), "w", 0);
-    let mut g = start(tmp.path(), &scene);
+/// A world in `dir` whose `w/d.0.0.wsd` holds two records, closed: (0,0) with c1 changed and c3
+/// moved within it, (1,0) with c2 changed. Returns the scene.
+fn two_records(dir: &Path) -> Value {
+    let scene = world(dir, "w", 0);
+    let mut g = start(dir, &scene);
     run(
         &mut g,
         &[
@@ -322,13 +322,26 @@ fn a_damaged_record_falls_back_to_the_chunk_s_originals_and_is_kept_aside() {
         3,
     );
     g.close().unwrap();
-    let file = tmp.path().join("w/d.0.0.wsd");
-    let mut bytes = std::fs::read(&file).unwrap();
+    scene
+}
+
+/// Flips a payload byte of the first record of a district region file (a bad CRC-32); returns
+/// the file's new bytes.
+fn damage_the_first_record(file: &Path) -> Vec<u8> {
+    let mut bytes = std::fs::read(file).unwrap();
     // The region holds chunks (0,0) and (1,0) in row order: the first record is (0,0)'s.
     // Its table entry: after the 56-byte header; its offset at bytes 4..8 of the entry.
     let offset = u32::from_le_bytes(bytes[60..64].try_into().unwrap()) as usize;
     bytes[offset + 20 + 3] ^= 0x55;
-    std::fs::write(&file, &bytes).unwrap();
+    std::fs::write(file, &bytes).unwrap();
+    bytes
+}
+
+#[test]
+fn a_damaged_record_falls_back_to_the_chunk_s_originals_and_is_kept_aside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = two_records(tmp.path());
+    let bytes = damage_the_first_record(&tmp.path().join("w/d.0.0.wsd"));
     let mut g = start(tmp.path(), &scene);
     run(&mut g, &[], 2);
     let errors = events_named(&g, "world.district.error");
@@ -1373,18 +1386,7 @@ fn review_probe_a_damaged_home_record_does_not_bring_back_an_entity_held_elsewhe
 #[test]
 fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() {
     let tmp = tempfile::tempdir().unwrap();
-    let scene = world(tmp.path(), "w", 0);
-    let mut g = start(tmp.path(), &scene);
-    run(
-        &mut g,
-        &[
-            set(2, "c1", 3),
-            json!({ "tick": 2, "do": "move", "entity": "c3", "to": { "x": 20, "z": 20 } }),
-            set(2, "c2", 8),
-        ],
-        3,
-    );
-    g.close().unwrap();
+    two_records(tmp.path());
     let dir = tmp.path().join("w");
     let shown = dir.display().to_string();
     let world_cli = |args: &[&str]| {
@@ -1445,12 +1447,8 @@ fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() 
         .collect();
     assert_eq!(entities, [&json!(2), &json!(1)]);
 
-    // A damaged record (as in the test above): named by file and chunk, exit 1, nothing written.
-    let file = dir.join("d.0.0.wsd");
-    let mut bytes = std::fs::read(&file).unwrap();
-    let offset = u32::from_le_bytes(bytes[60..64].try_into().unwrap()) as usize;
-    bytes[offset + 20 + 3] ^= 0x55;
-    std::fs::write(&file, &bytes).unwrap();
+    // A damaged record: named by file and chunk, exit 1, nothing written.
+    damage_the_first_record(&dir.join("d.0.0.wsd"));
     let before = files(&dir);
     let (code, text) = world_cli(&["verify"]);
     assert_eq!(code, Some(1), "{text}");
