@@ -462,10 +462,13 @@ fn shared_scene(dir: &Path, workers: u64, flush: u64) -> Value {
 /// and forth, so every cycle stores and brings back changed entities in two regions.
 fn walk(ticks: u64) -> Vec<Value> {
     let mut v = vec![set(3, "c1", 1), set(3, "w1", 2), set(3, "c2", 3)];
-    v.push(json!({ "tick": 3, "do": "edit", "at": { "x": 5.5, "z": 5.5 }, "height": 900 }));
     for t in 4..ticks {
         let x = if (t / 4) % 2 == 0 { 200.0 } else { 16.0 };
         v.push(go(t, x));
+        if t == 6 {
+            // Chunk (0, 0) is built by now (at tick 3 an edit is refused: "not built").
+            v.push(json!({ "tick": 6, "do": "edit", "at": { "x": 5.5, "z": 5.5 }, "height": 900 }));
+        }
         if t % 8 == 7 {
             v.push(set(t, "c1", t));
         }
@@ -1458,10 +1461,28 @@ fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() 
         lines[0].starts_with("d.0.0.wsd: chunk 0 0: ") && lines[0].contains("CRC-32"),
         "{text}"
     );
+    let out = bin().args(["world", "verify"]).arg(&dir).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains(&format!(
+            "{shown}: 1 problem in 0 region files, 1 district region file"
+        )),
+        "{err}"
+    );
+    // inspect lists both records: (0,0) damaged (no count), (1,0) sound with its entity.
     let (code, text) = world_cli(&["inspect"]);
     assert_eq!(code, Some(0));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
     assert!(
-        text.contains("  chunk 1 0  offset ") && text.contains("  damaged: "),
+        lines[3].starts_with("  chunk 0 0  offset ")
+            && !lines[3].contains("entities")
+            && lines[3].contains("  damaged: ")
+            && lines[3].contains("CRC-32"),
+        "{text}"
+    );
+    assert!(
+        lines[4].starts_with("  chunk 1 0  offset ") && lines[4].ends_with("  entities 1  ok"),
         "{text}"
     );
     assert_eq!(
@@ -1469,4 +1490,62 @@ fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() 
         before,
         "nothing written, removed or copied aside"
     );
+}
+
+/// A directory holding both kinds: verify counts each, inspect lists the terrain's regions first
+/// and then the district's, each kind checked against its own stamp (they differ, and that is
+/// sound).
+#[test]
+fn world_verify_and_inspect_list_terrain_and_district_files_of_one_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    shared_scene(tmp.path(), 1, 3);
+    write_inputs(tmp.path(), &walk(40));
+    bin()
+        .current_dir(tmp.path())
+        .args([
+            "run",
+            "scene.json",
+            "--ticks",
+            "40",
+            "-q",
+            "--inputs",
+            "in.jsonl",
+        ])
+        .assert()
+        .success();
+    let dir = tmp.path().join("w");
+    let shown = dir.display().to_string();
+    let out = bin().args(["world", "verify"]).arg(&dir).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with(&format!(
+            "{shown}: 1 region file, 1 chunk record, 2 district region files, "
+        )) && text.ends_with(" district records, all sound\n"),
+        "{text}"
+    );
+    let out = bin().args(["world", "inspect"]).arg(&dir).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("{shown}: 1 region file"), "{text}");
+    assert!(
+        lines[1].starts_with("r.0.0.wsr  region 0 0  ")
+            && lines[1].contains("header ok  generator "),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("  chunk 0 0  ") && lines[2].ends_with("  edits 1  ok"),
+        "{text}"
+    );
+    assert_eq!(
+        lines[3],
+        format!("{shown}: 2 district region files"),
+        "{text}"
+    );
+    assert!(
+        lines[4].starts_with("d.-1.0.wsd  region -1 0  ")
+            && lines[4].contains("header ok  format 2  "),
+        "{text}"
+    );
+    assert!(text.contains("\nd.0.0.wsd  region 0 0  "), "{text}");
 }

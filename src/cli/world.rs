@@ -30,27 +30,29 @@ const IGNORED: &str = "Only files named r.<x>.<z>.wsr (terrain) and d.<x>.<z>.ws
 pub enum WorldCommand {
     /// List every region file of a world directory and each chunk record in it: file, region,
     /// size, header status and stamp, then per record the chunk, offset, length, edited cells
-    /// and checksum status. One line per item, regions in order, chunks in row order.
+    /// (terrain) or entities (district) and checksum status. One line per item, terrain regions
+    /// then district regions, each in order, chunks in row order.
     #[command(after_help = format!(
         "{IGNORED}\n\nExamples:\n  world-streaming world inspect saves/world\n  \
          world-streaming world inspect saves/world --json"
     ))]
     Inspect {
-        /// The world directory (`worldDir` of the terrain kit).
+        /// The world directory (`worldDir` of the terrain and district kits).
         dir: PathBuf,
         /// One JSON document instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Check every region file of a world directory: headers, table, record checksums and
-    /// payloads, and that all regions have the same stamp. Sound: one summary line, exit 0;
+    /// payloads, and that all regions of a kind have the same stamp. Sound: one summary line,
+    /// exit 0;
     /// otherwise one line per bad header or record (file, chunk or `header`, what is wrong),
     /// exit 1.
     #[command(after_help = format!(
         "{IGNORED}\n\nExamples:\n  world-streaming world verify saves/world && echo sound"
     ))]
     Verify {
-        /// The world directory (`worldDir` of the terrain kit).
+        /// The world directory (`worldDir` of the terrain and district kits).
         dir: PathBuf,
     },
 }

@@ -48,9 +48,7 @@ pub type DistrictReport = crate::worlddir::store::RegionReport<District>;
 
 /// Reads every district region file of `dir` (files named `d.<x>.<z>.wsd`; others are
 /// ignored), in region order. Reading is all it does: no lock is taken, nothing is created.
-pub fn read_dir(
-    dir: &std::path::Path,
-) -> Result<Vec<DistrictReport>, crate::worlddir::store::StoreError<DistrictStamp>> {
+pub fn read_dir(dir: &std::path::Path) -> Result<Vec<DistrictReport>, DistrictStoreError> {
     crate::worlddir::store::read_dir::<District>(dir)
 }
 pub use save::SaveSection;

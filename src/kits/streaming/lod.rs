@@ -204,7 +204,8 @@ fn block_area(b: ChunkPos, step: u32) -> Area {
     .chunks(step)
 }
 
-/// The block of `step` that covers `chunk`.
+/// The block of `step` that covers `chunk`. `step` is a power of two (a LOD step, or 1 for
+/// chunks; debug-asserted): the floor division is a shift.
 pub fn block_of(chunk: ChunkPos, step: u32) -> ChunkPos {
     let s = shift(step);
     ChunkPos::new(chunk.x >> s, chunk.z >> s)
@@ -888,7 +889,7 @@ impl LodPlan {
         // Below the cell: the levels finer than the cell's (all below `k` when cells are chunks).
         let below = if unit > 1 { k - 1 } else { k };
         // Powers of two: `side` and `cells` too, so `%` and `/` by them are a mask and a shift.
-        let side = step / unit;
+        let side = step >> shift(unit);
         let cells = side * side;
         let first = memo.get() & (cells - 1);
         let u = i64::from(unit);
@@ -1111,7 +1112,7 @@ impl LodPlan {
             return holes;
         }
         let finer = self.level(k - 1).expect("a level in force").step;
-        let n = i64::from(step / finer);
+        let n = i64::from(step >> shift(finer));
         let mut holes = 0;
         for dz in 0..n {
             for dx in 0..n {
