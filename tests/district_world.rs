@@ -500,27 +500,33 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     v
 }
 
+/// The shared scene (terrain and district on `w`, flushes every 3 ticks) with `workers` terrain
+/// workers driven 40 ticks of [`walk`] through the CLI; its events in `events.jsonl`.
+fn run_shared_walk(dir: &Path, workers: u64) {
+    shared_scene(dir, workers, 3);
+    write_inputs(dir, &walk(40));
+    bin()
+        .current_dir(dir)
+        .args([
+            "run",
+            "scene.json",
+            "--ticks",
+            "40",
+            "-q",
+            "--inputs",
+            "in.jsonl",
+        ])
+        .args(["--events", "events.jsonl"])
+        .assert()
+        .success();
+}
+
 #[test]
 fn the_same_inputs_give_the_same_events_and_bytes_with_1_and_4_terrain_workers() {
     let mut outcomes = Vec::new();
     for workers in [1, 4] {
         let tmp = tempfile::tempdir().unwrap();
-        shared_scene(tmp.path(), workers, 3);
-        write_inputs(tmp.path(), &walk(40));
-        bin()
-            .current_dir(tmp.path())
-            .args([
-                "run",
-                "scene.json",
-                "--ticks",
-                "40",
-                "-q",
-                "--inputs",
-                "in.jsonl",
-            ])
-            .args(["--events", "events.jsonl"])
-            .assert()
-            .success();
+        run_shared_walk(tmp.path(), workers);
         let events = std::fs::read_to_string(tmp.path().join("events.jsonl")).unwrap();
         let written = files(&tmp.path().join("w"));
         outcomes.push((events, written));
@@ -1383,6 +1389,13 @@ fn review_probe_a_damaged_home_record_does_not_bring_back_an_entity_held_elsewhe
     assert_eq!(position(&g, "c1"), Some((50.0, 5.0)));
 }
 
+/// `world-streaming world ARGS… DIR`: its exit code, stdout and stderr.
+fn world_cli(args: &[&str], dir: &Path) -> (Option<i32>, String, String) {
+    let out = bin().arg("world").args(args).arg(dir).output().unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (out.status.code(), text(out.stdout), text(out.stderr))
+}
+
 /// `world verify` and `world inspect` read the district region files beside the terrain's: each
 /// record with its entities, the stamp, a damaged record named by file and chunk (exit 1), and
 /// nothing written.
@@ -1392,13 +1405,12 @@ fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() 
     two_records(tmp.path());
     let dir = tmp.path().join("w");
     let shown = dir.display().to_string();
-    let world_cli = |args: &[&str]| {
-        let out = bin().arg("world").args(args).arg(&dir).output().unwrap();
-        let text = String::from_utf8(out.stdout).unwrap();
-        (out.status.code(), text)
+    let cli = |args: &[&str]| {
+        let (code, out, _) = world_cli(args, &dir);
+        (code, out)
     };
     assert_eq!(
-        world_cli(&["verify"]),
+        cli(&["verify"]),
         (
             Some(0),
             format!(
@@ -1407,7 +1419,7 @@ fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() 
             )
         )
     );
-    let (code, text) = world_cli(&["inspect"]);
+    let (code, text) = cli(&["inspect"]);
     assert_eq!(code, Some(0));
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -1433,7 +1445,7 @@ fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() 
         "{text}"
     );
     assert_eq!(lines.len(), 5, "{text}");
-    let (_, doc) = world_cli(&["inspect", "--json"]);
+    let (_, doc) = cli(&["inspect", "--json"]);
     let doc: Value = serde_json::from_str(&doc).unwrap();
     assert_eq!(doc["regions"], json!([]));
     let d = &doc["districtRegions"][0];
@@ -1453,7 +1465,7 @@ fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() 
     // A damaged record: named by file and chunk, exit 1, nothing written.
     damage_the_first_record(&dir.join("d.0.0.wsd"));
     let before = files(&dir);
-    let (code, text) = world_cli(&["verify"]);
+    let (code, text) = cli(&["verify"]);
     assert_eq!(code, Some(1), "{text}");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1, "{text}");
@@ -1461,8 +1473,7 @@ fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() 
         lines[0].starts_with("d.0.0.wsd: chunk 0 0: ") && lines[0].contains("CRC-32"),
         "{text}"
     );
-    let out = bin().args(["world", "verify"]).arg(&dir).output().unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
+    let (_, _, err) = world_cli(&["verify"], &dir);
     assert!(
         err.contains(&format!(
             "{shown}: 1 problem in 0 region files, 1 district region file"
@@ -1470,7 +1481,7 @@ fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() 
         "{err}"
     );
     // inspect lists both records: (0,0) damaged (no count), (1,0) sound with its entity.
-    let (code, text) = world_cli(&["inspect"]);
+    let (code, text) = cli(&["inspect"]);
     assert_eq!(code, Some(0));
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 5, "{text}");
@@ -1498,34 +1509,18 @@ fn world_verify_and_inspect_read_the_district_files_and_name_a_damaged_record() 
 #[test]
 fn world_verify_and_inspect_list_terrain_and_district_files_of_one_directory() {
     let tmp = tempfile::tempdir().unwrap();
-    shared_scene(tmp.path(), 1, 3);
-    write_inputs(tmp.path(), &walk(40));
-    bin()
-        .current_dir(tmp.path())
-        .args([
-            "run",
-            "scene.json",
-            "--ticks",
-            "40",
-            "-q",
-            "--inputs",
-            "in.jsonl",
-        ])
-        .assert()
-        .success();
+    run_shared_walk(tmp.path(), 1);
     let dir = tmp.path().join("w");
     let shown = dir.display().to_string();
-    let out = bin().args(["world", "verify"]).arg(&dir).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    let (code, text, _) = world_cli(&["verify"], &dir);
+    assert_eq!(code, Some(0), "{text}");
     assert!(
         text.starts_with(&format!(
             "{shown}: 1 region file, 1 chunk record, 2 district region files, "
         )) && text.ends_with(" district records, all sound\n"),
         "{text}"
     );
-    let out = bin().args(["world", "inspect"]).arg(&dir).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let (_, text, _) = world_cli(&["inspect"], &dir);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], format!("{shown}: 1 region file"), "{text}");
     assert!(
