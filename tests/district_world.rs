@@ -1544,3 +1544,36 @@ fn world_verify_and_inspect_list_terrain_and_district_files_of_one_directory() {
     );
     assert!(text.contains("\nd.0.0.wsd  region 0 0  "), "{text}");
 }
+
+/// Untrusted district region names: `world verify` never follows a link named like a region nor
+/// opens a FIFO (it would block); each is a damaged header naming what it is, exit 1, and the
+/// link's target is untouched.
+#[cfg(unix)]
+#[test]
+fn world_verify_reads_no_district_region_that_is_a_link_or_a_fifo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let outside = tmp.path().join("outside");
+    std::fs::write(&outside, b"not a region").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("d.0.0.wsd")).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.join("d.1.0.wsd"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "mkfifo");
+    let (code, text, _) = world_cli(&["verify"], &dir);
+    assert_eq!(code, Some(1), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with("d.0.0.wsd: header: ")
+            && lines[0].contains("a symbolic link, not a regular file: not read"),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("d.1.0.wsd: header: ") && lines[1].contains("not a regular file"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(&outside).unwrap(), b"not a region");
+}
