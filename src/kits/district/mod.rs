@@ -42,6 +42,10 @@ use crate::worlddir::store::{Fs, GameToken, RealFs, Store, GAME_TOKEN};
 pub use config::{DistrictConfig, DistrictEntry};
 pub use persist::DistrictStoreError;
 pub use region::{ChunkRecord, District, DistrictStamp};
+pub use save::SaveSection;
+pub use service::DistrictService;
+use state::State;
+pub use state::{PERSISTENT, STREAMED};
 
 /// One district region file as found on disk (`world inspect`, `world verify`).
 pub type DistrictReport = crate::worlddir::store::RegionReport<District>;
@@ -51,10 +55,6 @@ pub type DistrictReport = crate::worlddir::store::RegionReport<District>;
 pub fn read_dir(dir: &std::path::Path) -> Result<Vec<DistrictReport>, DistrictStoreError> {
     crate::worlddir::store::read_dir::<District>(dir)
 }
-pub use save::SaveSection;
-pub use service::DistrictService;
-use state::State;
-pub use state::{PERSISTENT, STREAMED};
 
 /// The kit and service id.
 pub const DISTRICT: &str = "world.district";
