@@ -22,9 +22,10 @@ pub struct Event {
     pub data: EventData,
 }
 
-/// An event's payload: JSON, with fast paths for the two shapes kits emit most, `{x, z}` (a
-/// chunk) and `{x, z, hash}` (a chunk and its content's hash) (no map is built; indexing, comparing and
-/// serializing behave exactly as for the JSON object, keys in that order).
+/// An event's payload: JSON, with fast paths for the shapes kits emit most, `{x, z}` (a
+/// chunk), `{x, z, hash}` (a chunk and its content's hash) and their LOD blocks' `{level, x, z}`
+/// and `{level, x, z, hash}` (no map is built; indexing, comparing and serializing behave
+/// exactly as for the JSON object, keys in that order).
 #[derive(Debug, Clone)]
 pub enum EventData {
     /// `{"x": x, "z": z}`, held as two numbers.
@@ -53,6 +54,18 @@ pub enum EventData {
         /// `z`.
         z: Value,
     },
+    /// `{"level": level, "x": x, "z": z, "hash": hash}` (a built block of a level of detail,
+    /// SPEC §17), held as four values.
+    LevelXzHash {
+        /// `level`.
+        level: Value,
+        /// `x`.
+        x: Value,
+        /// `z`.
+        z: Value,
+        /// `hash`.
+        hash: Value,
+    },
     /// Any other payload.
     Json(Value),
 }
@@ -74,6 +87,11 @@ impl EventData {
             (EventData::LevelXz { x, .. }, "x") => Some(x),
             (EventData::LevelXz { z, .. }, "z") => Some(z),
             (EventData::LevelXz { .. }, _) => None,
+            (EventData::LevelXzHash { level, .. }, "level") => Some(level),
+            (EventData::LevelXzHash { x, .. }, "x") => Some(x),
+            (EventData::LevelXzHash { z, .. }, "z") => Some(z),
+            (EventData::LevelXzHash { hash, .. }, "hash") => Some(hash),
+            (EventData::LevelXzHash { .. }, _) => None,
             (EventData::Json(v), _) => v.get(key),
         }
     }
@@ -87,6 +105,9 @@ impl EventData {
             }
             EventData::LevelXz { level, x, z } => {
                 serde_json::json!({ "level": level, "x": x, "z": z })
+            }
+            EventData::LevelXzHash { level, x, z, hash } => {
+                serde_json::json!({ "level": level, "x": x, "z": z, "hash": hash })
             }
             EventData::Json(v) => v.clone(),
         }
@@ -115,6 +136,15 @@ impl PartialEq for EventData {
                     z: z2,
                 },
             ) => level == l2 && x == x2 && z == z2,
+            (
+                EventData::LevelXzHash { level, x, z, hash },
+                EventData::LevelXzHash {
+                    level: l2,
+                    x: x2,
+                    z: z2,
+                    hash: h2,
+                },
+            ) => level == l2 && x == x2 && z == z2 && hash == h2,
             _ => false,
         }
     }
@@ -166,6 +196,14 @@ impl Serialize for EventData {
                 m.serialize_entry("level", level)?;
                 m.serialize_entry("x", x)?;
                 m.serialize_entry("z", z)?;
+                m.end()
+            }
+            EventData::LevelXzHash { level, x, z, hash } => {
+                let mut m = s.serialize_map(Some(4))?;
+                m.serialize_entry("level", level)?;
+                m.serialize_entry("x", x)?;
+                m.serialize_entry("z", z)?;
+                m.serialize_entry("hash", hash)?;
                 m.end()
             }
             EventData::Json(v) => v.serialize(s),
@@ -277,19 +315,37 @@ pub fn chunk_data(chunk: crate::grid::ChunkPos) -> EventData {
     }
 }
 
-/// `{"x": x, "z": z, "hash": "…"}`: the payload of `world.terrain.built`, the hash as 16
-/// lowercase hex digits (as `format!("{hash:016x}")` writes it, without the formatter).
+/// `{"x": x, "z": z, "hash": "…"}`: the payload of `world.terrain.built`, the hash as
+/// [`hash_hex`] writes it.
 pub fn chunk_hash_data(chunk: crate::grid::ChunkPos, hash: u64) -> EventData {
+    EventData::XzHash {
+        x: Value::from(chunk.x),
+        z: Value::from(chunk.z),
+        hash: Value::String(hash_hex(hash)),
+    }
+}
+
+/// `{"level": level, "x": x, "z": z, "hash": "…"}`: the payload of `world.terrain.lod.built`
+/// (SPEC §17), `hash` as [`hash_hex`] wrote it.
+pub fn block_hash_data(level: u32, block: crate::grid::ChunkPos, hash: String) -> EventData {
+    EventData::LevelXzHash {
+        level: Value::from(level),
+        x: Value::from(block.x),
+        z: Value::from(block.z),
+        hash: Value::String(hash),
+    }
+}
+
+/// A hash as events and saves write it: 16 lowercase hex digits (as `format!("{hash:016x}")`
+/// writes them, without the formatter).
+pub fn hash_hex(hash: u64) -> String {
     let mut hex = [0u8; 16];
     for (i, digit) in hex.iter_mut().enumerate() {
         *digit = b"0123456789abcdef"[(hash >> (60 - 4 * i)) as usize & 15];
     }
-    let hex = std::str::from_utf8(&hex).expect("hex digits are ASCII");
-    EventData::XzHash {
-        x: Value::from(chunk.x),
-        z: Value::from(chunk.z),
-        hash: Value::String(hex.to_owned()),
-    }
+    std::str::from_utf8(&hex)
+        .expect("hex digits are ASCII")
+        .to_owned()
 }
 
 /// One line a mod logged (`log(...)` / `print(...)` in Lua).
@@ -382,5 +438,32 @@ mod tests {
             chunk_data(ChunkPos::new(1, 2)),
             EventData::Json(json!({"x": 1, "z": 2}))
         );
+    }
+    #[test]
+    fn the_block_built_payload_is_the_json_object_it_stands_for() {
+        for (level, x, z, hash) in [
+            (1u32, 0i64, 0i64, 0u64),
+            (4, -3, 7, 0x9d01_eaa5_47c9_a46c),
+            (2, i64::MIN, i64::MAX, u64::MAX),
+        ] {
+            let fast = block_hash_data(level, ChunkPos::new(x, z), hash_hex(hash));
+            let json = json!({ "level": level, "x": x, "z": z, "hash": format!("{hash:016x}") });
+            assert_eq!(
+                serde_json::to_string(&fast).unwrap(),
+                serde_json::to_string(&json).unwrap()
+            );
+            assert_eq!(fast.to_value(), json);
+            assert_eq!(fast, json);
+            assert_eq!(fast, EventData::Json(json.clone()));
+            assert_eq!(EventData::Json(json.clone()), fast);
+            for key in ["level", "x", "z", "hash", "y"] {
+                assert_eq!(fast[key], json[key], "{key}");
+                assert_eq!(fast.get(key), json.get(key), "{key}");
+            }
+        }
+        let a = block_hash_data(1, ChunkPos::new(1, 2), hash_hex(3));
+        assert_ne!(a, block_hash_data(2, ChunkPos::new(1, 2), hash_hex(3)));
+        assert_ne!(a, block_hash_data(1, ChunkPos::new(1, 2), hash_hex(4)));
+        assert_ne!(a, chunk_hash_data(ChunkPos::new(1, 2), 3));
     }
 }

@@ -15,8 +15,8 @@ mod variables;
 pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{check_data, Entity, EntityData, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
-    chunk_data, chunk_hash_data, Event, EventBus, EventData, Log, LogLine, ModErrors, Outbox,
-    MOD_ERROR, PLAYER_MOVED,
+    block_hash_data, chunk_data, chunk_hash_data, hash_hex, Event, EventBus, EventData, Log,
+    LogLine, ModErrors, Outbox, MOD_ERROR, PLAYER_MOVED,
 };
 pub use hooks::{
     Cancel, HookAnswer, HookArgs, HookError, HookHandler, HookProfile, HookStat, HookValue, Hooks,

@@ -327,7 +327,7 @@ fn metres(x: f64) -> Value {
 fn chunk_payload(data: &EventData) -> Option<ChunkPos> {
     match data {
         EventData::Xz { x, z } => Some(ChunkPos::new(x.as_i64()?, z.as_i64()?)),
-        EventData::XzHash { .. } | EventData::LevelXz { .. } | EventData::Json(_) => None,
+        _ => None,
     }
 }
 

@@ -42,8 +42,7 @@ impl TerrainService for Handle {
         st.submit_blocks();
         st.drain();
         st.drain_blocks();
-        let blocks = st.blocks.in_flight.values().filter(|f| f.done.is_none());
-        st.in_flight.len() - st.arrived + blocks.count()
+        st.in_flight.len() - st.arrived + st.blocks.awaited
     }
 
     fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused> {
@@ -63,8 +62,7 @@ impl TerrainService for Handle {
     fn lod_block(&self, level: u32, x: i64, z: i64) -> Option<Arc<ChunkData>> {
         let st = self.0.borrow();
         st.blocks
-            .built
-            .get(&(level, ChunkPos::new(x, z)))
+            .built(&(level, ChunkPos::new(x, z)))
             .map(|(_, d)| d.clone())
     }
 

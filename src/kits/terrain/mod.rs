@@ -31,8 +31,8 @@ use rustc_hash::FxHashMap;
 
 use crate::grid::ChunkPos;
 use crate::host::{
-    Ctx, Event, Install, Kit, KitError, KitManifest, KitSpec, PreparedSection, Problem, SceneDef,
-    Services,
+    block_hash_data, Ctx, Event, Install, Kit, KitError, KitManifest, KitSpec, PreparedSection,
+    Problem, SceneDef, Services,
 };
 use crate::json::from_value;
 use crate::kits::streaming::{ChunkEvent, StreamingService, LOD_LOADED, LOD_UNLOADED, STREAMING};
@@ -197,14 +197,12 @@ impl TerrainKit {
                     break;
                 }
                 st.blocks.commits.pop_front();
-                let Some((built, step, waited)) = st.land_block(key, version) else {
+                let Some((hash, waited)) = st.land_block(key, version) else {
                     continue; // released or dispatched again since
                 };
                 st.waits += u64::from(waited);
-                if let Some((_, old)) = st.blocks.built.insert(key, (step, built.data)) {
-                    st.trash.push(old);
-                }
-                ctx.events.emit(TERRAIN_LOD_BUILT, built.event);
+                ctx.events
+                    .emit(TERRAIN_LOD_BUILT, block_hash_data(key.0, key.1, hash));
                 key
             };
             if let Some((streaming, id)) = &builder {
@@ -227,12 +225,10 @@ impl TerrainKit {
                 TERRAIN_CHANGED,
                 serde_json::json!({ "x": key.1.x, "z": key.1.z, "level": key.0 }),
             );
-            let step = st
-                .blocks
-                .built
-                .get(&key)
-                .map(|(s, _)| *s)
-                .or_else(|| st.blocks.in_flight.get(&key).map(|f| f.step));
+            let step = st.blocks.slots.get(&key).and_then(|s| {
+                let built = s.built.as_ref().map(|(step, _)| *step);
+                built.or(s.flight.as_ref().map(|f| f.step))
+            });
             if let Some(step) = step {
                 st.dispatch_block(key, step, at);
             }
@@ -518,24 +514,22 @@ impl Kit for TerrainKit {
         }
         let mut stale: Vec<state::BlockKey> = st
             .blocks
-            .built
+            .slots
             .keys()
-            .chain(st.blocks.in_flight.keys())
             .filter(|k| !loaded_blocks.contains(k))
             .copied()
             .collect();
-        stale.sort_unstable(); // in_flight is hashed
-        stale.dedup();
+        stale.sort_unstable(); // hashed
         for k in stale {
             st.release_block(k);
         }
         for k in loaded_blocks {
-            if !st.blocks.built.contains_key(&k) && !st.blocks.in_flight.contains_key(&k) {
+            if !st.blocks.slots.contains_key(&k) {
                 if let Some(step) = streaming.lod_step(k.0) {
                     st.dispatch_block(k, step, at);
                 }
             }
-            streaming.set_lod_built(id, k.0, k.1, st.blocks.built.contains_key(&k));
+            streaming.set_lod_built(id, k.0, k.1, st.blocks.built(&k).is_some());
         }
         st.submit(); // outside a tick: the workers start now
         st.submit_blocks();
@@ -622,15 +616,23 @@ mod tests {
         assert_eq!((st.arrived, st.in_flight.len()), (0, 0));
     }
 
+    /// `awaited` counts the flights without their result.
+    fn check_awaited(st: &state::State) {
+        let waiting = st.blocks.flights().filter(|(_, f)| f.done.is_none());
+        assert_eq!(st.blocks.awaited, waiting.count());
+    }
+
     #[test]
     fn a_block_released_before_its_job_leaves_the_tick_is_never_built() {
         let kit = kit_with_pool();
         let mut st = kit.state.borrow_mut();
         let b = (1, ChunkPos::new(2, 2));
         st.dispatch_block(b, 2, 5);
+        check_awaited(&st);
         st.release_block(b);
         st.submit_blocks();
-        assert!(st.blocks.jobs.is_empty() && st.blocks.in_flight.is_empty());
+        assert!(st.blocks.jobs.is_empty() && st.blocks.slots.is_empty());
+        check_awaited(&st);
         let other = (2, ChunkPos::new(-1, 0));
         st.dispatch_block(other, 4, 6);
         st.submit_blocks();
@@ -639,12 +641,13 @@ mod tests {
         // Its commit lands the block; a released block's queue entry commits nothing.
         st.take_block(done);
         assert!(st.land_block(b, 0).is_none());
-        let (built, step, _) = st.land_block(other, 1).unwrap();
-        assert_eq!(step, 4);
-        assert_eq!(
-            *built.data,
-            st.generator().generate_block(other.1, 4, |_| None)
-        );
+        let (hash, _) = st.land_block(other, 1).unwrap();
+        let (step, data) = st.blocks.built(&other).unwrap();
+        assert_eq!(*step, 4);
+        assert_eq!(**data, st.generator().generate_block(other.1, 4, |_| None));
+        assert_eq!(hash, hash_text(data.hash()));
+        assert!(st.blocks.flight(&other).is_none(), "landed");
+        check_awaited(&st);
     }
 
     #[test]
@@ -657,7 +660,8 @@ mod tests {
         st.release_block(b); // handed over: its result comes back
         let stale = st.pool.as_ref().unwrap().recv_block().unwrap();
         st.take_block(stale);
-        assert!(st.blocks.in_flight.is_empty(), "discarded on arrival");
+        assert!(st.blocks.slots.is_empty(), "discarded on arrival");
+        check_awaited(&st);
         st.dispatch_block(b, 2, 9); // version 1
         st.submit_blocks();
         let fresh = st.pool.as_ref().unwrap().recv_block().unwrap();
@@ -670,11 +674,20 @@ mod tests {
         };
         st.take_block(old);
         assert!(
-            st.blocks.in_flight[&b].done.is_none(),
+            st.blocks.flight(&b).unwrap().done.is_none(),
             "a stale version is dropped"
         );
+        check_awaited(&st);
         st.take_block(fresh);
-        assert!(st.blocks.in_flight[&b].done.is_some());
+        assert!(st.blocks.flight(&b).unwrap().done.is_some());
+        check_awaited(&st);
+        // Dispatched again over an answered flight, then landed by building it here.
+        st.dispatch_block(b, 2, 12); // version 2, its job not handed over
+        check_awaited(&st);
+        st.pool = None;
+        assert!(st.land_block(b, 2).is_some());
+        check_awaited(&st);
+        assert_eq!(st.blocks.awaited, 0);
     }
 
     #[test]

@@ -105,7 +105,7 @@ pub struct BlockJob {
 }
 
 impl BlockJob {
-    /// Builds the block (the payload of `world.terrain.lod.built` made ready).
+    /// Builds the block (the hash of `world.terrain.lod.built` written).
     pub fn build(&self, generator: &Generator, reader: Option<&Reader>) -> BuiltBlock {
         let data = generator.generate_block(self.block, self.step, |c| {
             match self.resident.binary_search_by(|(r, _)| r.cmp(&c)) {
@@ -114,13 +114,7 @@ impl BlockJob {
             }
         });
         BuiltBlock {
-            event: serde_json::json!({
-                "level": self.level,
-                "x": self.block.x,
-                "z": self.block.z,
-                "hash": super::hash_text(data.hash()),
-            })
-            .into(),
+            hash: crate::host::hash_hex(data.hash()),
             data: Arc::new(data),
         }
     }
@@ -131,8 +125,9 @@ impl BlockJob {
 pub struct BuiltBlock {
     /// Its cells.
     pub data: Arc<ChunkData>,
-    /// The payload of its `world.terrain.lod.built` event: `{level, x, z, hash}`.
-    pub event: EventData,
+    /// Its hash as `world.terrain.lod.built` carries it (written off the tick; the commit
+    /// makes the payload without a map: [`crate::host::block_hash_data`]).
+    pub hash: String,
 }
 
 /// A built block.

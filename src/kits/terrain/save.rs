@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::pool::Built;
 use super::region::Diff;
-use super::state::{BlockKey, State};
+use super::state::{self, BlockKey, State};
 use super::store::{self, Reported};
 use super::ChunkData;
 use super::{hash_text, TERRAIN};
@@ -141,8 +141,7 @@ pub(super) fn section(st: &State) -> SaveSection {
     }
     let mut lod_in_flight: Vec<(u64, u64, BlockKey, u32)> = st
         .blocks
-        .in_flight
-        .iter()
+        .flights()
         .map(|(k, f)| (f.commit_at, f.version, *k, f.step))
         .collect();
     lod_in_flight.sort();
@@ -160,7 +159,7 @@ pub(super) fn section(st: &State) -> SaveSection {
             })
             .collect(),
         lod_built: {
-            let mut built: Vec<_> = st.blocks.built.iter().collect();
+            let mut built: Vec<_> = st.blocks.all_built().collect();
             built.sort_unstable_by_key(|(key, _)| **key);
             built
         }
@@ -440,12 +439,12 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
         st.dispatch(chunk, at);
     }
     // The LOD blocks: the old run's flights are stale, the save's built ones land as saved.
-    let trash: Vec<_> = std::mem::take(&mut st.blocks.built)
+    let trash: Vec<_> = std::mem::take(&mut st.blocks.slots)
         .into_values()
-        .map(|(_, d)| d)
+        .filter_map(|s| Some(s.built?.1))
         .collect();
     st.trash.extend(trash);
-    st.blocks.in_flight.clear();
+    st.blocks.awaited = 0;
     st.blocks.commits.clear();
     st.blocks.jobs.clear();
     st.blocks.dirty.clear();
@@ -453,9 +452,13 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
         if let Some(k) = key.0.checked_sub(1) {
             st.blocks.steps[k as usize] = step;
         }
-        st.blocks
-            .built
-            .insert(key, (step, std::sync::Arc::new(data)));
+        st.blocks.slots.insert(
+            key,
+            state::BlockSlot {
+                built: Some((step, std::sync::Arc::new(data))),
+                flight: None,
+            },
+        );
     }
     for (key, step, at) in p.lod_in_flight {
         st.dispatch_block(key, step, at);
@@ -464,7 +467,7 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
         for c in st.built.keys() {
             streaming.set_built(id, *c, true);
         }
-        let mut built: Vec<_> = st.blocks.built.keys().copied().collect();
+        let mut built: Vec<_> = st.blocks.all_built().map(|(k, _)| *k).collect();
         built.sort_unstable();
         for key in built {
             streaming.set_lod_built(id, key.0, key.1, true);

@@ -72,5 +72,5 @@ pub trait TerrainService {
 
 /// The hash as events and saves write it.
 pub fn hash_text(hash: u64) -> String {
-    format!("{hash:016x}")
+    crate::host::hash_hex(hash)
 }

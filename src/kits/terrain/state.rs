@@ -37,22 +37,59 @@ pub(super) struct BlockFlight {
 /// A LOD block: (level, block).
 pub(super) type BlockKey = (u32, ChunkPos);
 
+/// A LOD block the terrain holds: built, in flight, or both (rebuilt after an edit).
+#[derive(Debug, Default)]
+pub(super) struct BlockSlot {
+    /// Its cells and the step they were built with, once committed.
+    pub(super) built: Option<(u32, Arc<ChunkData>)>,
+    /// Its dispatch not committed yet.
+    pub(super) flight: Option<BlockFlight>,
+}
+
 /// The LOD blocks of the terrain (SPEC §17): in flight, built, dirty, and their commit queue.
 #[derive(Debug, Default)]
 pub(super) struct Blocks {
     pub(super) next_version: u64,
-    /// Hashed (looked up on every dispatch, result, commit and release; a save sorts them).
-    pub(super) in_flight: FxHashMap<BlockKey, BlockFlight>,
+    /// Every block built or in flight, one hashed entry each (looked up once on every
+    /// dispatch, result, commit and release; a save sorts them). No slot is empty.
+    pub(super) slots: FxHashMap<BlockKey, BlockSlot>,
+    /// How many of their flights wait for their worker's result.
+    pub(super) awaited: usize,
     /// Commits due, in (tick, dispatch order).
     pub(super) commits: VecDeque<(u64, u64, BlockKey)>,
     pub(super) jobs: Vec<BlockJob>,
-    /// Built blocks and their step (hashed: saves and restores sort them).
-    pub(super) built: FxHashMap<BlockKey, (u32, Arc<ChunkData>)>,
     /// Blocks an edit changed: told `world.terrain.changed {x, z, level}` at the end of the
     /// tick and rebuilt.
     pub(super) dirty: BTreeSet<BlockKey>,
     /// The step of each level (index = level − 1) blocks were last dispatched with.
     pub(super) steps: [u32; 4],
+}
+
+impl Blocks {
+    /// Block `key`'s cells and their step, if built.
+    pub(super) fn built(&self, key: &BlockKey) -> Option<&(u32, Arc<ChunkData>)> {
+        self.slots.get(key)?.built.as_ref()
+    }
+
+    /// Block `key`'s dispatch not committed yet, if any.
+    #[cfg(test)]
+    pub(super) fn flight(&self, key: &BlockKey) -> Option<&BlockFlight> {
+        self.slots.get(key)?.flight.as_ref()
+    }
+
+    /// The built blocks (hash order).
+    pub(super) fn all_built(&self) -> impl Iterator<Item = (&BlockKey, &(u32, Arc<ChunkData>))> {
+        self.slots
+            .iter()
+            .filter_map(|(k, s)| Some((k, s.built.as_ref()?)))
+    }
+
+    /// The dispatches not committed yet (hash order).
+    pub(super) fn flights(&self) -> impl Iterator<Item = (&BlockKey, &BlockFlight)> {
+        self.slots
+            .iter()
+            .filter_map(|(k, s)| Some((k, s.flight.as_ref()?)))
+    }
 }
 
 pub(super) struct State {
@@ -277,9 +314,11 @@ impl State {
             step,
             done: None,
         };
-        if b.in_flight.insert(key, flight).is_some() {
+        b.awaited += 1;
+        if let Some(old) = b.slots.entry(key).or_default().flight.replace(flight) {
             // Dispatched again: a job of the old dispatch not handed over yet is dropped (only
             // a block in flight has one).
+            b.awaited -= usize::from(old.done.is_none());
             b.jobs.retain(|j| (j.level, j.block) != key);
         }
         let entry = (commit_at, version, key);
@@ -327,21 +366,32 @@ impl State {
     /// discarded on arrival, its data freed off the tick.
     pub(super) fn release_block(&mut self, key: BlockKey) {
         let b = &mut self.blocks;
-        if b.in_flight.remove(&key).is_some() {
-            b.jobs.retain(|j| (j.level, j.block) != key);
+        if let Some(slot) = b.slots.remove(&key) {
+            if let Some(f) = slot.flight {
+                b.awaited -= usize::from(f.done.is_none());
+                b.jobs.retain(|j| (j.level, j.block) != key);
+            }
+            if let Some((_, data)) = slot.built {
+                self.trash.push(data);
+            }
         }
-        if let Some((_, data)) = b.built.remove(&key) {
-            self.trash.push(data);
+        if !b.dirty.is_empty() {
+            b.dirty.remove(&key);
         }
-        b.dirty.remove(&key);
     }
 
     /// Files a block result if it is still wanted; drops a stale one.
     pub(super) fn take_block(&mut self, done: BlockDone) {
         let key = (done.level, done.block);
-        if let Some(f) = self.blocks.in_flight.get_mut(&key) {
+        if let Some(f) = self
+            .blocks
+            .slots
+            .get_mut(&key)
+            .and_then(|s| s.flight.as_mut())
+        {
             if f.version == done.version && f.done.is_none() {
                 f.done = Some(done.built);
+                self.blocks.awaited -= 1;
             }
         }
     }
@@ -376,36 +426,48 @@ impl State {
     }
 
     /// Commits the in-flight block `key` if it is still dispatch `version`, waiting for its
-    /// worker if needed: the block, its step and whether it waited.
-    pub(super) fn land_block(
-        &mut self,
-        key: BlockKey,
-        version: u64,
-    ) -> Option<(BuiltBlock, u32, bool)> {
+    /// worker if needed: its cells replace those it had, and the answer is its hash (as
+    /// `world.terrain.lod.built` writes it) and whether it waited.
+    pub(super) fn land_block(&mut self, key: BlockKey, version: u64) -> Option<(String, bool)> {
         let mut waited = false;
         loop {
-            let f = self
-                .blocks
-                .in_flight
-                .get(&key)
-                .filter(|f| f.version == version)?;
+            let slot = self.blocks.slots.get_mut(&key)?;
+            let f = slot.flight.as_ref().filter(|f| f.version == version)?;
             let step = f.step;
-            if f.done.is_some() {
-                let f = self.blocks.in_flight.remove(&key).expect("just found");
-                let built = f.done.flatten();
-                let built = built.unwrap_or_else(|| self.build_block_here(key, step));
-                return Some((built, step, waited));
-            }
-            waited = true;
-            self.submit();
-            self.submit_blocks();
-            match self.pool.as_ref().and_then(Pool::recv_block) {
-                Some(done) => self.take_block(done),
-                None => {
-                    self.blocks.in_flight.remove(&key);
-                    return Some((self.build_block_here(key, step), step, waited));
+            let built = match &f.done {
+                Some(Some(_)) => {
+                    // The usual path: one lookup lands it.
+                    let f = slot.flight.take().expect("just found");
+                    let built = f.done.flatten().expect("just found");
+                    if let Some((_, old)) = slot.built.replace((step, built.data)) {
+                        self.trash.push(old);
+                    }
+                    return Some((built.hash, waited));
                 }
+                Some(None) => None, // its worker failed
+                None => {
+                    waited = true;
+                    self.submit();
+                    self.submit_blocks();
+                    match self.pool.as_ref().and_then(Pool::recv_block) {
+                        Some(done) => {
+                            self.take_block(done);
+                            continue;
+                        }
+                        None => {
+                            self.blocks.awaited -= 1; // no pool: it is built here
+                            None
+                        }
+                    }
+                }
+            };
+            let built = built.unwrap_or_else(|| self.build_block_here(key, step));
+            let slot = self.blocks.slots.entry(key).or_default();
+            slot.flight = None;
+            if let Some((_, old)) = slot.built.replace((step, built.data)) {
+                self.trash.push(old);
             }
+            return Some((built.hash, waited));
         }
     }
 
@@ -424,8 +486,11 @@ impl State {
                 continue;
             };
             let key = (level, block);
-            let mut hit = self.blocks.in_flight.contains_key(&key);
-            if let Some((s, data)) = self.blocks.built.get_mut(&key) {
+            let Some(slot) = self.blocks.slots.get_mut(&key) else {
+                continue;
+            };
+            let mut hit = slot.flight.is_some();
+            if let Some((s, data)) = &mut slot.built {
                 if *s == step {
                     Arc::make_mut(data).set(bi, bj, value.0, value.1);
                     hit = true;
