@@ -55,17 +55,9 @@ pub enum EventData {
         z: Value,
     },
     /// `{"level": level, "x": x, "z": z, "hash": hash}` (a built block of a level of detail,
-    /// SPEC §17), held as four values.
-    LevelXzHash {
-        /// `level`.
-        level: Value,
-        /// `x`.
-        x: Value,
-        /// `z`.
-        z: Value,
-        /// `hash`.
-        hash: Value,
-    },
+    /// SPEC §17): the four values in that order, boxed (made off the tick by a worker, and an
+    /// event no larger than with three values inline).
+    LevelXzHash(Box<[Value; 4]>),
     /// Any other payload.
     Json(Value),
 }
@@ -87,11 +79,11 @@ impl EventData {
             (EventData::LevelXz { x, .. }, "x") => Some(x),
             (EventData::LevelXz { z, .. }, "z") => Some(z),
             (EventData::LevelXz { .. }, _) => None,
-            (EventData::LevelXzHash { level, .. }, "level") => Some(level),
-            (EventData::LevelXzHash { x, .. }, "x") => Some(x),
-            (EventData::LevelXzHash { z, .. }, "z") => Some(z),
-            (EventData::LevelXzHash { hash, .. }, "hash") => Some(hash),
-            (EventData::LevelXzHash { .. }, _) => None,
+            (EventData::LevelXzHash(v), "level") => Some(&v[0]),
+            (EventData::LevelXzHash(v), "x") => Some(&v[1]),
+            (EventData::LevelXzHash(v), "z") => Some(&v[2]),
+            (EventData::LevelXzHash(v), "hash") => Some(&v[3]),
+            (EventData::LevelXzHash(_), _) => None,
             (EventData::Json(v), _) => v.get(key),
         }
     }
@@ -106,7 +98,8 @@ impl EventData {
             EventData::LevelXz { level, x, z } => {
                 serde_json::json!({ "level": level, "x": x, "z": z })
             }
-            EventData::LevelXzHash { level, x, z, hash } => {
+            EventData::LevelXzHash(v) => {
+                let [level, x, z, hash] = &**v;
                 serde_json::json!({ "level": level, "x": x, "z": z, "hash": hash })
             }
             EventData::Json(v) => v.clone(),
@@ -136,15 +129,7 @@ impl PartialEq for EventData {
                     z: z2,
                 },
             ) => level == l2 && x == x2 && z == z2,
-            (
-                EventData::LevelXzHash { level, x, z, hash },
-                EventData::LevelXzHash {
-                    level: l2,
-                    x: x2,
-                    z: z2,
-                    hash: h2,
-                },
-            ) => level == l2 && x == x2 && z == z2 && hash == h2,
+            (EventData::LevelXzHash(a), EventData::LevelXzHash(b)) => a == b,
             _ => false,
         }
     }
@@ -198,12 +183,11 @@ impl Serialize for EventData {
                 m.serialize_entry("z", z)?;
                 m.end()
             }
-            EventData::LevelXzHash { level, x, z, hash } => {
+            EventData::LevelXzHash(v) => {
                 let mut m = s.serialize_map(Some(4))?;
-                m.serialize_entry("level", level)?;
-                m.serialize_entry("x", x)?;
-                m.serialize_entry("z", z)?;
-                m.serialize_entry("hash", hash)?;
+                for (key, value) in ["level", "x", "z", "hash"].into_iter().zip(&**v) {
+                    m.serialize_entry(key, value)?;
+                }
                 m.end()
             }
             EventData::Json(v) => v.serialize(s),
@@ -325,15 +309,16 @@ pub fn chunk_hash_data(chunk: crate::grid::ChunkPos, hash: u64) -> EventData {
     }
 }
 
-/// `{"level": level, "x": x, "z": z, "hash": "…"}`: the payload of `world.terrain.lod.built`
-/// (SPEC §17), `hash` as [`hash_hex`] wrote it.
-pub fn block_hash_data(level: u32, block: crate::grid::ChunkPos, hash: String) -> EventData {
-    EventData::LevelXzHash {
-        level: Value::from(level),
-        x: Value::from(block.x),
-        z: Value::from(block.z),
-        hash: Value::String(hash),
-    }
+/// The values of `{"level": level, "x": x, "z": z, "hash": "…"}`, the payload of
+/// `world.terrain.lod.built` (SPEC §17) as [`EventData::LevelXzHash`] holds them, the hash as
+/// [`hash_hex`] writes it.
+pub fn block_hash_values(level: u32, block: crate::grid::ChunkPos, hash: u64) -> Box<[Value; 4]> {
+    Box::new([
+        Value::from(level),
+        Value::from(block.x),
+        Value::from(block.z),
+        Value::String(hash_hex(hash)),
+    ])
 }
 
 /// A hash as events and saves write it: 16 lowercase hex digits (as `format!("{hash:016x}")`
@@ -446,7 +431,7 @@ mod tests {
             (4, -3, 7, 0x9d01_eaa5_47c9_a46c),
             (2, i64::MIN, i64::MAX, u64::MAX),
         ] {
-            let fast = block_hash_data(level, ChunkPos::new(x, z), hash_hex(hash));
+            let fast = EventData::LevelXzHash(block_hash_values(level, ChunkPos::new(x, z), hash));
             let json = json!({ "level": level, "x": x, "z": z, "hash": format!("{hash:016x}") });
             assert_eq!(
                 serde_json::to_string(&fast).unwrap(),
@@ -461,9 +446,17 @@ mod tests {
                 assert_eq!(fast.get(key), json.get(key), "{key}");
             }
         }
-        let a = block_hash_data(1, ChunkPos::new(1, 2), hash_hex(3));
-        assert_ne!(a, block_hash_data(2, ChunkPos::new(1, 2), hash_hex(3)));
-        assert_ne!(a, block_hash_data(1, ChunkPos::new(1, 2), hash_hex(4)));
+        let block = |level, hash| {
+            EventData::LevelXzHash(block_hash_values(level, ChunkPos::new(1, 2), hash))
+        };
+        let a = block(1, 3);
+        assert_ne!(a, block(2, 3));
+        assert_ne!(a, block(1, 4));
         assert_ne!(a, chunk_hash_data(ChunkPos::new(1, 2), 3));
+        // As small as an event with three values inline.
+        assert_eq!(
+            std::mem::size_of::<EventData>(),
+            std::mem::size_of::<[Value; 3]>() + 8
+        );
     }
 }

@@ -15,7 +15,7 @@ mod variables;
 pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{check_data, Entity, EntityData, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
-    block_hash_data, chunk_data, chunk_hash_data, hash_hex, Event, EventBus, EventData, Log,
+    block_hash_values, chunk_data, chunk_hash_data, hash_hex, Event, EventBus, EventData, Log,
     LogLine, ModErrors, Outbox, MOD_ERROR, PLAYER_MOVED,
 };
 pub use hooks::{

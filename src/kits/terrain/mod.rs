@@ -31,8 +31,8 @@ use rustc_hash::FxHashMap;
 
 use crate::grid::ChunkPos;
 use crate::host::{
-    block_hash_data, Ctx, Event, Install, Kit, KitError, KitManifest, KitSpec, PreparedSection,
-    Problem, SceneDef, Services,
+    Ctx, Event, Install, Kit, KitError, KitManifest, KitSpec, PreparedSection, Problem, SceneDef,
+    Services,
 };
 use crate::json::from_value;
 use crate::kits::streaming::{ChunkEvent, StreamingService, LOD_LOADED, LOD_UNLOADED, STREAMING};
@@ -197,12 +197,11 @@ impl TerrainKit {
                     break;
                 }
                 st.blocks.commits.pop_front();
-                let Some((hash, waited)) = st.land_block(key, version) else {
+                let Some((event, waited)) = st.land_block(key, version) else {
                     continue; // released or dispatched again since
                 };
                 st.waits += u64::from(waited);
-                ctx.events
-                    .emit(TERRAIN_LOD_BUILT, block_hash_data(key.0, key.1, hash));
+                ctx.events.emit(TERRAIN_LOD_BUILT, event);
                 key
             };
             if let Some((streaming, id)) = &builder {
@@ -641,11 +640,11 @@ mod tests {
         // Its commit lands the block; a released block's queue entry commits nothing.
         st.take_block(done);
         assert!(st.land_block(b, 0).is_none());
-        let (hash, _) = st.land_block(other, 1).unwrap();
+        let (event, _) = st.land_block(other, 1).unwrap();
         let (step, data) = st.blocks.built(&other).unwrap();
         assert_eq!(*step, 4);
         assert_eq!(**data, st.generator().generate_block(other.1, 4, |_| None));
-        assert_eq!(hash, hash_text(data.hash()));
+        assert_eq!(event["hash"], hash_text(data.hash()));
         assert!(st.blocks.flight(&other).is_none(), "landed");
         check_awaited(&st);
     }

@@ -105,7 +105,7 @@ pub struct BlockJob {
 }
 
 impl BlockJob {
-    /// Builds the block (the hash of `world.terrain.lod.built` written).
+    /// Builds the block (the payload of `world.terrain.lod.built` made ready).
     pub fn build(&self, generator: &Generator, reader: Option<&Reader>) -> BuiltBlock {
         let data = generator.generate_block(self.block, self.step, |c| {
             match self.resident.binary_search_by(|(r, _)| r.cmp(&c)) {
@@ -114,7 +114,7 @@ impl BlockJob {
             }
         });
         BuiltBlock {
-            hash: crate::host::hash_hex(data.hash()),
+            event: crate::host::block_hash_values(self.level, self.block, data.hash()),
             data: Arc::new(data),
         }
     }
@@ -125,9 +125,9 @@ impl BlockJob {
 pub struct BuiltBlock {
     /// Its cells.
     pub data: Arc<ChunkData>,
-    /// Its hash as `world.terrain.lod.built` carries it (written off the tick; the commit
-    /// makes the payload without a map: [`crate::host::block_hash_data`]).
-    pub hash: String,
+    /// The payload of its `world.terrain.lod.built` event, `{level, x, z, hash}`
+    /// ([`EventData::LevelXzHash`]'s values: 8 bytes to carry).
+    pub event: Box<[serde_json::Value; 4]>,
 }
 
 /// A built block.

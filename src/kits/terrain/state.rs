@@ -14,6 +14,7 @@ use super::pool::{BlockDone, BlockJob, Built, BuiltBlock, Job, Pool};
 use super::region::Diff;
 use super::store::{self, Reported, Store};
 use super::*;
+use crate::host::EventData;
 
 /// A chunk dispatched and not committed yet.
 #[derive(Debug)]
@@ -426,9 +427,9 @@ impl State {
     }
 
     /// Commits the in-flight block `key` if it is still dispatch `version`, waiting for its
-    /// worker if needed: its cells replace those it had, and the answer is its hash (as
-    /// `world.terrain.lod.built` writes it) and whether it waited.
-    pub(super) fn land_block(&mut self, key: BlockKey, version: u64) -> Option<(String, bool)> {
+    /// worker if needed: its cells replace those it had, and the answer is the payload of its
+    /// `world.terrain.lod.built` and whether it waited.
+    pub(super) fn land_block(&mut self, key: BlockKey, version: u64) -> Option<(EventData, bool)> {
         let mut waited = false;
         loop {
             let slot = self.blocks.slots.get_mut(&key)?;
@@ -442,7 +443,7 @@ impl State {
                     if let Some((_, old)) = slot.built.replace((step, built.data)) {
                         self.trash.push(old);
                     }
-                    return Some((built.hash, waited));
+                    return Some((EventData::LevelXzHash(built.event), waited));
                 }
                 Some(None) => None, // its worker failed
                 None => {
@@ -467,7 +468,7 @@ impl State {
             if let Some((_, old)) = slot.built.replace((step, built.data)) {
                 self.trash.push(old);
             }
-            return Some((built.hash, waited));
+            return Some((EventData::LevelXzHash(built.event), waited));
         }
     }
 
