@@ -35,7 +35,7 @@ use crate::host::{
     Services,
 };
 use crate::json::from_value;
-use crate::kits::streaming::{ChunkEvent, StreamingService, LOD_LOADED, LOD_UNLOADED, STREAMING};
+use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
 
 pub use config::{
     CellsPerChunk, CommitLatency, FlushEvery, Seed, TerrainConfig, Workers, MAX_CELLS,
@@ -405,14 +405,10 @@ impl Kit for TerrainKit {
     }
 
     fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
-        if event.event == LOD_LOADED || event.event == LOD_UNLOADED {
-            let field = |k: &str| event.data.get(k).and_then(serde_json::Value::as_i64);
-            let (Some(level), Some(x), Some(z)) = (field("level"), field("x"), field("z")) else {
-                return;
-            };
-            let key = (level as u32, ChunkPos::new(x, z));
+        if let Some((level, block, loaded)) = event.block() {
+            let key = (level, block);
             let mut st = self.state.borrow_mut();
-            if event.event == LOD_LOADED {
+            if loaded {
                 let step = st.builder.as_ref().and_then(|(s, _)| s.lod_step(key.0));
                 if let Some(step) = step {
                     let at = event.tick + st.config.commit_latency.get();
