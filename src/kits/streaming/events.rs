@@ -30,6 +30,7 @@ pub trait ChunkEvent {
 }
 
 impl ChunkEvent for Event {
+    #[inline]
     fn chunk(&self) -> Option<(ChunkPos, bool)> {
         let loaded = match &*self.event {
             CHUNK_LOADED => true,
@@ -40,6 +41,7 @@ impl ChunkEvent for Event {
         Some((ChunkPos::new(coord("x")?, coord("z")?), loaded))
     }
 
+    #[inline]
     fn block(&self) -> Option<(u32, ChunkPos, bool)> {
         let loaded = match &*self.event {
             LOD_LOADED => true,

@@ -405,29 +405,29 @@ impl Kit for TerrainKit {
     }
 
     fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
-        if let Some((level, block, loaded)) = event.block() {
-            let key = (level, block);
+        if let Some((chunk, loaded)) = event.chunk() {
             let mut st = self.state.borrow_mut();
             if loaded {
-                let step = st.builder.as_ref().and_then(|(s, _)| s.lod_step(key.0));
-                if let Some(step) = step {
-                    let at = event.tick + st.config.commit_latency.get();
-                    st.dispatch_block(key, step, at);
-                }
+                let at = event.tick + st.config.commit_latency.get();
+                st.dispatch(chunk, at);
             } else {
-                st.release_block(key);
+                st.release(chunk);
             }
             return;
         }
-        let Some((chunk, loaded)) = event.chunk() else {
+        let Some((level, block, loaded)) = event.block() else {
             return;
         };
+        let key = (level, block);
         let mut st = self.state.borrow_mut();
         if loaded {
-            let at = event.tick + st.config.commit_latency.get();
-            st.dispatch(chunk, at);
+            let step = st.builder.as_ref().and_then(|(s, _)| s.lod_step(key.0));
+            if let Some(step) = step {
+                let at = event.tick + st.config.commit_latency.get();
+                st.dispatch_block(key, step, at);
+            }
         } else {
-            st.release(chunk);
+            st.release_block(key);
         }
     }
 
