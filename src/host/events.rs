@@ -393,6 +393,22 @@ mod tests {
         assert!(!bus.has_undelivered() && bus.deliver_next().is_none());
     }
 
+    /// A fast-path payload serializes, converts, compares and indexes (at `keys`) as `json`.
+    fn stands_for(fast: &EventData, json: &Value, keys: &[&str]) {
+        assert_eq!(
+            serde_json::to_string(fast).unwrap(),
+            serde_json::to_string(json).unwrap()
+        );
+        assert_eq!(fast.to_value(), *json);
+        assert_eq!(*fast, *json);
+        assert_eq!(*fast, EventData::Json(json.clone()));
+        assert_eq!(EventData::Json(json.clone()), *fast);
+        for key in keys {
+            assert_eq!(fast[key], json[key], "{key}");
+            assert_eq!(fast.get(key), json.get(key), "{key}");
+        }
+    }
+
     #[test]
     fn the_built_payload_is_the_json_object_it_stands_for() {
         for (x, z, hash) in [
@@ -403,18 +419,7 @@ mod tests {
         ] {
             let fast = chunk_hash_data(ChunkPos::new(x, z), hash);
             let json = json!({ "x": x, "z": z, "hash": format!("{hash:016x}") });
-            assert_eq!(
-                serde_json::to_string(&fast).unwrap(),
-                serde_json::to_string(&json).unwrap()
-            );
-            assert_eq!(fast.to_value(), json);
-            assert_eq!(fast, json);
-            assert_eq!(fast, EventData::Json(json.clone()));
-            assert_eq!(EventData::Json(json.clone()), fast);
-            for key in ["x", "z", "hash", "y", "other"] {
-                assert_eq!(fast[key], json[key], "{key}");
-                assert_eq!(fast.get(key), json.get(key), "{key}");
-            }
+            stands_for(&fast, &json, &["x", "z", "hash", "y", "other"]);
         }
         let a = chunk_hash_data(ChunkPos::new(1, 2), 3);
         assert_ne!(a, chunk_hash_data(ChunkPos::new(1, 2), 4));
@@ -424,6 +429,7 @@ mod tests {
             EventData::Json(json!({"x": 1, "z": 2}))
         );
     }
+
     #[test]
     fn the_block_built_payload_is_the_json_object_it_stands_for() {
         for (level, x, z, hash) in [
@@ -433,18 +439,7 @@ mod tests {
         ] {
             let fast = EventData::LevelXzHash(block_hash_values(level, ChunkPos::new(x, z), hash));
             let json = json!({ "level": level, "x": x, "z": z, "hash": format!("{hash:016x}") });
-            assert_eq!(
-                serde_json::to_string(&fast).unwrap(),
-                serde_json::to_string(&json).unwrap()
-            );
-            assert_eq!(fast.to_value(), json);
-            assert_eq!(fast, json);
-            assert_eq!(fast, EventData::Json(json.clone()));
-            assert_eq!(EventData::Json(json.clone()), fast);
-            for key in ["level", "x", "z", "hash", "y"] {
-                assert_eq!(fast[key], json[key], "{key}");
-                assert_eq!(fast.get(key), json.get(key), "{key}");
-            }
+            stands_for(&fast, &json, &["level", "x", "z", "hash", "y"]);
         }
         let block = |level, hash| {
             EventData::LevelXzHash(block_hash_values(level, ChunkPos::new(1, 2), hash))
