@@ -511,6 +511,72 @@ fn a_block_rebuilt_after_an_edit_is_undone_takes_the_chunk_not_its_stored_edit()
     assert!(blocks_match_full_resolution(&g) > 20);
 }
 
+/// A block built while a chunk it samples is not loaded takes that chunk's edit from the store:
+/// the edit written back when the chunk was released, read by the worker (which asks the save
+/// thread only for the chunks that have a record).
+#[test]
+fn a_block_built_while_its_edited_chunk_is_away_takes_the_stored_edit() {
+    let mut scene = terrain_scene(1);
+    scene["kits"][2]["config"]["lod"][0]["radius"] = json!(2);
+    let mut g = game(&scene);
+    run(&mut g, &[], 10);
+    let before = terrain(&g)
+        .lod_block(1, -1, -1)
+        .expect("built")
+        .height(4, 4);
+    let edited = before ^ 0x5555;
+    let mv = |t: u64, x: i64| json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": x, "z": 16}});
+    let lines = [
+        // Cell (0, 0) of chunk (-1, -1): cell (4, 4) of level-1 block (-1, -1), cell (6, 6) of
+        // level-2 block (-1, -1).
+        json!({"tick": 11, "do": "edit", "at": {"x": -31, "z": -31}, "height": edited}),
+        mv(12, 16 + 32 * 40), // everything around the origin released: the edit written back
+        mv(16, 16),           // and back: blocks and chunks loaded again in the same tick
+    ];
+    run(&mut g, &lines[..2], 15);
+    assert!(terrain(&g).chunk(ChunkPos::new(-1, -1)).is_none());
+    assert!(terrain(&g).lod_block(1, -1, -1).is_none());
+    run(&mut g, &lines[2..], 20);
+    // Both blocks were dispatched again before the chunk was built again: their workers read
+    // its cells from the store.
+    let after = |name: &str, data: Value| {
+        events_named(&g, name)
+            .into_iter()
+            .find(|(t, d)| *t >= 16 && *d == data)
+            .map(|(t, _)| t)
+            .unwrap()
+    };
+    let chunk_built = after(
+        "world.terrain.built",
+        json!({"x": -1, "z": -1, "hash": format!("{:016x}", terrain(&g).chunk(ChunkPos::new(-1, -1)).unwrap().hash())}),
+    );
+    for level in [1, 2] {
+        let loaded = after(
+            "world.lod.loaded",
+            json!({"level": level, "x": -1, "z": -1}),
+        );
+        assert!(
+            loaded < chunk_built,
+            "level {level} at {loaded}, chunk at {chunk_built}"
+        );
+    }
+    assert_eq!(
+        terrain(&g).lod_block(1, -1, -1).unwrap().height(4, 4),
+        edited
+    );
+    assert_eq!(
+        terrain(&g).lod_block(2, -1, -1).unwrap().height(6, 6),
+        edited
+    );
+    assert_eq!(
+        terrain(&g)
+            .chunk(ChunkPos::new(-1, -1))
+            .unwrap()
+            .height(0, 0),
+        edited
+    );
+}
+
 #[test]
 fn released_blocks_free_their_data_and_a_save_resumes_the_builds_exactly() {
     let lines: Vec<Value> = (1..=24)

@@ -17,14 +17,21 @@
 //! file-system seam tests replace with one that fails.
 //!
 //! Without a directory the thread keeps the records in memory only (the game save carries them).
+//!
+//! The tick also keeps an index of the chunks that have a record ([`Index`]), changed before each
+//! write or replacement is sent: a worker asks the thread only for a chunk the index holds, so a
+//! world with few edits costs the workers no message for the chunks without one (a LOD block
+//! samples up to 4096 chunks).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
+use rustc_hash::FxHashSet;
 
 use super::frame::{self, Damage, Kind, Region, RegionPos};
 use crate::grid::ChunkPos;
@@ -944,11 +951,33 @@ enum Request<K: Kind> {
     },
 }
 
+/// The chunks that have a stored record, kept by the tick and read by the workers: a chunk is
+/// added before the write that stores it is sent, and removed before the one that removes it
+/// (or the replacement that drops it) is sent. A worker's job is handed over after the writes
+/// its tick sent, so the index it reads holds every record the job may need; one it does not
+/// hold is absent from the thread too, or becomes so by a write sent after the job (a chunk
+/// edited after a job was dispatched makes that job's result stale, and it is dispatched again).
+#[derive(Debug, Default, Clone)]
+struct Index(Arc<RwLock<FxHashSet<ChunkPos>>>);
+
+impl Index {
+    fn holds(&self, chunk: ChunkPos) -> bool {
+        let set = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        !set.is_empty() && set.contains(&chunk)
+    }
+
+    fn change(&self, f: impl FnOnce(&mut FxHashSet<ChunkPos>)) {
+        f(&mut self.0.write().unwrap_or_else(PoisonError::into_inner));
+    }
+}
+
 /// What a worker holds to ask the save thread for records: the request queue and a reply
-/// channel of its own (a clone gets a new one, so answers never cross between workers).
+/// channel of its own (a clone gets a new one, so answers never cross between workers), and
+/// the index of the chunks with a record.
 pub struct Reader<K: Kind> {
     requests: Sender<Request<K>>,
     reply: ReplyPair<K>,
+    index: Index,
 }
 
 /// A reader's own reply channel.
@@ -962,13 +991,18 @@ impl<K: Kind> Clone for Reader<K> {
         Reader {
             requests: self.requests.clone(),
             reply: crossbeam_channel::bounded(1),
+            index: self.index.clone(),
         }
     }
 }
 
 impl<K: Kind> Reader<K> {
-    /// The stored record of `chunk`, if it has one (`None` also if the thread is gone).
+    /// The stored record of `chunk`, if it has one (`None` also if the thread is gone). Only a
+    /// chunk the index holds is asked of the thread.
     pub fn read(&self, chunk: ChunkPos) -> Option<K::Data> {
+        if !self.index.holds(chunk) {
+            return None;
+        }
         let request = Request::Read {
             chunk,
             reply: self.reply.0.clone(),
@@ -996,6 +1030,9 @@ pub struct Store<K: StoreKind> {
     requests: Option<Sender<Request<K>>>,
     thread: Option<JoinHandle<()>>,
     stamp: K::Stamp,
+    index: Index,
+    /// How many reads of a record the thread answered.
+    reads: Arc<AtomicU64>,
     /// Dropped after the thread is joined (fields drop after [`Drop::drop`]).
     _lock: Option<Lock>,
 }
@@ -1042,6 +1079,9 @@ impl<K: StoreKind> Store<K> {
             .transpose()?;
         let (tx, rx) = crossbeam_channel::unbounded::<Request<K>>();
         let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
+        let index = Index::default();
+        let reads = Arc::new(AtomicU64::new(0));
+        let (thread_index, thread_reads) = (index.clone(), reads.clone());
         let thread = std::thread::Builder::new()
             .name(format!("{} save", K::KIT))
             .spawn(move || {
@@ -1051,6 +1091,8 @@ impl<K: StoreKind> Store<K> {
                 };
                 let opened = match opened {
                     Ok(o) => {
+                        // Indexed before anyone may read (the store is handed out once ready).
+                        thread_index.change(|set| set.extend(Self::stored(&o)));
                         let _ = ready_tx.send(Ok(o.damage.clone()));
                         o
                     }
@@ -1059,7 +1101,7 @@ impl<K: StoreKind> Store<K> {
                         return;
                     }
                 };
-                Owner::new(dir, stamp, fs, opened).serve(&rx);
+                Owner::new(dir, stamp, fs, opened).serve(&rx, &thread_reads);
             })
             .map_err(|e| StoreError::Io {
                 dir: PathBuf::new(),
@@ -1070,9 +1112,20 @@ impl<K: StoreKind> Store<K> {
             requests: Some(tx),
             thread: Some(thread),
             stamp,
+            index,
+            reads,
             _lock: lock,
         };
         Ok((store, damage?))
+    }
+
+    /// The chunks `opened` holds a record of (the thread stores no empty one).
+    fn stored(opened: &Opened<K>) -> impl Iterator<Item = ChunkPos> + '_ {
+        opened
+            .chunks
+            .iter()
+            .filter(|(_, d)| !K::is_empty(d))
+            .map(|(c, _)| *c)
     }
 
     /// A reader for a worker.
@@ -1080,7 +1133,29 @@ impl<K: StoreKind> Store<K> {
         Some(Reader {
             requests: self.requests.clone()?,
             reply: crossbeam_channel::bounded(1),
+            index: self.index.clone(),
         })
+    }
+
+    /// How many reads of a record reached the thread (readers ask only for the chunks the
+    /// index holds).
+    pub fn reads_served(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    /// Brings the index in step with `changes`, before they are sent.
+    fn index_changes(&self, changes: &[(ChunkPos, Option<K::Data>)]) {
+        if changes.is_empty() {
+            return;
+        }
+        self.index.change(|set| {
+            for (chunk, data) in changes {
+                match data {
+                    Some(d) if !K::is_empty(d) => set.insert(*chunk),
+                    _ => set.remove(chunk),
+                };
+            }
+        });
     }
 
     /// The stamp records are taken against.
@@ -1107,6 +1182,7 @@ impl<K: StoreKind> Store<K> {
 
     /// Queues a write back and returns at once.
     pub fn write(&self, changes: Vec<(ChunkPos, Option<K::Data>)>) {
+        self.index_changes(&changes);
         // A failure here (the thread is gone) surfaces at the next `flush`.
         let _ = self.send(Request::Write {
             changes,
@@ -1116,6 +1192,7 @@ impl<K: StoreKind> Store<K> {
 
     /// Queues a write back and returns at once, with its outcome to wait for later.
     pub fn write_then(&self, changes: Vec<(ChunkPos, Option<K::Data>)>) -> Outcome<K> {
+        self.index_changes(&changes);
         let (tx, rx) = crossbeam_channel::bounded(1);
         // The thread gone: the sender is dropped with the request, `wait` says `Stopped`.
         let _ = self.send(Request::Write {
@@ -1154,6 +1231,10 @@ impl<K: StoreKind> Store<K> {
     /// Serves `opened` and writes to `dir` from now on (a load was committed). Requests sent
     /// before are answered first.
     pub fn replace(&self, dir: Option<PathBuf>, opened: Opened<K>) {
+        self.index.change(|set| {
+            set.clear();
+            set.extend(Self::stored(&opened));
+        });
         let _ = self.send(Request::Replace { dir, opened });
     }
 }
@@ -1229,10 +1310,11 @@ impl<K: StoreKind> Owner<K> {
         }
     }
 
-    fn serve(mut self, requests: &Receiver<Request<K>>) {
+    fn serve(mut self, requests: &Receiver<Request<K>>, reads: &AtomicU64) {
         while let Ok(request) = requests.recv() {
             match request {
                 Request::Read { chunk, reply } => {
+                    reads.fetch_add(1, Ordering::Relaxed);
                     let data = self
                         .regions
                         .get(&RegionPos::of(chunk))

@@ -224,6 +224,44 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_asks_the_thread_only_for_chunks_with_a_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Arc::new(FaultyFs::default());
+        let store = start(dir.path(), &fs);
+        let reader = store.reader().unwrap();
+        let asked = |n: u64| assert_eq!(store.reads_served(), n);
+        // Nothing stored: no chunk is asked for.
+        assert_eq!(reader.read(ChunkPos::new(1, 2)), None);
+        asked(0);
+        // A record written is read from the thread; its neighbour is not asked for.
+        store.write(image(7));
+        assert_eq!(reader.read(ChunkPos::new(1, 2)), Some(diff(5, 7)));
+        asked(1);
+        assert_eq!(reader.read(ChunkPos::new(2, 2)), None);
+        asked(1);
+        // A record removed (back to the baseline) is no longer asked for.
+        store.write(vec![(ChunkPos::new(1, 2), None)]);
+        assert_eq!(reader.read(ChunkPos::new(1, 2)), None);
+        asked(1);
+        assert_eq!(reader.read(ChunkPos::new(3, 4)), Some(diff(6, 7)));
+        asked(2);
+        store.flush(vec![]).unwrap();
+        drop((reader, store));
+        // What a directory holds when it is opened is asked for; a replacement swaps the index.
+        let store = start(dir.path(), &fs);
+        let reader = store.reader().unwrap();
+        assert_eq!(reader.read(ChunkPos::new(3, 4)), Some(diff(6, 7)));
+        assert_eq!(reader.read(ChunkPos::new(1, 2)), None);
+        assert_eq!(store.reads_served(), 1);
+        let mut opened = Opened::default();
+        opened.chunks.insert(ChunkPos::new(1, 2), diff(9, 9));
+        store.replace(None, opened);
+        assert_eq!(reader.read(ChunkPos::new(1, 2)), Some(diff(9, 9)));
+        assert_eq!(reader.read(ChunkPos::new(3, 4)), None);
+        assert_eq!(store.reads_served(), 2);
+    }
+
+    #[test]
     fn dropping_the_store_writes_everything_sent_to_it_first() {
         let dir = tempfile::tempdir().unwrap();
         let fs = Arc::new(FaultyFs::default());
