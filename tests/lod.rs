@@ -174,6 +174,69 @@ fn leaving_a_scene_releases_every_block_after_the_chunks() {
     assert_eq!(blocks, sorted);
 }
 
+/// A builder's `on_lod_blocks` callback hears every block the events announce, in their
+/// order, tick by tick, with the step it was planned with: a walk's loads and releases, then
+/// leaving the scene.
+#[test]
+fn on_lod_blocks_tells_what_the_events_announce_in_their_order() {
+    let s = scene(json!({ "radius": 1, "budgetMs": 4, "lodBudget": 6,
+        "lod": [{ "step": 2, "radius": 3 }, { "step": 4, "radius": 8 }] }));
+    let mut g = game(&s);
+    let heard = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let record = heard.clone();
+    streaming(&g).on_lod_blocks(Box::new(move |tick, changes| {
+        for c in changes {
+            let name = if c.loaded {
+                "world.lod.loaded"
+            } else {
+                "world.lod.unloaded"
+            };
+            let data = json!({"level": c.level, "x": c.block.x, "z": c.block.z});
+            record.borrow_mut().push((tick, name, data, c.step));
+        }
+    }));
+    let mut lines: Vec<Value> = (1..=20)
+        .map(|t| json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": 16 + 24 * t, "z": 16}}))
+        .collect();
+    lines.push(json!({"tick": 22, "do": "enter", "scene": "cave"}));
+    run(&mut g, &lines, 24);
+    let events: Vec<(u64, &str, Value)> = g
+        .engine()
+        .events()
+        .iter()
+        .filter(|e| e.event.starts_with("world.lod."))
+        .map(|e| {
+            (
+                e.tick,
+                if e.event == "world.lod.loaded" {
+                    "world.lod.loaded"
+                } else {
+                    "world.lod.unloaded"
+                },
+                e.data.to_value(),
+            )
+        })
+        .collect();
+    let heard = heard.borrow();
+    let told: Vec<(u64, &str, Value)> = heard
+        .iter()
+        .map(|(t, n, d, _)| (*t, *n, d.clone()))
+        .collect();
+    assert_eq!(told, events);
+    assert!(
+        told.iter().any(|e| e.1 == "world.lod.unloaded" && e.0 < 22),
+        "a walk releases"
+    );
+    assert!(
+        told.iter()
+            .any(|e| e.1 == "world.lod.unloaded" && e.0 == 22),
+        "so does leaving"
+    );
+    for (_, _, data, step) in heard.iter() {
+        assert_eq!(*step, if data["level"] == 1 { 2 } else { 4 });
+    }
+}
+
 #[test]
 fn a_walk_away_releases_blocks_beyond_r_plus_one_and_a_save_resumes_exactly() {
     let lines: Vec<Value> = (1..=30)

@@ -15,6 +15,23 @@ use super::service::{
 };
 use super::state::{refusal_list, State, Subscribers};
 
+/// Tells the [`StreamingService::on_lod_blocks`] callbacks of `changes`, in subscription order,
+/// with no borrow of the state held (a callback subscribing another one meanwhile is kept, after
+/// them).
+pub(crate) fn notify_lod(state: &RefCell<State>, tick: u64, changes: &[super::service::LodChange]) {
+    if changes.is_empty() {
+        return;
+    }
+    let list = state.borrow().lod_subscribers.clone();
+    let mut running = std::mem::take(&mut *list.borrow_mut());
+    for f in running.iter_mut() {
+        f(tick, changes);
+    }
+    let mut now = list.borrow_mut();
+    running.append(&mut now);
+    *now = running;
+}
+
 /// Runs the `onChunk` callbacks, in subscription order, with no borrow of the state held.
 pub(crate) fn notify(
     state: &RefCell<State>,
@@ -253,6 +270,11 @@ impl StreamingService for Handle {
                 .lod
                 .set_built(builder.0, k as usize, block, built);
         }
+    }
+
+    fn on_lod_blocks(&self, f: super::service::LodCallback) {
+        let list = self.0.borrow().lod_subscribers.clone();
+        list.borrow_mut().push(f);
     }
 
     fn drop_ticket(&self, id: &str) -> bool {

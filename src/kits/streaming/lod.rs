@@ -1029,6 +1029,11 @@ impl LodPlan {
         self.changes
     }
 
+    /// The step level `k`'s (index) loaded blocks were planned with (0: none yet).
+    pub fn planned_step(&self, k: usize) -> u32 {
+        self.steps[k]
+    }
+
     /// The step of level `k` (index) in force, if any.
     pub fn step(&self, k: usize) -> Option<u32> {
         self.level(k).map(|l| l.step)

@@ -50,8 +50,8 @@ use handle::Handle;
 pub use residency::{FocusView, Held, RefusalKind, Residency};
 pub use save::SaveSection;
 pub use service::{
-    BuilderId, ChunkCallback, ChunkCtx, ChunkStage, ChunkSubscription, ChunkWorldCallback, Refusal,
-    StreamingService, TicketInfo,
+    BuilderId, ChunkCallback, ChunkCtx, ChunkStage, ChunkSubscription, ChunkWorldCallback,
+    LodCallback, LodChange, Refusal, StreamingService, TicketInfo,
 };
 use state::State;
 
@@ -112,6 +112,16 @@ fn lod_data(k: usize, b: ChunkPos) -> crate::host::EventData {
     }
 }
 
+/// Block `b` of level index `k` (level `k + 1`) of `step`, loaded or released.
+fn lod_change(k: usize, b: ChunkPos, step: u32, loaded: bool) -> LodChange {
+    LodChange {
+        level: k as u32 + 1,
+        block: b,
+        step,
+        loaded,
+    }
+}
+
 /// The `world.streaming` kit.
 pub struct StreamingKit {
     state: Rc<RefCell<State>>,
@@ -140,6 +150,8 @@ pub struct StreamingKit {
     /// Scratch for the LOD step's releases and loads, the players' positions and the chunks
     /// whose readiness changed (SPEC §17), reused every tick.
     lod_moves: Vec<(usize, ChunkPos)>,
+    /// Scratch for the tick's LOD changes, told to the `on_lod_blocks` callbacks.
+    lod_changes: Vec<LodChange>,
     players: Vec<Position>,
     readiness: Vec<(ChunkPos, bool)>,
 }
@@ -172,6 +184,7 @@ impl StreamingKit {
             predicted: Vec::new(),
             restored: Vec::new(),
             lod_moves: Vec::new(),
+            lod_changes: Vec::new(),
             players: Vec::new(),
             readiness: Vec::new(),
         }
@@ -625,11 +638,11 @@ impl StreamingKit {
     /// then up to `lodBudget` pending blocks load. No hook is asked, no refusal held, no cap
     /// counts them. Events after the tick's chunk events, releases first.
     fn lod_tick(&mut self, ctx: &mut Ctx<'_>, settings: Settings) {
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
-        if settings.lod.is_empty() && st.lod.is_empty() {
+        let mut guard = self.state.borrow_mut();
+        if settings.lod.is_empty() && guard.lod.is_empty() {
             return;
         }
+        let st = &mut *guard;
         // The non-ticket foci: the players' and the predicted ones (which count wherever a focus
         // counts, §16); holes are counted around the players' alone.
         self.anchors.clear();
@@ -641,18 +654,24 @@ impl StreamingKit {
         st.lod.set_foci(&self.anchors);
         st.lod.resolve();
         let moves = &mut self.lod_moves;
+        let changes = &mut self.lod_changes;
         moves.clear();
+        changes.clear();
         let residency = &st.residency;
         st.lod.due(|c| residency.is_ready(c), moves);
         for &(k, b) in moves.iter() {
+            changes.push(lod_change(k, b, st.lod.planned_step(k), false));
             st.lod.mark_released(k, b);
             ctx.events.emit(LOD_UNLOADED, lod_data(k, b));
         }
         moves.clear();
         st.lod.load(settings.lod_budget, moves);
         for &(k, b) in moves.iter() {
+            changes.push(lod_change(k, b, st.lod.planned_step(k), true));
             ctx.events.emit(LOD_LOADED, lod_data(k, b));
         }
+        drop(guard);
+        handle::notify_lod(&self.state, ctx.events.tick(), &self.lod_changes);
     }
 
     fn end_of_tick(&mut self, ctx: &mut Ctx<'_>) {
@@ -803,10 +822,22 @@ impl Kit for StreamingKit {
             self.announce(ctx, chunk, false);
         }
         // Then the LOD blocks, by level then row order (after the chunk events, as a tick's).
-        let blocks = self.state.borrow_mut().lod.clear();
-        for (k, b) in blocks {
-            ctx.events.emit(LOD_UNLOADED, lod_data(k, b));
+        let blocks = {
+            let mut st = self.state.borrow_mut();
+            let steps: Vec<u32> = (0..config::MAX_LOD_LEVELS)
+                .map(|k| st.lod.planned_step(k))
+                .collect();
+            let blocks = st.lod.clear();
+            blocks
+                .into_iter()
+                .map(|(k, b)| lod_change(k, b, steps[k], false))
+                .collect::<Vec<_>>()
+        };
+        for c in &blocks {
+            ctx.events
+                .emit(LOD_UNLOADED, lod_data(c.level as usize - 1, c.block));
         }
+        handle::notify_lod(&self.state, ctx.events.tick(), &blocks);
         self.cache.invalidate();
         let mut st = self.state.borrow_mut();
         st.foci_dirty = true;

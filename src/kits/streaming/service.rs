@@ -61,6 +61,24 @@ pub type ChunkCallback = Box<dyn FnMut(ChunkPos, bool)>;
 /// A chunk callback that may act on the world: `(ctx, chunk, loaded)`.
 pub type ChunkWorldCallback = Box<dyn FnMut(&mut ChunkCtx<'_>, ChunkPos, bool)>;
 
+/// A LOD block the streaming kit loaded or released (SPEC §17): what a
+/// [`StreamingService::on_lod_blocks`] callback hears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LodChange {
+    /// Its level (1 = the first `lod` entry).
+    pub level: u32,
+    /// The block.
+    pub block: ChunkPos,
+    /// The side in chunks of the level's blocks it was planned with.
+    pub step: u32,
+    /// Loaded (`true`) or released.
+    pub loaded: bool,
+}
+
+/// A LOD blocks callback: `(tick, changes)`, the tick their `world.lod.*` events are stamped
+/// with and the changes in the order of those events (a tick's releases, then its loads).
+pub type LodCallback = Box<dyn FnMut(u64, &[LodChange])>;
+
 /// What a [`StreamingService::on_chunk_with`] callback may touch while it runs: the entities
 /// (spawn, despawn, move, tag, untag …) and the event bus, at the moment the kit announces the
 /// chunk, so what it does is part of the tick, in subscription order, the same on every run.
@@ -289,6 +307,14 @@ pub trait StreamingService {
     /// A builder reports a loaded block of `level` (1 = the first) built or no longer built.
     fn set_lod_built(&self, builder: BuilderId, level: u32, block: ChunkPos, built: bool) {
         let _ = (builder, level, block, built);
+    }
+    /// Calls `f` with every LOD block the kit loads or releases, from the next one on: each
+    /// tick's (and a scene change's) blocks at once, in the order of their `world.lod.*`
+    /// events, as the kit decides them, before those events are delivered. A builder hears of
+    /// its work here, typed, rather than by reading the events back. `f` runs with no borrow
+    /// of the kit's state held; it lives as long as the kit.
+    fn on_lod_blocks(&self, f: LodCallback) {
+        let _ = f;
     }
     /// Removes ticket `id` at once; returns whether it was held.
     fn drop_ticket(&self, id: &str) -> bool;

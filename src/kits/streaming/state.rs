@@ -21,6 +21,9 @@ use super::service::{Refusal, Subscriber};
 
 pub(crate) type Subscribers = Rc<RefCell<Vec<Rc<Subscriber>>>>;
 
+/// The [`super::service::StreamingService::on_lod_blocks`] callbacks, subscription order.
+pub(crate) type LodSubscribers = Rc<RefCell<Vec<super::service::LodCallback>>>;
+
 pub(crate) struct State {
     pub(crate) config: StreamingConfig,
     pub(crate) layers: IndexMap<String, Overrides>,
@@ -49,6 +52,7 @@ pub(crate) struct State {
     pub(crate) subscribers: Subscribers,
     /// The stage subscribers: `[before a load is announced, after a release is announced]`.
     pub(crate) stages: [Subscribers; 2],
+    pub(crate) lod_subscribers: LodSubscribers,
     /// Whether the subscribers are being told what a load changed.
     pub(crate) restoring: Cell<bool>,
     /// How many predicted foci follow the non-ticket foci in force (SPEC §16).
@@ -92,6 +96,7 @@ impl State {
             foci_dirty: true,
             subscribers: Subscribers::default(),
             stages: Default::default(),
+            lod_subscribers: LodSubscribers::default(),
             restoring: Cell::new(false),
             predicted_foci: 0,
             turn: 0,

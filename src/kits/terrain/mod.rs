@@ -378,6 +378,24 @@ impl Kit for TerrainKit {
             .register_builder(TERRAIN)
             .expect("the first builders fit");
         streaming.register_lod_builder(id);
+        // Blocks to build and to drop, told as the streaming kit decides them (typed, not read
+        // back from the `world.lod.*` events). Weak: the streaming kit outlives no terrain.
+        let state = Rc::downgrade(&self.state);
+        streaming.on_lod_blocks(Box::new(move |tick, changes| {
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            let mut st = state.borrow_mut();
+            let at = tick + st.config.commit_latency.get();
+            for c in changes {
+                let key = (c.level, c.block);
+                if c.loaded {
+                    st.dispatch_block(key, c.step, at);
+                } else {
+                    st.release_block(key);
+                }
+            }
+        }));
         st.builder = Some((streaming, id));
         let fail = |message: String| KitError::Start {
             kit: TERRAIN.into(),
@@ -405,6 +423,7 @@ impl Kit for TerrainKit {
     }
 
     fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
+        // Chunks are read from their events; LOD blocks come through `on_lod_blocks`.
         if let Some((chunk, loaded)) = event.chunk() {
             let mut st = self.state.borrow_mut();
             if loaded {
@@ -413,21 +432,6 @@ impl Kit for TerrainKit {
             } else {
                 st.release(chunk);
             }
-            return;
-        }
-        let Some((level, block, loaded)) = event.block() else {
-            return;
-        };
-        let key = (level, block);
-        let mut st = self.state.borrow_mut();
-        if loaded {
-            let step = st.builder.as_ref().and_then(|(s, _)| s.lod_step(key.0));
-            if let Some(step) = step {
-                let at = event.tick + st.config.commit_latency.get();
-                st.dispatch_block(key, step, at);
-            }
-        } else {
-            st.release_block(key);
         }
     }
 
