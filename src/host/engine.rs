@@ -536,8 +536,8 @@ impl Engine {
                 if i > 0 {
                     self.before_event();
                 }
+                let mut ctx = ctx!(self);
                 for kit in &mut self.kits {
-                    let mut ctx = ctx!(self);
                     kit.on_event(event, &mut ctx);
                 }
             }
