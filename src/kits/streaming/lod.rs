@@ -298,8 +298,9 @@ pub struct LodPlan {
     /// Blocks (step, block, ready then) whose readiness changed since the holes were last
     /// counted.
     block_log: Vec<(u32, ChunkPos, bool)>,
-    /// Scratch for the players' chunks.
+    /// Scratch for the players' chunks and their squares of the last level's radius.
     scratch: Vec<ChunkPos>,
+    squares: Vec<Area>,
     /// Scratch for the areas a level carves around the foci.
     carved: Vec<Area>,
     /// Scratch for each focus's range and area before and after a move, and for what the
@@ -370,6 +371,7 @@ impl LodPlan {
             holes_valid: false,
             block_log: Vec::new(),
             scratch: Vec::new(),
+            squares: Vec::new(),
             carved: Vec::new(),
             spans: Vec::new(),
             held: Vec::new(),
@@ -1152,11 +1154,15 @@ impl LodPlan {
         let mut centres = std::mem::take(&mut self.scratch);
         centres.clear();
         centres.extend(foci.iter().map(|p| self.grid.chunk_of(*p)));
+        let mut squares = std::mem::take(&mut self.squares);
+        squares.clear();
+        squares.extend(centres.iter().map(|c| Area::square(*c, r)));
+        let squares_now = &squares[..];
         let mut set = std::mem::take(&mut self.hole_set);
         if !self.holes_valid || !complete || self.hole_radius != r {
             set.clear();
-            for c in &centres {
-                self.recount(&mut set, Area::square(*c, r), &centres, r, &chunk_ready);
+            for a in squares_now {
+                self.recount(&mut set, *a, squares_now, &chunk_ready);
             }
             self.block_log.clear();
             self.holes_valid = true;
@@ -1165,9 +1171,9 @@ impl LodPlan {
             let m = self.hole_centres.len().max(centres.len());
             for i in 0..m {
                 let old = self.hole_centres.get(i).map(|c| Area::square(*c, r));
-                let new = centres.get(i).map(|c| Area::square(*c, r));
+                let new = squares_now.get(i).copied();
                 for a in changed_areas(old, new).into_iter().flatten() {
-                    self.recount(&mut set, a, &centres, r, &chunk_ready);
+                    self.recount(&mut set, a, squares_now, &chunk_ready);
                 }
             }
             for &(c, gained) in changed {
@@ -1176,7 +1182,7 @@ impl LodPlan {
                     // made none. (Unready again since, it is listed again, later.)
                     continue;
                 }
-                self.recount_chunk(&mut set, c, &centres, r, &chunk_ready);
+                self.recount_chunk(&mut set, c, squares_now, &chunk_ready);
             }
             let log = std::mem::take(&mut self.block_log);
             for &(step, b, ready) in &log {
@@ -1186,6 +1192,11 @@ impl LodPlan {
                     continue;
                 }
                 let a = block_area(b, step);
+                if !squares_now.iter().any(|s| s.meets(&a)) {
+                    // Outside every player's square (a block released out of range): no
+                    // hole there, and none held (the squares' strips were counted above).
+                    continue;
+                }
                 if self.covered(a, step) {
                     // Under a ready block now (its own or a coarser one): no hole there.
                     Self::forget(&mut set, a);
@@ -1193,16 +1204,17 @@ impl LodPlan {
                     for z in a.z0..=a.z1 {
                         for x in a.x0..=a.x1 {
                             let c = ChunkPos::new(x, z);
-                            self.recount_chunk(&mut set, c, &centres, r, &chunk_ready);
+                            self.recount_chunk(&mut set, c, squares_now, &chunk_ready);
                         }
                     }
                 } else {
-                    self.recount(&mut set, a, &centres, r, &chunk_ready);
+                    self.recount(&mut set, a, squares_now, &chunk_ready);
                 }
             }
             self.block_log = log;
             self.block_log.clear();
         }
+        self.squares = squares;
         self.hole_centres.clear();
         self.hole_centres.extend_from_slice(&centres);
         self.scratch = centres;
@@ -1241,19 +1253,19 @@ impl LodPlan {
         &self,
         set: &mut BTreeSet<ChunkPos>,
         c: ChunkPos,
-        centres: &[ChunkPos],
-        r: i64,
+        squares: &[Area],
         chunk_ready: &impl Fn(ChunkPos) -> bool,
     ) {
-        let hole = centres.iter().any(|o| Area::square(*o, r).holds(c))
-            && !chunk_ready(c)
+        // (A changed chunk is mostly one just released, under a ready block: the blocks first.)
+        let hole = squares.iter().any(|s| s.holds(c))
             && self.grid.overlaps(c, self.bounds.as_ref())
             && !self
                 .levels
                 .levels()
                 .iter()
                 .enumerate()
-                .any(|(k, l)| self.steps[k] == l.step && self.is_ready(k, block_of(c, l.step)));
+                .any(|(k, l)| self.steps[k] == l.step && self.is_ready(k, block_of(c, l.step)))
+            && !chunk_ready(c);
         if hole {
             set.insert(c);
         } else if !set.is_empty() {
@@ -1267,39 +1279,36 @@ impl LodPlan {
         &self,
         set: &mut BTreeSet<ChunkPos>,
         a: Area,
-        centres: &[ChunkPos],
-        r: i64,
+        squares: &[Area],
         chunk_ready: &impl Fn(ChunkPos) -> bool,
     ) {
         Self::forget(set, a);
-        if !centres.iter().any(|c| Area::square(*c, r).meets(&a)) {
+        if !squares.iter().any(|s| s.meets(&a)) {
             return; // outside every player's square (a strip it lost): nothing to count
         }
         let k = self.levels.levels().len() - 1;
         let top = a.blocks(self.level(k).expect("a level in force").step);
         for bz in top.z0..=top.z1 {
             for bx in top.x0..=top.x1 {
-                self.walk(set, k, ChunkPos::new(bx, bz), &a, centres, r, chunk_ready);
+                self.walk(set, k, ChunkPos::new(bx, bz), &a, squares, chunk_ready);
             }
         }
     }
 
     /// The holes of block `b` of level `k` inside region `a` and the players' squares, into
     /// `set`: nothing under a ready block, else its finer blocks, else its chunks.
-    #[allow(clippy::too_many_arguments)]
     fn walk(
         &self,
         set: &mut BTreeSet<ChunkPos>,
         k: usize,
         b: ChunkPos,
         a: &Area,
-        centres: &[ChunkPos],
-        r: i64,
+        squares: &[Area],
         chunk_ready: &impl Fn(ChunkPos) -> bool,
     ) {
         let step = self.level(k).expect("a level in force").step;
         let area = block_area(b, step);
-        if !area.meets(a) || !centres.iter().any(|c| Area::square(*c, r).meets(&area)) {
+        if !area.meets(a) || !squares.iter().any(|s| s.meets(&area)) {
             return;
         }
         if self.steps[k] == step && self.is_ready(k, b) {
@@ -1309,7 +1318,7 @@ impl LodPlan {
             for z in area.z0.max(a.z0)..=area.z1.min(a.z1) {
                 for x in area.x0.max(a.x0)..=area.x1.min(a.x1) {
                     let c = ChunkPos::new(x, z);
-                    if centres.iter().any(|o| Area::square(*o, r).holds(c))
+                    if squares.iter().any(|s| s.holds(c))
                         && self.grid.overlaps(c, self.bounds.as_ref())
                         && !chunk_ready(c)
                     {
@@ -1330,7 +1339,7 @@ impl LodPlan {
         .blocks(finer);
         for z in z0..=z1 {
             for x in x0..=x1 {
-                self.walk(set, k - 1, ChunkPos::new(x, z), a, centres, r, chunk_ready);
+                self.walk(set, k - 1, ChunkPos::new(x, z), a, squares, chunk_ready);
             }
         }
     }
