@@ -714,17 +714,17 @@ impl LodPlan {
         }
     }
 
-    /// The squared distance from the nearest focus within level `k`'s radius of `b` to its
-    /// centre (exact f64, as SPEC §1).
-    fn key(&self, k: usize, b: ChunkPos) -> f64 {
-        let l = self.level(k).expect("a level in force");
+    /// The squared distance from the nearest focus within level `l`'s radius of `b` to its
+    /// centre (exact f64, as SPEC §1), the foci's ranges (blocks within the radius) being
+    /// `ranges`, in focus order.
+    fn key(&self, l: LodLevel, ranges: &[Area], b: ChunkPos) -> f64 {
         let s = f64::from(l.step);
         let size = self.grid.size();
         let cx = (b.x as f64 * s + s * 0.5) * size;
         let cz = (b.z as f64 * s + s * 0.5) * size;
         let mut best = f64::INFINITY;
-        for (p, c) in self.foci.iter().zip(&self.centres) {
-            if block_ring(b, l.step, *c) <= u64::from(l.radius) {
+        for (p, range) in self.foci.iter().zip(ranges) {
+            if range.holds(b) {
                 let (dx, dz) = (cx - p.x, cz - p.z);
                 let d = dx * dx + dz * dz;
                 if d < best {
@@ -748,7 +748,16 @@ impl LodPlan {
             }
             let mut keyed = std::mem::take(&mut self.keyed);
             keyed.clear();
-            keyed.extend(self.pending[k].iter().map(|b| (self.key(k, *b), *b)));
+            let l = self.level(k).expect("a level in force");
+            let mut ranges = std::mem::take(&mut self.ranges);
+            ranges.clear();
+            ranges.extend(self.centres.iter().map(|c| range(*c, l)));
+            keyed.extend(
+                self.pending[k]
+                    .iter()
+                    .map(|b| (self.key(l, &ranges, *b), *b)),
+            );
+            self.ranges = ranges;
             // The distance, then row order. A squared distance is never negative (nor NaN), so
             // its bits are ordered as it is.
             let order = |e: &(f64, ChunkPos)| (e.0.to_bits(), row_key(e.1));
