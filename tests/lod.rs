@@ -308,7 +308,7 @@ fn mods_replace_the_levels_whole() {
 
 // ---- world.terrain builds the blocks (SPEC §17) ----
 
-use world_streaming::kits::terrain::{Generator, TerrainService, TERRAIN};
+use world_streaming::kits::terrain::{ChunkData, Generator, TerrainService, TERRAIN};
 
 fn terrain_scene(workers: u32) -> Value {
     json!({
@@ -327,6 +327,24 @@ fn terrain_scene(workers: u32) -> Value {
 
 fn terrain(g: &Game) -> std::rc::Rc<dyn TerrainService> {
     g.engine().service::<dyn TerrainService>(TERRAIN).unwrap()
+}
+
+/// The terrain scene with level 1 of radius 2 (its area chunks -2..=3), so that level-2 block
+/// (-1, -1) (chunks -4..=-1) reaches beyond it and is wanted (SPEC §17's carve), after 10
+/// ticks; and level-1 block (-1, -1), built. Cell (0, 0) of chunk (-1, -1) (metres -32..-28,
+/// in the square) is that block's cell (4, 4) and level-2 block (-1, -1)'s cell (6, 6).
+fn sampled_blocks() -> (Game, std::sync::Arc<ChunkData>) {
+    let mut scene = terrain_scene(1);
+    scene["kits"][2]["config"]["lod"][0]["radius"] = json!(2);
+    let mut g = game(&scene);
+    run(&mut g, &[], 10);
+    let block = terrain(&g).lod_block(1, -1, -1).expect("built");
+    (g, block)
+}
+
+/// The input moving the hero to `(x, 16)` at `tick`.
+fn hero_to(tick: u64, x: i64) -> Value {
+    json!({"tick": tick, "do": "move", "entity": "hero", "to": {"x": x, "z": 16}})
 }
 
 /// Every built block's cells against the full-resolution cells of its area: a built chunk's
@@ -472,16 +490,7 @@ fn find_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
 
 #[test]
 fn an_edit_to_a_sampled_cell_marks_the_block_dirty_and_it_is_rebuilt() {
-    // Level 1 of radius 2 (its area chunks -2..=3), so that level-2 block (-1, -1) (chunks
-    // -4..=-1) reaches beyond it and is wanted (SPEC §17's carve).
-    let mut scene = terrain_scene(1);
-    scene["kits"][2]["config"]["lod"][0]["radius"] = json!(2);
-    let mut g = game(&scene);
-    run(&mut g, &[], 10);
-    // Block (-1, -1) of level 1 covers chunks -2..=-1; cell (0, 0) of chunk (-1, -1) (metres
-    // -32..-28) is its cell (4, 4), and cell (6, 6) of level-2 block (-1, -1) (chunks
-    // -4..=-1). Chunk (-1, -1) is in the square, built.
-    let block = terrain(&g).lod_block(1, -1, -1).expect("built");
+    let (mut g, block) = sampled_blocks();
     let before = block.height(4, 4);
     let edit =
         json!({"tick": 11, "do": "edit", "at": {"x": -31, "z": -31}, "height": before ^ 0x5555});
@@ -533,20 +542,13 @@ fn an_edit_to_a_sampled_cell_marks_the_block_dirty_and_it_is_rebuilt() {
 /// not the store's.
 #[test]
 fn a_block_rebuilt_after_an_edit_is_undone_takes_the_chunk_not_its_stored_edit() {
-    let mut scene = terrain_scene(1);
-    scene["kits"][2]["config"]["lod"][0]["radius"] = json!(2);
-    let mut g = game(&scene);
-    run(&mut g, &[], 10);
-    let before = terrain(&g)
-        .lod_block(1, -1, -1)
-        .expect("built")
-        .height(4, 4);
+    let (mut g, block) = sampled_blocks();
+    let before = block.height(4, 4);
     let at = json!({"x": -31, "z": -31}); // cell (0, 0) of chunk (-1, -1): block cell (4, 4)
-    let mv = |t: u64, x: i64| json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": x, "z": 16}});
     let lines = [
         json!({"tick": 11, "do": "edit", "at": at, "height": before ^ 0x5555}),
-        mv(12, 16 + 32 * 6), // chunk (-1, -1) released: its edit written back
-        mv(14, 16),          // and loaded again, from the store
+        hero_to(12, 16 + 32 * 6), // chunk (-1, -1) released: its edit written back
+        hero_to(14, 16),          // and loaded again, from the store
         json!({"tick": 21, "do": "edit", "at": at, "height": before}), // undone: unsaved
     ];
     run(&mut g, &lines[..3], 20);
@@ -579,22 +581,12 @@ fn a_block_rebuilt_after_an_edit_is_undone_takes_the_chunk_not_its_stored_edit()
 /// thread only for the chunks that have a record).
 #[test]
 fn a_block_built_while_its_edited_chunk_is_away_takes_the_stored_edit() {
-    let mut scene = terrain_scene(1);
-    scene["kits"][2]["config"]["lod"][0]["radius"] = json!(2);
-    let mut g = game(&scene);
-    run(&mut g, &[], 10);
-    let before = terrain(&g)
-        .lod_block(1, -1, -1)
-        .expect("built")
-        .height(4, 4);
-    let edited = before ^ 0x5555;
-    let mv = |t: u64, x: i64| json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": x, "z": 16}});
+    let (mut g, block) = sampled_blocks();
+    let edited = block.height(4, 4) ^ 0x5555;
     let lines = [
-        // Cell (0, 0) of chunk (-1, -1): cell (4, 4) of level-1 block (-1, -1), cell (6, 6) of
-        // level-2 block (-1, -1).
         json!({"tick": 11, "do": "edit", "at": {"x": -31, "z": -31}, "height": edited}),
-        mv(12, 16 + 32 * 40), // everything around the origin released: the edit written back
-        mv(16, 16),           // and back: blocks and chunks loaded again in the same tick
+        hero_to(12, 16 + 32 * 40), // everything around the origin released: the edit written back
+        hero_to(16, 16),           // and back: blocks and chunks loaded again in the same tick
     ];
     run(&mut g, &lines[..2], 15);
     assert!(terrain(&g).chunk(ChunkPos::new(-1, -1)).is_none());
