@@ -822,22 +822,20 @@ impl Kit for StreamingKit {
             self.announce(ctx, chunk, false);
         }
         // Then the LOD blocks, by level then row order (after the chunk events, as a tick's).
-        let blocks = {
+        let (blocks, steps) = {
             let mut st = self.state.borrow_mut();
-            let steps: Vec<u32> = (0..config::MAX_LOD_LEVELS)
-                .map(|k| st.lod.planned_step(k))
-                .collect();
-            let blocks = st.lod.clear();
-            blocks
-                .into_iter()
-                .map(|(k, b)| lod_change(k, b, steps[k], false))
-                .collect::<Vec<_>>()
+            let steps: [u32; config::MAX_LOD_LEVELS] =
+                std::array::from_fn(|k| st.lod.planned_step(k));
+            (st.lod.clear(), steps)
         };
-        for c in &blocks {
-            ctx.events
-                .emit(LOD_UNLOADED, lod_data(c.level as usize - 1, c.block));
+        for &(k, b) in &blocks {
+            ctx.events.emit(LOD_UNLOADED, lod_data(k, b));
         }
-        handle::notify_lod(&self.state, ctx.events.tick(), &blocks);
+        let changes: Vec<LodChange> = blocks
+            .iter()
+            .map(|&(k, b)| lod_change(k, b, steps[k], false))
+            .collect();
+        handle::notify_lod(&self.state, ctx.events.tick(), &changes);
         self.cache.invalidate();
         let mut st = self.state.borrow_mut();
         st.foci_dirty = true;
