@@ -342,6 +342,14 @@ fn sampled_blocks() -> (Game, std::sync::Arc<ChunkData>) {
     (g, block)
 }
 
+/// The height of cell (0, 0) of chunk (-1, -1), loaded and built.
+fn edited_cell(g: &Game) -> u16 {
+    terrain(g)
+        .chunk(ChunkPos::new(-1, -1))
+        .expect("loaded")
+        .height(0, 0)
+}
+
 /// The input moving the hero to `(x, 16)` at `tick`.
 fn hero_to(tick: u64, x: i64) -> Value {
     json!({"tick": tick, "do": "move", "entity": "hero", "to": {"x": x, "z": 16}})
@@ -552,22 +560,9 @@ fn a_block_rebuilt_after_an_edit_is_undone_takes_the_chunk_not_its_stored_edit()
         json!({"tick": 21, "do": "edit", "at": at, "height": before}), // undone: unsaved
     ];
     run(&mut g, &lines[..3], 20);
-    let chunk = terrain(&g)
-        .chunk(ChunkPos::new(-1, -1))
-        .expect("loaded again");
-    assert_eq!(
-        chunk.height(0, 0),
-        before ^ 0x5555,
-        "read back from the store"
-    );
+    assert_eq!(edited_cell(&g), before ^ 0x5555, "read back from the store");
     run(&mut g, &lines[3..], 26);
-    assert_eq!(
-        terrain(&g)
-            .chunk(ChunkPos::new(-1, -1))
-            .unwrap()
-            .height(0, 0),
-        before
-    );
+    assert_eq!(edited_cell(&g), before);
     assert_eq!(
         terrain(&g).lod_block(1, -1, -1).unwrap().height(4, 4),
         before,
@@ -623,13 +618,55 @@ fn a_block_built_while_its_edited_chunk_is_away_takes_the_stored_edit() {
         terrain(&g).lod_block(2, -1, -1).unwrap().height(6, 6),
         edited
     );
-    assert_eq!(
-        terrain(&g)
-            .chunk(ChunkPos::new(-1, -1))
-            .unwrap()
-            .height(0, 0),
-        edited
+    assert_eq!(edited_cell(&g), edited);
+}
+
+/// A kit that emits `world.lod.loaded` for a block the streaming kit never loads, on its first
+/// tick.
+struct Forger(bool);
+
+impl world_streaming::host::Kit for Forger {
+    fn id(&self) -> &str {
+        "t.forger"
+    }
+
+    fn tick(&mut self, ctx: &mut world_streaming::host::Ctx<'_>) {
+        if !std::mem::replace(&mut self.0, true) {
+            ctx.events
+                .emit("world.lod.loaded", json!({"level": 1, "x": 40, "z": 40}));
+        }
+    }
+}
+
+/// `world.terrain` builds the blocks the streaming kit tells it of (`on_lod_blocks`), not
+/// whatever a `world.lod.loaded` event names: one some other kit emits builds nothing.
+#[test]
+fn a_lod_event_from_another_kit_builds_no_block() {
+    let mut catalog = world_streaming::kits::builtin_catalog();
+    catalog.add(
+        world_streaming::host::KitManifest::simple("t.forger", "1.0.0"),
+        Box::new(|_| Ok(Box::new(Forger(false)) as Box<dyn world_streaming::host::Kit>)),
     );
+    let mut scene = terrain_scene(1);
+    scene["kits"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "id": "t.forger" }));
+    let mut g = Game::from_scene_text(
+        &scene.to_string(),
+        "scene.json",
+        std::path::Path::new("."),
+        &catalog,
+    )
+    .unwrap();
+    run(&mut g, &[], 8);
+    assert!(events_named(&g, "world.lod.loaded")
+        .iter()
+        .any(|(_, d)| *d == json!({"level": 1, "x": 40, "z": 40})));
+    assert!(terrain(&g).lod_block(1, 40, 40).is_none());
+    let built = events_named(&g, "world.terrain.lod.built");
+    assert!(!built.is_empty(), "the streaming kit's blocks are built");
+    assert!(built.iter().all(|(_, d)| d["x"] != 40), "{built:?}");
 }
 
 #[test]

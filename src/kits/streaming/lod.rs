@@ -1438,6 +1438,25 @@ mod tests {
         assert_eq!(block_ring(ChunkPos::new(-2, 0), 2, ChunkPos::new(1, 1)), 4);
     }
 
+    proptest::proptest! {
+        /// A focus's range (the blocks of its chunk square of `r`), which the loads' order and
+        /// the release rule test a block against, holds exactly the blocks whose ring distance
+        /// from the focus chunk is at most `r` (SPEC §17's "within r_k").
+        #[test]
+        fn a_range_holds_the_blocks_within_the_radius(
+            cx in -300i64..300, cz in -300i64..300, bx in -80i64..80, bz in -80i64..80,
+            shift in 1u32..=6, radius in 1u32..200,
+        ) {
+            let step = 1 << shift;
+            let l = LodLevel { step, radius };
+            let (c, b) = (ChunkPos::new(cx, cz), ChunkPos::new(bx, bz));
+            proptest::prop_assert_eq!(
+                range(c, l).holds(b),
+                block_ring(b, step, c) <= u64::from(radius)
+            );
+        }
+    }
+
     #[test]
     fn the_row_key_orders_blocks_in_row_order() {
         let mut rows: Vec<ChunkPos> = [
