@@ -577,6 +577,22 @@ impl LodPlan {
             for b in new {
                 self.want(k, b, true, in_force);
             }
+            if in_force {
+                // Made again from the slots, not only diffed: a level whose step changed and
+                // changed back before its loaded blocks went has blocks wanted under both
+                // steps, which no diff flips, though they were neither pending nor kept.
+                let slots = &self.blocks[k];
+                self.pending[k] = slots
+                    .iter()
+                    .filter(|(_, s)| s.wanted && s.built.is_none())
+                    .map(|(b, _)| *b)
+                    .collect();
+                self.unwanted[k] = slots
+                    .iter()
+                    .filter(|(_, s)| !s.wanted && s.built.is_some())
+                    .map(|(b, _)| (*b, Cell::new(0)))
+                    .collect();
+            }
         }
     }
 
@@ -1837,6 +1853,33 @@ mod tests {
         assert_eq!(out.len(), p.wanted(0).count());
     }
 
+    #[test]
+    fn a_step_changed_and_changed_back_before_its_blocks_went_keeps_them_and_loads_the_rest() {
+        let mut p = plan(1, &[(2, 4)], centre());
+        let mut out = Vec::new();
+        p.load(5, &mut out);
+        let wanted = p.wanted(0).count();
+        assert!(wanted > 5);
+        // Step 4, then step 2 again, the five blocks of step 2 still loaded.
+        p.set_levels(1, lod(&[(4, 8)]));
+        p.resolve();
+        p.set_levels(1, lod(&[(2, 4)]));
+        p.resolve();
+        let mut due = Vec::new();
+        p.due(|_| false, &mut due);
+        assert!(
+            due.is_empty(),
+            "the loaded blocks are wanted again: {due:?}"
+        );
+        out.clear();
+        p.load(usize::MAX, &mut out);
+        assert_eq!(out.len(), wanted - 5, "every other wanted block loads");
+        assert_eq!(
+            p.loaded(0).collect::<Vec<_>>(),
+            p.wanted(0).collect::<Vec<_>>()
+        );
+    }
+
     /// What the property drives: the plan's inputs, one at a time.
     #[derive(Debug, Clone)]
     enum Op {
@@ -1998,6 +2041,24 @@ mod tests {
                     inc.loaded_len[k],
                     inc.loaded(k).count(),
                     "loaded {k} at {step}"
+                );
+                // Pending is wanted and not loaded, not-wanted loaded and not wanted (while the
+                // step is in force; else every loaded block goes and nothing is pending).
+                let loaded: FxHashSet<ChunkPos> = inc.loaded(k).collect();
+                let in_force = inc.steps[k] == inc.level(k).map_or(0, |l| l.step);
+                let pending: FxHashSet<ChunkPos> = match in_force {
+                    true => wanted.difference(&loaded).copied().collect(),
+                    false => FxHashSet::default(),
+                };
+                let unwanted: BTreeSet<ChunkPos> = match in_force {
+                    true => loaded.difference(&wanted).copied().collect(),
+                    false => loaded.iter().copied().collect(),
+                };
+                assert_eq!(inc.pending[k], pending, "pending {k} at {step}");
+                assert_eq!(
+                    inc.unwanted[k].keys().copied().collect::<BTreeSet<_>>(),
+                    unwanted,
+                    "not wanted {k} at {step}"
                 );
                 assert_eq!(
                     inc.pending[k], full.pending[k],
