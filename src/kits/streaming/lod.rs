@@ -1853,6 +1853,8 @@ mod tests {
         assert_eq!(out.len(), p.wanted(0).count());
     }
 
+    /// (The kit releases a changed step's blocks in the tick it changes; the plan's sets hold
+    /// whatever the order of its calls.)
     #[test]
     fn a_step_changed_and_changed_back_before_its_blocks_went_keeps_them_and_loads_the_rest() {
         let mut p = plan(1, &[(2, 4)], centre());
