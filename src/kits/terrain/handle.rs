@@ -39,7 +39,6 @@ impl TerrainService for Handle {
     fn generating(&self) -> usize {
         let mut st = self.0.borrow_mut();
         st.submit(); // work dispatched outside a tick (a load) is outstanding too
-        st.submit_blocks();
         st.drain();
         st.drain_blocks();
         st.in_flight.len() - st.arrived + st.blocks.awaited

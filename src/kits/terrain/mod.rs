@@ -456,8 +456,7 @@ impl Kit for TerrainKit {
         }
         let mut st = self.state.borrow_mut();
         st.send_released();
-        st.submit(); // the tick's jobs and released data: one lock, at most one wake
-        st.submit_blocks();
+        st.submit(); // the tick's jobs, blocks and released data: one lock, at most one wake
         drop(st);
         self.publish(ctx);
     }
@@ -531,7 +530,6 @@ impl Kit for TerrainKit {
             streaming.set_lod_built(id, k.0, k.1, st.blocks.built(&k).is_some());
         }
         st.submit(); // outside a tick: the workers start now
-        st.submit_blocks();
     }
 
     fn commit_load(&mut self, prepared: Option<PreparedSection>, _ctx: &mut Ctx<'_>) {
@@ -629,12 +627,12 @@ mod tests {
         st.dispatch_block(b, 2, 5);
         check_awaited(&st);
         st.release_block(b);
-        st.submit_blocks();
+        st.submit();
         assert!(st.blocks.jobs.is_empty() && st.blocks.slots.is_empty());
         check_awaited(&st);
         let other = (2, ChunkPos::new(-1, 0));
         st.dispatch_block(other, 4, 6);
-        st.submit_blocks();
+        st.submit();
         let done = st.pool.as_ref().unwrap().recv_block().unwrap();
         assert_eq!((done.level, done.block), other, "b was never built");
         // Its commit lands the block; a released block's queue entry commits nothing.
@@ -655,14 +653,14 @@ mod tests {
         let mut st = kit.state.borrow_mut();
         let b = (1, ChunkPos::new(0, 3));
         st.dispatch_block(b, 2, 5); // version 0
-        st.submit_blocks();
+        st.submit();
         st.release_block(b); // handed over: its result comes back
         let stale = st.pool.as_ref().unwrap().recv_block().unwrap();
         st.take_block(stale);
         assert!(st.blocks.slots.is_empty(), "discarded on arrival");
         check_awaited(&st);
         st.dispatch_block(b, 2, 9); // version 1
-        st.submit_blocks();
+        st.submit();
         let fresh = st.pool.as_ref().unwrap().recv_block().unwrap();
         assert_eq!(fresh.version, 1);
         let old = pool::BlockDone {

@@ -332,29 +332,30 @@ impl Pool {
     }
 
     /// Queues `jobs` in order and hands over `trash`, released chunks' data for a worker to
-    /// free (when it next looks at the queue), leaving both empty: one lock. Wakes one
-    /// sleeping worker if there is work and no worker is awake to take it (a worker that takes
-    /// a job wakes the next one if more are queued): one `futex` call at most, none when
-    /// nothing was queued.
+    /// free (when it next looks at the queue), leaving both empty: [`Pool::submit_all`]
+    /// without blocks.
     pub fn submit(&self, jobs: &mut Vec<Job>, trash: &mut Vec<Arc<ChunkData>>) {
-        if jobs.is_empty() && trash.is_empty() {
+        self.submit_all(jobs, &mut Vec::new(), trash);
+    }
+
+    /// Queues chunk `jobs` and LOD `blocks` in order (a worker takes any chunk job before a
+    /// block) and hands over `trash`, leaving all three empty: one lock. Wakes one sleeping
+    /// worker if there is work and no worker is awake to take it (a worker that takes a job
+    /// wakes the next one if more are queued): one `futex` call at most, none when nothing was
+    /// queued.
+    pub fn submit_all(
+        &self,
+        jobs: &mut Vec<Job>,
+        blocks: &mut Vec<BlockJob>,
+        trash: &mut Vec<Arc<ChunkData>>,
+    ) {
+        if jobs.is_empty() && blocks.is_empty() && trash.is_empty() {
             return;
         }
         let mut q = self.shared.lock();
         q.jobs.extend(jobs.drain(..));
-        q.trash.append(trash);
-        if q.wants_worker() {
-            self.shared.work.notify_one();
-        }
-    }
-
-    /// Queues LOD block jobs (after any chunk job), leaving `blocks` empty: one lock.
-    pub fn submit_blocks(&self, blocks: &mut Vec<BlockJob>) {
-        if blocks.is_empty() {
-            return;
-        }
-        let mut q = self.shared.lock();
         q.blocks.extend(blocks.drain(..));
+        q.trash.append(trash);
         if q.wants_worker() {
             self.shared.work.notify_one();
         }

@@ -191,10 +191,11 @@ impl State {
         }
     }
 
-    /// Hands the tick's jobs and released data to the pool.
+    /// Hands the tick's chunk and block jobs and released data to the pool (one lock, at
+    /// most one wake).
     pub(super) fn submit(&mut self) {
         if let Some(pool) = &self.pool {
-            pool.submit(&mut self.jobs, &mut self.trash);
+            pool.submit_all(&mut self.jobs, &mut self.blocks.jobs, &mut self.trash);
         }
     }
 
@@ -404,13 +405,6 @@ impl State {
         }
     }
 
-    /// Hands the tick's block jobs to the pool.
-    pub(super) fn submit_blocks(&mut self) {
-        if let Some(pool) = &self.pool {
-            pool.submit_blocks(&mut self.blocks.jobs);
-        }
-    }
-
     /// Builds a block on this thread (a worker failed, or no pool).
     fn build_block_here(&self, key: BlockKey, step: u32) -> BuiltBlock {
         BlockJob {
@@ -449,7 +443,6 @@ impl State {
                 None => {
                     waited = true;
                     self.submit();
-                    self.submit_blocks();
                     match self.pool.as_ref().and_then(Pool::recv_block) {
                         Some(done) => {
                             self.take_block(done);
