@@ -182,6 +182,12 @@ fn row_key(b: ChunkPos) -> u128 {
     flip(b.z) << 64 | flip(b.x)
 }
 
+/// The block whose [`row_key`] is `r`.
+fn from_row_key(r: u128) -> ChunkPos {
+    let unflip = |v: u64| (v ^ (1 << 63)) as i64;
+    ChunkPos::new(unflip(r as u64), unflip((r >> 64) as u64))
+}
+
 /// What `a` holds before and after, if it held something both times.
 fn both(a: [Option<Area>; 2]) -> Option<Area> {
     a[0]?.intersect(&a[1]?)
@@ -286,7 +292,7 @@ pub struct LodPlan {
     /// Bumped on every change of what is loaded or built (a cache key for the holes).
     changes: u64,
     /// Scratch for the loads' keys, reused every tick.
-    keyed: Vec<(f64, ChunkPos)>,
+    keyed: Vec<(u64, u128)>,
     /// `world.lod.holes`, kept up to date rather than recounted: the hole chunks, the players'
     /// chunks and the last level's radius they were counted for, and whether they are valid
     /// (a change of levels, steps, builders, a clear or restore recounts from scratch). Ordered,
@@ -768,22 +774,21 @@ impl LodPlan {
             let mut ranges = std::mem::take(&mut self.ranges);
             ranges.clear();
             ranges.extend(self.centres.iter().map(|c| range(*c, l)));
+            // The distance, then row order, as one key made once per block. A squared distance
+            // is never negative (nor NaN), so its bits are ordered as it is.
             keyed.extend(
                 self.pending[k]
                     .iter()
-                    .map(|b| (self.key(l, &ranges, *b), *b)),
+                    .map(|b| (self.key(l, &ranges, *b).to_bits(), row_key(*b))),
             );
             self.ranges = ranges;
-            // The distance, then row order. A squared distance is never negative (nor NaN), so
-            // its bits are ordered as it is.
-            let order = |e: &(f64, ChunkPos)| (e.0.to_bits(), row_key(e.1));
             if keyed.len() > left {
-                keyed.select_nth_unstable_by_key(left - 1, order);
+                keyed.select_nth_unstable(left - 1);
                 keyed.truncate(left);
             }
-            keyed.sort_unstable_by_key(order);
+            keyed.sort_unstable();
             let step = self.steps[k];
-            for &(_, b) in &keyed {
+            for b in keyed.iter().map(|&(_, r)| from_row_key(r)) {
                 self.pending[k].remove(&b);
                 // A pending block is wanted: its slot is there.
                 if let Some(slot) = self.blocks[k].get_mut(&b) {
@@ -890,7 +895,7 @@ impl LodPlan {
                 }
             }
             // The hashed set's order must not leak: level by level, row order.
-            out[start..].sort_unstable_by_key(|(_, b)| row_key(*b));
+            out[start..].sort_unstable(); // one level: by block, row order
         }
     }
 
@@ -1474,7 +1479,7 @@ mod tests {
     }
 
     #[test]
-    fn the_row_key_orders_blocks_in_row_order() {
+    fn the_row_key_orders_blocks_in_row_order_and_gives_them_back() {
         let mut rows: Vec<ChunkPos> = [
             (0, 0),
             (i64::MIN, 0),
@@ -1493,6 +1498,9 @@ mod tests {
         rows.sort();
         by_key.sort_by_key(|b| row_key(*b));
         assert_eq!(by_key, rows);
+        for b in rows {
+            assert_eq!(from_row_key(row_key(b)), b, "the key gives its block back");
+        }
     }
 
     #[test]
