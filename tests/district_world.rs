@@ -559,15 +559,7 @@ fn a_save_loaded_in_a_fresh_game_continues_exactly_like_the_uninterrupted_run() 
         .into_iter()
         .filter(|l| serde_json::from_str::<Value>(l).unwrap()["tick"].as_u64() > Some(14))
         .collect();
-    // `world.terrain.waits` counts the commits that waited for a worker: timing, not state.
-    let state = |g: &Game| {
-        let mut v = serde_json::to_value(g.state()).unwrap();
-        v["variables"]
-            .as_object_mut()
-            .unwrap()
-            .remove("world.terrain.waits");
-        v
-    };
+    let state = common::state_without_timing;
     let expected_state = state(&whole);
     whole.close().unwrap();
     // The interrupted one: saves at tick 14 and ends there; a fresh game loads the save.

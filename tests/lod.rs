@@ -701,16 +701,10 @@ fn released_blocks_free_their_data_and_a_save_resumes_the_builds_exactly() {
     for at in [10, 15] {
         let (resumed, events) = resumed_from_save(&s, &dir, &lines, at, 30);
         assert_eq!(events, common::events_after(&whole, at), "saved at {at}");
-        // world.terrain.waits counts thread timing (SPEC §12): everything else is equal.
-        let without_waits = |g: &Game| {
-            let mut s = state(g);
-            s["variables"]
-                .as_object_mut()
-                .unwrap()
-                .remove("world.terrain.waits");
-            s
-        };
-        assert_eq!(without_waits(&resumed), without_waits(&whole));
+        assert_eq!(
+            common::state_without_timing(&resumed),
+            common::state_without_timing(&whole)
+        );
     }
 }
 

@@ -51,6 +51,17 @@ pub fn run(game: &mut Game, lines: &[Value], target: u64) {
         .unwrap_or_else(|e| panic!("run failed: {e}"));
 }
 
+/// The game's state as JSON without `world.terrain.waits`, which counts the commits that
+/// waited for a worker thread (SPEC §12: timing, not state): what two runs of the same game
+/// must agree on.
+pub fn state_without_timing(game: &Game) -> Value {
+    let mut v = serde_json::to_value(game.state()).unwrap();
+    if let Some(vars) = v["variables"].as_object_mut() {
+        vars.remove("world.terrain.waits");
+    }
+    v
+}
+
 /// The event log as `(tick, name, data)` JSON lines.
 pub fn event_lines(game: &Game) -> Vec<String> {
     game.engine()
