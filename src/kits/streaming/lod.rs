@@ -977,7 +977,8 @@ impl LodPlan {
         if was_ready && !replaced {
             self.log_block(self.steps[k], b, false);
         }
-        if wanted {
+        if wanted && self.level(k).is_some_and(|l| l.step == self.steps[k]) {
+            // (Of a step no longer in force, nothing is pending until the last block goes.)
             self.pending[k].insert(b);
         }
         if self.loaded_len[k] == 0 {
@@ -1861,8 +1862,8 @@ mod tests {
         assert_eq!(out.len(), p.wanted(0).count());
     }
 
-    /// (The kit releases a changed step's blocks in the tick it changes; the plan's sets hold
-    /// whatever the order of its calls.)
+    /// (The kit releases a changed step's blocks in the tick it changes, all of them: these
+    /// two tests drive the plan through orders only its API allows.)
     #[test]
     fn a_step_changed_and_changed_back_before_its_blocks_went_keeps_them_and_loads_the_rest() {
         let mut p = plan(1, &[(2, 4)], centre());
@@ -1876,7 +1877,8 @@ mod tests {
         p.set_levels(1, lod(&[(2, 4)]));
         p.resolve();
         let mut due = Vec::new();
-        p.due(|_| false, &mut due);
+        // Every chunk ready: a loaded block still listed as not wanted would be due.
+        p.due(|_| true, &mut due);
         assert!(
             due.is_empty(),
             "the loaded blocks are wanted again: {due:?}"
@@ -1888,6 +1890,35 @@ mod tests {
             p.loaded(0).collect::<Vec<_>>(),
             p.wanted(0).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn a_block_released_while_its_step_is_not_in_force_is_not_pending() {
+        let mut p = plan(1, &[(2, 4)], centre());
+        load_all(&mut p);
+        // Step 4: every loaded block of step 2 is due. One goes, one wanted under step 4 too.
+        p.set_levels(1, lod(&[(4, 8)]));
+        p.resolve();
+        let mut due = Vec::new();
+        p.due(|_| false, &mut due);
+        let &(k, b) = due
+            .iter()
+            .find(|(_, b)| p.wanted(0).any(|w| w == *b))
+            .expect("a block wanted under both steps");
+        p.mark_released(k, b);
+        let mut out = Vec::new();
+        p.load(usize::MAX, &mut out);
+        assert!(
+            out.is_empty(),
+            "nothing loads before the old step's blocks are gone: {out:?}"
+        );
+        // The rest go: the level starts over at step 4 and loads all it wants.
+        for &(k, b) in due.iter().filter(|d| d.1 != b) {
+            p.mark_released(k, b);
+        }
+        p.load(usize::MAX, &mut out);
+        assert_eq!(out.len(), p.wanted(0).count());
+        assert_eq!(p.planned_step(0), 4);
     }
 
     /// What the property drives: the plan's inputs, one at a time.
@@ -1907,6 +1938,9 @@ mod tests {
         Load(usize),
         /// Releases what is due and marks it released.
         Release,
+        /// Marks only the first `n` due blocks released (the kit releases all; the plan must
+        /// hold its sets whatever it is told).
+        ReleaseFirst(usize),
         /// Builds (or unbuilds) loaded block `i` of level `k`, builder 0.
         Build(usize, usize, bool),
         /// Chunk (x, z) becomes ready or not.
@@ -1935,6 +1969,7 @@ mod tests {
             1 => (0..4usize, 0..3u32).prop_map(|(c, r)| Op::Levels(c, r)),
             3 => (0..40usize).prop_map(Op::Load),
             2 => Just(Op::Release),
+            1 => (1..4usize).prop_map(Op::ReleaseFirst),
             3 => (0..3usize, 0..200usize, any::<bool>()).prop_map(|(k, i, b)| Op::Build(k, i, b)),
             3 => (-12..12i64, -12..12i64, any::<bool>()).prop_map(|(x, z, b)| Op::Chunk(x, z, b)),
             1 => Just(Op::Clear),
@@ -2030,13 +2065,17 @@ mod tests {
                     full.load(*budget, &mut b);
                     assert_eq!(a, b, "loads at input {step}");
                 }
-                Op::Release => {
+                Op::Release | Op::ReleaseFirst(_) => {
                     let (mut a, mut b) = (Vec::new(), Vec::new());
                     inc.due(|c| ready.contains(&c), &mut a);
                     full.due(|c| ready.contains(&c), &mut b);
                     assert_eq!(a, b, "releases at input {step}");
                     assert_eq!(a, due_by_chunk(&inc, &ready), "releases at input {step}");
-                    for (k, blk) in a {
+                    let n = match op {
+                        Op::ReleaseFirst(n) => *n,
+                        _ => usize::MAX,
+                    };
+                    for (k, blk) in a.into_iter().take(n) {
                         inc.mark_released(k, blk);
                         full.mark_released(k, blk);
                     }
