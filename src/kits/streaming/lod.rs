@@ -408,6 +408,11 @@ impl LodPlan {
         self.levels.levels().get(k).copied()
     }
 
+    /// Level `k`, if its loaded blocks are of the step in force (none of an old step left).
+    fn in_force(&self, k: usize) -> Option<LodLevel> {
+        self.level(k).filter(|l| l.step == self.steps[k])
+    }
+
     /// Sets the chunk radius and the levels in force.
     pub fn set_levels(&mut self, radius: u32, levels: Lod) {
         if self.radius == radius && self.levels == levels {
@@ -847,7 +852,7 @@ impl LodPlan {
         let mut ranges = [(Area::EMPTY, Area::EMPTY); MAX_FOCI_FAST];
         for k in 0..MAX_LOD_LEVELS {
             let start = out.len();
-            let level = self.level(k).filter(|l| l.step == self.steps[k]);
+            let level = self.in_force(k);
             // The blocks within `r_k` and within `r_k + 1` of each focus, as rectangles (a
             // block's ring is at most `r` exactly when it lies in the blocks of the chunk
             // square of `r`), for up to MAX_FOCI_FAST foci; more, ring by ring.
@@ -977,7 +982,7 @@ impl LodPlan {
         if was_ready && !replaced {
             self.log_block(self.steps[k], b, false);
         }
-        if wanted && self.level(k).is_some_and(|l| l.step == self.steps[k]) {
+        if wanted && self.in_force(k).is_some() {
             // (Of a step no longer in force, nothing is pending until the last block goes.)
             self.pending[k].insert(b);
         }
