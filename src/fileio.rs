@@ -182,13 +182,42 @@ pub fn write_atomic_with(
         file: file.clone(),
         message: "expected a file path, got a directory".into(),
     })?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    // Only a file is replaced: a FIFO, a device or a directory in the target's place is an
+    // error, never swapped for a file (a link in its place is replaced, never written through).
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        let t = m.file_type();
+        if !t.is_file() && !t.is_symlink() {
+            return Err(FileError::Io {
+                file: file.clone(),
+                message: format!(
+                    "expected a regular file, found {}: not replaced",
+                    crate::user_file::kind(&t)
+                ),
+            });
+        }
+    }
+    // The temporary file is made new (`O_EXCL`: a link or file planted at its name is never
+    // opened, so nothing is written through it); a name taken goes on to the next.
+    let pid = std::process::id();
+    let mut n = 0u32;
+    let (tmp, mut f) = loop {
+        let suffix = if n == 0 {
+            String::new()
+        } else {
+            format!(".{n}")
+        };
+        let tmp = dir.join(format!(".{}.tmp-{pid}{suffix}", name.to_string_lossy()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 64 => n += 1,
+            Err(e) => return Err(io(e)),
+        }
+    };
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
@@ -213,6 +242,49 @@ mod tests {
     fn syntax_errors_name_line_and_column() {
         let err = parse_json("{\n  \"a\": ,\n}", "s.json").unwrap_err();
         assert_eq!(err.to_string(), "s.json: line 2 column 8: expected value");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "VICTIM").unwrap();
+        let tmp = dir
+            .path()
+            .join(format!(".s.json.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        let target = dir.path().join("s.json");
+        write_atomic(&target, b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "VICTIM");
+        assert_eq!(std::fs::read(&target).unwrap(), b"{}");
+        assert!(std::fs::symlink_metadata(&target).unwrap().is_file());
+        // The planted link is left alone (not ours to remove).
+        assert!(std::fs::symlink_metadata(&tmp).unwrap().is_symlink());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_the_target_s_place_is_an_error_and_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("fifo.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&target)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = write_atomic(&target, b"{}").unwrap_err().to_string();
+        assert!(
+            err.contains("expected a regular file, found a FIFO"),
+            "{err}"
+        );
+        assert!(err.contains("fifo.json"), "{err}");
+        use std::os::unix::fs::FileTypeExt;
+        let t = std::fs::symlink_metadata(&target).unwrap().file_type();
+        assert!(t.is_fifo());
+        // Nothing left behind.
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1);
     }
 
     #[test]

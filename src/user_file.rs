@@ -65,7 +65,7 @@ pub fn name(path: &Path) -> String {
 }
 
 /// What a file type is, in words.
-fn kind(t: &FileType) -> &'static str {
+pub(crate) fn kind(t: &FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
