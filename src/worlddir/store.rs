@@ -597,8 +597,9 @@ pub fn open_dir<K: StoreKind>(
                     chunk: ChunkPos::new(0, 0),
                     message: format!(
                         "{name}: {message}; ignored: the region files are as the last complete \
-                         write left them (the journal is kept aside as {name}.damaged before it \
-                         is replaced)"
+                         write left them (the journal is kept aside as {} before it is \
+                         replaced)",
+                        aside_name(dir, name)
                     ),
                 });
             }
@@ -658,15 +659,15 @@ pub fn open_dir<K: StoreKind>(
         }
         if !report.decoded.damage.is_empty() {
             opened.damaged.insert(report.pos);
+            let aside = aside_name(dir, &report.file);
             for d in &report.decoded.damage {
                 opened.damage.push(Reported {
                     chunk: d.chunk(report.pos),
                     message: format!(
-                        "{}: {d}; {} (the file is kept aside as {}.damaged before it is \
+                        "{}: {d}; {} (the file is kept aside as {aside} before it is \
                          rewritten)",
                         report.file,
                         K::FALLBACK,
-                        report.file
                     ),
                 });
             }
@@ -699,6 +700,37 @@ pub(crate) fn copy_aside_with(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
+    let (name, kept) = pick_aside(dir, file, bytes.as_deref())?;
+    if !kept {
+        match &bytes {
+            Some(b) => write_atomic_with(fs, dir, &name, b)?,
+            None => {
+                let path = dir.join(&name);
+                fs.rename(&src, &path).map_err(|e| op("rename", &src, e))?;
+                fs.sync_dir(dir).map_err(|e| op("fsync", dir, e))?;
+            }
+        }
+    }
+    Ok(Some(name))
+}
+
+/// The name [`copy_aside`] keeps `dir/file` aside under, as the directory is now (the first
+/// free of `file.damaged`, `.damaged.1`, …, or the one already holding the same bytes), for
+/// the damage message told when the directory is opened; what went wrong, if no name is free.
+pub fn aside_name(dir: &Path, file: &str) -> String {
+    let bytes = match read_capped(&dir.join(file), ASIDE_CAP) {
+        Ok(Capped::Bytes(b)) => Some(b),
+        _ => None,
+    };
+    match pick_aside(dir, file, bytes.as_deref()) {
+        Ok((name, _)) => name,
+        Err(e) => format!("{file}.damaged ({e})"),
+    }
+}
+
+/// The name to keep `file` (holding `bytes`, `None`: not to be read) aside under, and whether a
+/// copy of those bytes is kept there already (an earlier copy whose rewrite failed).
+fn pick_aside(dir: &Path, file: &str, bytes: Option<&[u8]>) -> std::io::Result<(String, bool)> {
     for n in 0..MAX_ASIDE_NAMES {
         let name = match n {
             0 => format!("{file}.damaged"),
@@ -707,22 +739,13 @@ pub(crate) fn copy_aside_with(
         let path = dir.join(&name);
         let taken = match std::fs::symlink_metadata(&path) {
             Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                match &bytes {
-                    Some(b) => write_atomic_with(fs, dir, &name, b)?,
-                    None => {
-                        fs.rename(&src, &path).map_err(|e| op("rename", &src, e))?;
-                        fs.sync_dir(dir).map_err(|e| op("fsync", dir, e))?;
-                    }
-                }
-                return Ok(Some(name));
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((name, false)),
             Err(e) => return Err(e),
         };
-        // Kept already (an earlier copy whose rewrite failed): the same bytes, a regular file.
-        if let (Some(b), true) = (&bytes, taken.file_type().is_file()) {
-            if read_capped(&path, b.len() as u64)? == Capped::Bytes(b.clone()) {
-                return Ok(Some(name));
+        // Kept already: the same bytes, a regular file.
+        if let (Some(b), true) = (bytes, taken.file_type().is_file()) {
+            if read_capped(&path, b.len() as u64)? == Capped::Bytes(b.to_vec()) {
+                return Ok((name, true));
             }
         }
     }

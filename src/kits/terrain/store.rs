@@ -206,6 +206,42 @@ mod tests {
     }
 
     #[test]
+    fn the_damage_names_the_copy_the_file_is_kept_aside_as() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Arc::new(FaultyFs::default());
+        let message = |dir: &Path| {
+            let dyn_fs: Arc<dyn Fs> = fs.clone();
+            let (store, damage) = Store::start_with(Some(dir.to_owned()), stamp(), dyn_fs).unwrap();
+            assert_eq!(damage.len(), 1);
+            (store, damage[0].message.clone())
+        };
+        let first = b"WSRG not a region file".to_vec();
+        std::fs::write(dir.path().join("r.0.0.wsr"), &first).unwrap();
+        let (store, m) = message(dir.path());
+        assert!(m.contains("kept aside as r.0.0.wsr.damaged before"), "{m}");
+        store.flush(image(1)).unwrap();
+        drop(store);
+        // Damaged again: the first copy holds other bytes, so this one goes to `.damaged.1`,
+        // and the message says so.
+        std::fs::write(dir.path().join("r.0.0.wsr"), b"WSRG damaged again").unwrap();
+        let (store, m) = message(dir.path());
+        assert!(
+            m.contains("kept aside as r.0.0.wsr.damaged.1 before"),
+            "{m}"
+        );
+        store.flush(image(1)).unwrap();
+        drop(store);
+        assert_eq!(
+            std::fs::read(dir.path().join("r.0.0.wsr.damaged.1")).unwrap(),
+            b"WSRG damaged again"
+        );
+        assert_eq!(
+            std::fs::read(dir.path().join("r.0.0.wsr.damaged")).unwrap(),
+            first
+        );
+    }
+
+    #[test]
     fn the_store_answers_reads_from_what_it_holds() {
         let dir = tempfile::tempdir().unwrap();
         let fs = Arc::new(FaultyFs::default());
