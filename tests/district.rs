@@ -544,10 +544,58 @@ fn bad_district_files_are_errors_at_start_naming_file_and_line() {
             json!({}),
             "d.jsonl line 1",
         ),
+        // SPEC §10: `rides` never forms a loop; the line that closes one is named.
+        (
+            vec![
+                r#"{"id": "a", "position": {"x": 1, "z": 1}, "rides": "b"}"#.into(),
+                r#"{"id": "c", "position": {"x": 1, "z": 1}, "rides": "hero"}"#.into(),
+                r#"{"id": "b", "position": {"x": 1, "z": 1}, "rides": "a"}"#.into(),
+            ],
+            json!({}),
+            "d.jsonl: line 3: `b` riding `a` would close a loop of rides",
+        ),
+        (
+            vec![r#"{"id": "a", "position": {"x": 1, "z": 1}, "rides": "a"}"#.into()],
+            json!({}),
+            "d.jsonl: line 1: `a` riding `a` would close a loop of rides",
+        ),
     ];
     for (lines, extra, expected) in cases {
         let dir = tempfile::tempdir().unwrap();
         world(dir.path(), &[("d.jsonl", lines)], extra);
+        let (code, err) = cli_run(dir.path());
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(expected), "expected {expected:?} in {err}");
+    }
+    // Chains that end (on a scene entity, a line, or an id no one has) are not loops.
+    let dir = tempfile::tempdir().unwrap();
+    let chain = vec![
+        r#"{"id": "a", "position": {"x": 1, "z": 1}, "rides": "b"}"#.to_owned(),
+        r#"{"id": "b", "position": {"x": 1, "z": 1}, "rides": "hero"}"#.to_owned(),
+        r#"{"id": "c", "position": {"x": 1, "z": 1}, "rides": "nobody"}"#.to_owned(),
+    ];
+    world(dir.path(), &[("d.jsonl", chain)], json!({}));
+    let (code, err) = cli_run(dir.path());
+    assert_eq!(code, 0, "{err}");
+    // A `{scene, file}` entry is read strictly: a misspelt or missing key is named.
+    for (entry, expected) in [
+        (
+            json!({ "scene": "main", "file": "d.jsonl", "worldDir": "w" }),
+            "kits[3].config.districts[0].worldDir: unknown field `worldDir`",
+        ),
+        (
+            json!({ "scene": "main" }),
+            "kits[3].config.districts[0].file: missing field",
+        ),
+        (
+            json!(5),
+            "kits[3].config.districts[0]: expected a district file path, or {\"scene\": id, \"file\": path}, got 5",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut scene = world(dir.path(), &[("d.jsonl", crates())], json!({}));
+        scene["kits"][3]["config"]["districts"] = json!([entry]);
+        std::fs::write(dir.path().join("scene.json"), scene.to_string()).unwrap();
         let (code, err) = cli_run(dir.path());
         assert_eq!(code, 1, "{err}");
         assert!(err.contains(expected), "expected {expected:?} in {err}");

@@ -49,8 +49,10 @@ impl Default for DistrictConfig {
 }
 
 /// One district file of a scene.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+// Read by hand (below), not as an untagged enum: an object with a misspelt or missing key is
+// told as such, not as "did not match any variant".
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum DistrictEntry {
     /// A path, relative to the scene file, for the first scene.
     File(String),
@@ -61,6 +63,36 @@ pub enum DistrictEntry {
         /// The path, relative to the scene file.
         file: String,
     },
+}
+
+/// The `{scene, file}` form, read strictly.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SceneFile {
+    scene: String,
+    file: String,
+}
+
+impl<'de> Deserialize<'de> for DistrictEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, MapAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = DistrictEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a district file path, or {\"scene\": id, \"file\": path}")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<DistrictEntry, E> {
+                Ok(DistrictEntry::File(v.to_owned()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<DistrictEntry, A::Error> {
+                let SceneFile { scene, file } =
+                    SceneFile::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(DistrictEntry::Scene { scene, file })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl DistrictEntry {

@@ -162,12 +162,15 @@ impl<'de> serde::Deserialize<'de> for TagNames {
     }
 }
 
-/// What the index keeps of a checked line: its id and its position.
+/// What the index keeps of a checked line: its id and its position (and, for the check of
+/// `rides` loops at start, what it rides).
 pub struct Checked<'a> {
     /// The id (borrowed from the line when it has no escapes).
     pub id: std::borrow::Cow<'a, str>,
     /// The position.
     pub position: crate::grid::Position,
+    /// The entity it rides, if any.
+    pub rides: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// Checks one district line as [`parse_line`] does, without building the entity: no
@@ -186,6 +189,7 @@ pub fn check_line(bytes: &[u8]) -> Result<Checked<'_>, String> {
         Some(Checked {
             id: s.id,
             position: s.position,
+            rides: s.rides,
         })
     })();
     match fast {
@@ -239,6 +243,8 @@ pub struct Builder {
     arena: Vec<u8>,
     id_ends: Vec<u64>,
     stamps: Vec<Stamp>,
+    /// The entries that ride, with the id they ride (dropped by [`Builder::finish`]).
+    rides: Vec<(u32, Box<str>)>,
 }
 
 impl Builder {
@@ -250,6 +256,7 @@ impl Builder {
             arena: Vec::new(),
             id_ends: Vec::new(),
             stamps: Vec::new(),
+            rides: Vec::new(),
         }
     }
 
@@ -294,6 +301,62 @@ impl Builder {
             at = end;
         }
         best
+    }
+
+    /// The entry whose id is `id`, if any; `sorted` from [`Builder::sorted_ids`].
+    fn find(&self, sorted: &[(u64, u32)], id: &str) -> Option<u32> {
+        let h = id_hash(id);
+        let start = sorted.partition_point(|(x, _)| *x < h);
+        sorted[start..]
+            .iter()
+            .take_while(|(x, _)| *x == h)
+            .map(|(_, i)| *i)
+            .find(|i| self.id_of(*i) == id.as_bytes())
+    }
+
+    /// SPEC §10: `rides` links never form a loop. District entities ride each other only
+    /// through their lines (a scene entity rides only entities of its own file), so a loop is
+    /// one among the lines. The error names the first line, in file and line order, that
+    /// closes one (the loop's last line read), as the scene file's check does for its own.
+    fn first_loop(&self, sorted: &[(u64, u32)]) -> Option<IndexError> {
+        let next: BTreeMap<u32, (u32, &str)> = self
+            .rides
+            .iter()
+            .filter_map(|(i, r)| Some((*i, (self.find(sorted, r)?, &**r))))
+            .collect();
+        // Each entry rides at most one: follow every chain once, marking where it went.
+        let mut state: BTreeMap<u32, bool> = BTreeMap::new(); // false: on this walk; true: done
+        let mut closer: Option<(u32, &str)> = None;
+        for &start in next.keys() {
+            let mut path = Vec::new();
+            let mut at = start;
+            while let (Some(&(to, _)), None) = (next.get(&at), state.get(&at)) {
+                state.insert(at, false);
+                path.push(at);
+                at = to;
+            }
+            if state.get(&at) == Some(&false) {
+                let from = path.iter().position(|p| *p == at).expect("on this walk");
+                let last = *path[from..].iter().max().expect("a loop has a member");
+                if closer.is_none_or(|(c, _)| last < c) {
+                    closer = Some((last, next[&last].1));
+                }
+            }
+            for p in path {
+                state.insert(p, true);
+            }
+        }
+        let (i, rides) = closer?;
+        let (_, _, f, r, _) = self.entries[i as usize];
+        Some(IndexError::Line {
+            file: self.stamps[f as usize].file.clone(),
+            line: r.line,
+            message: format!(
+                "`{}` riding `{}` would close a loop of rides",
+                crate::escape::escape(&String::from_utf8_lossy(self.id_of(i))),
+                crate::escape::escape(rides)
+            ),
+        })
     }
 
     /// The duplicate-id error for `(later, earlier)`; `current`: the file being read.
@@ -395,6 +458,9 @@ impl Builder {
                 len,
                 line,
             };
+            if let Some(r) = e.rides {
+                self.rides.push((self.entries.len() as u32, r.into()));
+            }
             self.arena.extend_from_slice(e.id.as_bytes());
             self.id_ends.push(self.arena.len() as u64);
             self.entries.push((scene, chunk, file, r, id_hash(&e.id)));
@@ -414,6 +480,9 @@ impl Builder {
         let sorted = self.sorted_ids();
         if let Some(d) = self.first_duplicate(&sorted) {
             return Err(self.duplicate_error(d, ""));
+        }
+        if let Some(e) = self.first_loop(&sorted) {
+            return Err(e);
         }
         let mut entries: Vec<(u32, Entry)> = self
             .entries
