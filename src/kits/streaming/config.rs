@@ -347,23 +347,43 @@ pub struct StreamingConfig {
     pub max_refusals_per_mod: MaxRefusals,
     /// `"nearest"` (default) or `"fair"` (SPEC §16). Absent is not `"nearest"`: only a scene
     /// that sets a §16 key shows §16's outputs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(with = "Schedule", extend("default" = "nearest"))]
     pub schedule: Option<Schedule>,
     /// Ticks ahead moving anchors are predicted (default 0: none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(with = "LookAheadTicks", extend("default" = 0))]
     pub look_ahead_ticks: Option<LookAheadTicks>,
     /// Ring counted for holes (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(with = "HoleRing", extend("default" = 1))]
     pub hole_ring: Option<HoleRing>,
     /// Levels of detail beyond the radius (SPEC §17; default none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(with = "Lod", extend("default" = []))]
     pub lod: Option<Lod>,
     /// LOD block loads per tick (default 4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(with = "LodBudget", extend("default" = 4))]
     pub lod_budget: Option<LodBudget>,
 }
@@ -409,13 +429,28 @@ impl Default for StreamingConfig {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Overrides {
     /// Overrides the radius.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Radius")]
     pub radius: Option<Radius>,
     /// Overrides the load budget.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "BudgetMs")]
     pub budget_ms: Option<BudgetMs>,
     /// Overrides the focus mode.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "FocusMode")]
     pub focus: Option<FocusMode>,
     /// Overrides the resident cap (`null`: no cap).
     #[serde(
@@ -426,23 +461,61 @@ pub struct Overrides {
     #[schemars(with = "MaxLoaded")]
     pub max_loaded: Option<MaxLoaded>,
     /// Overrides the per-mod refusal cap.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "MaxRefusals")]
     pub max_refusals_per_mod: Option<MaxRefusals>,
     /// Overrides the schedule.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Schedule")]
     pub schedule: Option<Schedule>,
     /// Overrides the look-ahead.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "LookAheadTicks")]
     pub look_ahead_ticks: Option<LookAheadTicks>,
     /// Overrides the hole ring.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "HoleRing")]
     pub hole_ring: Option<HoleRing>,
     /// Replaces the LOD levels whole (`[]`: none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Lod")]
     pub lod: Option<Lod>,
     /// Overrides the LOD budget.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "LodBudget")]
     pub lod_budget: Option<LodBudget>,
+}
+
+/// A key that may be left out but is never `null` (SPEC §2: `null` is no value of it): the
+/// value's own error, "expected …, got null", names it.
+fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// A key that is present (even as `null`) is `Some`.
@@ -745,6 +818,31 @@ mod round_three {
             let err = from_value::<Overrides>(&v, "layer").unwrap_err();
             assert_eq!(err.path, format!("layer.{key}"), "{err}");
         }
+    }
+
+    #[test]
+    fn null_is_no_value_of_a_key_that_may_be_left_out() {
+        // SPEC §2: out-of-range values are errors; only `maxLoaded` gives `null` a meaning.
+        for (key, expected) in [
+            ("schedule", "expected \"nearest\" or \"fair\", got null"),
+            ("lookAheadTicks", "expected an integer 0..=600, got null"),
+            ("holeRing", "expected an integer 0..=8, got null"),
+            ("lod", "got null"),
+            ("lodBudget", "expected an integer 0..=4096, got null"),
+        ] {
+            let v = json!({ key: null });
+            let err = from_value::<StreamingConfig>(&v, "kits[1].config").unwrap_err();
+            assert_eq!(err.path, format!("kits[1].config.{key}"), "{err}");
+            assert!(err.to_string().contains(expected), "{err}");
+            let err = from_value::<Overrides>(&v, "layer").unwrap_err();
+            assert_eq!(err.path, format!("layer.{key}"), "{err}");
+        }
+        for key in ["radius", "budgetMs", "focus", "maxRefusalsPerMod"] {
+            let err = from_value::<Overrides>(&json!({ key: null }), "layer").unwrap_err();
+            assert!(err.to_string().contains("got null"), "{err}");
+        }
+        let cap: Overrides = from_value(&json!({"maxLoaded": null}), "layer").unwrap();
+        assert_eq!(cap.max_loaded, Some(MaxLoaded(None)), "null: no cap");
     }
 
     #[test]
