@@ -773,6 +773,32 @@ fn a_save_listing_a_ticket_id_twice_is_refused() {
         }),
         "kits.world.streaming.tickets[1].id: ticket \"gate\" is listed twice",
     );
+    // A bad value of any ticket field is told at its key (the fields were once flattened,
+    // which told it at the ticket with the whole ticket as the value found).
+    for (key, value, expected) in [
+        (
+            "priority",
+            json!(256),
+            "expected an integer 0..=255, got 256",
+        ),
+        (
+            "priority",
+            json!("x"),
+            "expected an integer 0..=255, got \"x\"",
+        ),
+        ("from", json!(-1), "expected an integer >= 0, got -1"),
+        ("announced", json!(1), "expected a boolean, got 1"),
+    ] {
+        refused(
+            &mut g,
+            d,
+            "bad_ticket_field",
+            &edit(&good, |v| {
+                v["kits"]["world.streaming"]["tickets"][0][key] = value.clone()
+            }),
+            &format!("kits.world.streaming.tickets[0].{key}: {expected}"),
+        );
+    }
 }
 
 #[test]

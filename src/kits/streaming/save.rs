@@ -49,9 +49,49 @@ pub struct SavedAnchor {
 pub struct SavedTicket {
     /// Its id.
     pub id: String,
-    /// The ticket.
-    #[serde(flatten)]
-    pub ticket: Ticket,
+    // The ticket's fields, written out rather than flattened: a bad value in a flattened
+    // struct is told at the ticket, not at its key.
+    /// Where (its `y` is ignored).
+    pub at: Position,
+    /// Rings wanted around `at`'s chunk.
+    pub radius: u32,
+    /// The first tick it counts in.
+    pub from: u64,
+    /// The last tick it counts in.
+    pub until: u64,
+    /// Whether `world.ticket.ready` was emitted for it.
+    #[serde(default)]
+    pub announced: bool,
+    /// Its priority (SPEC §16; absent: 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<crate::kits::streaming::config::Priority>,
+}
+
+impl SavedTicket {
+    fn of(id: &str, t: &Ticket) -> SavedTicket {
+        SavedTicket {
+            id: id.to_owned(),
+            at: t.at,
+            radius: t.radius,
+            from: t.from,
+            until: t.until,
+            announced: t.announced,
+            priority: (t.priority > 0).then(|| {
+                crate::kits::streaming::config::Priority::new(u32::from(t.priority)).expect("a u8")
+            }),
+        }
+    }
+
+    fn ticket(&self) -> Ticket {
+        Ticket {
+            at: self.at,
+            radius: self.radius,
+            from: self.from,
+            until: self.until,
+            announced: self.announced,
+            priority: self.priority.map_or(0, |p| p.get() as u8), // checked 0..=255
+        }
+    }
 }
 
 /// The last tick a loaded chunk was wanted.
@@ -157,10 +197,7 @@ impl State {
             tickets: self
                 .tickets
                 .iter()
-                .map(|(id, t)| SavedTicket {
-                    id: id.to_owned(),
-                    ticket: *t,
-                })
+                .map(|(id, t)| SavedTicket::of(id, t))
                 .collect(),
             last_wanted: self
                 .residency
@@ -577,12 +614,9 @@ fn check_tickets(list: Vec<SavedTicket>) -> Result<Tickets, Problem> {
     for (i, t) in list.into_iter().enumerate() {
         let path = format!("tickets[{i}]");
         check_id(&t.id).map_err(|e| Problem::new(format!("{path}.id"), e.to_string()))?;
-        t.ticket
-            .at
-            .check()
-            .map_err(|p| p.under(&format!("{path}.at")))?;
-        check_radius(t.ticket.radius, &path)?;
-        if t.ticket.until < t.ticket.from {
+        t.at.check().map_err(|p| p.under(&format!("{path}.at")))?;
+        check_radius(t.radius, &path)?;
+        if t.until < t.from {
             return Err(Problem::new(
                 format!("{path}.until"),
                 "expected a tick at or after `from`",
@@ -594,7 +628,9 @@ fn check_tickets(list: Vec<SavedTicket>) -> Result<Tickets, Problem> {
                 format!("ticket {:?} is listed twice", t.id),
             ));
         }
-        tickets.request(&t.id, t.ticket, 0).expect("checked above");
+        tickets
+            .request(&t.id, t.ticket(), 0)
+            .expect("checked above");
     }
     Ok(tickets)
 }
