@@ -661,13 +661,22 @@ pub fn open_dir<K: StoreKind>(
             opened.damaged.insert(report.pos);
             let aside = aside_name(dir, &report.file);
             for d in &report.decoded.damage {
+                // A bad header's file was scanned: the records found are kept, and only a
+                // chunk whose record was not found falls back.
+                let fallback = match d {
+                    frame::Damage::Header(_) => format!(
+                        "the records found by scanning are kept; for any other chunk of the \
+                         region, {}",
+                        K::FALLBACK
+                    ),
+                    frame::Damage::Record { .. } => K::FALLBACK.to_owned(),
+                };
                 opened.damage.push(Reported {
                     chunk: d.chunk(report.pos),
                     message: format!(
-                        "{}: {d}; {} (the file is kept aside as {aside} before it is \
+                        "{}: {d}; {fallback} (the file is kept aside as {aside} before it is \
                          rewritten)",
                         report.file,
-                        K::FALLBACK,
                     ),
                 });
             }

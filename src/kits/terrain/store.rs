@@ -242,6 +242,34 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_header_says_its_records_found_by_scanning_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Arc::new(FaultyFs::default());
+        let store = start(dir.path(), &fs);
+        store.flush(image(7)).unwrap();
+        drop(store);
+        let path = dir.path().join(R.file_name());
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[8] ^= 0xff; // inside the header, past the magic
+        std::fs::write(&path, &bytes).unwrap();
+        let dyn_fs: Arc<dyn Fs> = fs.clone();
+        let (store, damage) =
+            Store::start_with(Some(dir.path().to_owned()), stamp(), dyn_fs).unwrap();
+        assert_eq!(damage.len(), 1, "{damage:?}");
+        let m = &damage[0].message;
+        assert!(m.contains("bad region header"), "{m}");
+        assert!(
+            m.contains(
+                "the records found by scanning are kept; for any other chunk of the region, \
+                 the chunk loads as generated"
+            ),
+            "{m}"
+        );
+        // And they are.
+        assert_eq!(store.read(ChunkPos::new(3, 4)), Some(diff(6, 7)));
+    }
+
+    #[test]
     fn the_store_answers_reads_from_what_it_holds() {
         let dir = tempfile::tempdir().unwrap();
         let fs = Arc::new(FaultyFs::default());
