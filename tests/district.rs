@@ -956,3 +956,106 @@ fn a_drive_at_radius_8_keeps_the_live_count_proportional_to_the_loaded_chunks() 
     assert!(most >= 4 * 17 * 17, "{most}");
     assert_eq!(counts(&game), (0, 3600), "driven out: everything stored");
 }
+
+/// SPEC §15 (every id once) and §6 (a corrupt save is a clear error): a district section that
+/// disagrees with itself, with the district files or with the save's own world is refused,
+/// naming the JSON path, and the game is unchanged.
+#[test]
+fn a_district_section_that_disagrees_with_its_world_is_refused() {
+    let (dir, mut game) = standard();
+    let save = dir.path().join("s.json");
+    run(
+        &mut game,
+        &[
+            json!({ "tick": 2, "do": "move", "entity": "c1", "to": { "x": 500, "z": 5 } }),
+            json!({ "tick": 3, "do": "set", "entity": "c2", "data": { "hp": 1 } }),
+            json!({ "tick": 3, "do": "despawn", "entity": "c3" }),
+            at(4, go(280.0)),
+            json!({ "tick": 6, "do": "save", "path": save.display().to_string() }),
+        ],
+        6,
+    );
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let d = &good["kits"]["world.district"];
+    // What the cases below change: `far` (line 3) live, c2 (line 2) and c1 (line 0) stored
+    // changed in records 1 and 2, c3 (line 1) despawned, record 0 emptied.
+    assert_eq!(d["live"][0]["id"], "far");
+    assert_eq!(
+        (d["records"][1]["x"].clone(), d["records"][2]["x"].clone()),
+        (json!(1), json!(15))
+    );
+    assert_eq!(d["gone"], json!(["c3"]));
+    assert_eq!(d["stored"], 2);
+    let scene: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("scene.json")).unwrap())
+            .unwrap();
+    let mut fresh = start(dir.path(), &scene);
+    fresh.load(&save).unwrap();
+    let hero =
+        json!({ "entity": { "id": "hero", "tags": [], "position": { "x": 170, "z": 170 } } });
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            Box::new(|v| v["stored"] = json!(77)),
+            "stored: expected 2 (the entities the records and the untouched district lines hold), got 77",
+        ),
+        (
+            Box::new(|v| v["live"][0]["id"] = json!("c2")),
+            "live[0].id: district line index 3 is entity `far`, not `c2`",
+        ),
+        (
+            Box::new(|v| v["live"][0]["base"] = json!("0000000000000000")),
+            "live[0].base: expected the hash of the entity as its line describes it",
+        ),
+        (
+            Box::new(|v| v["live"] = json!([])),
+            "live: entity `far` of the save's world is district line index 3's, and is not listed live",
+        ),
+        (
+            Box::new(move |v| {
+                v["records"].as_array_mut().unwrap().push(json!({ "scene": "main", "x": 5, "z": 5, "entities": [hero.clone()] }))
+            }),
+            "records[3].entities[0]: entity `hero` is held here and at the save's entities",
+        ),
+        (
+            Box::new(|v| v["gone"] = json!(["c3", "zzz"])),
+            "gone[1]: `zzz` is no district entity",
+        ),
+        (
+            Box::new(|v| v["gone"] = json!(["c3", "far"])),
+            "gone[1]: district line index 3 is held here and at live[0]",
+        ),
+        (
+            Box::new(|v| v["gone"] = json!(["c3", "c3"])),
+            "gone[1]: district line index 1 is held here and at gone[0]",
+        ),
+        (
+            Box::new(|v| v["records"][1]["entities"][0]["line"] = json!(0)),
+            "records[1].entities[0]: entity `c2` is district line index 2's, the record says line index 0",
+        ),
+        (
+            Box::new(|v| v["records"][0]["entities"] = json!([3])),
+            "records[0].entities[0]: district line index 3 stands in chunk",
+        ),
+        (
+            Box::new(|v| {
+                let c1 = v["records"][2]["entities"][0].clone();
+                v["records"][1]["entities"].as_array_mut().unwrap().push(c1);
+            }),
+            "records[2].entities[0]: district line index 0 is held here and at records[1].entities[1]",
+        ),
+    ];
+    for (edit, expected) in cases {
+        let mut bad = good.clone();
+        edit(&mut bad["kits"]["world.district"]);
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, bad.to_string()).unwrap();
+        let before = fresh.engine().save_document();
+        let err = fresh.load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("kits.world.district.{expected}")),
+            "expected {expected:?} in {err}"
+        );
+        assert_eq!(fresh.engine().save_document(), before, "unchanged");
+    }
+}

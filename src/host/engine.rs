@@ -468,7 +468,7 @@ impl Engine {
         let scene = active.map(|i| &self.scenes[i]);
         let mut prepared = Vec::with_capacity(self.kits.len());
         for kit in &self.kits {
-            prepared.push(kit.prepare_load(doc.kits.get(kit.id()), scene)?);
+            prepared.push(kit.prepare_load(doc.kits.get(kit.id()), scene, &world)?);
         }
         // Everything checked: commit.
         self.world = world;

@@ -264,11 +264,14 @@ pub trait Kit: AsAny {
         None
     }
 
-    /// Validates this kit's save section completely, without changing anything.
+    /// Validates this kit's section completely, without changing anything: `scene` is the
+    /// scene the save is in, `world` the save's own world (what it will restore), already
+    /// checked.
     fn prepare_load(
         &self,
         _section: Option<&Value>,
         _scene: Option<&SceneDef>,
+        _world: &super::World,
     ) -> Result<Option<PreparedSection>, Problem> {
         Ok(None)
     }

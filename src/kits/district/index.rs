@@ -546,6 +546,11 @@ impl Index {
             .map_or(0..0, |&(a, b)| a..b)
     }
 
+    /// Every group: (scene, chunk) and its lines, in (scene, chunk) order.
+    pub fn groups(&self) -> impl Iterator<Item = ((u16, ChunkPos), std::ops::Range<u32>)> + '_ {
+        self.groups.iter().map(|(k, &(a, b))| (*k, a..b))
+    }
+
     /// The home chunk of line `i`.
     pub fn home(&self, i: u32) -> ChunkPos {
         let at = self.starts.partition_point(|(s, _)| *s <= i);

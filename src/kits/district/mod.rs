@@ -508,6 +508,7 @@ impl Kit for DistrictKit {
         &self,
         section: Option<&Value>,
         _scene: Option<&SceneDef>,
+        world: &crate::host::World,
     ) -> Result<Option<PreparedSection>, Problem> {
         let path = format!("kits.{DISTRICT}");
         let Some(section) = section else {
@@ -516,7 +517,9 @@ impl Kit for DistrictKit {
         let parsed: SaveSection = from_value(section, &path)?;
         let (saved_dir, saved_image) = (parsed.world_dir.clone(), parsed.image.clone());
         let st = self.state.borrow();
-        let mut prepared = st.check_section(parsed).map_err(|p| p.under(&path))?;
+        let mut prepared = st
+            .check_section(parsed, world)
+            .map_err(|p| p.under(&path))?;
         // A save belongs to its world: it loads into a game on the same world directory (or,
         // both without one, carrying its differences), and that directory must still hold
         // what the save found there.

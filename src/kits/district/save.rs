@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::state::{State, Stored};
+use super::state::{entity_hash, State, Stored};
 use crate::grid::ChunkPos;
-use crate::host::{Entity, EntityId, Problem};
+use crate::host::{Entity, EntityId, Problem, World};
 
 /// A district file's stamp: the scene it is a district of, its length and FNV-1a 64 hash
 /// (16 hex digits).
@@ -179,8 +179,8 @@ impl State {
         }
     }
 
-    /// Checks a section against this world's district files.
-    pub fn check_section(&self, s: SaveSection) -> Result<Prepared, Problem> {
+    /// Checks a section against this world's district files and the save's own `world`.
+    pub fn check_section(&self, s: SaveSection, world: &World) -> Result<Prepared, Problem> {
         let kept = !s.records.is_empty() || !s.gone.is_empty() || !s.live.is_empty();
         if kept {
             if s.stamps.len() != self.index.stamps.len() {
@@ -253,6 +253,7 @@ impl State {
             live.push((l.id, n, base));
         }
         let mut records = BTreeMap::new();
+        let mut order = BTreeMap::new();
         for (i, r) in s.records.into_iter().enumerate() {
             let path = format!("records[{i}]");
             let sc = scene(&r.scene, &format!("{path}.scene"))?;
@@ -295,15 +296,162 @@ impl State {
             {
                 return Err(Problem::new(path, "a second record for this chunk"));
             }
+            order.insert((sc, ChunkPos::new(r.x, r.z)), i);
         }
+        let saved = Saved {
+            live: &live,
+            records: &records,
+            order: &order,
+            gone: &s.gone,
+            stored: s.stored,
+        };
+        self.check_whole(world, saved, s.world_dir.is_some())?;
+        let gone: BTreeSet<EntityId> = s.gone.into_iter().collect();
         Ok(Prepared {
             last,
             live,
             records,
-            gone: s.gone.into_iter().collect(),
+            gone,
             stored: s.stored,
             dir: None,
         })
+    }
+
+    /// SPEC §15, every id once: the section agrees with itself, with the district files and
+    /// with the save's world (each field alone was checked already). A live district entity is
+    /// in the world as its line; every district entity of the world is listed live; a stored
+    /// entity is nowhere else; a despawned id is a district id held nowhere; and (differences
+    /// kept in the save) `stored` counts exactly what the records and the untouched lines hold.
+    fn check_whole(&self, world: &World, s: Saved<'_>, in_dir: bool) -> Result<(), Problem> {
+        let Saved {
+            live,
+            records,
+            order,
+            gone,
+            stored,
+        } = s;
+        let mut held = Held::default();
+        for (i, (id, line, base)) in live.iter().enumerate() {
+            let path = format!("live[{i}]");
+            let e = self
+                .read(*line)
+                .map_err(|m| Problem::new(format!("{path}.line"), m))?;
+            if e.id != *id {
+                return Err(Problem::new(
+                    format!("{path}.id"),
+                    format!(
+                        "district line index {line} is entity `{}`, not `{}`",
+                        crate::escape::escape(e.id.as_str()),
+                        crate::escape::escape(id.as_str())
+                    ),
+                ));
+            }
+            if entity_hash(&e) != *base {
+                return Err(Problem::new(
+                    format!("{path}.base"),
+                    "expected the hash of the entity as its line describes it",
+                ));
+            }
+            if world.get(id).is_none() {
+                return Err(Problem::new(
+                    format!("{path}.id"),
+                    format!(
+                        "no entity `{}` in the save's world",
+                        crate::escape::escape(id.as_str())
+                    ),
+                ));
+            }
+            held.hold(path, Some(*line), Some(id))?;
+        }
+        for e in world.iter() {
+            if held.ids.contains_key(&e.id) {
+                continue;
+            }
+            if let Some(line) = self.line_of(e.id.as_str()) {
+                return Err(Problem::new(
+                    "live",
+                    format!(
+                        "entity `{}` of the save's world is district line index {line}'s, and \
+                         is not listed live",
+                        crate::escape::escape(e.id.as_str())
+                    ),
+                ));
+            }
+            held.ids.insert(e.id.clone(), "the save's entities".into());
+        }
+        for ((scene, c), list) in records {
+            for (j, st) in list.iter().enumerate() {
+                let path = format!("records[{}].entities[{j}]", order[&(*scene, *c)]);
+                match st {
+                    Stored::Line(i) => {
+                        if self.index.home(*i) != *c || !self.index.group(*scene, *c).contains(i) {
+                            return Err(Problem::new(
+                                path,
+                                format!(
+                                    "district line index {i} stands in chunk {} of its own \
+                                     scene, not here",
+                                    self.index.home(*i)
+                                ),
+                            ));
+                        }
+                        held.hold(path, Some(*i), None)?;
+                    }
+                    Stored::Entity { line, entity, .. } => {
+                        match (line, self.line_of(entity.id.as_str())) {
+                            (Some(i), Some(j)) if *i == j => {}
+                            (None, None) => {}
+                            (_, found) => {
+                                return Err(Problem::new(
+                                    path,
+                                    format!(
+                                        "entity `{}` is {}, the record says {}",
+                                        crate::escape::escape(entity.id.as_str()),
+                                        found.map_or("no district line's".into(), |j| format!(
+                                            "district line index {j}'s"
+                                        )),
+                                        line.map_or("none".into(), |i| format!("line index {i}"))
+                                    ),
+                                ))
+                            }
+                        }
+                        held.hold(path, *line, Some(&entity.id))?;
+                    }
+                }
+            }
+        }
+        for (i, id) in gone.iter().enumerate() {
+            let path = format!("gone[{i}]");
+            let Some(line) = self.line_of(id.as_str()) else {
+                return Err(Problem::new(
+                    path,
+                    format!(
+                        "`{}` is no district entity",
+                        crate::escape::escape(id.as_str())
+                    ),
+                ));
+            };
+            held.hold(path, Some(line), Some(id))?;
+        }
+        if in_dir {
+            return Ok(()); // the records are the directory's, checked as it is read
+        }
+        let untouched: u64 = self
+            .index
+            .groups()
+            .filter(|(k, _)| !records.contains_key(k))
+            .map(|(_, g)| g.filter(|i| !held.lines.contains_key(i)).count() as u64)
+            .sum();
+        let expected = untouched + records.values().map(|l| l.len() as u64).sum::<u64>();
+        if stored != expected {
+            return Err(Problem::new(
+                "stored",
+                format!(
+                    "expected {expected} (the entities the records and the untouched district \
+                     lines hold), got {stored}"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Restores a checked section; the live index is rebuilt from `world`.
@@ -351,6 +499,51 @@ impl State {
         }
         self.dirty.clear();
         self.released = false;
+    }
+}
+
+/// A section's parts, each checked alone.
+struct Saved<'a> {
+    live: &'a [(EntityId, u32, u64)],
+    records: &'a BTreeMap<(u16, ChunkPos), Vec<Stored>>,
+    /// Each record's index in the section.
+    order: &'a BTreeMap<(u16, ChunkPos), usize>,
+    gone: &'a [EntityId],
+    stored: u64,
+}
+
+/// Where each district line and each id was first found held in a save (a JSON path).
+#[derive(Default)]
+struct Held {
+    lines: BTreeMap<u32, String>,
+    ids: BTreeMap<EntityId, String>,
+}
+
+impl Held {
+    /// Line `line` and entity `id` are held at `path`: an error if either is held already.
+    fn hold(
+        &mut self,
+        path: String,
+        line: Option<u32>,
+        id: Option<&EntityId>,
+    ) -> Result<(), Problem> {
+        let twice = |what: String, first: &String| {
+            Problem::new(&path, format!("{what} is held here and at {first}"))
+        };
+        if let Some((i, first)) = line.and_then(|i| Some((i, self.lines.get(&i)?))) {
+            return Err(twice(format!("district line index {i}"), first));
+        }
+        if let Some((id, first)) = id.and_then(|id| Some((id, self.ids.get(id)?))) {
+            let id = crate::escape::escape(id.as_str()).into_owned();
+            return Err(twice(format!("entity `{id}`"), first));
+        }
+        if let Some(i) = line {
+            self.lines.insert(i, path.clone());
+        }
+        if let Some(id) = id {
+            self.ids.insert(id.clone(), path);
+        }
+        Ok(())
     }
 }
 

@@ -170,6 +170,7 @@ impl Kit for NavKit {
         &self,
         section: Option<&serde_json::Value>,
         _scene: Option<&SceneDef>,
+        _world: &crate::host::World,
     ) -> Result<Option<PreparedSection>, Problem> {
         let path = format!("kits.{NAV}");
         let Some(section) = section else {

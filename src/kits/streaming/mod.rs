@@ -921,6 +921,7 @@ impl Kit for StreamingKit {
         &self,
         section: Option<&serde_json::Value>,
         scene: Option<&SceneDef>,
+        _world: &crate::host::World,
     ) -> Result<Option<PreparedSection>, Problem> {
         let path = format!("kits.{STREAMING}");
         let section = section.ok_or_else(|| Problem::new(&path, "missing section"))?;

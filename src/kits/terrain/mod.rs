@@ -474,6 +474,7 @@ impl Kit for TerrainKit {
         &self,
         section: Option<&serde_json::Value>,
         _scene: Option<&SceneDef>,
+        _world: &crate::host::World,
     ) -> Result<Option<PreparedSection>, Problem> {
         let prepared = save::prepare(&self.state.borrow(), section)?;
         Ok(Some(Box::new(prepared)))
