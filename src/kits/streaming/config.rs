@@ -96,8 +96,12 @@ checked_number!(
 
 /// Largest accepted `lodBudget`.
 pub const MAX_LOD_BUDGET: u32 = 4096;
-/// Largest accepted LOD level radius (in chunks).
-pub const MAX_LOD_RADIUS: u32 = 4096;
+/// Largest accepted LOD level radius (in chunks). What a level costs grows with the square of
+/// the last level's radius (its holes are counted chunk by chunk over that square): at 1024, a
+/// first tick with nothing built yet (step 2, `lodBudget` 0) takes about 2 s and 280 MB, at 4096
+/// it took 34 s and 4.3 GB, and a mod's `setLod` could ask for that. 1024 chunks is 32 km at the
+/// default chunk size.
+pub const MAX_LOD_RADIUS: u32 = 1024;
 /// Most LOD levels.
 pub const MAX_LOD_LEVELS: usize = 4;
 
@@ -931,7 +935,11 @@ mod lod_keys {
             ),
             (
                 json!([{"step": 2, "radius": 0}]),
-                "kits[1].config.lod[0].radius: expected an integer 1..=4096, got 0",
+                "kits[1].config.lod[0].radius: expected an integer 1..=1024, got 0",
+            ),
+            (
+                json!([{"step": 64, "radius": 1025}]),
+                "kits[1].config.lod[0].radius: expected an integer 1..=1024, got 1025",
             ),
             (
                 json!([{"step": 4, "radius": 9}, {"step": 2, "radius": 20}]),
