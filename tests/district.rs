@@ -577,6 +577,35 @@ fn bad_district_files_are_errors_at_start_naming_file_and_line() {
     world(dir.path(), &[("d.jsonl", chain)], json!({}));
     let (code, err) = cli_run(dir.path());
     assert_eq!(code, 0, "{err}");
+    // SPEC §9: every error found, in file and line order, each file and line named.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = vec![
+        line("a", 1.0, 1.0, &[], None),
+        line("a", 2.0, 1.0, &[], None),
+        "not json".to_owned(),
+    ];
+    let mut scene = world(dir.path(), &[("bad.jsonl", bad)], json!({}));
+    scene["kits"][3]["config"]["districts"] = json!(["bad.jsonl", "missing.jsonl"]);
+    std::fs::write(dir.path().join("scene.json"), scene.to_string()).unwrap();
+    for args in [
+        &["check", "scene.json"][..],
+        &["run", "scene.json", "--ticks", "1"],
+    ] {
+        let out = bin().current_dir(dir.path()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        let told: Vec<&str> = err
+            .split_once("3 errors in the district files: ")
+            .map(|(_, list)| list.trim_end().split("; ").collect())
+            .unwrap_or_default();
+        assert_eq!(told.len(), 3, "{err}");
+        assert!(
+            told[0].starts_with("bad.jsonl: line 2: duplicate entity id \"a\""),
+            "{err}"
+        );
+        assert!(told[1].starts_with("bad.jsonl: line 3: "), "{err}");
+        assert!(told[2].contains("missing.jsonl"), "{err}");
+    }
     // A `{scene, file}` entry is read strictly: a misspelt or missing key is named.
     for (entry, expected) in [
         (

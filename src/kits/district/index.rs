@@ -80,7 +80,17 @@ pub enum IndexError {
         /// What is wrong.
         message: String,
     },
+    /// A file that could not be opened (the message names it).
+    #[error("{0}")]
+    Open(String),
+    /// More errors than are told.
+    #[error("… and {0} more")]
+    More(usize),
 }
+
+/// The most errors [`Builder::finish`] tells (SPEC §9: `check` tells every error found; a
+/// file of a million bad lines is told by its first ones and a count).
+pub const MAX_ERRORS: usize = 20;
 
 /// Parses and checks one district line: the scene's entity shape plus an optional `data`
 /// object of at most 4 KiB.
@@ -245,6 +255,10 @@ pub struct Builder {
     stamps: Vec<Stamp>,
     /// The entries that ride, with the id they ride (dropped by [`Builder::finish`]).
     rides: Vec<(u32, Box<str>)>,
+    /// The errors found so far, each with its file and line (`u32::MAX`: the file as a whole),
+    /// at most [`MAX_ERRORS`] + 1 of them; `more` counts the rest.
+    errors: Vec<(u16, u32, IndexError)>,
+    more: usize,
 }
 
 impl Builder {
@@ -257,7 +271,30 @@ impl Builder {
             id_ends: Vec::new(),
             stamps: Vec::new(),
             rides: Vec::new(),
+            errors: Vec::new(),
+            more: 0,
         }
+    }
+
+    /// Keeps error `e` of file `file` at `line`.
+    fn error(&mut self, file: u16, line: u32, e: IndexError) {
+        if self.errors.len() <= MAX_ERRORS {
+            self.errors.push((file, line, e));
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// District file `name` (the next file index) could not be opened: `message` says why.
+    pub fn file_error(&mut self, scene: u16, name: &str, message: String) {
+        let file = self.stamps.len().min(usize::from(u16::MAX)) as u16;
+        self.stamps.push(Stamp {
+            file: name.to_owned(),
+            scene,
+            length: 0,
+            hash: 0,
+        });
+        self.error(file, u32::MAX, IndexError::Open(message));
     }
 
     /// The id of entry `i`.
@@ -276,10 +313,10 @@ impl Builder {
         ids
     }
 
-    /// The first entry (in reading order) whose id an earlier entry has, and the first entry
-    /// that has it; `sorted` from [`Builder::sorted_ids`].
-    fn first_duplicate(&self, sorted: &[(u64, u32)]) -> Option<(u32, u32)> {
-        let mut best: Option<(u32, u32)> = None;
+    /// Every entry (in reading order) whose id an earlier entry has, with the first entry that
+    /// has it; `sorted` from [`Builder::sorted_ids`].
+    fn duplicates(&self, sorted: &[(u64, u32)]) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
         let mut at = 0;
         while at < sorted.len() {
             let mut end = at + 1;
@@ -291,16 +328,13 @@ impl Builder {
                 let mut run: Vec<u32> = sorted[at..end].iter().map(|(_, i)| *i).collect();
                 run.sort_by(|x, y| self.id_of(*x).cmp(self.id_of(*y)).then(x.cmp(y)));
                 for same in run.chunk_by(|x, y| self.id_of(*x) == self.id_of(*y)) {
-                    if let [first, second, ..] = *same {
-                        if best.is_none_or(|(b, _)| second < b) {
-                            best = Some((second, first));
-                        }
-                    }
+                    out.extend(same[1..].iter().map(|later| (*later, same[0])));
                 }
             }
             at = end;
         }
-        best
+        out.sort_unstable();
+        out
     }
 
     /// The entry whose id is `id`, if any; `sorted` from [`Builder::sorted_ids`].
@@ -316,9 +350,9 @@ impl Builder {
 
     /// SPEC §10: `rides` links never form a loop. District entities ride each other only
     /// through their lines (a scene entity rides only entities of its own file), so a loop is
-    /// one among the lines. The error names the first line, in file and line order, that
-    /// closes one (the loop's last line read), as the scene file's check does for its own.
-    fn first_loop(&self, sorted: &[(u64, u32)]) -> Option<IndexError> {
+    /// one among the lines. Each loop's error names the line that closes it (its last line
+    /// read), as the scene file's check does for its own.
+    fn loops(&self, sorted: &[(u64, u32)]) -> Vec<(u32, IndexError)> {
         let next: BTreeMap<u32, (u32, &str)> = self
             .rides
             .iter()
@@ -326,7 +360,7 @@ impl Builder {
             .collect();
         // Each entry rides at most one: follow every chain once, marking where it went.
         let mut state: BTreeMap<u32, bool> = BTreeMap::new(); // false: on this walk; true: done
-        let mut closer: Option<(u32, &str)> = None;
+        let mut closers: Vec<(u32, &str)> = Vec::new();
         for &start in next.keys() {
             let mut path = Vec::new();
             let mut at = start;
@@ -338,35 +372,33 @@ impl Builder {
             if state.get(&at) == Some(&false) {
                 let from = path.iter().position(|p| *p == at).expect("on this walk");
                 let last = *path[from..].iter().max().expect("a loop has a member");
-                if closer.is_none_or(|(c, _)| last < c) {
-                    closer = Some((last, next[&last].1));
-                }
+                closers.push((last, next[&last].1));
             }
             for p in path {
                 state.insert(p, true);
             }
         }
-        let (i, rides) = closer?;
-        let (_, _, f, r, _) = self.entries[i as usize];
-        Some(IndexError::Line {
-            file: self.stamps[f as usize].file.clone(),
-            line: r.line,
-            message: format!(
-                "`{}` riding `{}` would close a loop of rides",
-                crate::escape::escape(&String::from_utf8_lossy(self.id_of(i))),
-                crate::escape::escape(rides)
-            ),
-        })
+        closers
+            .into_iter()
+            .map(|(i, rides)| {
+                let (_, _, f, r, _) = self.entries[i as usize];
+                let e = IndexError::Line {
+                    file: self.stamps[f as usize].file.clone(),
+                    line: r.line,
+                    message: format!(
+                        "`{}` riding `{}` would close a loop of rides",
+                        crate::escape::escape(&String::from_utf8_lossy(self.id_of(i))),
+                        crate::escape::escape(rides)
+                    ),
+                };
+                (i, e)
+            })
+            .collect()
     }
 
-    /// The duplicate-id error for `(later, earlier)`; `current`: the file being read.
-    fn duplicate_error(&self, (later, earlier): (u32, u32), current: &str) -> IndexError {
-        let name = |f: u16| {
-            self.stamps
-                .get(f as usize)
-                .map_or(current, |s| s.file.as_str())
-                .to_owned()
-        };
+    /// The duplicate-id error for `(later, earlier)`.
+    fn duplicate_error(&self, (later, earlier): (u32, u32)) -> IndexError {
+        let name = |f: u16| self.stamps[f as usize].file.clone();
         let (_, _, f, r, _) = self.entries[later as usize];
         let (_, _, g, q, _) = self.entries[earlier as usize];
         IndexError::Line {
@@ -382,34 +414,41 @@ impl Builder {
     }
 
     /// Reads district file `name` (the next file index) for scene `scene` from `reader`,
-    /// refusing more than `cap` bytes. The first bad line is the error.
-    pub fn add(
-        &mut self,
-        scene: u16,
-        name: &str,
-        reader: impl BufRead,
-        cap: u64,
-    ) -> Result<(), IndexError> {
-        self.read(scene, name, reader, cap).map_err(|e| {
-            // A duplicate read before the bad line comes first.
-            match self.first_duplicate(&self.sorted_ids()) {
-                Some(d) => self.duplicate_error(d, name),
-                None => e,
+    /// refusing more than `cap` bytes. Every bad line is kept as an error (and left out), as
+    /// is a file that cannot be read to its end; [`Builder::finish`] tells them.
+    pub fn add(&mut self, scene: u16, name: &str, reader: impl BufRead, cap: u64) {
+        let Ok(file) = u16::try_from(self.stamps.len()) else {
+            let e = IndexError::File {
+                file: name.to_owned(),
+                message: "more than 65535 district files".into(),
+            };
+            self.error(u16::MAX, u32::MAX, e);
+            return;
+        };
+        let (length, hash) = match self.read(scene, file, name, reader, cap) {
+            Ok(stamp) => stamp,
+            Err(e) => {
+                self.error(file, u32::MAX, e);
+                (0, 0)
             }
-        })
+        };
+        self.stamps.push(Stamp {
+            file: name.to_owned(),
+            scene,
+            length,
+            hash,
+        });
     }
 
+    /// The lines of `reader` (file `file`), into the entries; its length and hash.
     fn read(
         &mut self,
         scene: u16,
+        file: u16,
         name: &str,
         reader: impl BufRead,
         cap: u64,
-    ) -> Result<(), IndexError> {
-        let file = u16::try_from(self.stamps.len()).map_err(|_| IndexError::File {
-            file: name.to_owned(),
-            message: "more than 65535 district files".into(),
-        })?;
+    ) -> Result<(u64, u64), IndexError> {
         let mut reader = reader.take(cap + 1);
         let mut hash = Fnv::default();
         let mut offset = 0u64;
@@ -447,8 +486,16 @@ impl Builder {
                 line,
                 message,
             };
-            let len = u32::try_from(text.len()).map_err(|_| fail("a line over 4 GiB".into()))?;
-            let e = check_line(text).map_err(fail)?;
+            let checked = u32::try_from(text.len())
+                .map_err(|_| fail("a line over 4 GiB".into()))
+                .and_then(|len| Ok((len, check_line(text).map_err(fail)?)));
+            let (len, e) = match checked {
+                Ok(c) => c,
+                Err(e) => {
+                    self.error(file, line, e);
+                    continue;
+                }
+            };
             if u32::try_from(self.entries.len()).is_err() {
                 return Err(fail("more than 4294967295 district entities".into()));
             }
@@ -465,24 +512,42 @@ impl Builder {
             self.id_ends.push(self.arena.len() as u64);
             self.entries.push((scene, chunk, file, r, id_hash(&e.id)));
         }
-        self.stamps.push(Stamp {
-            file: name.to_owned(),
-            scene,
-            length: offset,
-            hash: hash.0,
-        });
-        Ok(())
+        Ok((offset, hash.0))
     }
 
     /// The index, once every id is known unique (the ids themselves are dropped: only their
     /// hashes are kept).
-    pub fn finish(self) -> Result<Index, IndexError> {
+    ///
+    /// Otherwise every error found, in file and line order (a file's own error after its
+    /// lines'): bad lines, files that could not be read, duplicate ids (each naming the first
+    /// line with the id), `rides` loops; at most [`MAX_ERRORS`], then [`IndexError::More`].
+    pub fn finish(mut self) -> Result<Index, Vec<IndexError>> {
         let sorted = self.sorted_ids();
-        if let Some(d) = self.first_duplicate(&sorted) {
-            return Err(self.duplicate_error(d, ""));
+        let mut errors = std::mem::take(&mut self.errors);
+        let place = |b: &Builder, i: u32| {
+            let (_, _, f, r, _) = b.entries[i as usize];
+            (f, r.line)
+        };
+        for d in self.duplicates(&sorted) {
+            let (f, line) = place(&self, d.0);
+            errors.push((f, line, self.duplicate_error(d)));
         }
-        if let Some(e) = self.first_loop(&sorted) {
-            return Err(e);
+        for (i, e) in self.loops(&sorted) {
+            let (f, line) = place(&self, i);
+            errors.push((f, line, e));
+        }
+        if !errors.is_empty() {
+            errors.sort_by_key(|(f, line, _)| (*f, *line)); // stable: a line's own order kept
+            let total = errors.len() + self.more;
+            let mut told: Vec<IndexError> = errors
+                .into_iter()
+                .take(MAX_ERRORS)
+                .map(|(_, _, e)| e)
+                .collect();
+            if total > MAX_ERRORS {
+                told.push(IndexError::More(total - MAX_ERRORS));
+            }
+            return Err(told);
         }
         let mut entries: Vec<(u32, Entry)> = self
             .entries
@@ -603,7 +668,7 @@ mod tests {
     fn lines_are_grouped_by_home_chunk_in_file_order() {
         let text = "{\"id\":\"a\",\"position\":{\"x\":40,\"z\":0}}\n\n{\"id\":\"b\",\"position\":{\"x\":1,\"z\":1}}\n{\"id\":\"c\",\"position\":{\"x\":33,\"z\":2}}\n";
         let mut b = Builder::new(Grid::new(32.0));
-        b.add(0, "d.jsonl", text.as_bytes(), 1 << 20).unwrap();
+        b.add(0, "d.jsonl", text.as_bytes(), 1 << 20);
         let index = b.finish().unwrap();
         assert_eq!(index.len(), 3);
         let g = index.group(0, ChunkPos::new(1, 0));
@@ -617,10 +682,11 @@ mod tests {
     fn a_duplicate_id_names_both_lines() {
         let text = "{\"id\":\"a\",\"position\":{\"x\":0,\"z\":0}}\n{\"id\":\"a\",\"position\":{\"x\":1,\"z\":0}}\n";
         let mut b = Builder::new(Grid::new(32.0));
-        b.add(0, "d.jsonl", text.as_bytes(), 1 << 20).unwrap();
+        b.add(0, "d.jsonl", text.as_bytes(), 1 << 20);
         let e = b.finish().unwrap_err();
+        assert_eq!(e.len(), 1);
         assert_eq!(
-            e.to_string(),
+            e[0].to_string(),
             "d.jsonl: line 2: duplicate entity id \"a\": d.jsonl line 1 has it"
         );
     }
@@ -634,12 +700,12 @@ mod tests {
             .collect()
     }
 
-    fn build(files: &[&[&str]], same_hash: bool) -> Result<Index, String> {
+    /// The index, or every error told, one string each.
+    fn build(files: &[&[&str]], same_hash: bool) -> Result<Index, Vec<String>> {
         let mut b = Builder::new(Grid::new(32.0));
         for (i, f) in files.iter().enumerate() {
             let name = format!("{i}.jsonl");
-            b.add(0, &name, lines(f).as_bytes(), 1 << 20)
-                .map_err(|e| e.to_string())?;
+            b.add(0, &name, lines(f).as_bytes(), 1 << 20);
             if same_hash {
                 // As if every id hashed alike (a crafted file can make FNV collide).
                 for e in &mut b.entries {
@@ -647,34 +713,73 @@ mod tests {
                 }
             }
         }
-        b.finish().map_err(|e| e.to_string())
+        b.finish()
+            .map_err(|e| e.iter().map(ToString::to_string).collect())
     }
 
     #[test]
-    fn the_first_duplicate_in_reading_order_is_the_error_hashes_colliding_or_not() {
+    fn every_error_is_told_in_reading_order_hashes_colliding_or_not() {
+        let dup = |at: &str, id: &str, first: &str| {
+            format!("{at}: duplicate entity id \"{id}\": {first} has it")
+        };
+        let bad = |at: &str| format!("{at}: expected an entity");
         for same in [false, true] {
             assert_eq!(build(&[&["a", "b", "c"], &["d"]], same).unwrap().len(), 4);
-            assert_eq!(
-                build(&[&["x", "y", "y", "x"]], same).unwrap_err(),
-                "0.jsonl: line 3: duplicate entity id \"y\": 0.jsonl line 2 has it"
-            );
-            assert_eq!(
-                build(&[&["x", "y"], &["z", "x", "y"]], same).unwrap_err(),
-                "1.jsonl: line 2: duplicate entity id \"x\": 0.jsonl line 1 has it"
-            );
-            assert_eq!(
-                build(&[&["a", "a", "bad"]], same).unwrap_err(),
-                "0.jsonl: line 2: duplicate entity id \"a\": 0.jsonl line 1 has it",
-                "a duplicate before a bad line comes first"
-            );
-            assert_eq!(
-                build(&[&["a", "a"], &["bad"]], same).unwrap_err(),
-                "0.jsonl: line 2: duplicate entity id \"a\": 0.jsonl line 1 has it"
-            );
-            assert!(build(&[&["a", "bad", "a"]], same)
-                .unwrap_err()
-                .starts_with("0.jsonl: line 2: expected an entity"));
+            let cases: Vec<(Vec<&[&str]>, Vec<String>)> = vec![
+                (
+                    vec![&["x", "y", "y", "x"]],
+                    vec![
+                        dup("0.jsonl: line 3", "y", "0.jsonl line 2"),
+                        dup("0.jsonl: line 4", "x", "0.jsonl line 1"),
+                    ],
+                ),
+                (
+                    vec![&["x", "y"], &["z", "x", "y"]],
+                    vec![
+                        dup("1.jsonl: line 2", "x", "0.jsonl line 1"),
+                        dup("1.jsonl: line 3", "y", "0.jsonl line 2"),
+                    ],
+                ),
+                (
+                    vec![&["a", "a", "bad"]],
+                    vec![
+                        dup("0.jsonl: line 2", "a", "0.jsonl line 1"),
+                        bad("0.jsonl: line 3"),
+                    ],
+                ),
+                (
+                    vec![&["a", "a"], &["bad"]],
+                    vec![
+                        dup("0.jsonl: line 2", "a", "0.jsonl line 1"),
+                        bad("1.jsonl: line 1"),
+                    ],
+                ),
+                (
+                    vec![&["a", "bad", "a", "a"]],
+                    vec![
+                        bad("0.jsonl: line 2"),
+                        dup("0.jsonl: line 3", "a", "0.jsonl line 1"),
+                        dup("0.jsonl: line 4", "a", "0.jsonl line 1"),
+                    ],
+                ),
+            ];
+            for (files, expected) in cases {
+                let got = build(&files, same).unwrap_err();
+                assert_eq!(got.len(), expected.len(), "{got:?}");
+                for (g, e) in got.iter().zip(&expected) {
+                    assert!(g.starts_with(e.as_str()), "{g:?} / {e:?}");
+                }
+            }
         }
+    }
+
+    #[test]
+    fn past_the_limit_the_errors_are_counted() {
+        let many: Vec<&str> = vec!["bad"; MAX_ERRORS + 5];
+        let got = build(&[&many], false).unwrap_err();
+        assert_eq!(got.len(), MAX_ERRORS + 1);
+        assert!(got[MAX_ERRORS - 1].starts_with(&format!("0.jsonl: line {MAX_ERRORS}: ")));
+        assert_eq!(got[MAX_ERRORS], "… and 5 more");
     }
 
     #[test]
@@ -725,6 +830,11 @@ mod tests {
     fn a_file_over_its_cap_is_refused() {
         let text = "{\"id\":\"a\",\"position\":{\"x\":0,\"z\":0}}\n";
         let mut b = Builder::new(Grid::new(32.0));
-        assert!(b.add(0, "d.jsonl", text.as_bytes(), 10).is_err());
+        b.add(0, "d.jsonl", text.as_bytes(), 10);
+        let e = b.finish().unwrap_err();
+        assert_eq!(
+            e[0].to_string(),
+            "d.jsonl: the file is larger than the district file limit (10 bytes)"
+        );
     }
 }

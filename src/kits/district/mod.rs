@@ -394,25 +394,42 @@ impl Kit for DistrictKit {
         for (scene, path) in &self.files {
             let name = crate::user_file::name(path);
             // A regular file, checked before and after opening (a FIFO swapped in between
-            // never blocks the start); the index reads it through its own cap.
-            let (file, _) = crate::user_file::open_regular(path)
-                .map_err(|e| Self::start_error(format!("{e} (a district file)")))?;
-            let reader = file
-                .try_clone()
-                .map_err(|e| Self::start_error(format!("{name}: {e}")))?;
-            builder
-                .add(
-                    *scene,
-                    &name,
-                    BufReader::with_capacity(1 << 16, reader),
-                    crate::limits::MAX_DISTRICT_BYTES,
-                )
-                .map_err(|e| Self::start_error(e.to_string()))?;
-            handles.push(RefCell::new(file));
+            // never blocks the start); the index reads it through its own cap. A file that
+            // cannot be opened is an error told with the others (SPEC §9: every error found).
+            let opened = crate::user_file::open_regular(path)
+                .map_err(|e| format!("{e} (a district file)"))
+                .and_then(|(file, _)| {
+                    let reader = file.try_clone().map_err(|e| format!("{name}: {e}"))?;
+                    Ok((file, reader))
+                });
+            match opened {
+                Ok((file, reader)) => {
+                    builder.add(
+                        *scene,
+                        &name,
+                        BufReader::with_capacity(1 << 16, reader),
+                        crate::limits::MAX_DISTRICT_BYTES,
+                    );
+                    handles.push(RefCell::new(file));
+                }
+                Err(message) => builder.file_error(*scene, &name, message),
+            }
         }
-        let index = builder
-            .finish()
-            .map_err(|e| Self::start_error(e.to_string()))?;
+        let index = builder.finish().map_err(|errors| {
+            let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            let total = errors
+                .iter()
+                .map(|e| match e {
+                    index::IndexError::More(n) => *n,
+                    _ => 1,
+                })
+                .sum::<usize>();
+            // One line (messages are escaped for the terminal, a newline included).
+            Self::start_error(match &lines[..] {
+                [one] => one.clone(),
+                _ => format!("{total} errors in the district files: {}", lines.join("; ")),
+            })
+        })?;
         {
             let mut st = self.state.borrow_mut();
             st.grid = grid;
