@@ -185,7 +185,7 @@ impl Lod {
     /// Checks that every level reaches farther than `radius` (the effective radius): the
     /// message names the first level that does not.
     pub fn check_against(&self, radius: u32) -> Result<(), (String, String)> {
-        match self.first_within(radius) {
+        match self.levels().iter().position(|l| l.radius <= radius) {
             None => Ok(()),
             Some(i) => Err((
                 format!("[{i}].radius"),
@@ -195,11 +195,6 @@ impl Lod {
                 ),
             )),
         }
-    }
-
-    /// The first level that does not reach farther than `radius`, if any.
-    pub fn first_within(&self, radius: u32) -> Option<usize> {
-        self.levels().iter().position(|l| l.radius <= radius)
     }
 
     /// The levels that reach farther than `radius`: what is in force when a mod raised the
@@ -626,35 +621,17 @@ impl StreamingConfig {
     /// Checks that the config's LOD levels reach farther than its radius, and a layer's (in
     /// force over this config) farther than the radius in force with it: `Err((key path below
     /// the config or layer, message))`.
-    ///
-    /// A layer that sets a radius and no `lod` is checked against the config's levels (SPEC
-    /// §17: radii greater than the effective radius; a scene file is static, so this is known
-    /// before anything runs): the error names the layer's `radius`. A mod raising the radius
-    /// leaves the levels it reaches out instead (docs/lod.md).
     pub fn check_lod(&self, layer: Option<&Overrides>) -> Result<(), (String, String)> {
         let radius = layer.and_then(|l| l.radius).unwrap_or(self.radius).0;
-        match (layer, layer.and_then(|l| l.lod)) {
-            (None, _) => self.lod.map_or(Ok(()), |lod| {
-                lod.check_against(radius)
-                    .map_err(|(path, message)| (format!("lod{path}"), message))
-            }),
-            (Some(_), Some(lod)) => lod
+        let lod = match layer {
+            Some(l) => l.lod,
+            None => self.lod,
+        };
+        match lod {
+            Some(lod) => lod
                 .check_against(radius)
                 .map_err(|(path, message)| (format!("lod{path}"), message)),
-            (Some(_), None) => match self
-                .lod
-                .and_then(|lod| Some((lod, lod.first_within(radius)?)))
-            {
-                Some((lod, i)) => Err((
-                    "radius".into(),
-                    format!(
-                        "expected a radius below the radius of every LOD level of the config \
-                         (its lod[{i}].radius is {}), got {radius}",
-                        lod.levels()[i].radius
-                    ),
-                )),
-                None => Ok(()),
-            },
+            None => Ok(()),
         }
     }
 
@@ -979,29 +956,8 @@ mod lod_keys {
         );
         let c = config(json!({"radius": 1, "lod": [{"step": 2, "radius": 3}]})).unwrap();
         assert_eq!(c.check_lod(None), Ok(()));
-        let layer: Overrides = from_value(&json!({"radius": 2}), "l").unwrap();
-        assert!(
-            c.check_lod(Some(&layer)).is_ok(),
-            "below the config's levels"
-        );
-        // A layer's radius reaching the config's level is an error at the layer's radius.
         let layer: Overrides = from_value(&json!({"radius": 3}), "l").unwrap();
-        assert_eq!(
-            c.check_lod(Some(&layer)),
-            Err((
-                "radius".into(),
-                "expected a radius below the radius of every LOD level of the config (its \
-                 lod[0].radius is 3), got 3"
-                    .into()
-            ))
-        );
-        // Unless the layer replaces the levels too.
-        let layer: Overrides = from_value(
-            &json!({"radius": 3, "lod": [{"step": 2, "radius": 4}]}),
-            "l",
-        )
-        .unwrap();
-        assert!(c.check_lod(Some(&layer)).is_ok());
+        assert!(c.check_lod(Some(&layer)).is_ok(), "the layer sets no lod");
         let err = from_value::<Overrides>(
             &json!({"lod": [{"step": 2, "radius": 6}, {"step": 4, "radius": 5}]}),
             "layers[\"world.streaming\"]",
