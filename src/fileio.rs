@@ -155,6 +155,9 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
+/// How many temporary names [`write_atomic`] tries.
+const TEMP_NAMES: u32 = 64;
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename over
 /// the target, fsync of the directory. On any failure the previous file is left as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
@@ -182,8 +185,9 @@ pub fn write_atomic_with(
         file: file.clone(),
         message: "expected a file path, got a directory".into(),
     })?;
-    // Only a file is replaced: a FIFO, a device or a directory in the target's place is an
-    // error, never swapped for a file (a link in its place is replaced, never written through).
+    // Only a file (or a link, replaced, never written through) is replaced: a FIFO, a device or
+    // a directory found in the target's place is an error. (Checked before the rename: one
+    // swapped in after the check is replaced as a file would be.)
     if let Ok(m) = std::fs::symlink_metadata(path) {
         let t = m.file_type();
         if !t.is_file() && !t.is_symlink() {
@@ -197,25 +201,50 @@ pub fn write_atomic_with(
         }
     }
     // The temporary file is made new (`O_EXCL`: a link or file planted at its name is never
-    // opened, so nothing is written through it); a name taken goes on to the next.
+    // opened, so nothing is written through it). A name taken (a file a killed write left, a
+    // planted link) is removed — `remove_file` removes a link, not what it points to — and
+    // made new again; taken again at once, the next name is tried.
     let pid = std::process::id();
-    let mut n = 0u32;
-    let (tmp, mut f) = loop {
+    let open_new = |tmp: &Path| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(tmp)
+    };
+    let mut made = None;
+    for n in 0..TEMP_NAMES {
         let suffix = if n == 0 {
             String::new()
         } else {
             format!(".{n}")
         };
         let tmp = dir.join(format!(".{}.tmp-{pid}{suffix}", name.to_string_lossy()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 64 => n += 1,
+        let opened = match open_new(&tmp) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let _ = std::fs::remove_file(&tmp);
+                open_new(&tmp)
+            }
+            other => other,
+        };
+        match opened {
+            Ok(f) => {
+                made = Some((tmp, f));
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io(e)),
         }
+    }
+    let Some((tmp, mut f)) = made else {
+        return Err(FileError::Io {
+            file: file.clone(),
+            message: format!(
+                "cannot make a temporary file next to it: .{}.tmp-{pid} and its {} next names \
+                 are taken",
+                name.to_string_lossy(),
+                TEMP_NAMES - 1
+            ),
+        });
     };
     let result = (|| {
         f.write_all(bytes)?;
@@ -259,8 +288,24 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "VICTIM");
         assert_eq!(std::fs::read(&target).unwrap(), b"{}");
         assert!(std::fs::symlink_metadata(&target).unwrap().is_file());
-        // The planted link is left alone (not ours to remove).
-        assert!(std::fs::symlink_metadata(&tmp).unwrap().is_symlink());
+        // The planted link was removed (the link, not what it points to), and nothing is left.
+        assert!(std::fs::symlink_metadata(&tmp).is_err());
+    }
+
+    #[test]
+    fn a_temporary_file_a_killed_write_left_is_replaced_not_piled_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir
+            .path()
+            .join(format!(".s.json.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, "half a save").unwrap();
+        let target = dir.path().join("s.json");
+        for _ in 0..3 {
+            write_atomic(&target, b"{}").unwrap();
+        }
+        assert_eq!(std::fs::read(&target).unwrap(), b"{}");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "only the save");
     }
 
     #[cfg(unix)]
