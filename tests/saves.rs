@@ -786,6 +786,11 @@ fn a_save_listing_a_ticket_id_twice_is_refused() {
             json!("x"),
             "expected an integer 0..=255, got \"x\"",
         ),
+        (
+            "priority",
+            json!(null),
+            "expected an integer 0..=255, got null",
+        ),
         ("from", json!(-1), "expected an integer >= 0, got -1"),
         ("announced", json!(1), "expected a boolean, got 1"),
     ] {

@@ -516,7 +516,7 @@ pub struct Overrides {
 
 /// A key that may be left out but is never `null` (SPEC §2: `null` is no value of it): the
 /// value's own error, "expected …, got null", names it.
-fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+pub(crate) fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)

@@ -62,8 +62,13 @@ pub struct SavedTicket {
     /// Whether `world.ticket.ready` was emitted for it.
     #[serde(default)]
     pub announced: bool,
-    /// Its priority (SPEC §16; absent: 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Its priority (SPEC §16; absent: 0; never `null`).
+    #[serde(
+        default,
+        deserialize_with = "crate::kits::streaming::config::not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "crate::kits::streaming::config::Priority")]
     pub priority: Option<crate::kits::streaming::config::Priority>,
 }
 
