@@ -253,7 +253,7 @@ pub enum EntityError {
     BadData(EntityId, String),
     /// An id that may not be spawned (a district entity, live elsewhere, stored, or gone for
     /// good).
-    #[error("the id `{}` belongs to a district entity and may not be spawned", crate::escape::escape(.0.as_str()))]
+    #[error("the id `{}` belongs to a district entity, or a stored one, and may not be spawned", crate::escape::escape(.0.as_str()))]
     Reserved(EntityId),
 }
 

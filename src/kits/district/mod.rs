@@ -151,6 +151,7 @@ impl DistrictKit {
             live: FxHashMap::default(),
             by_chunk: Default::default(),
             records: Default::default(),
+            stored_ids: Default::default(),
             gone: Default::default(),
             stored: 0,
             check: Default::default(),
@@ -692,6 +693,6 @@ impl DistrictService for Handle {
     }
 
     fn reserved(&self, id: &EntityId) -> bool {
-        self.0.borrow().line_of(id.as_str()).is_some()
+        self.0.borrow().reserved(id)
     }
 }

@@ -318,6 +318,7 @@ impl State {
             self.stored = stored;
         }
         self.records = records;
+        self.reindex_stored();
         errors
     }
 
@@ -375,6 +376,7 @@ impl State {
             }
         }
         self.stored = self.stored.saturating_sub(dropped);
+        self.reindex_stored();
     }
 
     /// Writes back every chunk that changed and waits until it is on disk (a game save and

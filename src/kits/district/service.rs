@@ -19,7 +19,8 @@ pub trait DistrictService {
     fn set(&self, id: &EntityId, data: Option<Map<String, Value>>) -> Result<(), String>;
     /// The district file and line that hold `id`, if one does.
     fn district_line(&self, id: &EntityId) -> Option<(String, u32)>;
-    /// Whether `id` may not be spawned: a district id whose entity is not live (stored, or
-    /// despawned for good).
+    /// Whether `id` may not be spawned while no live entity has it: a district id (stored, or
+    /// despawned for good), or the id of a stored entity of no district line (a spawned or
+    /// streamed scene entity stored with its chunk).
     fn reserved(&self, id: &EntityId) -> bool;
 }

@@ -65,6 +65,9 @@ pub(crate) struct State {
     pub live: FxHashMap<EntityId, Live>,
     pub by_chunk: BTreeMap<ChunkPos, BTreeMap<u64, EntityId>>,
     pub records: BTreeMap<(u16, ChunkPos), Vec<Stored>>,
+    /// The ids of the stored entities of no district line (spawned or streamed scene ones):
+    /// reserved while stored, as a district id is (see [`State::reindex_stored`]).
+    pub stored_ids: FxHashSet<EntityId>,
     pub gone: BTreeSet<EntityId>,
     pub stored: u64,
     /// Streamed entities that changed: checked at the end of the tick.
@@ -168,6 +171,27 @@ impl State {
             .collect()
     }
 
+    /// Makes [`State::stored_ids`] again from the records (after they were replaced whole).
+    pub fn reindex_stored(&mut self) {
+        self.stored_ids = self
+            .records
+            .values()
+            .flatten()
+            .filter_map(|s| match s {
+                Stored::Entity {
+                    line: None, entity, ..
+                } => Some(entity.id.clone()),
+                _ => None,
+            })
+            .collect();
+    }
+
+    /// Whether `id` may not be spawned: a district line's id (its entity is live, stored or
+    /// gone for good), or a stored entity's.
+    pub fn reserved(&self, id: &EntityId) -> bool {
+        self.stored_ids.contains(id) || self.line_of(id.as_str()).is_some()
+    }
+
     /// The district line holding `id`, if any.
     pub fn line_of(&self, id: &str) -> Option<u32> {
         self.index
@@ -235,7 +259,12 @@ impl State {
                         continue;
                     }
                 },
-                Stored::Entity { line, base, entity } => (line, base, *entity),
+                Stored::Entity { line, base, entity } => {
+                    if line.is_none() {
+                        self.stored_ids.remove(&entity.id);
+                    }
+                    (line, base, *entity)
+                }
             };
             self.stored = self.stored.saturating_sub(1);
             let id = entity.id.clone();
@@ -314,6 +343,9 @@ impl State {
             e.tags.remove(DORMANT);
             let same = live.line.is_some_and(|i| self.index.home(i) == chunk)
                 && entity_hash(&e) == live.base;
+            if live.line.is_none() {
+                self.stored_ids.insert(e.id.clone());
+            }
             list.push(match (same, live.line) {
                 (true, Some(i)) => Stored::Line(i),
                 _ => Stored::Entity {
