@@ -1136,11 +1136,19 @@ fn a_district_section_that_disagrees_with_its_world_is_refused() {
         ),
         (
             Box::new(|v| v["records"][1]["entities"][0]["line"] = json!(0)),
-            "records[1].entities[0]: entity `c2` is district line index 2's, the record says line index 0",
+            "records[1].entities[0]: the entry names entity `c2` as district line index 0, which is another entity's",
         ),
         (
             Box::new(|v| v["records"][0]["entities"] = json!([3])),
-            "records[0].entities[0]: district line index 3 stands in chunk",
+            "records[0].entities[0]: the entry names district line index 3 (of chunk (9, 0)) as standing in it",
+        ),
+        (
+            Box::new(|v| {
+                let e = v["records"][1]["entities"][0].as_object_mut().unwrap();
+                e.remove("line");
+                e.remove("base");
+            }),
+            "records[1].entities[0]: the entry holds entity `c2` as no district line's, which district line index 2 is",
         ),
         (
             Box::new(|v| {

@@ -941,12 +941,17 @@ fn review_a_record_naming_one_line_many_times_is_refused_not_materialised_n_time
     );
 }
 
-/// A record whose line entry stands outside its line's home chunk, or whose entity entry
-/// claims another entity's line, is damaged: one `world.district.error` for the chunk, which
-/// loads as its district lines describe it; every entity once.
+/// A record whose line entry stands outside its line's home chunk, whose entity entry claims
+/// another entity's line, or holds a district entity as no line's, is damaged: one
+/// `world.district.error` for the chunk, which loads as its district lines describe it; every
+/// entity once.
 #[test]
 fn a_record_misplacing_a_line_or_giving_an_entity_another_s_line_is_damaged() {
-    for case in ["line outside its home", "entity of another line"] {
+    for case in [
+        "line outside its home",
+        "entity of another line",
+        "district entity of no line",
+    ] {
         let tmp = tempfile::tempdir().unwrap();
         let scene = world(tmp.path(), "w", 0);
         let mut g = start(tmp.path(), &scene);
@@ -964,6 +969,12 @@ fn a_record_misplacing_a_line_or_giving_an_entity_another_s_line_is_damaged() {
         match case {
             // (0,0)'s record moved to chunk (2,0): its line entry (c1) is not homed there.
             "line outside its home" => p.x = 2,
+            // c3's entity entry says it is of no line (flags: entity only).
+            "district entity of no line" => {
+                entries[c3].flags &= !4;
+                entries[c3].line = 0;
+                entries[c3].base = 0;
+            }
             // c3's entity entry names c1's line (c1's own entry dropped: not twice).
             _ => {
                 let c1 = entries.iter().position(|e| e.flags & 2 == 0).unwrap();

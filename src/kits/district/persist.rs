@@ -186,6 +186,38 @@ impl State {
         out
     }
 
+    /// What is wrong with `entry` of the record of chunk `c` (a directory's or a save's), in
+    /// words that follow "it": a line entry stands in its home chunk (of any scene: a district
+    /// entity kept live across a scene change is stored under the scene it was in); an entity
+    /// of a district line has that line's id (by the index's id hashes, no read); an entity of
+    /// no line has no district line's id (read to be sure: that would be the id twice).
+    pub fn entry_problem(&self, c: ChunkPos, entry: &Stored) -> Option<String> {
+        let id = |e: &crate::host::Entity| crate::escape::escape(e.id.as_str()).into_owned();
+        match entry {
+            Stored::Line(i) if self.index.home(*i) != c => Some(format!(
+                "names district line index {i} (of chunk {}) as standing in it",
+                self.index.home(*i)
+            )),
+            Stored::Entity {
+                line: Some(i),
+                entity,
+                ..
+            } if !self.index.is_id_of(*i, entity.id.as_str()) => Some(format!(
+                "names entity `{}` as district line index {i}, which is another entity's",
+                id(entity)
+            )),
+            Stored::Entity {
+                line: None, entity, ..
+            } => self.line_of(entity.id.as_str()).map(|j| {
+                format!(
+                    "holds entity `{}` as no district line's, which district line index {j} is",
+                    id(entity)
+                )
+            }),
+            _ => None,
+        }
+    }
+
     /// Takes the records of a directory as the kept differences: every entry (a game started
     /// afresh), or only the stored ones of chunks not loaded when they were written (a game
     /// loading a save, whose world holds the live ones). Returns the problems (each a
@@ -231,26 +263,10 @@ impl State {
                     ));
                     continue;
                 }
-                // A line entry stands in its home chunk; an entity of a district line has
-                // that line's id (the index's id hashes, no read): else damaged.
-                let misplaced = part.entries.iter().find_map(|e| match &e.stored {
-                    Stored::Line(i) if self.index.home(*i) != *c => Some(format!(
-                        "names district line index {i} (of chunk {}) as standing in it",
-                        self.index.home(*i)
-                    )),
-                    Stored::Entity {
-                        line: Some(i),
-                        entity,
-                        ..
-                    } if !self.index.candidates(entity.id.as_str()).any(|j| j == *i) => {
-                        Some(format!(
-                            "names entity `{}` as district line index {i}, which is another \
-                             entity's",
-                            crate::escape::escape(entity.id.as_str())
-                        ))
-                    }
-                    _ => None,
-                });
+                let misplaced = part
+                    .entries
+                    .iter()
+                    .find_map(|e| self.entry_problem(*c, &e.stored));
                 // An entity stands in one place: an entry holding a line or an id that an
                 // earlier record of the image holds makes this one damaged.
                 let mine: Vec<(Held, String)> =

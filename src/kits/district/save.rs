@@ -383,40 +383,13 @@ impl State {
         for ((scene, c), list) in records {
             for (j, st) in list.iter().enumerate() {
                 let path = format!("records[{}].entities[{j}]", order[&(*scene, *c)]);
+                if let Some(m) = self.entry_problem(*c, st) {
+                    return Err(Problem::new(path, format!("the entry {m}")));
+                }
                 match st {
-                    // A line stands in its home chunk, of any scene (a district entity kept
-                    // live across a scene change is stored under the scene it was in).
-                    Stored::Line(i) => {
-                        if self.index.home(*i) != *c {
-                            return Err(Problem::new(
-                                path,
-                                format!(
-                                    "district line index {i} stands in chunk {}, not in chunk {c}",
-                                    self.index.home(*i)
-                                ),
-                            ));
-                        }
-                        held.hold(path, Some(*i), None)?;
-                    }
+                    Stored::Line(i) => held.hold(path, Some(*i), None)?,
                     Stored::Entity { line, entity, .. } => {
-                        match (line, self.line_of(entity.id.as_str())) {
-                            (Some(i), Some(j)) if *i == j => {}
-                            (None, None) => {}
-                            (_, found) => {
-                                return Err(Problem::new(
-                                    path,
-                                    format!(
-                                        "entity `{}` is {}, the record says {}",
-                                        crate::escape::escape(entity.id.as_str()),
-                                        found.map_or("no district line's".into(), |j| format!(
-                                            "district line index {j}'s"
-                                        )),
-                                        line.map_or("none".into(), |i| format!("line index {i}"))
-                                    ),
-                                ))
-                            }
-                        }
-                        held.hold(path, *line, Some(&entity.id))?;
+                        held.hold(path, *line, Some(&entity.id))?
                     }
                 }
             }
