@@ -621,6 +621,20 @@ impl Game {
         target: u64,
         mut after_tick: impl FnMut(&Game, std::time::Duration),
     ) -> Result<(), GameError> {
+        self.run_while(inputs, target, |game, cost| {
+            after_tick(game, cost);
+            true
+        })
+    }
+
+    /// [`Game::run_observing`], stopping after the first tick for which `after_tick` answers
+    /// false (a replay stops at its first divergence).
+    pub fn run_while(
+        &mut self,
+        inputs: &Inputs,
+        target: u64,
+        mut after_tick: impl FnMut(&Game, std::time::Duration) -> bool,
+    ) -> Result<(), GameError> {
         let mut next = 0;
         while self.engine.tick_count() < target {
             next = self.apply_due(inputs, next)?;
@@ -630,7 +644,9 @@ impl Game {
             let start = std::time::Instant::now();
             self.engine.tick();
             let cost = start.elapsed();
-            after_tick(self, cost);
+            if !after_tick(self, cost) {
+                break;
+            }
         }
         Ok(())
     }

@@ -346,7 +346,7 @@ pub enum Verdict {
 /// The first tick whose events differ, with both sides.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Divergence {
-    /// The tick (of the recording's step, or the replay's when the recording ran out).
+    /// The tick the replay was at (the recording's step's when the replay ran out).
     pub tick: u64,
     /// The recorded step, if any.
     pub expected: Option<Step>,
@@ -363,13 +363,24 @@ impl fmt::Display for Divergence {
             s.as_ref()
                 .map_or("(no tick)".to_owned(), |s| escape(&s.digest).into_owned())
         };
-        writeln!(
-            f,
-            "tick {}: the events differ (expected digest {}, got {})",
-            self.tick,
-            digest(&self.expected),
-            digest(&self.actual)
-        )?;
+        match (&self.expected, &self.actual) {
+            (Some(e), Some(a)) if e.tick != a.tick => writeln!(
+                f,
+                "tick {}: the recording's step for it is labelled tick {} (expected digest {}, \
+                 got {})",
+                self.tick,
+                e.tick,
+                digest(&self.expected),
+                digest(&self.actual)
+            )?,
+            _ => writeln!(
+                f,
+                "tick {}: the events differ (expected digest {}, got {})",
+                self.tick,
+                digest(&self.expected),
+                digest(&self.actual)
+            )?,
+        }
         for (side, step) in [("expected", &self.expected), ("actual", &self.actual)] {
             writeln!(f, "{side}:")?;
             match step {
@@ -587,6 +598,17 @@ impl Recording {
     pub fn write(&self, path: &Path) -> Result<(), FileError> {
         let mut bytes = serde_json::to_vec(self).expect("plain data");
         bytes.push(b'\n');
+        // What `replay` and `view` could not read is not written.
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(FileError::Io {
+                file: display_name(path),
+                message: format!(
+                    "the recording would be {} bytes, more than the {MAX_FILE_BYTES} bytes replay \
+                     and view read: record fewer ticks, or a scene with fewer events a tick",
+                    bytes.len()
+                ),
+            });
+        }
         write_atomic(path, &bytes)
     }
 
@@ -657,6 +679,21 @@ impl Recording {
                 ));
             }
             last = input.tick;
+        }
+        // Each step's events are those its digest was made of: a recording whose events text
+        // was altered is inconsistent with itself (what a divergence would print is that text).
+        for (i, step) in rec.steps.iter().enumerate() {
+            let digest = format!("{:016x}", fnv1a64(step.events.join("\n").as_bytes()));
+            if digest != step.digest {
+                return Err(bad(
+                    format!("steps[{i}].events"),
+                    format!(
+                        "the events do not make the step's digest {} (they make {digest}): the \
+                         recording was altered or damaged",
+                        crate::escape::escape(&step.digest)
+                    ),
+                ));
+            }
         }
         rec.check_paths(&file)?;
         rec.check_districts(&file)?;
@@ -766,7 +803,21 @@ impl Recording {
     /// would lead out of it is refused before the directory is made.
     pub fn verify(&self) -> Result<Verdict, GameError> {
         let (_dir, mut game, inputs) = self.game()?;
-        let actual = run_steps(&mut game, &inputs, self.ticks)?;
+        // Compared as it runs, stopping at the first step that differs: a recording claiming
+        // more ticks than its steps hold is not run to its end first.
+        let mut actual: Vec<Step> = Vec::new();
+        let mut seen = 0;
+        game.run_while(&inputs, self.ticks, |game, _| {
+            let events = game.engine().events();
+            let step = Step::new(game.engine().tick_count(), &events[seen..]);
+            seen = events.len();
+            let same = self
+                .steps
+                .get(actual.len())
+                .is_some_and(|e| (e.tick, &e.digest) == (step.tick, &step.digest));
+            actual.push(step);
+            same
+        })?;
         Ok(compare(&self.steps, &actual))
     }
 
@@ -880,7 +931,8 @@ pub fn compare(expected: &[Step], actual: &[Step]) -> Verdict {
     for i in 0..n {
         let (e, a) = (expected.get(i), actual.get(i));
         if e.map(|s| (&s.digest, s.tick)) != a.map(|s| (&s.digest, s.tick)) {
-            let tick = e.or(a).map_or(0, |s| s.tick);
+            // The tick the replay was at (the recording's label may be what was altered).
+            let tick = a.or(e).map_or(0, |s| s.tick);
             return Verdict::Differs(Divergence {
                 tick,
                 expected: e.cloned(),

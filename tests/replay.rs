@@ -5,7 +5,7 @@ mod common;
 use common::bin;
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use world_streaming::files::inputs::Inputs;
 use world_streaming::replay::{compare, Recording, Verdict};
 
@@ -445,50 +445,144 @@ fn control_bytes(out: &[u8]) -> Vec<String> {
 fn a_tampered_recordings_events_reach_the_terminal_escaped() {
     let dir = tempfile::tempdir().unwrap();
     let file = record("drive", dir.path());
-    let mut rec: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let step = rec["steps"]
-        .as_array_mut()
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let at = good["steps"]
+        .as_array()
         .unwrap()
-        .iter_mut()
-        .find(|s| !s["events"].as_array().unwrap().is_empty())
+        .iter()
+        .position(|s| !s["events"].as_array().unwrap().is_empty())
         .expect("the drive has events");
-    let tick = step["tick"].as_u64().unwrap();
-    step["events"][0] = Value::String(
-        "\u{1b}]0;pwned\u{7}\r\u{1b}[2J\u{9b}2J\nOK: 999 ticks replayed, every digest matches"
-            .into(),
+    let tick = good["steps"][at]["tick"].as_u64().unwrap();
+    let hostile =
+        "\u{1b}]0;pwned\u{7}\r\u{1b}[2J\u{9b}2J\nOK: 999 ticks replayed, every digest matches";
+    // Consistent with itself (the digest made of the hostile events): the replay differs
+    // there and prints the recorded events, escaped. Inconsistent (a hostile digest): refused
+    // as read, the digest escaped.
+    let mut consistent = good.clone();
+    let step = &mut consistent["steps"][at];
+    step["events"][0] = Value::String(hostile.into());
+    let joined: Vec<&str> = step["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    let digest = format!(
+        "{:016x}",
+        world_streaming::replay::fnv1a64(joined.join("\n").as_bytes())
     );
-    step["digest"] = Value::String("\u{1b}[31mdeadbeef\r".into());
-    std::fs::write(&file, rec.to_string()).unwrap();
-    for args in [
-        &["replay", file.to_str().unwrap()][..],
-        &["view", file.to_str().unwrap(), "--out", "-"][..],
+    step["digest"] = Value::String(digest.clone());
+    let mut inconsistent = good.clone();
+    inconsistent["steps"][at]["digest"] = Value::String("\u{1b}[31mdeadbeef\r".into());
+    for (rec, expected) in [
+        (
+            consistent,
+            vec![
+                format!("tick {tick}: the events differ (expected digest {digest}, got "),
+                "\n  \\u{1b}]0;pwned\\u{7}\\u{d}\\u{1b}[2J\\u{9b}2J\\u{a}OK: 999 ticks replayed, every digest matches\n".to_owned(),
+            ],
+        ),
+        (
+            inconsistent,
+            vec![format!(
+                "steps[{at}].events: the events do not make the step's digest \\u{{1b}}[31mdeadbeef\\u{{d}}"
+            )],
+        ),
     ] {
-        let out = bin().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        assert_eq!(control_bytes(&out.stdout), Vec::<String>::new(), "{stdout}");
-        assert_eq!(control_bytes(&out.stderr), Vec::<String>::new(), "{stderr}");
-        assert!(
-            stderr.contains(&format!(
-                "tick {tick}: the events differ (expected digest \\u{{1b}}[31mdeadbeef\\u{{d}}, got "
-            )),
-            "{stderr}"
-        );
-        assert!(
-            stderr.contains(
-                "\n  \\u{1b}]0;pwned\\u{7}\\u{d}\\u{1b}[2J\\u{9b}2J\\u{a}OK: 999 ticks replayed, every digest matches\n"
-            ),
-            "{stderr}"
-        );
-        assert!(
-            !stdout
-                .lines()
-                .chain(stderr.lines())
-                .any(|l| l.starts_with("OK")),
-            "a fake OK line: {stderr}"
-        );
+        std::fs::write(&file, rec.to_string()).unwrap();
+        for args in [
+            &["replay", file.to_str().unwrap()][..],
+            &["view", file.to_str().unwrap(), "--out", "-"][..],
+        ] {
+            let out = bin().args(args).output().unwrap();
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            let (stdout, stderr) = (
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+            );
+            assert_eq!(control_bytes(&out.stdout), Vec::<String>::new(), "{stdout}");
+            assert_eq!(control_bytes(&out.stderr), Vec::<String>::new(), "{stderr}");
+            for e in &expected {
+                assert!(stderr.contains(e.as_str()), "{args:?}: {e:?} in {stderr}");
+            }
+            assert!(
+                !stdout
+                    .lines()
+                    .chain(stderr.lines())
+                    .any(|l| l.starts_with("OK")),
+                "a fake OK line: {stderr}"
+            );
+        }
     }
+}
+
+/// A recording is consistent with itself or refused, and a replay reports the tick it was at:
+/// a step removed or relabelled is named by the replay's tick; a claimed `ticks` past the
+/// recorded steps stops at the first tick with no step (not run to its end first).
+#[test]
+fn a_recording_s_steps_are_checked_and_the_replay_s_own_tick_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = record("drive", dir.path());
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let steps = good["steps"].as_array().unwrap().len();
+    let replay = |rec: &Value| {
+        std::fs::write(&file, rec.to_string()).unwrap();
+        let out = bin().arg("replay").arg(&file).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let mut removed = good.clone();
+    removed["steps"].as_array_mut().unwrap().remove(50);
+    let err = replay(&removed);
+    assert!(
+        err.starts_with("tick 51: the recording's step for it is labelled tick 52"),
+        "{err}"
+    );
+    let mut relabelled = good.clone();
+    relabelled["steps"][5]["tick"] = json!(7);
+    let err = replay(&relabelled);
+    assert!(
+        err.starts_with("tick 6: the recording's step for it is labelled tick 7"),
+        "{err}"
+    );
+    let mut forged = good.clone();
+    forged["steps"][5]["events"] = json!(["forged"]);
+    let err = replay(&forged);
+    assert!(
+        err.contains("steps[5].events: the events do not make the step's digest"),
+        "{err}"
+    );
+    let mut claimed = good.clone();
+    claimed["ticks"] = json!(10_000_000);
+    let err = replay(&claimed);
+    assert!(
+        err.starts_with(&format!(
+            "tick {}: the events differ (expected digest (no tick)",
+            steps + 1
+        )),
+        "{err}"
+    );
+}
+
+/// `run --record` writes nothing `replay` and `view` could not read: a recording over the cap
+/// they read (16 MiB) is refused, naming its size, and no file is left.
+#[test]
+fn a_recording_over_the_cap_replay_reads_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = record("seed", dir.path());
+    let mut rec: world_streaming::replay::Recording =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let big = "x".repeat(1 << 20);
+    let events: Vec<String> = (0..17).map(|_| big.clone()).collect();
+    let last = rec.steps.last().unwrap().tick;
+    rec.steps.push(world_streaming::replay::Step {
+        tick: last + 1,
+        digest: String::new(),
+        events,
+    });
+    let out = dir.path().join("big.replay.json");
+    let err = rec.write(&out).unwrap_err().to_string();
+    assert!(err.contains("big.replay.json"), "{err}");
+    assert!(err.contains("more than the 16777216 bytes replay and view read"), "{err}");
+    assert!(!out.exists());
 }
