@@ -1074,3 +1074,42 @@ fn text_from_files_reaches_the_terminal_escaped() {
         );
     }
 }
+
+/// `--quiet` prints nothing on stderr but errors, `--until-ready`'s line included; an
+/// out-of-range `--ticks` is a usage error (exit 2) however far out it is.
+#[test]
+fn quiet_until_ready_is_silent_and_ticks_out_of_range_is_usage() {
+    let run = |extra: &[&str]| {
+        bin()
+            .current_dir(repo())
+            .args(["run", "examples/scenes/seed.json"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let loud = run(&["--until-ready", "hero"]);
+    assert_eq!(loud.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&loud.stderr).contains("hero ready after"));
+    let quiet = run(&["--until-ready", "hero", "--quiet"]);
+    assert_eq!(quiet.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
+    for ticks in ["10000001", "99999999999999999999", "-1"] {
+        let out = run(&["--ticks", ticks]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--ticks {ticks}: {err}");
+        assert!(err.contains("--ticks"), "{err}");
+    }
+    // The bound itself is accepted (by `check`, which runs nothing).
+    let at_bound = bin()
+        .current_dir(repo())
+        .args(["check", "examples/scenes/seed.json", "--ticks", "10000000"])
+        .output()
+        .unwrap();
+    assert_eq!(at_bound.status.code(), Some(0));
+    let past = bin()
+        .current_dir(repo())
+        .args(["check", "examples/scenes/seed.json", "--ticks", "10000001"])
+        .output()
+        .unwrap();
+    assert_eq!(past.status.code(), Some(2));
+}

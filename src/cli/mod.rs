@@ -53,7 +53,7 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// The tick target the inputs will run to: a `save` or `load` stamped later is an error.
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u64).range(..=world_streaming::limits::MAX_TICK))]
         ticks: Option<u64>,
     },
     /// Write the JSON Schemas of the file formats, or check the checked-in ones.

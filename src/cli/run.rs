@@ -20,8 +20,8 @@ pub struct RunArgs {
     /// Inputs (JSON Lines: `{"tick": N, "do": ACTION, …}`).
     #[arg(long)]
     inputs: Option<PathBuf>,
-    /// The target tick (default: the last input's tick, at least 1).
-    #[arg(long)]
+    /// The target tick (default: the last input's tick, at least 1; at most 10000000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=MAX_TICK))]
     ticks: Option<u64>,
     /// Write every event, in emission order, as JSON Lines (`-` = stdout).
     #[arg(long, value_name = "FILE")]
@@ -127,9 +127,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         inputs.last_tick().max(1)
     });
-    if target > MAX_TICK {
-        bail!("--ticks: expected at most {MAX_TICK}, got {target}");
-    }
+    // (Checked by clap: an out-of-range --ticks is a usage error, exit 2, as any bad argument.)
+    debug_assert!(target <= MAX_TICK);
     let cut: Vec<_> = inputs
         .lines
         .iter()
@@ -170,7 +169,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             );
         }
         let ticks = game.run_until_ready_with(entity, target, &inputs)?;
-        eprintln!("{} ready after {ticks} ticks", escape(entity));
+        if !args.quiet {
+            eprintln!("{} ready after {ticks} ticks", escape(entity));
+        }
         target = game.engine().tick_count();
     }
     if let Some(path) = &args.record {
