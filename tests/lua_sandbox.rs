@@ -278,6 +278,37 @@ fn an_endless_loop_cannot_hide_behind_pcall() {
     );
 }
 
+/// A runaway costs its mod one budget an ask, however many handlers it registered: the mod's
+/// later handlers are not asked after one runs away (an audit's mod of 1 000 endless handlers
+/// stalled every load for seconds), and a runaway in one ask does not stop the next.
+#[test]
+fn a_mod_of_many_runaway_handlers_runs_away_once_an_ask() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "hog.lua",
+        r#"for i = 1, 1000 do on("world.chunk.load", function(c) while true do end end) end"#,
+    );
+    write(
+        dir.path(),
+        "count.lua",
+        r#"local n = 0 on("world.chunk.load", function(c) n = n + 1 log("asked", n) end)"#,
+    );
+    let out = play(dir.path(), &["hog.lua", "count.lua"], "", 5);
+    let loads = out.chunks("world.chunk.loaded").len();
+    assert_eq!(loads, 9, "the hog cancels nothing");
+    let errors = out.mod_errors();
+    assert_eq!(errors.len(), loads, "one mod.error an ask");
+    assert!(errors
+        .iter()
+        .all(|(m, _, msg)| m == "hog" && msg.contains("instruction budget exceeded")));
+    assert_eq!(
+        out.log_messages().len(),
+        loads,
+        "the next mod is still asked"
+    );
+}
+
 #[test]
 fn a_string_memory_bomb_runs_out_of_memory() {
     assert_walled(

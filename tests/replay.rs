@@ -583,6 +583,9 @@ fn a_recording_over_the_cap_replay_reads_is_not_written() {
     let out = dir.path().join("big.replay.json");
     let err = rec.write(&out).unwrap_err().to_string();
     assert!(err.contains("big.replay.json"), "{err}");
-    assert!(err.contains("more than the 16777216 bytes replay and view read"), "{err}");
+    assert!(
+        err.contains("more than the 16777216 bytes replay and view read"),
+        "{err}"
+    );
     assert!(!out.exists());
 }

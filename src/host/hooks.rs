@@ -94,6 +94,16 @@ pub trait HookHandler {
     fn label(&self) -> String {
         "handler".to_owned()
     }
+
+    /// The mod whose handler this is, when one mod may have several (a Lua mod's `on`).
+    fn owner(&self) -> Option<&ModId> {
+        None
+    }
+
+    /// Whether its last answer failed because it ran away (spent its instruction budget).
+    fn ran_away(&self) -> bool {
+        false
+    }
 }
 
 /// Calls and total wall-clock time of one handler, for `run --profile`.
@@ -176,9 +186,16 @@ impl Hooks {
 
     /// Asks `args.hook`: the first cancel wins; failures are emitted as `mod.error` and count as
     /// not cancelling.
+    ///
+    /// A handler that runs away stops its mod's later handlers for this ask (they are not
+    /// asked): a mod's runaway costs one budget an ask, not one for each of its handlers.
     pub fn ask(&self, args: &HookArgs<'_>, events: &mut EventBus) -> Option<Cancel> {
         let list = self.handlers.get(args.hook)?;
+        let mut stopped: Vec<&ModId> = Vec::new();
         for handler in list {
+            if !stopped.is_empty() && handler.owner().is_some_and(|m| stopped.contains(&m)) {
+                continue;
+            }
             let answer = match &self.profile {
                 None => handler.ask(args),
                 Some(profile) => {
@@ -197,10 +214,15 @@ impl Hooks {
             match answer {
                 Ok(Some(cancel)) => return Some(cancel),
                 Ok(None) => {}
-                Err(failure) => events.emit(
-                    MOD_ERROR,
-                    json!({ "mod": failure.by.as_str(), "hook": args.hook, "message": failure.message }),
-                ),
+                Err(failure) => {
+                    events.emit(
+                        MOD_ERROR,
+                        json!({ "mod": failure.by.as_str(), "hook": args.hook, "message": failure.message }),
+                    );
+                    if handler.ran_away() {
+                        stopped.extend(handler.owner());
+                    }
+                }
             }
         }
         None
@@ -264,6 +286,66 @@ mod tests {
             self.0.set(self.0.get() + 1);
             self.1.clone()
         }
+    }
+
+    /// A handler of mod `m` that counts its asks, and runs away when told to.
+    struct Owned {
+        m: ModId,
+        runaway: bool,
+        asked: std::rc::Rc<std::cell::Cell<u32>>,
+    }
+    impl HookHandler for Owned {
+        fn ask(&self, _: &HookArgs<'_>) -> HookAnswer {
+            self.asked.set(self.asked.get() + 1);
+            if self.runaway {
+                return Err(ModFailure {
+                    by: self.m.clone(),
+                    message: "instruction budget exceeded".into(),
+                });
+            }
+            Ok(None)
+        }
+        fn owner(&self) -> Option<&ModId> {
+            Some(&self.m)
+        }
+        fn ran_away(&self) -> bool {
+            self.runaway
+        }
+    }
+
+    #[test]
+    fn a_runaway_stops_its_mod_s_later_handlers_for_the_ask_only() {
+        let mut hooks = Hooks::default();
+        hooks.declare("h");
+        let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+        let other = std::rc::Rc::new(std::cell::Cell::new(0));
+        let handler = |m: &str, runaway: bool, asked: &std::rc::Rc<std::cell::Cell<u32>>| {
+            Box::new(Owned {
+                m: ModId::new(m),
+                runaway,
+                asked: asked.clone(),
+            })
+        };
+        hooks.register("h", handler("hog", true, &asked)).unwrap();
+        for _ in 0..999 {
+            hooks.register("h", handler("hog", true, &asked)).unwrap();
+        }
+        hooks.register("h", handler("fine", false, &other)).unwrap();
+        let mut events = EventBus::default();
+        let args = HookArgs {
+            hook: "h",
+            fields: &[],
+        };
+        for _ in 0..2 {
+            assert_eq!(hooks.ask(&args, &mut events), None);
+        }
+        assert_eq!(asked.get(), 2, "one runaway an ask, each ask afresh");
+        assert_eq!(other.get(), 2, "another mod's handlers are still asked");
+        let mut errors = 0;
+        while events.deliver_next().is_some() {
+            errors += 1;
+        }
+        assert_eq!(errors, 2, "one mod.error an ask");
     }
 
     #[test]

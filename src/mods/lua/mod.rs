@@ -110,8 +110,10 @@
 //! - Source text only: binary chunks are refused. A syntax error names the file and line.
 //!
 //! A handler that errors, runs out of budget or memory, or returns something odd is reported as a
-//! `mod.error` event `{mod, hook, message}` and counts as not cancelling; an error in the top level
-//! is reported with hook `mod.load`, and the handlers registered before it stay.
+//! `mod.error` event `{mod, hook, message}` and counts as not cancelling; one that runs out of
+//! budget also stops its mod's later handlers for that ask (a runaway costs one budget an ask).
+//! An error in the top level is reported with hook `mod.load`, and the handlers registered
+//! before it stay.
 
 mod api;
 mod sandbox;
@@ -367,6 +369,14 @@ impl HookHandler for LuaHandler {
 
     fn label(&self) -> String {
         format!("Lua mod {}", self.entry.id)
+    }
+
+    fn owner(&self) -> Option<&ModId> {
+        Some(&self.entry.id)
+    }
+
+    fn ran_away(&self) -> bool {
+        self.entry.ran_away()
     }
 }
 

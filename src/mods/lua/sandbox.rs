@@ -333,6 +333,8 @@ pub(super) struct Entry {
     pub(super) id: ModId,
     errors: ModErrors,
     depth: Cell<u32>,
+    /// Whether the last outermost call ran out of its instruction budget.
+    ran_away: Cell<bool>,
 }
 
 /// What the prelude returns: the mod's environment and the runner.
@@ -367,6 +369,7 @@ impl Entry {
             id,
             errors,
             depth: Cell::new(0),
+            ran_away: Cell::new(false),
         }
     }
 
@@ -384,6 +387,7 @@ impl Entry {
         let exhausted = self.meter.exhausted();
         if outermost {
             self.meter.unmeter();
+            self.ran_away.set(exhausted);
         }
         if exhausted {
             return Err(self.meter.budget_message());
@@ -393,6 +397,11 @@ impl Entry {
             Ok((_, e)) => Err(describe_error_value(&e, &self.meter)),
             Err(e) => Err(clean_error(&e, &self.meter)),
         }
+    }
+
+    /// Whether the last call (outermost) ran out of its instruction budget.
+    pub(super) fn ran_away(&self) -> bool {
+        self.ran_away.get()
     }
 
     /// The mod's Lua state.
