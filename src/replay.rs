@@ -352,6 +352,8 @@ pub struct Divergence {
     pub expected: Option<Step>,
     /// The replayed step, if any.
     pub actual: Option<Step>,
+    /// How many ticks the replay ran (it stops at the first step that differs).
+    pub ticks_run: usize,
 }
 
 /// The recorded side comes from a file that may have been tampered with: its digests and
@@ -371,6 +373,13 @@ impl fmt::Display for Divergence {
                 self.tick,
                 e.tick,
                 digest(&self.expected),
+                digest(&self.actual)
+            )?,
+            (None, Some(_)) => writeln!(
+                f,
+                "tick {}: the recording holds no step for it (its ticks claim more than its steps \
+                 hold; got digest {})",
+                self.tick,
                 digest(&self.actual)
             )?,
             _ => writeln!(
@@ -937,6 +946,7 @@ pub fn compare(expected: &[Step], actual: &[Step]) -> Verdict {
                 tick,
                 expected: e.cloned(),
                 actual: a.cloned(),
+                ticks_run: actual.len(),
             });
         }
     }

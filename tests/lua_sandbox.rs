@@ -309,6 +309,34 @@ fn a_mod_of_many_runaway_handlers_runs_away_once_an_ask() {
     );
 }
 
+/// Two mods may share an id (`a/m.lua`, `b/m.lua`): one's runaway does not silence the other,
+/// whose cancel still wins (SPEC §4).
+#[test]
+fn a_runaway_does_not_silence_another_mod_of_the_same_id() {
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["a", "b"] {
+        std::fs::create_dir(dir.path().join(d)).unwrap();
+    }
+    write(
+        dir.path(),
+        "a/m.lua",
+        r#"on("world.chunk.load", function(c) while true do end end)"#,
+    );
+    write(
+        dir.path(),
+        "b/m.lua",
+        r#"on("world.chunk.load", function(c) if c.x == 0 and c.z == 0 then return cancel("mine") end end)"#,
+    );
+    let out = play(dir.path(), &["a/m.lua", "b/m.lua"], "", 5);
+    assert!(
+        !out.chunks("world.chunk.loaded")
+            .iter()
+            .any(|&(_, x, z)| (x, z) == (0, 0)),
+        "b/m.lua's cancel wins"
+    );
+    assert!(!out.mod_errors().is_empty());
+}
+
 #[test]
 fn a_string_memory_bomb_runs_out_of_memory() {
     assert_walled(

@@ -557,11 +557,17 @@ fn a_recording_s_steps_are_checked_and_the_replay_s_own_tick_is_told() {
     let err = replay(&claimed);
     assert!(
         err.starts_with(&format!(
-            "tick {}: the events differ (expected digest (no tick)",
+            "tick {}: the recording holds no step for it",
             steps + 1
         )),
         "{err}"
     );
+    // It stopped there: the replay ran one tick past the recorded steps, not 10 000 000.
+    let rec = world_streaming::replay::Recording::read(&file).unwrap();
+    match rec.verify().unwrap() {
+        world_streaming::replay::Verdict::Differs(d) => assert_eq!(d.ticks_run, steps + 1),
+        other => panic!("{other:?}"),
+    }
 }
 
 /// `run --record` writes nothing `replay` and `view` could not read: a recording over the cap

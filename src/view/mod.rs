@@ -839,11 +839,18 @@ pub fn capture(
     let mut steps = Vec::new();
     let mut events_seen = 0;
     let mut last_tick = game.engine().tick_count();
-    game.run_observing(&inputs, recording.ticks, |game, _| {
+    // Stopped at the first step that differs from the recording's, as `replay` does (a
+    // recording claiming more ticks than it holds is not run to its end first).
+    game.run_while(&inputs, recording.ticks, |game, _| {
         let events = &game.engine().events()[events_seen..];
         events_seen += events.len();
         let tick = game.engine().tick_count();
-        steps.push(Step::new(tick, events));
+        let step = Step::new(tick, events);
+        let same = recording
+            .steps
+            .get(steps.len())
+            .is_some_and(|e| (e.tick, &e.digest) == (step.tick, &step.digest));
+        steps.push(step);
         let mut frame = seen.frame(game, events, &mut names, heights);
         if tick != last_tick + 1 {
             frame.tick = Some(tick);
@@ -851,6 +858,7 @@ pub fn capture(
         last_tick = tick;
         frames.push(frame);
         note(&seen, frames.len() - 1);
+        same
     })?;
     if let Verdict::Differs(d) = compare(&recording.steps, &steps) {
         return Err(ViewError::Differs(Box::new(d)));

@@ -371,8 +371,8 @@ impl HookHandler for LuaHandler {
         format!("Lua mod {}", self.entry.id)
     }
 
-    fn owner(&self) -> Option<&ModId> {
-        Some(&self.entry.id)
+    fn owner(&self) -> Option<usize> {
+        Some(Rc::as_ptr(&self.entry) as usize)
     }
 
     fn ran_away(&self) -> bool {
