@@ -64,9 +64,16 @@ impl Step {
         let events: Vec<String> = events.iter().map(canonical).collect();
         Step {
             tick,
-            digest: format!("{:016x}", fnv1a64(events.join("\n").as_bytes())),
+            digest: Step::digest_of(&events),
             events,
         }
+    }
+
+    /// The digest of a step's canonical `events`: FNV-1a 64 of them joined by `\n`, as 16 hex
+    /// digits.
+    pub fn digest_of<S: AsRef<str>>(events: &[S]) -> String {
+        let joined: Vec<&str> = events.iter().map(AsRef::as_ref).collect();
+        format!("{:016x}", fnv1a64(joined.join("\n").as_bytes()))
     }
 }
 
@@ -692,7 +699,7 @@ impl Recording {
         // Each step's events are those its digest was made of: a recording whose events text
         // was altered is inconsistent with itself (what a divergence would print is that text).
         for (i, step) in rec.steps.iter().enumerate() {
-            let digest = format!("{:016x}", fnv1a64(step.events.join("\n").as_bytes()));
+            let digest = Step::digest_of(&step.events);
             if digest != step.digest {
                 return Err(bad(
                     format!("steps[{i}].events"),

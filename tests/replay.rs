@@ -13,6 +13,17 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The digest a recorded step's `events` make (a test altering them keeps the step consistent).
+fn digest_of(step: &Value) -> String {
+    let events: Vec<&str> = step["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    world_streaming::replay::Step::digest_of(&events)
+}
+
 fn record(name: &str, dir: &Path) -> std::path::PathBuf {
     let out = dir.join(format!("{name}.replay.json"));
     let mut cmd = bin();
@@ -63,16 +74,7 @@ fn an_altered_recording_is_caught_at_the_right_tick() {
     let original = step["events"][0].as_str().unwrap().to_owned();
     let altered = original.replacen("\"x\":", "\"x\":1", 1);
     step["events"][0] = Value::String(altered.clone());
-    let joined: Vec<&str> = step["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e.as_str().unwrap())
-        .collect();
-    step["digest"] = Value::String(format!(
-        "{:016x}",
-        world_streaming::replay::fnv1a64(joined.join("\n").as_bytes())
-    ));
+    step["digest"] = Value::String(digest_of(step));
     std::fs::write(&file, rec.to_string()).unwrap();
     let out = bin().arg("replay").arg(&file).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -461,16 +463,7 @@ fn a_tampered_recordings_events_reach_the_terminal_escaped() {
     let mut consistent = good.clone();
     let step = &mut consistent["steps"][at];
     step["events"][0] = Value::String(hostile.into());
-    let joined: Vec<&str> = step["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e.as_str().unwrap())
-        .collect();
-    let digest = format!(
-        "{:016x}",
-        world_streaming::replay::fnv1a64(joined.join("\n").as_bytes())
-    );
+    let digest = digest_of(step);
     step["digest"] = Value::String(digest.clone());
     let mut inconsistent = good.clone();
     inconsistent["steps"][at]["digest"] = Value::String("\u{1b}[31mdeadbeef\r".into());

@@ -547,10 +547,7 @@ fn a_replay_that_does_not_reproduce_is_refused_with_the_tick() {
     let step = &mut recording.steps[2];
     step.events
         .push("{\"tick\":3,\"event\":\"forged\",\"data\":{}}".into());
-    step.digest = format!(
-        "{:016x}",
-        world_streaming::replay::fnv1a64(step.events.join("\n").as_bytes())
-    );
+    step.digest = world_streaming::replay::Step::digest_of(&step.events);
     let replay = dir.path().join("bad.replay.json");
     recording.write(&replay).unwrap();
     let out = bin()
