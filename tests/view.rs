@@ -566,6 +566,24 @@ fn a_replay_that_does_not_reproduce_is_refused_with_the_tick() {
     assert!(!dir.path().join("bad.html").exists());
 }
 
+/// A recording claiming more ticks than its steps hold is viewed up to the first tick with no
+/// step and no further (as `replay` stops): one tick past its steps, not 10 000 000.
+#[test]
+fn a_recording_claiming_more_ticks_than_it_holds_is_not_run_to_its_claimed_end() {
+    let mut recording = record_example("seed", Some(5));
+    recording.ticks = 10_000_000;
+    match capture(&recording, "claimed", None) {
+        Err(world_streaming::view::ViewError::Differs(d)) => {
+            assert_eq!((d.tick, d.ticks_run), (6, 6));
+            assert!(d.expected.is_none());
+        }
+        other => panic!(
+            "expected a divergence at tick 6, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+}
+
 /// The party example builds terrain (`world.terrain`, committed 2 ticks after a load): the
 /// frames give a chunk its height from the tick it is built until it is released (the frame
 /// check compares them with the terrain service at every tick), and the CLI's page has them.
