@@ -358,7 +358,7 @@ fn a_new_anchor_predicts_from_its_second_tick() {
 }
 
 /// An anchor despawned between two ticks leaves look-ahead's history at once
-/// (docs/scheduling.md#look-ahead): spawned again under its id before the next tick it is a new
+/// (see docs/scheduling.md, look-ahead): spawned again under its id before the next tick it is a new
 /// anchor, which predicts from its second tick; and a save made in between holds no history of
 /// an entity it does not hold (which the save check refuses), loads, and continues exactly.
 /// Seen failing before the kit heard despawns: `b` predicted at 516 on tick 3, and the save's
