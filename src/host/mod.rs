@@ -26,6 +26,7 @@ pub use kit::{
     join_path, unmet_requirements, AsAny, Install, Kit, KitCatalog, KitError, KitFactory,
     KitManifest, KitSpec, PreparedSection, Problem,
 };
+pub use save::{SaveCheck, SaveChecks, SaveFacts};
 pub use scene::SceneDef;
 pub use services::Services;
 pub use variables::Variables;

@@ -77,12 +77,23 @@ checked_number!(
     "LOD block loads per tick, separate from the chunk budget"
 );
 
+/// The smallest LOD step (the side of a block in chunks).
+pub const MIN_LOD_STEP: u32 = 2;
+/// The largest LOD step.
+pub const MAX_LOD_STEP: u32 = 64;
+
+/// Whether `step` is a LOD step: a power of two [`MIN_LOD_STEP`]..=[`MAX_LOD_STEP`] (the
+/// settings' rule, which saved blocks are checked by too).
+pub fn is_lod_step(step: u32) -> bool {
+    (MIN_LOD_STEP..=MAX_LOD_STEP).contains(&step) && step.is_power_of_two()
+}
+
 checked_number!(
-    /// The side of a LOD block in chunks: a power of two 2..=64.
+    /// The side of a LOD block in chunks: a power of two 2..=64 ([`is_lod_step`]).
     LodStep(u32),
     "a power of two 2..=64",
     |v| crate::json::as_integer(v)
-        .filter(|n| (2..=64).contains(n) && (*n as u64).is_power_of_two())
+        .filter(|n| u32::try_from(*n).is_ok_and(is_lod_step))
         .map(|n| n as u32),
     { "type": "integer", "enum": [2, 4, 8, 16, 32, 64], "description": "side of a block in chunks" }
 );

@@ -33,7 +33,7 @@ use indexmap::IndexMap;
 use crate::grid::{ChunkPos, Grid, Position};
 use crate::host::{
     chunk_data, Cancel, Ctx, EntityId, Event, HookArgs, HookValue, Install, Kit, KitError,
-    KitManifest, KitSpec, PreparedSection, Problem, SceneDef, MOD_ERROR, PLAYER_MOVED,
+    KitManifest, KitSpec, PreparedSection, Problem, SaveFacts, SceneDef, MOD_ERROR, PLAYER_MOVED,
 };
 use crate::json::from_value;
 use crate::kits::ground::{GroundService, GROUND};
@@ -89,17 +89,19 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
-/// Checks a saved `world.streaming` section on its own (default chunk size, no bounds).
+/// Checks a saved `world.streaming` section on its own (the catalog's
+/// [`crate::host::SaveCheck`]): [`StreamingKit`]'s `prepare_load` check, run by a kit of the
+/// default settings without bounds (whatever a game's own grid and bounds add, its load tells).
 pub fn check_save_section(
     section: &serde_json::Value,
-    path: &str,
-    active: bool,
+    save: &SaveFacts<'_>,
 ) -> Result<(), Problem> {
-    let parsed: SaveSection = from_value(section, path)?;
+    let path = format!("kits.{STREAMING}");
+    let parsed: SaveSection = from_value(section, &path)?;
     State::new(StreamingConfig::default(), IndexMap::new())
-        .check_section(parsed, active)
+        .check_section(parsed, save)
         .map(drop)
-        .map_err(|p| p.under(path))
+        .map_err(|p| p.under(&path))
 }
 
 /// The payload of `world.lod.loaded` / `unloaded`: `{level, x, z}` (level 1 = index 0).
@@ -881,6 +883,12 @@ impl Kit for StreamingKit {
             st.dormancy
                 .entity_changed(id, ctx.world, &grid, |c| residency.is_loaded(c));
         }
+        // An anchor despawned leaves look-ahead's history at once: one spawned again under its
+        // id is a new anchor (it predicts from its second tick), and a save holds no entity it
+        // does not hold.
+        if !st.history.is_empty() && changed.iter().any(|id| ctx.world.get(id).is_none()) {
+            st.history.retain(|(id, _)| ctx.world.get(id).is_some());
+        }
     }
 
     fn begin_tick(&mut self, ctx: &mut Ctx<'_>) {
@@ -920,16 +928,18 @@ impl Kit for StreamingKit {
     fn prepare_load(
         &self,
         section: Option<&serde_json::Value>,
-        scene: Option<&SceneDef>,
-        _world: &crate::host::World,
+        _scene: Option<&SceneDef>,
+        save: &SaveFacts<'_>,
     ) -> Result<Option<PreparedSection>, Problem> {
         let path = format!("kits.{STREAMING}");
         let section = section.ok_or_else(|| Problem::new(&path, "missing section"))?;
+        // The check `check` runs on its own (check_save_section), with this kit's grid and
+        // bounds.
         let parsed: SaveSection = from_value(section, &path)?;
         let prepared = self
             .state
             .borrow()
-            .check_section(parsed, scene.is_some())
+            .check_section(parsed, save)
             .map_err(|p| p.under(&path))?;
         Ok(Some(Box::new(prepared)))
     }

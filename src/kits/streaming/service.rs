@@ -295,6 +295,18 @@ pub trait StreamingService {
         let _ = level;
         None
     }
+    /// The step each LOD level's blocks will be planned with once this kit has loaded the save
+    /// section `section` with the scene `scene` active (index = level − 1; 0: no such level):
+    /// what a builder's saved blocks are checked against before a load. `None` when the section
+    /// is not one this kit loads (its own check says why).
+    fn lod_steps_after_load(
+        &self,
+        section: &serde_json::Value,
+        scene: Option<&str>,
+    ) -> Option<[u32; crate::kits::streaming::config::MAX_LOD_LEVELS]> {
+        let _ = (section, scene);
+        None
+    }
     /// `world.lod.holes` of the last tick and `world.lod.holeTicks` (SPEC §17).
     fn lod_holes(&self) -> (u64, u64) {
         (0, 0)
