@@ -1172,3 +1172,51 @@ fn a_district_section_that_disagrees_with_its_world_is_refused() {
         assert_eq!(fresh.engine().save_document(), before, "unchanged");
     }
 }
+
+/// A district file cut short under a running game (an editor truncating it, a copy that failed
+/// half way): the chunk whose lines were read in one span used to panic ("already borrowed")
+/// when the span's read failed and each line was read again. Now each line past the new end is
+/// a `world.district.error` naming the file and the line, the chunk's other lines spawn, and
+/// the game goes on ticking.
+#[test]
+fn a_district_file_cut_short_under_a_running_game_is_an_error_and_the_game_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = vec![
+        line("c1", 5.0, 5.0, &["crate"], None),
+        line("f1", 300.0, 5.0, &["crate"], None),
+        line("f2", 301.0, 5.0, &["crate"], None),
+        line("f3", 302.0, 5.0, &["crate"], None),
+    ];
+    let scene = world(dir.path(), &[("d.jsonl", lines.clone())], json!({}));
+    let mut game = start(dir.path(), &scene);
+    run(&mut game, &[], 2);
+    assert_eq!(counts(&game), (1, 3));
+    // Cut in the middle of line 3: lines 1 and 2 are whole, 3 and 4 are gone.
+    let keep = lines[0].len() + lines[1].len() + 2 + lines[2].len() / 2;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("d.jsonl"))
+        .unwrap();
+    f.set_len(keep as u64).unwrap();
+    drop(f);
+    run(&mut game, &[at(3, go(300.0))], 5);
+    assert!(has(&game, "f1"), "the chunk's line before the cut spawns");
+    assert!(!has(&game, "f2") && !has(&game, "f3"));
+    let errors = events_named(&game, "world.district.error");
+    let messages: Vec<&str> = errors
+        .iter()
+        .map(|(_, d)| d["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(messages[0].contains("d.jsonl: line 3: "), "{messages:?}");
+    assert!(messages[1].contains("d.jsonl: line 4: "), "{messages:?}");
+    assert!(messages[0].contains("cut short"), "{messages:?}");
+    assert_eq!(
+        (errors[0].1["x"].clone(), errors[0].1["z"].clone()),
+        (json!(9), json!(0))
+    );
+    // The game goes on: f1 is stored and brought back, the lines lost are counted out.
+    run(&mut game, &[at(6, go(16.0)), at(9, go(300.0))], 11);
+    assert!(has(&game, "f1"));
+    assert_eq!(counts(&game), (1, 1), "c1 stored; f2 and f3 counted out");
+}
