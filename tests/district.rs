@@ -911,6 +911,24 @@ fn an_altered_district_text_in_a_recording_is_caught() {
         "{out}"
     );
 
+    // Forged with a line longer than a district line may be (the kit's own line check).
+    let mut long = rec.clone();
+    let line = format!(
+        "{{\"id\": \"long\", \"position\": {{\"x\": 1, \"z\": 1}}}}{}",
+        " ".repeat(19_200)
+    );
+    forge(&mut long, format!("{text}{line}\n"));
+    let (code, out) = replay(dir.path(), &long);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "districts[0].text: district file \"town.district.jsonl\" line 4: a line of {} \
+             bytes: a district line is at most 19200 bytes",
+            line.len()
+        )),
+        "{out}"
+    );
+
     // The district dropped from the recording.
     let mut dropped = rec.clone();
     dropped.as_object_mut().unwrap().remove("districts");
@@ -1219,4 +1237,47 @@ fn a_district_file_cut_short_under_a_running_game_is_an_error_and_the_game_goes_
     run(&mut game, &[at(6, go(16.0)), at(9, go(300.0))], 11);
     assert!(has(&game, "f1"));
     assert_eq!(counts(&game), (1, 1), "c1 stored; f2 and f3 counted out");
+}
+
+/// The bytes this thread has read so far (`rchar` of /proc/thread-self/io).
+#[cfg(target_os = "linux")]
+fn bytes_read_by_this_thread() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/io")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// A district file whose size is past the 1 GiB cap (a sparse file of 2 GiB: no disk used) is
+/// refused from its size, unread; it used to be read up to the cap (a gigabyte, seconds) before
+/// the same refusal.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_district_file_past_the_cap_is_refused_from_its_size_without_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = world(dir.path(), &[("d.jsonl", crates())], json!({}));
+    let f = std::fs::File::create(dir.path().join("d.jsonl")).unwrap();
+    f.set_len(2 << 30).unwrap();
+    drop(f);
+    let before = bytes_read_by_this_thread();
+    let err = Game::from_scene_text(
+        &scene.to_string(),
+        "scene.json",
+        dir.path(),
+        &builtin_catalog(),
+    )
+    .err()
+    .expect("refused")
+    .to_string();
+    let read = bytes_read_by_this_thread() - before;
+    assert!(
+        err.ends_with(
+            "d.jsonl: the file is larger than the district file limit (1073741824 bytes)"
+        ),
+        "{err}"
+    );
+    assert!(read < 1 << 20, "{read} bytes read");
 }
