@@ -11,7 +11,9 @@
 //!   50 ticks in this process and prints each tick's wall and CPU time, its district events and
 //!   the process's resident memory (VmRSS, VmHWM from /proc/self/status): the worst tick of a
 //!   district whose homes all fall in one chunk (the chunk materialises at tick 1, is stored at
-//!   tick 20 and materialises again at tick 35).
+//!   tick 20 and materialises again at tick 35). Past 10 000 entities (or 2 MiB of lines) the
+//!   world is refused at start: one chunk may be home to no more (see docs/district.md, "One
+//!   chunk's cost", which gives the numbers of a million from before that limit).
 
 use std::io::Write;
 use std::path::Path;

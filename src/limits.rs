@@ -29,6 +29,13 @@ pub const DISTRICT_LINE_FRAME: usize = 256;
 /// without being held: the index reads lines through this cap.
 pub const MAX_DISTRICT_LINE_BYTES: usize =
     JSON_TEXT_FACTOR * (MAX_DATA_BYTES + DISTRICT_LINE_NAMES * MAX_ID_LEN + DISTRICT_LINE_FRAME);
+/// Most district entities one chunk of one scene may be home to: a chunk's entities are all
+/// spawned in the tick it loads (and stored in the tick it is released), so this bounds that
+/// tick (see docs/district.md, "One chunk's cost").
+pub const MAX_DISTRICT_CHUNK_ENTITIES: usize = 10_000;
+/// Most bytes the district lines homed in one chunk of one scene may come to (their newlines
+/// excluded): with [`MAX_DISTRICT_CHUNK_ENTITIES`], what bounds the cost of a chunk's load.
+pub const MAX_DISTRICT_CHUNK_BYTES: u64 = 2 * 1024 * 1024;
 /// Largest tick an input may carry, and the largest `--ticks`: a run is bounded.
 pub const MAX_TICK: u64 = 10_000_000;
 

@@ -1281,3 +1281,44 @@ fn a_district_file_past_the_cap_is_refused_from_its_size_without_reading_it() {
     );
     assert!(read < 1 << 20, "{read} bytes read");
 }
+
+/// Docs/district.md (One chunk's cost): a chunk's district entities are all spawned in the tick
+/// it loads, so one chunk (of one scene) is home to at most 10 000 of them, whose lines come to
+/// at most 2 MiB: past either, `check` and `run` refuse the district files naming the first
+/// line past it (a million entities homed in one chunk took a 7 s tick and most of a GiB).
+#[test]
+fn a_chunk_home_to_more_than_10_000_entities_is_an_error_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines: Vec<String> = (0..10_000)
+        .map(|k| {
+            line(
+                &format!("e{k}"),
+                1.0 + (k % 100) as f64 * 0.3,
+                40.0,
+                &[],
+                None,
+            )
+        })
+        .collect();
+    world(dir.path(), &[("d.jsonl", lines.clone())], json!({}));
+    let (code, err) = cli_run(dir.path());
+    assert_eq!(code, 0, "the most is fine: {err}");
+    lines.push(line("one_more", 31.0, 63.0, &[], None));
+    world(dir.path(), &[("d.jsonl", lines)], json!({}));
+    for args in [
+        &["check", "scene.json"][..],
+        &["run", "scene.json", "--ticks", "1"],
+    ] {
+        let out = bin().current_dir(dir.path()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(
+                "d.jsonl: line 10001: chunk (0, 1) is home to 10000 district entities already, \
+                 the most a chunk may be (a chunk's district entities are spawned in the tick \
+                 it loads)"
+            ),
+            "{err}"
+        );
+    }
+}

@@ -263,6 +263,11 @@ pub struct Builder {
     /// Each (scene, home chunk) met, with its number; and the last one asked for.
     keys: FxHashMap<(u16, ChunkPos), u32>,
     last: Option<((u16, ChunkPos), u32)>,
+    /// Each group's lines so far: how many, and their bytes.
+    sizes: Vec<(u32, u64)>,
+    /// The groups with lines past the most a chunk may be home to: the place of the error told
+    /// for the first of them (when kept), and how many there are.
+    over: BTreeMap<u32, (Option<usize>, u64)>,
     /// The first line of each file (by its index, that of its stamp).
     file_starts: Vec<u32>,
     /// Every id read so far, end to end (dropped by [`Builder::finish`]); line `i`'s id ends at
@@ -290,6 +295,8 @@ impl Builder {
             group_of: Vec::new(),
             keys: FxHashMap::default(),
             last: None,
+            sizes: Vec::new(),
+            over: BTreeMap::new(),
             file_starts: Vec::new(),
             arena: Vec::new(),
             id_ends: Vec::new(),
@@ -353,6 +360,9 @@ impl Builder {
             _ => {
                 let next = self.keys.len() as u32;
                 let g = *self.keys.entry(key).or_insert(next);
+                if g == next {
+                    self.sizes.push((0, 0));
+                }
                 self.last = Some((key, g));
                 g
             }
@@ -582,7 +592,24 @@ impl Builder {
             if u32::try_from(self.lines.len()).is_err() {
                 return Err(fail("more than 4294967295 district entities".into()));
             }
-            let group = self.group(scene, self.grid.chunk_of(e.position));
+            let chunk = self.grid.chunk_of(e.position);
+            let group = self.group(scene, chunk);
+            let (count, bytes) = &mut self.sizes[group as usize];
+            let full = chunk_full(chunk, *count, *bytes, text.len() as u64);
+            if let Some(m) = full {
+                // One error per chunk, at its first line past the most: the others are counted.
+                sound = false;
+                if let Some((_, past)) = self.over.get_mut(&group) {
+                    *past += 1;
+                    continue;
+                }
+                let kept = (self.errors.len() <= MAX_ERRORS).then_some(self.errors.len());
+                self.over.insert(group, (kept, 1));
+                self.error(file, line, fail(m));
+                continue;
+            }
+            *count += 1;
+            *bytes += text.len() as u64;
             if let Some(r) = e.rides {
                 self.rides.push((self.lines.len() as u32, r.into()));
             }
@@ -607,6 +634,15 @@ impl Builder {
     pub fn finish(mut self) -> Result<Index, Vec<IndexError>> {
         let mut sorted = self.sorted_ids();
         let mut errors = std::mem::take(&mut self.errors);
+        for (kept, past) in self.over.values() {
+            if let (Some(i), 2..) = (kept, past) {
+                if let IndexError::Line { message, .. } = &mut errors[*i].2 {
+                    message.push_str(&format!(
+                        "; {past} of the lines homed there are past the most, this one the first"
+                    ));
+                }
+            }
+        }
         let place = |b: &Builder, i: u32| (b.file_of(i), b.lines[i as usize].line);
         for d in self.duplicates(&sorted) {
             let (f, line) = place(&self, d.0);
@@ -723,6 +759,29 @@ fn skip_line(reader: &mut impl BufRead, mut last: u8, held: u64) -> std::io::Res
             return Ok((read, held + read - 1 - cr));
         }
         last = scratch[k - 1];
+    }
+}
+
+/// Why a line of `len` bytes may not be homed in `chunk`, home to `count` lines of `bytes`
+/// bytes so far, if it may not: a chunk's entities are spawned in one tick, so one chunk is
+/// home to at most [`crate::limits::MAX_DISTRICT_CHUNK_ENTITIES`] lines of at most
+/// [`crate::limits::MAX_DISTRICT_CHUNK_BYTES`] together.
+fn chunk_full(chunk: ChunkPos, count: u32, bytes: u64, len: u64) -> Option<String> {
+    use crate::limits::{MAX_DISTRICT_CHUNK_BYTES, MAX_DISTRICT_CHUNK_ENTITIES};
+    let why = "a chunk's district entities are spawned in the tick it loads";
+    if count as usize >= MAX_DISTRICT_CHUNK_ENTITIES {
+        Some(format!(
+            "chunk {chunk} is home to {MAX_DISTRICT_CHUNK_ENTITIES} district entities already, \
+             the most a chunk may be ({why})"
+        ))
+    } else if bytes + len > MAX_DISTRICT_CHUNK_BYTES {
+        Some(format!(
+            "chunk {chunk}'s district lines would come to {} bytes with this one, past the \
+             {MAX_DISTRICT_CHUNK_BYTES} a chunk may be home to ({why})",
+            bytes + len
+        ))
+    } else {
+        None
     }
 }
 
@@ -1072,6 +1131,83 @@ mod tests {
         let text = format!("{}\n{}\n", padded("a", max), good("b"));
         let read = b.read(0, 1, "e.jsonl", text.as_bytes(), 1 << 30).unwrap();
         assert_eq!(read, (text.len() as u64, Fnv::of(text.as_bytes())));
+    }
+
+    #[test]
+    fn a_chunk_is_home_to_at_most_10_000_entities_and_2_mib_of_lines() {
+        use crate::limits::{MAX_DISTRICT_CHUNK_BYTES, MAX_DISTRICT_CHUNK_ENTITIES};
+        let at = |id: usize, x: f64| {
+            format!("{{\"id\":\"e{id}\",\"position\":{{\"x\":{x},\"z\":1}}}}\n")
+        };
+        let build = |files: &[(u16, String)]| {
+            let mut b = Builder::new(Grid::new(32.0));
+            for (i, (scene, text)) in files.iter().enumerate() {
+                b.add(*scene, &format!("{i}.jsonl"), text.as_bytes(), 1 << 30);
+            }
+            b.finish()
+                .map(|i| i.len())
+                .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())
+        };
+        let n = MAX_DISTRICT_CHUNK_ENTITIES;
+        // The most, over two files, and one more in another chunk and in another scene.
+        let first: String = (0..n / 2).map(|k| at(k, 1.0)).collect();
+        let second: String = (n / 2..n).map(|k| at(k, 2.0)).collect();
+        let other = at(n, 40.0);
+        let scene_1 = at(n + 1, 1.0);
+        let files = [
+            (0, first.clone()),
+            (0, second.clone() + &other),
+            (1, scene_1.clone()),
+        ];
+        assert_eq!(build(&files), Ok(n + 2));
+        // One more in that chunk, in either file: the line past the most is named.
+        let files = [(0, first.clone() + &at(n + 2, 3.0)), (0, second.clone())];
+        let told = build(&files).unwrap_err();
+        assert_eq!(
+            told,
+            [format!(
+                "1.jsonl: line {}: chunk (0, 0) is home to 10000 district entities already, \
+                     the most a chunk may be (a chunk's district entities are spawned in the \
+                     tick it loads)",
+                n / 2
+            )]
+        );
+        // Three past it: one error, at the first, counting them.
+        let files = [
+            (0, first.clone() + &at(n + 2, 3.0)),
+            (
+                0,
+                second.clone() + &at(n + 3, 4.0) + &other + &at(n + 4, 5.0),
+            ),
+        ];
+        let told = build(&files).unwrap_err();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(
+            told[0].starts_with(&format!("1.jsonl: line {}: chunk (0, 0) is home", n / 2)),
+            "{told:?}"
+        );
+        assert!(
+            told[0].ends_with("; 3 of the lines homed there are past the most, this one the first"),
+            "{told:?}"
+        );
+        // Bytes: lines padded with spaces to 2 MiB together, then one more byte.
+        let pad = |k: usize, len: usize| {
+            let l = at(k, 1.0);
+            format!("{}{}\n", &l[..l.len() - 1], " ".repeat(len + 1 - l.len()))
+        };
+        let each = MAX_DISTRICT_CHUNK_BYTES as usize / 128;
+        let full: String = (0..128).map(|k| pad(k, each)).collect();
+        assert_eq!(build(&[(0, full.clone())]), Ok(128));
+        let told = build(&[(0, full + &at(128, 1.0))]).unwrap_err();
+        assert_eq!(
+            told,
+            [format!(
+                "0.jsonl: line 129: chunk (0, 0)'s district lines would come to {} bytes with \
+                 this one, past the 2097152 a chunk may be home to (a chunk's district entities \
+                 are spawned in the tick it loads)",
+                MAX_DISTRICT_CHUNK_BYTES as usize + at(128, 1.0).len() - 1
+            )]
+        );
     }
 
     #[test]
