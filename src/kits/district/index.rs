@@ -550,11 +550,15 @@ impl Builder {
                 hash.update(&buf);
             }
             let mut whole = n as u64;
+            let mut blank = buf.iter().all(u8::is_ascii_whitespace);
             let mut long = None;
             if n == max + 2 && !buf.ends_with(b"\n") {
-                let (rest, text) = skip_line(&mut reader, buf[n - 1], n as u64).map_err(cannot)?;
+                let hash = sound.then_some(&mut hash);
+                let (rest, len, all_blank) =
+                    skip_line(&mut reader, buf[n - 1], n as u64, blank, hash).map_err(cannot)?;
                 whole += rest;
-                long = Some(text);
+                blank = all_blank;
+                long = Some(len);
             }
             if offset + whole > cap {
                 return Err(IndexError::File {
@@ -573,13 +577,13 @@ impl Builder {
                 line,
                 message,
             };
+            if blank {
+                continue; // blank lines (a trailing newline) carry nothing, whatever their length
+            }
             if let Some(len) = long.or((text.len() > max).then_some(text.len() as u64)) {
                 self.error(file, line, fail(line_too_long(len)));
                 sound = false;
                 continue;
-            }
-            if text.iter().all(u8::is_ascii_whitespace) {
-                continue; // blank lines (a trailing newline) carry nothing
             }
             let e = match check_line(text) {
                 Ok(e) => e,
@@ -739,9 +743,17 @@ impl Builder {
 
 /// Reads the rest of a line longer than a district line may be from `reader`, through its
 /// newline, keeping none of it (64 KiB at a time); `last` is the last byte held of the line,
-/// `held` how many bytes were. Returns how many bytes it read and the line's length without
-/// its `\n` or `\r\n`.
-fn skip_line(reader: &mut impl BufRead, mut last: u8, held: u64) -> std::io::Result<(u64, u64)> {
+/// `held` how many bytes were, `blank` whether they were all whitespace. Returns how many bytes
+/// it read, the line's length without its `\n` or `\r\n`, and whether the line is blank (all
+/// whitespace: nothing, whatever its length). While the line may be blank its bytes are hashed
+/// into `hash` (a blank line is part of a sound file); past its first other byte, never.
+fn skip_line(
+    reader: &mut impl BufRead,
+    mut last: u8,
+    held: u64,
+    mut blank: bool,
+    mut hash: Option<&mut Fnv>,
+) -> std::io::Result<(u64, u64, bool)> {
     let mut scratch = Vec::with_capacity(1 << 16);
     let mut read = 0u64;
     loop {
@@ -750,13 +762,17 @@ fn skip_line(reader: &mut impl BufRead, mut last: u8, held: u64) -> std::io::Res
             .take(1 << 16)
             .read_until(b'\n', &mut scratch)?;
         if k == 0 {
-            return Ok((read, held + read));
+            return Ok((read, held + read, blank));
         }
         read += k as u64;
+        blank = blank && scratch.iter().all(u8::is_ascii_whitespace);
+        if let (true, Some(h)) = (blank, hash.as_mut()) {
+            h.update(&scratch);
+        }
         if scratch.ends_with(b"\n") {
             let before = if k >= 2 { scratch[k - 2] } else { last };
             let cr = u64::from(before == b'\r');
-            return Ok((read, held + read - 1 - cr));
+            return Ok((read, held + read - 1 - cr, blank));
         }
         last = scratch[k - 1];
     }
@@ -1121,6 +1137,19 @@ mod tests {
                     );
                 }
             }
+        }
+        // A blank line is nothing, whatever its length (as before the cap), and is hashed.
+        for blank in [
+            " ".repeat(max + 1),
+            " \t".repeat(3 << 20),
+            " ".repeat(5 << 20) + "\r",
+        ] {
+            let text = format!("{}\n{blank}\n{}\n", good("first"), good("last"));
+            let mut b = Builder::new(Grid::new(32.0));
+            let read = b.read(0, 0, "d.jsonl", text.as_bytes(), 1 << 30).unwrap();
+            assert_eq!(read, (text.len() as u64, Fnv::of(text.as_bytes())));
+            assert!(b.errors.is_empty());
+            assert_eq!(b.finish().unwrap().len(), 2);
         }
         // The length counts every byte, the long line's included; a sound file's stamp hashes
         // every byte.
