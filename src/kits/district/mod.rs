@@ -412,9 +412,18 @@ impl Kit for DistrictKit {
             // A regular file, checked before and after opening (a FIFO swapped in between
             // never blocks the start); the index reads it through its own cap. A file that
             // cannot be opened is an error told with the others (SPEC §9: every error found).
+            // A file that says it is past the cap is refused unread (the read stops at the cap
+            // all the same, should it grow).
+            let cap = crate::limits::MAX_DISTRICT_BYTES;
             let opened = crate::user_file::open_regular(path)
                 .map_err(|e| format!("{e} (a district file)"))
-                .and_then(|(file, _)| {
+                .and_then(|(file, meta)| {
+                    if meta.len() > cap {
+                        return Err(format!(
+                            "{name}: the file is larger than the district file limit ({cap} \
+                             bytes)"
+                        ));
+                    }
                     let reader = file.try_clone().map_err(|e| format!("{name}: {e}"))?;
                     Ok((file, reader))
                 });
@@ -424,7 +433,7 @@ impl Kit for DistrictKit {
                         *scene,
                         &name,
                         BufReader::with_capacity(1 << 16, reader),
-                        crate::limits::MAX_DISTRICT_BYTES,
+                        cap,
                     );
                     handles.push(RefCell::new(file));
                 }
