@@ -281,3 +281,279 @@ fn the_tick_budget_continues_exactly_after_a_load() {
     assert_eq!(from_tick_4(loaded.engine().events()), expected);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The ticket cap
+
+/// `n` ticket requests of radius `r` at tick 1, ids `t0000`…, 40 chunks apart.
+fn ticket_requests(n: usize, r: u32) -> String {
+    (0..n)
+        .map(|i| {
+            json!({"tick": 1, "do": "request", "id": format!("t{i:04}"),
+                   "at": {"x": (i % 32) as f64 * 1280.0, "z": (i / 32) as f64 * 1280.0},
+                   "radius": r, "ticks": 100})
+            .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn refused(events: &[Event]) -> Vec<(u64, String, String)> {
+    events
+        .iter()
+        .filter(|e| e.event == "world.ticket.refused")
+        .map(|e| {
+            let s = |k: &str| e.data[k].as_str().unwrap_or_default().to_owned();
+            (e.tick, s("id"), s("reason"))
+        })
+        .collect()
+}
+
+/// An audit's case: 1 024 tickets of radius 64 from one inputs file made one tick take 48 s
+/// and 2.9 GB. With the default cap (65 536 chunks) the first three are held (3 × 129² =
+/// 49 923 chunks); each request past it is refused whole, with `world.ticket.refused` stamped
+/// with its input's tick, and the run goes on: the game is the one the three alone make.
+#[test]
+fn tickets_past_the_cap_are_refused_at_the_request_that_passes_it_and_nothing_else_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = scene(1, 4, &[]);
+    let all = Inputs::parse(&ticket_requests(1024, 64), "inputs.jsonl").unwrap();
+    let mut g = game(dir.path(), &text);
+    for line in &all.lines {
+        g.apply(&line.input).unwrap();
+    }
+    let held: Vec<String> = g.tickets().into_iter().map(|t| t.id).collect();
+    assert_eq!(held, ["t0000", "t0001", "t0002"]);
+    let refusals = refused(g.engine().events());
+    assert_eq!(refusals.len(), 1021);
+    assert_eq!(
+        refusals[0],
+        (
+            1,
+            "t0003".to_owned(),
+            "the held tickets would want 66564 chunks, more than maxTicketChunks 65536".to_owned()
+        )
+    );
+    assert_eq!(refusals[1020].1, "t1023");
+    g.run(&Inputs::default(), 2).unwrap();
+    let mut three = game(dir.path(), &text);
+    three
+        .run(
+            &Inputs::parse(&ticket_requests(3, 64), "inputs.jsonl").unwrap(),
+            2,
+        )
+        .unwrap();
+    let others = |g: &Game| -> Vec<Value> {
+        g.engine()
+            .events()
+            .iter()
+            .filter(|e| e.event != "world.ticket.refused")
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect()
+    };
+    assert_eq!(others(&g), others(&three));
+    assert_eq!(
+        serde_json::to_value(g.state()).unwrap(),
+        serde_json::to_value(three.state()).unwrap()
+    );
+}
+
+/// A re-request of a held id is measured without its old ticket; refused, the old one stays.
+/// The cap is the kit config's (`maxTicketChunks`), and every asker gets its answer: Rust an
+/// `Err`, Lua `nil, message`; the event comes whoever asked.
+#[test]
+fn every_asker_gets_its_answer_and_the_event_and_a_re_request_is_measured_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "ask.lua",
+        r#"
+local done = false
+on("world.chunk.load", function(c)
+  if done then return end
+  done = true
+  log(tostring(streaming.request("lua", {x = 0, z = 0}, 1, 50)))
+  local ok, message = streaming.request("lua", {x = 0, z = 0}, 2, 50)
+  log(tostring(ok), message)
+end)
+"#,
+    );
+    let text = json!({
+        "kits": [
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 1, "maxTicketChunks": 10}}
+        ],
+        "mods": ["ask.lua"],
+        "entities": [{"id": "hero", "tags": ["player"], "position": {"x": 8, "z": 8}}]
+    })
+    .to_string();
+    let mut g = game(dir.path(), &text);
+    let at = world_streaming::grid::Position::new(0.0, 0.0);
+    g.request_around("rust", at, 0, 50).unwrap();
+    let err = g.request_around("rust", at, 2, 50).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the held tickets would want 25 chunks, more than maxTicketChunks 10"
+    );
+    let s = g.streaming().unwrap();
+    assert_eq!(
+        s.request_around("huge", at, 3, 50),
+        Err(world_streaming::kits::streaming::TicketError::OverCap {
+            wanted: 50,
+            cap: 10
+        })
+    );
+    assert_eq!(
+        s.request_around("big", at, 1, 50),
+        Ok(()),
+        "1 + 9 chunks: exactly at the cap is held"
+    );
+    assert_eq!(g.tickets().len(), 2);
+    // Now 10 held: the mod's 3 × 3 ticket passes the cap (`big` already wants 9).
+    assert!(g.drop_ticket("big"));
+    g.tick();
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    assert_eq!(
+        log,
+        [
+            "true",
+            "nil\tthe held tickets would want 26 chunks, more than maxTicketChunks 10"
+        ]
+    );
+    let tickets: Vec<(String, u32)> = g.tickets().into_iter().map(|t| (t.id, t.radius)).collect();
+    assert_eq!(
+        tickets,
+        [("lua".to_owned(), 1), ("rust".to_owned(), 0)],
+        "the refused re-request left the old ticket"
+    );
+    let inputs = Inputs::parse(
+        r#"{"tick": 2, "do": "request", "id": "rust", "at": {"x": 0, "z": 0}, "radius": 1, "ticks": 5}"#,
+        "inputs.jsonl",
+    )
+    .unwrap();
+    g.run(&inputs, 2).unwrap();
+    assert_eq!(
+        refused(g.engine().events()),
+        [
+            (
+                1,
+                "rust".to_owned(),
+                "the held tickets would want 25 chunks, more than maxTicketChunks 10".to_owned()
+            ),
+            (
+                1,
+                "huge".to_owned(),
+                "the held tickets would want 50 chunks, more than maxTicketChunks 10".to_owned()
+            ),
+            (
+                1,
+                "lua".to_owned(),
+                "the held tickets would want 26 chunks, more than maxTicketChunks 10".to_owned()
+            ),
+            (
+                2,
+                "rust".to_owned(),
+                "the held tickets would want 18 chunks, more than maxTicketChunks 10".to_owned()
+            ),
+        ],
+        "the Rust call's event waits for the next step (tick 1); the mod's and the input's come \
+         in their tick"
+    );
+}
+
+/// `maxTicketChunks` is the kit config's alone: a scene layer or a mod's `set` cannot raise it.
+#[test]
+fn max_ticket_chunks_is_checked_and_only_the_config_sets_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |config: Value, layer: Option<Value>| {
+        let mut scene = json!({
+            "kits": [{"id": "world.ground"}, {"id": "world.streaming", "config": config}],
+            "entities": []
+        });
+        if let Some(layer) = layer {
+            scene["scenes"] = json!([{"id": "s", "layers": {"world.streaming": layer}}]);
+        }
+        Game::from_scene_text(
+            &scene.to_string(),
+            "scene.json",
+            dir.path(),
+            &builtin_catalog(),
+        )
+        .err()
+        .map(|e| e.to_string())
+    };
+    assert_eq!(with(json!({"maxTicketChunks": 1}), None), None);
+    assert_eq!(with(json!({"maxTicketChunks": 1_000_000}), None), None);
+    assert_eq!(
+        with(json!({"maxTicketChunks": 0}), None).unwrap(),
+        "scene.json: kits[1].config.maxTicketChunks: expected an integer 1..=1000000, got 0"
+    );
+    let layer = with(json!({}), Some(json!({"maxTicketChunks": 5}))).unwrap();
+    assert!(
+        layer.contains("layers") && layer.contains("unknown field `maxTicketChunks`"),
+        "{layer}"
+    );
+    write(
+        dir.path(),
+        "raise.json",
+        r#"{"id": "raise", "set": {"maxTicketChunks": 1000000}}"#,
+    );
+    let scene = json!({
+        "kits": [{"id": "world.ground"}, {"id": "world.streaming"}],
+        "mods": ["raise.json"],
+        "entities": []
+    });
+    let err = Game::from_scene_text(
+        &scene.to_string(),
+        "scene.json",
+        dir.path(),
+        &builtin_catalog(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(err.contains("unknown field `maxTicketChunks`"), "{err}");
+}
+
+/// A save whose tickets want more than its scene's `maxTicketChunks` is refused on load, naming
+/// the first ticket past it; the game is unchanged. Checked alone (`check`), the save is
+/// measured against the loosest cap a scene may set.
+#[test]
+fn a_save_holding_tickets_over_the_cap_is_refused_on_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene_with = |cap: u32| {
+        json!({
+            "kits": [
+                {"id": "world.ground"},
+                {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 1, "maxTicketChunks": cap}}
+            ],
+            "entities": [{"id": "hero", "tags": ["player"], "position": {"x": 8, "z": 8}}]
+        })
+        .to_string()
+    };
+    let mut big = game(dir.path(), &scene_with(100_000));
+    for line in &Inputs::parse(&ticket_requests(5, 64), "i.jsonl")
+        .unwrap()
+        .lines
+    {
+        big.apply(&line.input).unwrap();
+    }
+    assert_eq!(big.tickets().len(), 5);
+    let save = dir.path().join("s.json");
+    big.save(&save).unwrap();
+    let mut small = game(dir.path(), &scene_with(65_536));
+    let before = serde_json::to_value(small.state()).unwrap();
+    let err = small.load(&save).unwrap_err().to_string();
+    assert!(
+        err.ends_with(
+            "kits.world.streaming.tickets[3]: the tickets up to this one want 66564 chunks, \
+             more than the scene's maxTicketChunks 65536"
+        ),
+        "{err}"
+    );
+    assert_eq!(serde_json::to_value(small.state()).unwrap(), before);
+    let mut same = game(dir.path(), &scene_with(100_000));
+    same.load(&save).unwrap();
+    assert_eq!(same.tickets().len(), 5);
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    world_streaming::files::save::check(&doc).unwrap();
+}

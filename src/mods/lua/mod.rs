@@ -52,7 +52,8 @@
 //!   changed) and returns a handle whose `handle:unsubscribe()` stops it (an error in the
 //!   callback is reported as a `mod.error` event with hook `onChunk`). Whole numbers are Lua integers.
 //!   SPEC §11, §16: `streaming.request(id, {x = …, z = …}, radius, ticks, priority)` requests (or replaces) a
-//!   preload ticket counting from the next tick, `streaming.drop(id)` → whether it was held,
+//!   preload ticket counting from the next tick (`true`, or `nil, message` when the ticket cap
+//!   refuses it), `streaming.drop(id)` → whether it was held,
 //!   `streaming.tickets()` → array of `{id, x, z, radius, ticksLeft}` in id order,
 //!   `streaming.foci()` → array of `{x, z}`, `streaming.ready(entity)`,
 //!   `streaming.ticketReady(id)` → booleans, `streaming.progress()` → ready / wanted (a float),
