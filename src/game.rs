@@ -463,7 +463,9 @@ impl Game {
     }
 
     /// Requests (or replaces) preload ticket `id` from the next tick: a focus at `at` with its
-    /// own `radius` for `ticks` tick plans (SPEC §11).
+    /// own `radius` for `ticks` tick plans (SPEC §11). Refused by the ticket cap
+    /// (`maxTicketChunks`), it is [`GameError::Streaming`] with the reason, and the event
+    /// `world.ticket.refused` comes at the next input or tick.
     pub fn request_around(
         &mut self,
         id: &str,
