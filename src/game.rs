@@ -17,7 +17,7 @@ use crate::json::{number, Problem};
 use crate::kits::builtin_catalog;
 use crate::kits::district::{DistrictService, DISTRICT};
 use crate::kits::streaming::dormancy::DORMANT;
-use crate::kits::streaming::{StreamingService, TicketInfo, STREAMING};
+use crate::kits::streaming::{StreamingService, TicketError, TicketInfo, STREAMING};
 use crate::kits::streaming::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use crate::kits::terrain::{TerrainService, TERRAIN};
 use crate::mods;
@@ -371,16 +371,19 @@ impl Game {
                     radius,
                     ticks,
                     priority,
-                } => needs("request")?
-                    .request(
-                        id,
-                        *at,
-                        i64::from(radius.get()),
-                        ticks.get() as i64,
-                        Some(stamp),
-                        priority.map(|p| p.get() as u8),
-                    )
-                    .map_err(|e| GameError::Streaming(e.to_string()))?,
+                } => match needs("request")?.request(
+                    id,
+                    *at,
+                    i64::from(radius.get()),
+                    ticks.get() as i64,
+                    Some(stamp),
+                    priority.map(|p| p.get() as u8),
+                ) {
+                    // Refused by the ticket cap: the world's answer is the event
+                    // `world.ticket.refused`; the run goes on.
+                    Ok(()) | Err(TicketError::OverCap { .. }) => {}
+                    Err(e) => return Err(GameError::Streaming(e.to_string())),
+                },
                 Action::Drop { ticket } => {
                     needs("drop")?.drop_ticket(ticket);
                 }
@@ -460,7 +463,9 @@ impl Game {
     }
 
     /// Requests (or replaces) preload ticket `id` from the next tick: a focus at `at` with its
-    /// own `radius` for `ticks` tick plans (SPEC §11).
+    /// own `radius` for `ticks` tick plans (SPEC §11). Refused by the ticket cap
+    /// (`maxTicketChunks`), it is [`GameError::Streaming`] with the reason, and the event
+    /// `world.ticket.refused` comes at the next input or tick.
     pub fn request_around(
         &mut self,
         id: &str,

@@ -129,6 +129,7 @@ pub struct Engine {
     tick: u64,
     mod_errors: super::events::ModErrors,
     outbox: super::events::Outbox,
+    steps: super::events::Steps,
 }
 
 /// The id under which the host itself is listed; it is always present.
@@ -241,6 +242,7 @@ impl Engine {
             tick: 0,
             mod_errors: Default::default(),
             outbox: Default::default(),
+            steps: Default::default(),
         };
         for kit in &mut engine.kits {
             kit.install(&mut Install {
@@ -312,7 +314,14 @@ impl Engine {
     }
 
     /// Runs one tick: the counter advances, every kit ticks in order, events are delivered.
+    /// The tick is one step of [`Engine::steps`].
     pub fn tick(&mut self) {
+        self.steps.advance();
+        self.tick_kits();
+        self.steps.advance();
+    }
+
+    fn tick_kits(&mut self) {
         self.tick += 1;
         self.events.set_tick(self.tick);
         for i in 0..self.kits.len() {
@@ -334,10 +343,13 @@ impl Engine {
 
     /// Runs `f` as an input stamped with tick `stamp`: its events carry that tick, and kits hear
     /// of the entity changes and events it caused before it returns.
+    /// The input is one step of [`Engine::steps`].
     pub fn input<R>(&mut self, stamp: u64, f: impl FnOnce(&mut Engine) -> R) -> R {
+        self.steps.advance();
         self.events.set_tick(stamp);
         let r = f(self);
         self.settle();
+        self.steps.advance();
         r
     }
 
@@ -538,7 +550,9 @@ impl Engine {
             active,
             prepared,
         } = self.prepare_document(doc, world)?;
-        // Everything checked: commit.
+        // Everything checked: commit. The load is one step of `steps` (what subscribers do
+        // while they are told the difference is budgeted apart from the ticks).
+        self.steps.advance();
         self.world = world;
         self.tick = doc.tick;
         self.events.set_tick(doc.tick);
@@ -566,6 +580,7 @@ impl Engine {
         }
         // Only what subscribers did (a failing Lua callback's mod.error, a spawn) is delivered.
         self.settle();
+        self.steps.advance();
         Ok(())
     }
 
@@ -582,6 +597,12 @@ impl Engine {
         self.kits
             .iter_mut()
             .find_map(|k| k.as_mut().as_any_mut().downcast_mut())
+    }
+
+    /// The engine's steps (each tick, input and load is one): what mods may spend per tick
+    /// starts afresh with each (see [`super::events::Steps`]).
+    pub fn steps(&self) -> super::events::Steps {
+        self.steps.clone()
     }
 
     /// Where mod runtimes report failures outside hooks; each becomes a `mod.error` event.

@@ -16,7 +16,7 @@ pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{check_data, Entity, EntityData, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
     block_hash_values, chunk_data, chunk_hash_data, hash_hex, Event, EventBus, EventData, Log,
-    LogLine, ModErrors, Outbox, MOD_ERROR, PLAYER_MOVED,
+    LogLine, ModErrors, Outbox, Steps, MOD_ERROR, PLAYER_MOVED,
 };
 pub use hooks::{
     Cancel, HookAnswer, HookArgs, HookError, HookHandler, HookProfile, HookStat, HookValue, Hooks,

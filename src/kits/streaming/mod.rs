@@ -40,8 +40,8 @@ use crate::kits::ground::{GroundService, GROUND};
 
 pub use config::{
     BudgetMs, ChunkSize, FocusMode, HoleRing, Lod, LodBudget, LodLevel, LodLevelDef,
-    LookAheadTicks, MaxLoaded, MaxRefusals, Overrides, Priority, Radius, Schedule, Settings,
-    StreamingConfig,
+    LookAheadTicks, MaxLoaded, MaxRefusals, MaxTicketChunks, Overrides, Priority, Radius, Schedule,
+    Settings, StreamingConfig,
 };
 pub use events::{ChunkEvent, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use foci::{AnchorCache, Refresh};
@@ -81,6 +81,9 @@ pub const LOD_LOADED: &str = "world.lod.loaded";
 pub const LOD_UNLOADED: &str = "world.lod.unloaded";
 /// Event: a ticket's square is ready `{id}` (once per ticket, after the tick's other events).
 pub const TICKET_READY: &str = "world.ticket.ready";
+/// Event: a ticket request was refused by the ticket cap `{id, reason}`, whoever asked (where
+/// the request was made; see docs/many-foci.md#the-ticket-cap).
+pub const TICKET_REFUSED: &str = "world.ticket.refused";
 /// Event: the wanted chunks outnumber the cap `{wanted, cap}` (when that state starts).
 pub const CAPACITY: &str = "world.streaming.capacity";
 
@@ -98,7 +101,13 @@ pub fn check_save_section(
 ) -> Result<(), Problem> {
     let path = format!("kits.{STREAMING}");
     let parsed: SaveSection = from_value(section, &path)?;
-    State::new(StreamingConfig::default(), IndexMap::new())
+    // Alone, the save is checked against the loosest ticket cap any scene may set; loading it
+    // checks it against its scene's.
+    let config = StreamingConfig {
+        max_ticket_chunks: Some(MaxTicketChunks::new(config::MAX_TICKET_CHUNKS).expect("in range")),
+        ..StreamingConfig::default()
+    };
+    State::new(config, IndexMap::new())
         .check_section(parsed, save)
         .map(drop)
         .map_err(|p| p.under(&path))
@@ -749,6 +758,7 @@ impl Kit for StreamingKit {
     }
 
     fn install(&mut self, host: &mut Install<'_>) {
+        self.state.borrow_mut().outbox = host.outbox.clone();
         host.hooks.declare(HOOK_CHUNK_LOAD);
         host.hooks.declare(HOOK_CHUNK_UNLOAD);
         let handle: Rc<dyn StreamingService> = Rc::new(Handle(self.state.clone()));

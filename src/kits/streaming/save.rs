@@ -14,7 +14,7 @@ use super::config::{
     is_lod_step, Lod, Overrides, MAX_LOD_LEVELS, MAX_LOD_STEP, MAX_RADIUS, MIN_LOD_STEP,
 };
 use super::events::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
-use super::foci::{check_id, Ticket, Tickets, MAX_TICKETS};
+use super::foci::{check_id, Ticket, TicketError, Tickets, MAX_TICKETS};
 use super::residency::{FocusView, Held, RefusalKind};
 use super::service::Refusal;
 use super::state::{refusal_list, State};
@@ -311,7 +311,7 @@ impl State {
         }
         let version_1 = s.foci.is_none();
         let (foci, anchors, predicted) = check_foci(s.foci, s.focus, active)?;
-        let tickets = check_tickets(s.tickets)?;
+        let tickets = check_tickets(s.tickets, self.config.max_ticket_chunks())?;
         let last_wanted = check_last_wanted(&s.last_wanted, &loaded)?;
         let turn = check_turn(s.turn)?;
         let history = check_history(s.history.unwrap_or_default(), active, save.world)?;
@@ -745,8 +745,9 @@ fn check_radius(radius: u32, path: &str) -> Result<(), Problem> {
 }
 
 /// `tickets`: at most [`MAX_TICKETS`], each id valid and once, positions, radii and tick ranges
-/// (a ticket requested outside a scene is kept, SPEC §11, so a scene-less save may hold some).
-fn check_tickets(list: Vec<SavedTicket>) -> Result<Tickets, Problem> {
+/// (a ticket requested outside a scene is kept, SPEC §11, so a scene-less save may hold some),
+/// wanting together at most `cap` chunks (`maxTicketChunks`: the first ticket past it is named).
+fn check_tickets(list: Vec<SavedTicket>, cap: u64) -> Result<Tickets, Problem> {
     if list.len() > MAX_TICKETS {
         return Err(Problem::new(
             "tickets",
@@ -771,9 +772,19 @@ fn check_tickets(list: Vec<SavedTicket>) -> Result<Tickets, Problem> {
                 format!("ticket {:?} is listed twice", t.id),
             ));
         }
-        tickets
-            .request(&t.id, t.ticket(), 0)
-            .expect("checked above");
+        match tickets.request(&t.id, t.ticket(), 0, cap) {
+            Ok(()) => {}
+            Err(TicketError::OverCap { wanted, cap }) => {
+                return Err(Problem::new(
+                    path,
+                    format!(
+                        "the tickets up to this one want {wanted} chunks, more than the \
+                         scene's maxTicketChunks {cap}"
+                    ),
+                ))
+            }
+            Err(e) => unreachable!("checked above: {e}"),
+        }
     }
     Ok(tickets)
 }

@@ -225,7 +225,9 @@ pub trait StreamingService {
     /// `ticks` (1..=2^31-1) tick plans, counting from tick `from` (an input's stamp), else from
     /// the next tick (a mod during a tick, or Rust between ticks).
     /// `priority` (0..=255, SPEC §16; `None`: 0, and the request does not by itself make the
-    /// scene show §16's outputs).
+    /// scene show §16's outputs). Past `maxTicketChunks` it is refused whole
+    /// ([`TicketError::OverCap`]) and `world.ticket.refused {id, reason}` is emitted when the
+    /// engine next settles (see docs/many-foci.md#the-ticket-cap).
     fn request(
         &self,
         id: &str,
