@@ -1991,7 +1991,7 @@ mod tests {
                 assert_eq!(status, WsStatus::Ok, "{message}");
                 let mut bytes: Vec<u8> = heights.iter().flat_map(|h| h.to_le_bytes()).collect();
                 bytes.extend(&materials);
-                assert_eq!(crate::kits::terrain::generate::fnv1a64(&bytes), e.hash);
+                assert_eq!(crate::hash::fnv1a64(&bytes), e.hash);
                 let data = with_game(game, |g| {
                     let t = g.engine().service::<dyn TerrainService>(TERRAIN).unwrap();
                     Ok(t.chunk(ChunkPos::new(e.x, e.z)).unwrap())
@@ -2052,7 +2052,7 @@ mod tests {
             assert_eq!((status, cells), (WsStatus::Ok, 64), "{message}");
             let mut bytes: Vec<u8> = heights.iter().flat_map(|h| h.to_le_bytes()).collect();
             bytes.extend(&materials);
-            assert_eq!(crate::kits::terrain::generate::fnv1a64(&bytes), e.hash);
+            assert_eq!(crate::hash::fnv1a64(&bytes), e.hash);
             let data = with_game(game, |g| {
                 let t = g.engine().service::<dyn TerrainService>(TERRAIN).unwrap();
                 Ok(t.lod_block(1, e.x, e.z).unwrap())

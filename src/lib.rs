@@ -36,6 +36,7 @@ pub mod fileio;
 pub mod files;
 pub mod game;
 pub mod grid;
+pub mod hash;
 pub mod host;
 pub mod json;
 pub mod kits;

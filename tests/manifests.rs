@@ -104,3 +104,24 @@ fn a_manifest_whose_range_differs_from_the_code_is_caught() {
     let caught = std::panic::catch_unwind(|| check(&manifest, "streaming-config.schema.json"));
     assert!(caught.is_err());
 }
+
+/// The `lod` key is a list, so the integer check above does not reach it: its rule names the
+/// level count, the steps' range and the radii's range the code applies, word for word.
+#[test]
+fn the_lod_rule_of_the_manifest_is_the_codes() {
+    use world_streaming::kits::streaming::config::{
+        MAX_LOD_LEVELS, MAX_LOD_RADIUS, MAX_LOD_STEP, MIN_LOD_STEP,
+    };
+    let manifest = streaming::manifest();
+    let rule = manifest.config["lod"]["rule"].as_str().unwrap();
+    for part in [
+        format!("at most {MAX_LOD_LEVELS} levels"),
+        format!("steps powers of two {MIN_LOD_STEP}..={MAX_LOD_STEP}"),
+        format!("radii 1..={MAX_LOD_RADIUS} "),
+    ] {
+        assert!(
+            rule.contains(&part),
+            "streaming's kit.json says of lod \"{rule}\", without \"{part}\""
+        );
+    }
+}

@@ -8,34 +8,8 @@ use std::io::{BufRead, Read, Seek, SeekFrom};
 use rustc_hash::FxHashMap;
 
 use crate::grid::{ChunkPos, Grid};
+use crate::hash::Fnv1a64;
 use crate::host::{check_data, Entity};
-
-/// FNV-1a, 64 bits, fed in pieces.
-#[derive(Debug, Clone, Copy)]
-pub struct Fnv(pub u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    /// Adds `bytes`.
-    pub fn update(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-
-    /// The hash of `bytes`.
-    pub fn of(bytes: &[u8]) -> u64 {
-        let mut h = Fnv::default();
-        h.update(bytes);
-        h.0
-    }
-}
 
 /// Where one line is: 16 bytes per district entity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,7 +194,7 @@ pub fn check_line(bytes: &[u8]) -> Result<Checked<'_>, String> {
 
 /// The hash an id is looked up by.
 pub fn id_hash(id: &str) -> u64 {
-    Fnv::of(id.as_bytes())
+    Fnv1a64::of(id.as_bytes())
 }
 
 /// Every district line of a world, grouped by (scene, home chunk), each group in file order.
@@ -344,7 +318,7 @@ impl Builder {
         if self.collide {
             return 7;
         }
-        Fnv::of(self.id_of(i))
+        Fnv1a64::of(self.id_of(i))
     }
 
     /// The file of line `i`.
@@ -525,7 +499,7 @@ impl Builder {
     ) -> Result<(u64, u64), IndexError> {
         let max = crate::limits::MAX_DISTRICT_LINE_BYTES;
         let mut reader = reader.take(cap + 1);
-        let mut hash = Fnv::default();
+        let mut hash = Fnv1a64::default();
         let mut offset = 0u64;
         let mut buf = Vec::new();
         let mut line = 0u32;
@@ -752,7 +726,7 @@ fn skip_line(
     mut last: u8,
     held: u64,
     mut blank: bool,
-    mut hash: Option<&mut Fnv>,
+    mut hash: Option<&mut Fnv1a64>,
 ) -> std::io::Result<(u64, u64, bool)> {
     let mut scratch = Vec::with_capacity(1 << 16);
     let mut read = 0u64;
@@ -1147,7 +1121,7 @@ mod tests {
             let text = format!("{}\n{blank}\n{}\n", good("first"), good("last"));
             let mut b = Builder::new(Grid::new(32.0));
             let read = b.read(0, 0, "d.jsonl", text.as_bytes(), 1 << 30).unwrap();
-            assert_eq!(read, (text.len() as u64, Fnv::of(text.as_bytes())));
+            assert_eq!(read, (text.len() as u64, Fnv1a64::of(text.as_bytes())));
             assert!(b.errors.is_empty());
             assert_eq!(b.finish().unwrap().len(), 2);
         }
@@ -1159,7 +1133,7 @@ mod tests {
         assert_eq!(read.0, text.len() as u64);
         let text = format!("{}\n{}\n", padded("a", max), good("b"));
         let read = b.read(0, 1, "e.jsonl", text.as_bytes(), 1 << 30).unwrap();
-        assert_eq!(read, (text.len() as u64, Fnv::of(text.as_bytes())));
+        assert_eq!(read, (text.len() as u64, Fnv1a64::of(text.as_bytes())));
     }
 
     #[test]

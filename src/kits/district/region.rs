@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{parse_line, Fnv, Stamp as FileStamp};
+use super::index::{parse_line, Stamp as FileStamp};
 use super::state::Stored;
 use crate::grid::ChunkPos;
+use crate::hash::Fnv1a64;
 use crate::worlddir::frame::{self, Kind, STAMP_LEN};
 use crate::worlddir::store::StoreKind;
 
@@ -57,7 +58,7 @@ impl DistrictStamp {
     /// The stamp of these district files at this chunk size, `scenes` naming the scenes
     /// their `scene` indices are over.
     pub fn of(stamps: &[FileStamp], scenes: &[String], chunk_size: f64) -> DistrictStamp {
-        let mut h = Fnv::default();
+        let mut h = Fnv1a64::default();
         // Their content and the scene each belongs to, in config order, not their names: a
         // directory belongs to the same district files however the scene is reached
         // (`scene.json` or `/abs/scene.json`), and the line indices its records name are
@@ -310,7 +311,7 @@ fn payload(chunk: ChunkPos, stamp: DistrictStamp, data: &ChunkRecord) -> Payload
 /// FNV-1a 64 of a whole image (every chunk's payload in row order): what a save with a world
 /// directory records, and checks against the directory it loads.
 pub(crate) fn digest(image: &BTreeMap<ChunkPos, ChunkRecord>, stamp: DistrictStamp) -> u64 {
-    let mut h = Fnv::default();
+    let mut h = Fnv1a64::default();
     for (c, r) in image {
         let bytes = District::encode_payload(*c, stamp, r);
         h.update(&(bytes.len() as u64).to_le_bytes());

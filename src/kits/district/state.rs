@@ -11,8 +11,9 @@ use std::rc::Rc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Map, Value};
 
-use super::index::{parse_line, read_line, Fnv, Index};
+use super::index::{parse_line, read_line, Index};
 use crate::grid::{ChunkPos, Grid};
+use crate::hash::Fnv1a64;
 use crate::host::{Entity, EntityId, World};
 
 /// The tag that makes any entity streamed (stored with its chunk).
@@ -92,7 +93,7 @@ pub(crate) struct State {
 
 /// The hash a stored entity is compared by: its compact JSON.
 pub(crate) fn entity_hash(e: &Entity) -> u64 {
-    Fnv::of(&serde_json::to_vec(e).expect("entities are JSON"))
+    Fnv1a64::of(&serde_json::to_vec(e).expect("entities are JSON"))
 }
 
 impl State {

@@ -12,6 +12,7 @@
 use noise::{NoiseFn, Perlin};
 
 use crate::grid::ChunkPos;
+use crate::hash::fnv1a64;
 
 /// The generator's version, stamped on anything derived from its output (SPEC §13).
 pub const GENERATOR_VERSION: u32 = 1;
@@ -161,16 +162,6 @@ impl ChunkData {
         }
         self.rehash();
     }
-}
-
-/// FNV-1a, 64 bits.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 impl Generator {
