@@ -135,6 +135,15 @@ pub struct Engine {
 /// The id under which the host itself is listed; it is always present.
 pub const ENGINE_KIT: &str = "game.engine";
 
+/// The host's own entry of a catalog: `game.engine` 1.0.0, which kits may require. It is never
+/// built as a kit (the engine is the host), takes no config and keeps no save section of a kit.
+pub fn engine_entry() -> super::CatalogEntry {
+    super::CatalogEntry::new(
+        super::KitManifest::simple(ENGINE_KIT, "1.0.0"),
+        Box::new(|_| unreachable!("the host is never built as a kit")),
+    )
+}
+
 impl Engine {
     /// Builds the engine: every kit of `kits` from `catalog`, requirements checked, kits installed
     /// and started. No scene is active yet. Returns every config problem found.

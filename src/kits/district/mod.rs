@@ -89,6 +89,22 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
+/// The kit's entry of the catalog: its manifest, factory, schemas (a district file's line
+/// among them) and save check.
+pub fn entry() -> crate::host::CatalogEntry {
+    crate::host::CatalogEntry::new(manifest(), Box::new(DistrictKit::from_spec))
+        .config_schema("district-config.schema.json", || {
+            schemars::schema_for!(DistrictConfig)
+        })
+        .save_schema("district-save.schema.json", || {
+            schemars::schema_for!(SaveSection)
+        })
+        .file_schema("district-line.schema.json", || {
+            schemars::schema_for!(crate::host::Entity)
+        })
+        .save_check(check_save_section)
+}
+
 /// The `world.district` kit.
 pub struct DistrictKit {
     files: Vec<(u16, PathBuf)>,

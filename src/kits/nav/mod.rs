@@ -46,6 +46,18 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
+/// The kit's entry of the catalog: its manifest, factory, schemas and save check.
+pub fn entry() -> crate::host::CatalogEntry {
+    crate::host::CatalogEntry::new(manifest(), Box::new(NavKit::from_spec))
+        .config_schema("nav-config.schema.json", || {
+            schemars::schema_for!(NavConfig)
+        })
+        .save_schema("nav-save.schema.json", || {
+            schemars::schema_for!(SaveSection)
+        })
+        .save_check(check_save_section)
+}
+
 /// Checks a `world.nav` save section on its own (the catalog's [`crate::host::SaveCheck`]):
 /// [`NavKit`]'s `prepare_load` check, with the largest `maxNodes` a game may set (a load checks
 /// against its own).

@@ -92,6 +92,15 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
+/// The kit's entry of the catalog: its manifest, factory, config schema and save check.
+pub fn entry() -> crate::host::CatalogEntry {
+    crate::host::CatalogEntry::new(manifest(), Box::new(StreamingKit::from_spec))
+        .config_schema("streaming-config.schema.json", || {
+            schemars::schema_for!(StreamingConfig)
+        })
+        .save_check(check_save_section)
+}
+
 /// Checks a saved `world.streaming` section on its own (the catalog's
 /// [`crate::host::SaveCheck`]): [`StreamingKit`]'s `prepare_load` check, run by a kit of the
 /// default settings without bounds (whatever a game's own grid and bounds add, its load tells).

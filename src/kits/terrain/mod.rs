@@ -60,6 +60,18 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
+/// The kit's entry of the catalog: its manifest, factory, schemas and save check.
+pub fn entry() -> crate::host::CatalogEntry {
+    crate::host::CatalogEntry::new(manifest(), Box::new(TerrainKit::from_spec))
+        .config_schema("terrain-config.schema.json", || {
+            schemars::schema_for!(TerrainConfig)
+        })
+        .save_schema("terrain-save.schema.json", || {
+            schemars::schema_for!(SaveSection)
+        })
+        .save_check(check_save_section)
+}
+
 /// The kit.
 pub struct TerrainKit {
     state: Rc<RefCell<State>>,
