@@ -126,6 +126,9 @@ pub struct Engine {
     /// The catalog's kits with their save checks: which sections a save may hold, and the
     /// check each gets before anything needs this game.
     save_checks: SaveChecks,
+    /// The catalog's Lua tables, in catalog order: what every Lua mod of the game gets (each
+    /// whose kit's service the game has).
+    lua_tables: Vec<crate::script::LuaTable>,
     tick: u64,
     mod_errors: super::events::ModErrors,
     outbox: super::events::Outbox,
@@ -248,6 +251,7 @@ impl Engine {
             active: None,
             kits: built,
             save_checks: catalog.save_checks(),
+            lua_tables: catalog.lua_tables().collect(),
             tick: 0,
             mod_errors: Default::default(),
             outbox: Default::default(),
@@ -475,6 +479,12 @@ impl Engine {
     /// kit calls `onChunk` for the difference; see [`Kit`] for the order).
     pub fn load_document(&mut self, value: &Value) -> Result<(), Problem> {
         self.load_document_then(value, || {})
+    }
+
+    /// The Lua tables of the catalog the engine was built with, in catalog order (the Lua mods'
+    /// service tables: `mods::install` builds each whose kit's service the game has).
+    pub fn lua_tables(&self) -> &[crate::script::LuaTable] {
+        &self.lua_tables
     }
 
     /// The catalog's kits with their save checks (what a save is checked by on its own).

@@ -131,6 +131,7 @@ pub struct CatalogEntry {
     save_schema: Option<KitSchema>,
     file_schemas: Vec<KitSchema>,
     save_check: Option<SaveCheck>,
+    lua: Option<crate::script::LuaTable>,
 }
 
 impl CatalogEntry {
@@ -143,6 +144,7 @@ impl CatalogEntry {
             save_schema: None,
             file_schemas: Vec::new(),
             save_check: None,
+            lua: None,
         }
     }
 
@@ -172,6 +174,13 @@ impl CatalogEntry {
         self
     }
 
+    /// The kit's table of Lua functions: every Lua mod of a game with the kit's service gets it
+    /// ([`crate::script`] is what it is built with).
+    pub fn lua(mut self, table: crate::script::LuaTable) -> Self {
+        self.lua = Some(table);
+        self
+    }
+
     /// The kit's id (its manifest's).
     pub fn id(&self) -> &str {
         &self.manifest.id
@@ -180,6 +189,11 @@ impl CatalogEntry {
     /// The kit's manifest.
     pub fn manifest(&self) -> &KitManifest {
         &self.manifest
+    }
+
+    /// The kit's Lua table, if it registered one.
+    pub fn lua_table(&self) -> Option<crate::script::LuaTable> {
+        self.lua
     }
 
     /// The kit's schemas: its config's, its save section's, then its files', each if it has one.
@@ -249,6 +263,11 @@ impl KitCatalog {
             checks.add(id, e.save_check);
         }
         checks
+    }
+
+    /// The Lua tables of the catalog's kits, in catalog order.
+    pub fn lua_tables(&self) -> impl Iterator<Item = crate::script::LuaTable> + '_ {
+        self.entries.values().filter_map(|e| e.lua)
     }
 
     /// Builds kit `id`.

@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod index;
+mod lua;
 mod persist;
 mod region;
 mod save;
@@ -90,7 +91,7 @@ pub fn manifest() -> KitManifest {
 }
 
 /// The kit's entry of the catalog: its manifest, factory, schemas (a district file's line
-/// among them) and save check.
+/// among them), save check and Lua table.
 pub fn entry() -> crate::host::CatalogEntry {
     crate::host::CatalogEntry::new(manifest(), Box::new(DistrictKit::from_spec))
         .config_schema("district-config.schema.json", || {
@@ -103,6 +104,7 @@ pub fn entry() -> crate::host::CatalogEntry {
             schemars::schema_for!(crate::host::Entity)
         })
         .save_check(check_save_section)
+        .lua(lua::TABLE)
 }
 
 /// The `world.district` kit.

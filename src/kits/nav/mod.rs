@@ -9,6 +9,7 @@
 //! - this file: the kit, which hears the terrain's changes and ticks the agents.
 
 pub mod config;
+mod lua;
 mod save;
 pub mod search;
 pub mod service;
@@ -46,7 +47,7 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
-/// The kit's entry of the catalog: its manifest, factory, schemas and save check.
+/// The kit's entry of the catalog: its manifest, factory, schemas, save check and Lua table.
 pub fn entry() -> crate::host::CatalogEntry {
     crate::host::CatalogEntry::new(manifest(), Box::new(NavKit::from_spec))
         .config_schema("nav-config.schema.json", || {
@@ -56,6 +57,7 @@ pub fn entry() -> crate::host::CatalogEntry {
             schemars::schema_for!(SaveSection)
         })
         .save_check(check_save_section)
+        .lua(lua::TABLE)
 }
 
 /// Checks a `world.nav` save section on its own (the catalog's [`crate::host::SaveCheck`]):

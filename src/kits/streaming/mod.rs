@@ -19,6 +19,7 @@ mod events;
 pub mod foci;
 mod handle;
 pub mod lod;
+mod lua;
 pub mod residency;
 mod save;
 pub mod service;
@@ -92,13 +93,14 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
-/// The kit's entry of the catalog: its manifest, factory, config schema and save check.
+/// The kit's entry of the catalog: its manifest, factory, config schema, save check and Lua table.
 pub fn entry() -> crate::host::CatalogEntry {
     crate::host::CatalogEntry::new(manifest(), Box::new(StreamingKit::from_spec))
         .config_schema("streaming-config.schema.json", || {
             schemars::schema_for!(StreamingConfig)
         })
         .save_check(check_save_section)
+        .lua(lua::TABLE)
 }
 
 /// Checks a saved `world.streaming` section on its own (the catalog's

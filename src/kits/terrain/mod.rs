@@ -15,6 +15,7 @@
 pub mod config;
 pub mod generate;
 mod handle;
+mod lua;
 pub mod pool;
 pub mod region;
 mod save;
@@ -60,7 +61,7 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
-/// The kit's entry of the catalog: its manifest, factory, schemas and save check.
+/// The kit's entry of the catalog: its manifest, factory, schemas, save check and Lua table.
 pub fn entry() -> crate::host::CatalogEntry {
     crate::host::CatalogEntry::new(manifest(), Box::new(TerrainKit::from_spec))
         .config_schema("terrain-config.schema.json", || {
@@ -70,6 +71,7 @@ pub fn entry() -> crate::host::CatalogEntry {
             schemars::schema_for!(SaveSection)
         })
         .save_check(check_save_section)
+        .lua(lua::TABLE)
 }
 
 /// The kit.
