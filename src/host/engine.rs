@@ -129,6 +129,8 @@ pub struct Engine {
     /// The catalog's Lua tables, in catalog order: what every Lua mod of the game gets (each
     /// whose kit's service the game has).
     lua_tables: Vec<crate::script::LuaTable>,
+    /// The catalog's layers of the replay viewer, in catalog order.
+    view_layers: Vec<super::view::ViewLayer>,
     tick: u64,
     mod_errors: super::events::ModErrors,
     outbox: super::events::Outbox,
@@ -252,6 +254,7 @@ impl Engine {
             kits: built,
             save_checks: catalog.save_checks(),
             lua_tables: catalog.lua_tables().collect(),
+            view_layers: catalog.view_layers().collect(),
             tick: 0,
             mod_errors: Default::default(),
             outbox: Default::default(),
@@ -485,6 +488,13 @@ impl Engine {
     /// service tables: `mods::install` builds each whose kit's service the game has).
     pub fn lua_tables(&self) -> &[crate::script::LuaTable] {
         &self.lua_tables
+    }
+
+    /// The layers of the replay viewer of the catalog the engine was built with, in catalog
+    /// order (each kit's whether the game enables it or not: a layer without its kit's service
+    /// captures what the page shows without the kit).
+    pub fn view_layers(&self) -> &[super::view::ViewLayer] {
+        &self.view_layers
     }
 
     /// The catalog's kits with their save checks (what a save is checked by on its own).

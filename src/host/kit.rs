@@ -132,6 +132,7 @@ pub struct CatalogEntry {
     file_schemas: Vec<KitSchema>,
     save_check: Option<SaveCheck>,
     lua: Option<crate::script::LuaTable>,
+    view: Option<super::view::ViewLayer>,
 }
 
 impl CatalogEntry {
@@ -145,6 +146,7 @@ impl CatalogEntry {
             file_schemas: Vec::new(),
             save_check: None,
             lua: None,
+            view: None,
         }
     }
 
@@ -181,6 +183,13 @@ impl CatalogEntry {
         self
     }
 
+    /// The kit's layer of the replay viewer: what it captures of a run and how the page draws
+    /// it ([`super::view`]).
+    pub fn view(mut self, layer: super::view::ViewLayer) -> Self {
+        self.view = Some(layer);
+        self
+    }
+
     /// The kit's id (its manifest's).
     pub fn id(&self) -> &str {
         &self.manifest.id
@@ -194,6 +203,11 @@ impl CatalogEntry {
     /// The kit's Lua table, if it registered one.
     pub fn lua_table(&self) -> Option<crate::script::LuaTable> {
         self.lua
+    }
+
+    /// The kit's layer of the replay viewer, if it registered one.
+    pub fn view_layer(&self) -> Option<super::view::ViewLayer> {
+        self.view
     }
 
     /// The kit's schemas: its config's, its save section's, then its files', each if it has one.
@@ -268,6 +282,11 @@ impl KitCatalog {
     /// The Lua tables of the catalog's kits, in catalog order.
     pub fn lua_tables(&self) -> impl Iterator<Item = crate::script::LuaTable> + '_ {
         self.entries.values().filter_map(|e| e.lua)
+    }
+
+    /// The layers of the replay viewer of the catalog's kits, in catalog order.
+    pub fn view_layers(&self) -> impl Iterator<Item = super::view::ViewLayer> + '_ {
+        self.entries.values().filter_map(|e| e.view)
     }
 
     /// Builds kit `id`.

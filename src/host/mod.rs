@@ -11,6 +11,7 @@ pub mod save;
 mod scene;
 mod services;
 mod variables;
+pub mod view;
 
 pub use engine::{engine_entry, Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{check_data, Entity, EntityData, EntityError, EntityId, Tags, World, PLAYER_TAG};

@@ -21,6 +21,7 @@ mod region;
 mod save;
 pub mod service;
 mod state;
+mod view;
 
 use std::cell::RefCell;
 use std::io::BufReader;
@@ -91,7 +92,7 @@ pub fn manifest() -> KitManifest {
 }
 
 /// The kit's entry of the catalog: its manifest, factory, schemas (a district file's line
-/// among them), save check and Lua table.
+/// among them), save check, Lua table and viewer layer.
 pub fn entry() -> crate::host::CatalogEntry {
     crate::host::CatalogEntry::new(manifest(), Box::new(DistrictKit::from_spec))
         .config_schema("district-config.schema.json", || {
@@ -105,6 +106,7 @@ pub fn entry() -> crate::host::CatalogEntry {
         })
         .save_check(check_save_section)
         .lua(lua::TABLE)
+        .view(view::LAYER)
 }
 
 /// The `world.district` kit.

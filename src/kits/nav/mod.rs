@@ -14,6 +14,7 @@ mod save;
 pub mod search;
 pub mod service;
 mod state;
+mod view;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -47,7 +48,7 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
-/// The kit's entry of the catalog: its manifest, factory, schemas, save check and Lua table.
+/// The kit's entry of the catalog: its manifest, factory, schemas, save check, Lua table and viewer layer.
 pub fn entry() -> crate::host::CatalogEntry {
     crate::host::CatalogEntry::new(manifest(), Box::new(NavKit::from_spec))
         .config_schema("nav-config.schema.json", || {
@@ -58,6 +59,7 @@ pub fn entry() -> crate::host::CatalogEntry {
         })
         .save_check(check_save_section)
         .lua(lua::TABLE)
+        .view(view::LAYER)
 }
 
 /// Checks a `world.nav` save section on its own (the catalog's [`crate::host::SaveCheck`]):

@@ -24,6 +24,7 @@ pub mod residency;
 mod save;
 pub mod service;
 mod state;
+mod view;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -93,7 +94,7 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
-/// The kit's entry of the catalog: its manifest, factory, config schema, save check and Lua table.
+/// The kit's entry of the catalog: its manifest, factory, config schema, save check, Lua table and viewer layer.
 pub fn entry() -> crate::host::CatalogEntry {
     crate::host::CatalogEntry::new(manifest(), Box::new(StreamingKit::from_spec))
         .config_schema("streaming-config.schema.json", || {
@@ -101,6 +102,7 @@ pub fn entry() -> crate::host::CatalogEntry {
         })
         .save_check(check_save_section)
         .lua(lua::TABLE)
+        .view(view::LAYER)
 }
 
 /// Checks a saved `world.streaming` section on its own (the catalog's

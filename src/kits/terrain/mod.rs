@@ -22,6 +22,7 @@ mod save;
 pub mod service;
 mod state;
 pub mod store;
+pub mod view;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -61,7 +62,7 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
-/// The kit's entry of the catalog: its manifest, factory, schemas, save check and Lua table.
+/// The kit's entry of the catalog: its manifest, factory, schemas, save check, Lua table and viewer layer.
 pub fn entry() -> crate::host::CatalogEntry {
     crate::host::CatalogEntry::new(manifest(), Box::new(TerrainKit::from_spec))
         .config_schema("terrain-config.schema.json", || {
@@ -72,6 +73,7 @@ pub fn entry() -> crate::host::CatalogEntry {
         })
         .save_check(check_save_section)
         .lua(lua::TABLE)
+        .view(view::LAYER)
 }
 
 /// The kit.
