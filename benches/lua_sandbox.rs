@@ -7,7 +7,9 @@
 //! hostile mod with the default limits, from the call to the `mod.error` answer.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use world_streaming::host::{HookArgs, HookHandler, HookValue, Log, ModErrors, ModId, Steps};
+use world_streaming::host::{
+    HookArgs, HookHandler, HookValue, Log, ModErrors, ModId, Services, Steps,
+};
 use world_streaming::mods::lua::{load, LuaLimits, LuaSetup};
 
 /// `(name, body)`: the body of a function of no arguments.
@@ -44,10 +46,8 @@ fn sandboxed(body: &str, limits: LuaLimits) -> Box<dyn HookHandler> {
         file: "bench.lua",
         id: ModId::new("bench"),
         seed: 0,
-        streaming: None,
-        terrain: None,
-        district: None,
-        nav: None,
+        services: &Services::default(),
+        tables: &[],
         hooks: &hooks,
         log: Log::default(),
         errors: ModErrors::default(),

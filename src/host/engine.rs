@@ -126,6 +126,11 @@ pub struct Engine {
     /// The catalog's kits with their save checks: which sections a save may hold, and the
     /// check each gets before anything needs this game.
     save_checks: SaveChecks,
+    /// The catalog's Lua tables, in catalog order: what every Lua mod of the game gets (each
+    /// whose kit's service the game has).
+    lua_tables: Vec<crate::script::LuaTable>,
+    /// The catalog's layers of the replay viewer, in catalog order.
+    view_layers: Vec<super::view::ViewLayer>,
     tick: u64,
     mod_errors: super::events::ModErrors,
     outbox: super::events::Outbox,
@@ -134,6 +139,15 @@ pub struct Engine {
 
 /// The id under which the host itself is listed; it is always present.
 pub const ENGINE_KIT: &str = "game.engine";
+
+/// The host's own entry of a catalog: `game.engine` 1.0.0, which kits may require. It is never
+/// built as a kit (the engine is the host), takes no config and keeps no save section of a kit.
+pub fn engine_entry() -> super::CatalogEntry {
+    super::CatalogEntry::new(
+        super::KitManifest::simple(ENGINE_KIT, "1.0.0"),
+        Box::new(|_| unreachable!("the host is never built as a kit")),
+    )
+}
 
 impl Engine {
     /// Builds the engine: every kit of `kits` from `catalog`, requirements checked, kits installed
@@ -239,6 +253,8 @@ impl Engine {
             active: None,
             kits: built,
             save_checks: catalog.save_checks(),
+            lua_tables: catalog.lua_tables().collect(),
+            view_layers: catalog.view_layers().collect(),
             tick: 0,
             mod_errors: Default::default(),
             outbox: Default::default(),
@@ -466,6 +482,19 @@ impl Engine {
     /// kit calls `onChunk` for the difference; see [`Kit`] for the order).
     pub fn load_document(&mut self, value: &Value) -> Result<(), Problem> {
         self.load_document_then(value, || {})
+    }
+
+    /// The Lua tables of the catalog the engine was built with, in catalog order (the Lua mods'
+    /// service tables: `mods::install` builds each whose kit's service the game has).
+    pub fn lua_tables(&self) -> &[crate::script::LuaTable] {
+        &self.lua_tables
+    }
+
+    /// The layers of the replay viewer of the catalog the engine was built with, in catalog
+    /// order (each kit's whether the game enables it or not: a layer without its kit's service
+    /// captures what the page shows without the kit).
+    pub fn view_layers(&self) -> &[super::view::ViewLayer] {
+        &self.view_layers
     }
 
     /// The catalog's kits with their save checks (what a save is checked by on its own).

@@ -95,41 +95,168 @@ impl KitSpec<'_> {
 /// Builds a kit from its spec, or lists what is wrong with the config.
 pub type KitFactory = Box<dyn Fn(&KitSpec<'_>) -> Result<Box<dyn Kit>, Vec<Problem>>>;
 
-/// One kit of a [`KitCatalog`]: its manifest, its factory and the check of its save section.
-struct CatalogEntry {
-    manifest: KitManifest,
-    factory: KitFactory,
-    save_check: Option<SaveCheck>,
+/// A JSON Schema a kit publishes: the file it is written to under `schemas/` (e.g.
+/// `streaming-config.schema.json`, the name `world-streaming schema --out` gives it) and the
+/// function that makes it from the Rust type.
+#[derive(Clone, Copy)]
+pub struct KitSchema {
+    /// The schema file's name.
+    pub file: &'static str,
+    /// Makes the schema (`|| schemars::schema_for!(MyConfig)`).
+    pub make: fn() -> schemars::Schema,
 }
 
-/// The kits a host can enable, by id.
+/// One kit of a [`KitCatalog`]: everything the crate's rooms need of the kit, registered once.
+/// Built by the kit itself (each built-in kit's `entry()`), added with [`KitCatalog::register`]:
+/// its manifest and factory, the schemas of its config, its save section and any file it reads,
+/// the check of its save section on its own, its Lua table and its layer of the replay viewer.
+/// `files` writes and checks the schemas and runs the save checks, `mods` installs the Lua
+/// tables and the viewer captures and draws the layers by looping over the catalog, so a new
+/// kit touches only its own folder and one line of the catalog.
+///
+/// ```
+/// use world_streaming::host::{CatalogEntry, KitCatalog, KitManifest};
+/// # use world_streaming::host::{Kit, KitSpec, Problem};
+/// # struct Hello;
+/// # impl Kit for Hello { fn id(&self) -> &str { "my.hello" } }
+/// # fn factory(_: &KitSpec<'_>) -> Result<Box<dyn Kit>, Vec<Problem>> { Ok(Box::new(Hello)) }
+/// let mut catalog = KitCatalog::default();
+/// catalog.register(CatalogEntry::new(KitManifest::simple("my.hello", "1.0.0"), Box::new(factory)));
+/// assert!(catalog.manifest("my.hello").is_some());
+/// ```
+pub struct CatalogEntry {
+    manifest: KitManifest,
+    factory: KitFactory,
+    config_schema: Option<KitSchema>,
+    save_schema: Option<KitSchema>,
+    file_schemas: Vec<KitSchema>,
+    save_check: Option<SaveCheck>,
+    lua: Option<crate::script::LuaTable>,
+    view: Option<super::view::ViewLayer>,
+}
+
+impl CatalogEntry {
+    /// A kit with its manifest and factory and nothing else yet.
+    pub fn new(manifest: KitManifest, factory: KitFactory) -> Self {
+        CatalogEntry {
+            manifest,
+            factory,
+            config_schema: None,
+            save_schema: None,
+            file_schemas: Vec::new(),
+            save_check: None,
+            lua: None,
+            view: None,
+        }
+    }
+
+    /// The schema of the kit's `config` object, written to `schemas/<file>`.
+    pub fn config_schema(mut self, file: &'static str, make: fn() -> schemars::Schema) -> Self {
+        self.config_schema = Some(KitSchema { file, make });
+        self
+    }
+
+    /// The schema of the kit's section of a save, written to `schemas/<file>`.
+    pub fn save_schema(mut self, file: &'static str, make: fn() -> schemars::Schema) -> Self {
+        self.save_schema = Some(KitSchema { file, make });
+        self
+    }
+
+    /// The schema of a file the kit reads (e.g. a line of a district file), written to
+    /// `schemas/<file>` after the config's and the save's.
+    pub fn file_schema(mut self, file: &'static str, make: fn() -> schemars::Schema) -> Self {
+        self.file_schemas.push(KitSchema { file, make });
+        self
+    }
+
+    /// The check of the kit's save section on its own ([`SaveCheck`]): what `check` of a save
+    /// runs for the section; the kit's `prepare_load` runs the same.
+    pub fn save_check(mut self, check: SaveCheck) -> Self {
+        self.save_check = Some(check);
+        self
+    }
+
+    /// The kit's table of Lua functions: every Lua mod of a game with the kit's service gets it
+    /// ([`crate::script`] is what it is built with).
+    pub fn lua(mut self, table: crate::script::LuaTable) -> Self {
+        self.lua = Some(table);
+        self
+    }
+
+    /// The kit's layer of the replay viewer: what it captures of a run and how the page draws
+    /// it ([`super::view`]).
+    pub fn view(mut self, layer: super::view::ViewLayer) -> Self {
+        self.view = Some(layer);
+        self
+    }
+
+    /// The kit's id (its manifest's).
+    pub fn id(&self) -> &str {
+        &self.manifest.id
+    }
+
+    /// The kit's manifest.
+    pub fn manifest(&self) -> &KitManifest {
+        &self.manifest
+    }
+
+    /// The kit's Lua table, if it registered one.
+    pub fn lua_table(&self) -> Option<crate::script::LuaTable> {
+        self.lua
+    }
+
+    /// The kit's layer of the replay viewer, if it registered one.
+    pub fn view_layer(&self) -> Option<super::view::ViewLayer> {
+        self.view
+    }
+
+    /// The kit's schemas: its config's, its save section's, then its files', each if it has one.
+    pub fn schemas(&self) -> impl Iterator<Item = KitSchema> + '_ {
+        self.config_schema
+            .iter()
+            .chain(&self.save_schema)
+            .chain(&self.file_schemas)
+            .copied()
+    }
+}
+
+/// The kits a host can enable, by id, in the order they were registered.
 #[derive(Default)]
 pub struct KitCatalog {
     entries: IndexMap<String, CatalogEntry>,
 }
 
 impl KitCatalog {
-    /// Adds (or replaces) a kit, without a save check (see [`KitCatalog::set_save_check`]).
-    pub fn add(&mut self, manifest: KitManifest, factory: KitFactory) -> &mut Self {
-        self.entries.insert(
-            manifest.id.clone(),
-            CatalogEntry {
-                manifest,
-                factory,
-                save_check: None,
-            },
-        );
+    /// Adds (or replaces, keeping its place) a kit with everything its entry registers.
+    pub fn register(&mut self, entry: CatalogEntry) -> &mut Self {
+        self.entries.insert(entry.manifest.id.clone(), entry);
         self
+    }
+
+    /// Adds (or replaces) a kit with its manifest and factory alone: [`KitCatalog::register`]
+    /// of `CatalogEntry::new(manifest, factory)`.
+    pub fn add(&mut self, manifest: KitManifest, factory: KitFactory) -> &mut Self {
+        self.register(CatalogEntry::new(manifest, factory))
     }
 
     /// Registers the check of kit `id`'s save section on its own ([`SaveCheck`]): what `check`
     /// of a save runs for the section (the kit's `prepare_load` runs the same). Does nothing
-    /// for a kit not added.
+    /// for a kit not added. [`CatalogEntry::save_check`] registers it with the kit.
     pub fn set_save_check(&mut self, id: &str, check: SaveCheck) -> &mut Self {
         if let Some(e) = self.entries.get_mut(id) {
             e.save_check = Some(check);
         }
         self
+    }
+
+    /// The entries, in registration order.
+    pub fn entries(&self) -> impl Iterator<Item = &CatalogEntry> {
+        self.entries.values()
+    }
+
+    /// The entry of kit `id`.
+    pub fn entry(&self, id: &str) -> Option<&CatalogEntry> {
+        self.entries.get(id)
     }
 
     /// The manifest of kit `id`.
@@ -150,6 +277,16 @@ impl KitCatalog {
             checks.add(id, e.save_check);
         }
         checks
+    }
+
+    /// The Lua tables of the catalog's kits, in catalog order.
+    pub fn lua_tables(&self) -> impl Iterator<Item = crate::script::LuaTable> + '_ {
+        self.entries.values().filter_map(|e| e.lua)
+    }
+
+    /// The layers of the replay viewer of the catalog's kits, in catalog order.
+    pub fn view_layers(&self) -> impl Iterator<Item = super::view::ViewLayer> + '_ {
+        self.entries.values().filter_map(|e| e.view)
     }
 
     /// Builds kit `id`.

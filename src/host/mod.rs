@@ -11,8 +11,9 @@ pub mod save;
 mod scene;
 mod services;
 mod variables;
+pub mod view;
 
-pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
+pub use engine::{engine_entry, Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{check_data, Entity, EntityData, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
     block_hash_values, chunk_data, chunk_hash_data, hash_hex, Event, EventBus, EventData, Log,
@@ -23,8 +24,8 @@ pub use hooks::{
     ModFailure, ModId,
 };
 pub use kit::{
-    join_path, unmet_requirements, AsAny, Install, Kit, KitCatalog, KitError, KitFactory,
-    KitManifest, KitSpec, PreparedSection, Problem,
+    join_path, unmet_requirements, AsAny, CatalogEntry, Install, Kit, KitCatalog, KitError,
+    KitFactory, KitManifest, KitSchema, KitSpec, PreparedSection, Problem,
 };
 pub use save::{SaveCheck, SaveChecks, SaveFacts};
 pub use scene::SceneDef;

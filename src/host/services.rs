@@ -40,3 +40,9 @@ impl Services {
         self.by_name.keys().map(String::as_str)
     }
 }
+
+impl crate::script::ServiceLookup for Services {
+    fn lookup(&self, name: &str) -> Option<&dyn Any> {
+        self.by_name.get(name).map(|b| &**b)
+    }
+}

@@ -9,36 +9,19 @@ pub mod nav;
 pub mod streaming;
 pub mod terrain;
 
-use crate::host::{KitCatalog, KitManifest, ENGINE_KIT};
+use crate::host::{engine_entry, KitCatalog};
 
 /// A catalog with `game.engine` (the host itself), `world.ground`, `world.streaming`,
-/// `world.terrain`, `world.district` and `world.nav`, each kit with the check of its save
-/// section on its own (what `check` of a save runs; the kit's load runs it too).
-/// Add your own kits to it with [`KitCatalog::add`].
+/// `world.terrain`, `world.district` and `world.nav`: one line per kit, each kit's `entry()`
+/// registering everything of it (its factory, schemas, save check, Lua table, viewer layer).
+/// Add your own kits to it with [`KitCatalog::register`] (or [`KitCatalog::add`]).
 pub fn builtin_catalog() -> KitCatalog {
     let mut catalog = KitCatalog::default();
-    catalog.add(
-        KitManifest::simple(ENGINE_KIT, "1.0.0"),
-        Box::new(|_| unreachable!("the host is never built as a kit")),
-    );
-    catalog.add(ground::manifest(), Box::new(ground::GroundKit::from_spec));
-    catalog.add(
-        streaming::manifest(),
-        Box::new(streaming::StreamingKit::from_spec),
-    );
-    catalog.add(
-        terrain::manifest(),
-        Box::new(terrain::TerrainKit::from_spec),
-    );
-    catalog.add(
-        district::manifest(),
-        Box::new(district::DistrictKit::from_spec),
-    );
-    catalog.add(nav::manifest(), Box::new(nav::NavKit::from_spec));
-    catalog
-        .set_save_check(streaming::STREAMING, streaming::check_save_section)
-        .set_save_check(terrain::TERRAIN, terrain::check_save_section)
-        .set_save_check(district::DISTRICT, district::check_save_section)
-        .set_save_check(nav::NAV, nav::check_save_section);
+    catalog.register(engine_entry());
+    catalog.register(ground::entry());
+    catalog.register(streaming::entry());
+    catalog.register(terrain::entry());
+    catalog.register(district::entry());
+    catalog.register(nav::entry());
     catalog
 }

@@ -15,7 +15,6 @@ use crate::fileio::{parse_json, read_text, FileError};
 use crate::host::{Engine, HookHandler, Log, ModId, MOD_ERROR};
 use crate::json::{from_value, Problem};
 use crate::kits::streaming::{StreamingService, STREAMING};
-use crate::kits::terrain::{TerrainService, TERRAIN};
 
 use self::json::{JsonMod, JsonRules};
 
@@ -183,11 +182,8 @@ pub fn install_from(
     seed: u64,
     log: &Log,
 ) -> Result<Vec<lua::LuaModState>, Vec<FileError>> {
+    // A JSON mod's `set` is the streaming kit's settings.
     let streaming: Option<Rc<dyn StreamingService>> = engine.service(STREAMING);
-    let terrain: Option<Rc<dyn TerrainService>> = engine.service(TERRAIN);
-    let district: Option<Rc<dyn crate::kits::district::DistrictService>> =
-        engine.service(crate::kits::district::DISTRICT);
-    let nav: Option<Rc<dyn crate::kits::nav::NavService>> = engine.service(crate::kits::nav::NAV);
     let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
     let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
     let mut errors = check_hooks(&mods, &declared);
@@ -238,10 +234,8 @@ pub fn install_from(
                     file: &name,
                     id: m.id.clone(),
                     seed: seed.wrapping_add((first + index) as u64),
-                    streaming: streaming.clone(),
-                    terrain: terrain.clone(),
-                    district: district.clone(),
-                    nav: nav.clone(),
+                    services: engine.services(),
+                    tables: engine.lua_tables(),
                     hooks: &declared,
                     log: log.clone(),
                     errors: engine.mod_errors(),

@@ -8,49 +8,35 @@
 //! engine (as `replay` does), checks every tick's digest against the recording (a page of a run
 //! that does not reproduce would show something else than what happened), and captures what
 //! changed after every tick. The page gets one *frame* per tick, each the difference from the
-//! previous tick, so a 10 000-tick run at radius 32 stays a few megabytes:
-//! - the loaded set changes by the tick's `world.chunk.loaded`/`unloaded` events (which the frame
-//!   carries anyway for the side list) plus a correction for the rest (a `load` of a save
-//!   restores chunks without events);
-//! - the pending set changes by the chunks those events loaded plus a delta;
-//! - the small lists (refusals, foci, tickets, dormant entities, variables, scene) are written
-//!   whole on the ticks they change.
+//! previous tick, so a 10 000-tick run at radius 32 stays a few megabytes.
 //!
-//! The state fields of SPEC §11 (`foci`, `tickets`) are read from the state document when it
-//! has them, so a run with many foci shows them without a change here; terrain heights come
-//! from a [`HeightProbe`] the caller passes ([`terrain_height`] for `world.terrain`).
+//! What a frame holds is written by *layers*, one per kit ([`crate::host::view`]: each kit's
+//! `view.rs` and `view.js` in its own folder, registered in its catalog entry): this room is the
+//! page model and the loop over the game's catalog's layers. Its own part of a frame is what
+//! belongs to no kit: the tick's events (`e`), the variables that changed (`v`), the active scene
+//! (`s`) and the live entities (`n`, `m`, `nr`: a per-id delta, a move costing its index and
+//! position), each of a kind the page draws — a player, a vehicle, a kind a layer gives (a
+//! district entity), or any other. The page opens on [`ViewData::start`], the first frame
+//! showing what a layer opens on (a loaded chunk). Terrain heights are asked of a
+//! [`HeightProbe`] the caller passes ([`terrain_height`] for `world.terrain`).
 //!
-//! Round 3 adds, each read from the engine after every tick: SPEC §16's predicted foci (the
-//! state's `predicted`) and hole cells ([`crate::kits::streaming::StreamingService::hole_chunks`],
-//! the chunks `world.chunks.holes` counts), and SPEC §15's live entities by kind (player,
-//! vehicle, district entity, other; a per-id delta, a move costing its index and position) with
-//! the state's `district` counts. The page opens on [`ViewData::start`], the first tick with a
-//! loaded chunk.
-//!
-//! With `world.nav` (SPEC §18), each frame also carries the agents' state as the kit holds it
-//! ([`crate::kits::nav::NavService::agents`]): goal cell, the cells still to step into, the chunk
-//! a wait is on, the stuck mark, arrival — whole when it changes, a count of cells when an
-//! agent only stepped along its path — and the page gets the terrain's `cellsPerChunk` to place
-//! the cells. A run without the kit carries none of it (its data is as before).
-//!
-//! The page itself lives in `page.html`, `view.css` and `view.js` beside this file.
+//! The page itself lives in `page.html`, `view.css` and `view.js` (the drawing core the layers'
+//! drawings run in) beside this file.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::files::FileError;
 use crate::game::{Game, GameError};
 use crate::grid::ChunkPos;
-use crate::host::PLAYER_TAG;
-use crate::host::{Event, EventData};
-use crate::kits::district::{DistrictService, DISTRICT};
-use crate::kits::nav::{AgentView, NavService, NAV};
-use crate::kits::streaming::dormancy::DORMANT;
-use crate::kits::streaming::{CHUNK_LOADED, CHUNK_UNLOADED, LOD_LOADED, LOD_UNLOADED};
-use crate::kits::terrain::{ChunkData, TerrainService, TERRAIN, TERRAIN_CHANGED, VAR_WAITS};
+use crate::host::view::{
+    block_payload, changed, chunk_payload, metres, put, EntityKinds, Fields, FrameCtx,
+    LayerCapture, PageIds, Shows,
+};
+use crate::host::{Engine, Event, PLAYER_TAG};
 use crate::replay::{compare, Divergence, Recording, Step, Verdict};
 
 /// The `format` of the data embedded in a page.
@@ -59,9 +45,14 @@ pub const VIEW_FORMAT: &str = "world-streaming-view";
 /// The tag the page draws as a vehicle (as does an entity someone rides).
 const VEHICLE_TAG: &str = "vehicle";
 
+/// The chunk side the page assumes when no layer gives one, in metres.
+const DEFAULT_CHUNK_SIZE: f64 = 32.0;
+
 const PAGE: &str = include_str!("page.html");
 const CSS: &str = include_str!("view.css");
 const JS: &str = include_str!("view.js");
+/// Where `view.js` takes the layers' drawings.
+const LAYERS: &str = "/*{{LAYERS}}*/";
 
 /// Why a page could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +66,14 @@ pub enum ViewError {
     /// The recording does not reproduce on this build: the page would show another run.
     #[error("the replay does not reproduce on this build, so a page would not show the recorded run:\n{0}")]
     Differs(Box<Divergence>),
+    /// A layer wrote a field another part of the page writes, or one the page cannot read.
+    #[error("the viewer layer {layer}: {message}")]
+    Layer {
+        /// The layer's name.
+        layer: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// The height of a chunk (e.g. its terrain's mean height), asked once per chunk when it loads;
@@ -83,37 +82,26 @@ pub enum ViewError {
 pub type HeightProbe<'a> = dyn Fn(&Game, ChunkPos) -> Option<f64> + 'a;
 
 /// The probe of `world.terrain`: a built chunk's mean cell height (0..=65535, rounded down), as
-/// the demo's map shades it; `None` while the chunk is not built or without the kit.
+/// the demo's map shades it; `None` while the chunk is not built or without the kit
+/// ([`crate::kits::terrain::view::chunk_height`]).
 pub fn terrain_height(game: &Game, chunk: ChunkPos) -> Option<f64> {
-    let terrain = game.engine().service::<dyn TerrainService>(TERRAIN)?;
-    Some(mean_height(&*terrain.chunk(chunk)?))
+    crate::kits::terrain::view::chunk_height(game.engine(), chunk)
 }
 
 /// The height of a LOD block (SPEC §17) of `level` (1 = the first `lod` entry): the mean of
-/// its built cells ([`TerrainService::lod_block`], cell `(i, j)` = the full-resolution cell
-/// `(i·s, j·s)`), rounded down as [`terrain_height`]'s; `None` while the block is not built or
-/// without `world.terrain`. [`capture`] asks it of every loaded block when it is given a
-/// chunk probe.
+/// its built cells, rounded down as [`terrain_height`]'s; `None` while the block is not built or
+/// without `world.terrain` ([`crate::kits::terrain::view::block_height`]). [`capture`] asks it
+/// of every loaded block when it is given a chunk probe.
 pub fn terrain_block_height(game: &Game, level: u32, block: ChunkPos) -> Option<f64> {
-    let terrain = game.engine().service::<dyn TerrainService>(TERRAIN)?;
-    Some(mean_height(&*terrain.lod_block(level, block.x, block.z)?))
-}
-
-/// The mean cell height of a built field, rounded down.
-fn mean_height(data: &ChunkData) -> f64 {
-    let n = data.cells;
-    let sum: u64 = (0..n)
-        .flat_map(|j| (0..n).map(move |i| (i, j)))
-        .map(|(i, j)| u64::from(data.height(i, j)))
-        .sum();
-    (sum / u64::from(n * n).max(1)) as f64
+    crate::kits::terrain::view::block_height(game.engine(), level, block)
 }
 
 /// Whether a recording's scene enables `world.terrain` (then [`terrain_height`] is worth asking).
 pub fn has_terrain(recording: &Recording) -> bool {
-    recording.scene["kits"]
-        .as_array()
-        .is_some_and(|kits| kits.iter().any(|k| k["id"] == TERRAIN))
+    recording.scene["kits"].as_array().is_some_and(|kits| {
+        kits.iter()
+            .any(|k| k["id"] == crate::kits::terrain::TERRAIN)
+    })
 }
 
 /// Everything the page shows, as embedded in it.
@@ -125,7 +113,8 @@ pub struct ViewData {
     pub version: u32,
     /// What the page is titled (the replay's file name).
     pub title: String,
-    /// `chunkSize` in metres (to place foci and entities inside their chunks).
+    /// `chunkSize` in metres (to place foci and entities inside their chunks): the streaming
+    /// layer's, 32 without it.
     #[serde(rename = "chunkSize")]
     pub chunk_size: f64,
     /// The frame the page opens on: the first that shows a loaded chunk, else the first that
@@ -145,11 +134,19 @@ pub struct ViewData {
     /// cellsPerChunk`). Absent without the kit.
     #[serde(rename = "cellsPerChunk", skip_serializing_if = "Option::is_none")]
     pub cells_per_chunk: Option<u32>,
+    /// Header fields of layers this struct does not name (a kit of your own's).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+    /// The drawings of the run's layers, in catalog order: the page runs each
+    /// ([`crate::host::view::ViewLayer::script`]).
+    #[serde(skip)]
+    pub scripts: Vec<&'static str>,
 }
 
 /// What changed at one tick. Chunk lists are flat `[x0, z0, x1, z1, …]`; empty fields are left
 /// out of the page.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Frame {
     /// The tick, when it is not the previous frame's plus one (after a `load`).
     #[serde(rename = "t", skip_serializing_if = "Option::is_none")]
@@ -189,7 +186,11 @@ pub struct Frame {
     #[serde(rename = "v", skip_serializing_if = "Map::is_empty")]
     pub variables: Map<String, Value>,
     /// The active scene, when it changed (`null` outside a scene).
-    #[serde(rename = "s", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "s",
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub scene: Option<Value>,
     /// The predicted foci of SPEC §16 (the state's `predicted`), when they changed: `[x0, z0,
     /// …]` in metres, anchor order.
@@ -252,107 +253,29 @@ pub struct Frame {
     /// edit): `[level, x, z, height, …]`, the mean of the block's cells.
     #[serde(rename = "bh", skip_serializing_if = "Vec::is_empty")]
     pub block_heights: Vec<Value>,
+    /// The fields of layers this struct does not name (a kit of your own's), as they wrote them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
-/// A loaded LOD block as the page has it.
-#[derive(Clone, Copy, Default)]
-struct BlockSeen {
-    built: bool,
-    height: Option<f64>,
+/// A present field, even `null`, is `Some` (the scene left is `"s": null`).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
-/// What the previous tick looked like, to diff against.
+/// The page's own part of a frame, and what it remembers to diff against: the events' names,
+/// the variables, the scene, the live entities.
 #[derive(Default)]
-struct Seen {
-    /// Sorted (row order), as are the chunk lists below.
-    loaded: Vec<ChunkPos>,
-    pending: Vec<ChunkPos>,
-    refusals: Option<Vec<Value>>,
-    foci: Option<Vec<f64>>,
-    tickets: Option<Vec<Value>>,
-    dormant: Option<Vec<Value>>,
+struct Core {
+    names: BTreeMap<String, usize>,
     variables: Map<String, Value>,
     scene: Option<Value>,
-    names: BTreeMap<String, usize>,
-    /// The loaded chunks whose height the page has.
-    heights: BTreeSet<ChunkPos>,
-    predicted: Option<Vec<f64>>,
-    holes: Option<Vec<i64>>,
     /// The live entities as the page has them, by id: their index in `ids` and their record
     /// (`[kind, tags, data]`, and the position).
     entities: BTreeMap<String, (usize, Value, [f64; 2])>,
-    /// Every entity id seen, indexed.
-    ids: Vec<String>,
-    /// The index of each id in `ids`.
-    id_index: BTreeMap<String, usize>,
-    district: Option<[u64; 2]>,
-    /// `world.nav`'s agents as the page has them, by id: their index in `ids` and state.
-    agents: BTreeMap<String, (usize, AgentView)>,
-    /// SPEC §17: the levels' steps as the page has them (`None`: the run shows no `lod`).
-    lod_steps: Option<Vec<Option<u32>>>,
-    /// The loaded LOD blocks as the page has them, by (level, block).
-    blocks: BTreeMap<(u32, ChunkPos), BlockSeen>,
 }
 
-/// The chunks in `a` and not in `b`, both sorted.
-fn minus(a: &[ChunkPos], b: &[ChunkPos]) -> Vec<ChunkPos> {
-    let mut out = Vec::new();
-    let mut j = 0;
-    for &c in a {
-        while j < b.len() && b[j] < c {
-            j += 1;
-        }
-        if b.get(j) != Some(&c) {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn flat(chunks: impl IntoIterator<Item = ChunkPos>) -> Vec<i64> {
-    chunks.into_iter().flat_map(|c| [c.x, c.z]).collect()
-}
-
-/// A position coordinate for the page: an integer when it is one (`18`, not `18.0`: most
-/// positions are, and a moving entity writes two every tick).
-fn metres(x: f64) -> Value {
-    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
-        json!(x as i64)
-    } else {
-        json!(x)
-    }
-}
-
-/// The chunk of a `{x, z}` payload with integer coordinates (the chunk events'), else `None`.
-fn chunk_payload(data: &EventData) -> Option<ChunkPos> {
-    match data {
-        EventData::Xz { x, z } => Some(ChunkPos::new(x.as_i64()?, z.as_i64()?)),
-        _ => None,
-    }
-}
-
-/// The level and block of a `{level, x, z}` payload with integer values (the LOD block
-/// events', SPEC §17), else `None`.
-fn block_payload(data: &EventData) -> Option<(u32, ChunkPos)> {
-    match data {
-        EventData::LevelXz { level, x, z } => Some((
-            u32::try_from(level.as_u64()?).ok()?,
-            ChunkPos::new(x.as_i64()?, z.as_i64()?),
-        )),
-        _ => None,
-    }
-}
-
-/// `new` when it differs from `old` (and becomes the new `old`).
-fn changed<T: PartialEq + Clone>(old: &mut Option<T>, new: T) -> Option<T> {
-    if old.as_ref() == Some(&new) {
-        return None;
-    }
-    *old = Some(new.clone());
-    Some(new)
-}
-
-impl Seen {
+impl Core {
     fn name(&mut self, names: &mut Vec<String>, name: &str) -> usize {
         if let Some(&i) = self.names.get(name) {
             return i;
@@ -362,334 +285,74 @@ impl Seen {
         names.len() - 1
     }
 
-    /// The frame that takes the page from the last tick seen to `game`'s state now.
+    /// The events, `[name, x, z]` for chunk-shaped payloads, `[name, x, z, level]` for block-
+    /// shaped ones, `[name, data]` otherwise; the variables that changed (but those a layer
+    /// leaves out); the scene when it changed.
     fn frame(
         &mut self,
-        game: &Game,
+        engine: &Engine,
         events: &[Event],
         names: &mut Vec<String>,
-        heights: Option<&HeightProbe<'_>>,
-    ) -> Frame {
-        let mut doc = game.state();
-        // The chunk lists are taken as they are (sorted); the rest of the state, small, is read
-        // as JSON so that fields this module does not know yet (§11's foci and tickets) show.
-        let now_loaded = std::mem::take(&mut doc.loaded);
-        let mut now_pending = std::mem::take(&mut doc.pending);
-        let now_lod = doc.lod.take();
-        now_pending.sort_unstable();
-        let state = serde_json::to_value(&doc).expect("the state is JSON");
-        let mut frame = Frame::default();
-        // The events, and the last chunk event of each chunk (a release or a load).
-        let mut last_event: BTreeMap<ChunkPos, bool> = BTreeMap::new();
-        let mut loaded_by_events: BTreeSet<ChunkPos> = BTreeSet::new();
-        let mut reshaped: BTreeSet<ChunkPos> = BTreeSet::new();
-        // SPEC §17: the blocks the events load and release, in order, and those an edit changed.
-        let mut block_events: Vec<(bool, u32, ChunkPos)> = Vec::new();
-        let mut reshaped_blocks: BTreeSet<(u32, ChunkPos)> = BTreeSet::new();
+        hidden: &[&str],
+        out: &mut Fields,
+    ) {
+        let mut listed = Vec::with_capacity(events.len());
         for e in events {
             let name = self.name(names, &e.event);
-            if let Some((level, b)) = block_payload(&e.data) {
-                frame.events.push(json!([name, b.x, b.z, level]));
-                if e.event == LOD_LOADED || e.event == LOD_UNLOADED {
-                    block_events.push((e.event == LOD_LOADED, level, b));
-                }
+            listed.push(if let Some((level, b)) = block_payload(&e.data) {
+                json!([name, b.x, b.z, level])
+            } else if let Some(c) = chunk_payload(&e.data) {
+                json!([name, c.x, c.z])
+            } else {
+                json!([name, e.data.to_value()])
+            });
+        }
+        if !listed.is_empty() {
+            put(out, "e", listed);
+        }
+        let mut variables = Map::new();
+        for (k, v) in engine.variables().iter() {
+            if hidden.contains(&k) || self.variables.get(k) == Some(v) {
                 continue;
             }
-            if e.event == TERRAIN_CHANGED {
-                if let (Some(level), Some(x), Some(z)) = (
-                    e.data["level"].as_u64(),
-                    e.data["x"].as_i64(),
-                    e.data["z"].as_i64(),
-                ) {
-                    if let Ok(level) = u32::try_from(level) {
-                        reshaped_blocks.insert((level, ChunkPos::new(x, z)));
-                    }
-                }
-            }
-            match chunk_payload(&e.data) {
-                Some(c) => {
-                    frame.events.push(json!([name, c.x, c.z]));
-                    if e.event == crate::kits::terrain::TERRAIN_CHANGED {
-                        reshaped.insert(c);
-                    }
-                    if e.event == CHUNK_LOADED {
-                        last_event.insert(c, true);
-                        loaded_by_events.insert(c);
-                    } else if e.event == CHUNK_UNLOADED {
-                        last_event.insert(c, false);
-                    }
-                }
-                None => frame.events.push(json!([name, e.data.to_value()])),
-            }
+            variables.insert(k.to_owned(), v.clone());
+            self.variables.insert(k.to_owned(), v.clone());
         }
-        // The page applies the events, then these corrections: what differs between the
-        // loaded set the events imply and the real one.
-        let added = minus(&now_loaded, &self.loaded);
-        let removed = minus(&self.loaded, &now_loaded);
-        let is_now = |c: &ChunkPos| now_loaded.binary_search(c).is_ok();
-        let mut loaded_add = BTreeSet::new();
-        let mut loaded_remove = BTreeSet::new();
-        for c in &added {
-            if last_event.get(c) != Some(&true) {
-                loaded_add.insert(*c);
-            }
+        if !variables.is_empty() {
+            put(out, "v", variables);
         }
-        for c in &removed {
-            if last_event.get(c) != Some(&false) {
-                loaded_remove.insert(*c);
-            }
-        }
-        for (c, &implied) in &last_event {
-            match (implied, is_now(c)) {
-                (false, true) => loaded_add.insert(*c),
-                (true, false) => loaded_remove.insert(*c),
-                _ => false,
-            };
-        }
-        frame.loaded_add = flat(loaded_add);
-        frame.loaded_remove = flat(loaded_remove.iter().copied());
-        // Pending: the page drops every chunk an event loaded, then applies this delta.
-        let loaded_by_events: Vec<ChunkPos> = loaded_by_events.into_iter().collect();
-        let pending = minus(&self.pending, &loaded_by_events);
-        frame.pending_add = flat(minus(&now_pending, &pending));
-        frame.pending_remove = flat(minus(&pending, &now_pending));
-        if let Some(probe) = heights {
-            // The page forgets a height when its chunk leaves the loaded set, by an event or a
-            // correction (so also when a chunk is released and loaded again within the tick).
-            let released: Vec<ChunkPos> = last_event
-                .keys()
-                .chain(&loaded_remove)
-                .copied()
-                .chain(removed.iter().copied())
-                .collect();
-            // An edited chunk's height is asked again.
-            for c in released.into_iter().chain(reshaped) {
-                self.heights.remove(&c);
-            }
-            for c in minus(
-                &now_loaded,
-                &self.heights.iter().copied().collect::<Vec<_>>(),
-            ) {
-                if let Some(h) = probe(game, c).filter(|h| h.is_finite()) {
-                    frame.heights.extend([c.x as f64, c.z as f64, h]);
-                    self.heights.insert(c);
-                }
-            }
-        }
-        self.loaded = now_loaded;
-        self.pending = now_pending;
-
-        let lists = Lists::of(&state);
-        frame.refusals = changed(&mut self.refusals, lists.refusals);
-        frame.foci = changed(&mut self.foci, lists.foci);
-        frame.tickets = changed(&mut self.tickets, lists.tickets);
-        let mut dormant: Vec<Value> = game
-            .engine()
-            .world()
-            .iter()
-            .filter(|e| e.has_tag(DORMANT))
-            .map(|e| json!([e.id.as_str(), e.position.x, e.position.z]))
-            .collect();
-        dormant.sort_by(|a, b| a[0].as_str().cmp(&b[0].as_str()));
-        frame.dormant = changed(&mut self.dormant, dormant);
-        if let Some(vars) = state["variables"].as_object() {
-            // `world.terrain.waits` counts the commits that waited for a worker thread, which
-            // depends on thread timing (SPEC §12): the page leaves it out so that the same
-            // replay always gives the same page.
-            for (k, v) in vars.iter().filter(|(k, _)| *k != VAR_WAITS) {
-                if self.variables.get(k) != Some(v) {
-                    frame.variables.insert(k.clone(), v.clone());
-                    self.variables.insert(k.clone(), v.clone());
-                }
-            }
-        }
-        frame.scene = changed(&mut self.scene, state["scene"].clone());
-        if let Some(predicted) = state.get("predicted").and_then(Value::as_array) {
-            let flat = predicted
-                .iter()
-                .filter_map(|f| Some([f["x"].as_f64()?, f["z"].as_f64()?]))
-                .flatten()
-                .collect();
-            frame.predicted = changed(&mut self.predicted, flat);
-        }
-        if let Some(holes) = game.streaming().and_then(|s| s.hole_chunks()) {
-            frame.holes = changed(&mut self.holes, flat(holes));
-        }
-        if let Some(d) = &doc.district {
-            frame.district = changed(&mut self.district, [d.live, d.stored]);
-        }
-        self.entities(game, &mut frame);
-        self.agents(game, &mut frame);
-        if let Some(levels) = now_lod {
-            self.blocks(
-                game,
-                levels,
-                &block_events,
-                &reshaped_blocks,
-                heights.is_some(),
-                &mut frame,
-            );
-        }
-        frame
-    }
-
-    /// SPEC §17's blocks: the page applies the tick's block events (a load: not built, no
-    /// height; a release), then these corrections, the ready changes and the heights (asked of
-    /// the terrain when `heights`, for a block without one, just built, or edited).
-    fn blocks(
-        &mut self,
-        game: &Game,
-        levels: Vec<Vec<ChunkPos>>,
-        events: &[(bool, u32, ChunkPos)],
-        reshaped: &BTreeSet<(u32, ChunkPos)>,
-        heights: bool,
-        frame: &mut Frame,
-    ) {
-        let Some(streaming) = game.streaming() else {
-            return;
-        };
-        let steps = (1..=levels.len() as u32)
-            .map(|level| streaming.lod_step(level))
-            .collect();
-        frame.lod_steps = changed(&mut self.lod_steps, steps);
-        for &(loaded, level, b) in events {
-            if loaded {
-                self.blocks.insert((level, b), BlockSeen::default());
-            } else {
-                self.blocks.remove(&(level, b));
-            }
-        }
-        let now: BTreeSet<(u32, ChunkPos)> = levels
-            .iter()
-            .zip(1u32..)
-            .flat_map(|(blocks, level)| blocks.iter().map(move |&b| (level, b)))
-            .collect();
-        let gone: Vec<(u32, ChunkPos)> = self
-            .blocks
-            .keys()
-            .filter(|k| !now.contains(k))
-            .copied()
-            .collect();
-        for (level, b) in gone {
-            self.blocks.remove(&(level, b));
-            frame.blocks_remove.extend([i64::from(level), b.x, b.z]);
-        }
-        for &(level, b) in &now {
-            let seen = self.blocks.entry((level, b)).or_insert_with(|| {
-                frame.blocks_add.extend([i64::from(level), b.x, b.z]);
-                BlockSeen::default()
-            });
-            let ready = streaming.lod_ready(level, b);
-            let mut ask = seen.height.is_none() || reshaped.contains(&(level, b));
-            if ready != seen.built {
-                seen.built = ready;
-                let list = if ready {
-                    &mut frame.blocks_built
-                } else {
-                    seen.height = None;
-                    &mut frame.blocks_unbuilt
-                };
-                list.extend([i64::from(level), b.x, b.z]);
-                ask = true;
-            }
-            if heights && ask {
-                let h = terrain_block_height(game, level, b).filter(|h| h.is_finite());
-                if let Some(h) = h.filter(|h| seen.height != Some(*h)) {
-                    seen.height = Some(h);
-                    frame
-                        .block_heights
-                        .extend([json!(level), json!(b.x), json!(b.z), metres(h)]);
-                }
-            }
-        }
-    }
-
-    /// The index of `id` in `ids`, added when new.
-    fn index(&mut self, id: &str) -> usize {
-        if let Some(&i) = self.id_index.get(id) {
-            return i;
-        }
-        self.ids.push(id.to_owned());
-        self.id_index.insert(id.to_owned(), self.ids.len() - 1);
-        self.ids.len() - 1
-    }
-
-    /// `world.nav`'s agents that appeared, changed or stepped since the last frame, and those
-    /// whose state was dropped. Nothing without the kit.
-    fn agents(&mut self, game: &Game, frame: &mut Frame) {
-        let Some(nav) = game.engine().service::<dyn NavService>(NAV) else {
-            return;
-        };
-        let now = nav.agents();
-        let live: BTreeSet<&str> = now.iter().map(|a| a.id.as_str()).collect();
-        let gone: Vec<String> = self
-            .agents
-            .keys()
-            .filter(|id| !live.contains(id.as_str()))
-            .cloned()
-            .collect();
-        for id in gone {
-            if let Some((i, _)) = self.agents.remove(&id) {
-                frame.agents_removed.push(i);
-            }
-        }
-        for a in now {
-            let id = a.id.as_str().to_owned();
-            if let Some((i, old)) = self.agents.get_mut(&id) {
-                if *old == a {
-                    continue;
-                }
-                let k = old.path.len().saturating_sub(a.path.len());
-                let stepped = k > 0
-                    && old.path[k..] == a.path[..]
-                    && AgentView {
-                        path: a.path.clone(),
-                        ..old.clone()
-                    } == a;
-                if stepped {
-                    frame.agents_stepped.extend([*i as u64, k as u64]);
-                    *old = a;
-                    continue;
-                }
-            }
-            let i = self.index(&id);
-            let path: Vec<i64> = a.path.iter().flat_map(|c| [c.x, c.z]).collect();
-            frame.agents.push(json!([
-                i,
-                a.goal.x,
-                a.goal.z,
-                path,
-                a.waiting.map(|c| [c.x, c.z]),
-                a.stuck,
-                a.arrived
-            ]));
-            self.agents.insert(id, (i, a));
+        let scene = engine
+            .active_scene()
+            .map_or(Value::Null, |s| Value::String(s.id.clone()));
+        if let Some(s) = changed(&mut self.scene, scene) {
+            put(out, "s", s);
         }
     }
 
     /// The live entities that appeared or changed since the last frame, and those gone.
-    fn entities(&mut self, game: &Game, frame: &mut Frame) {
-        let world = game.engine().world();
-        let district = game.engine().service::<dyn DistrictService>(DISTRICT);
-        let ridden: BTreeSet<&str> = world
+    fn entities(
+        &mut self,
+        engine: &Engine,
+        kinds: &[EntityKinds<'_>],
+        ids: &mut PageIds,
+        out: &mut Fields,
+    ) {
+        let world = engine.world();
+        let ridden: std::collections::BTreeSet<&str> = world
             .iter()
             .filter_map(|e| e.rides.as_ref().map(|r| r.as_str()))
             .collect();
         let control = world.control();
-        let mut now = BTreeSet::new();
+        let mut now = std::collections::BTreeSet::new();
+        let (mut appeared, mut moved, mut removed) = (Vec::new(), Vec::new(), Vec::new());
         for e in world.iter() {
             let id = e.id.as_str();
             let kind = if e.has_tag(PLAYER_TAG) || control == Some(&e.id) {
                 "p"
             } else if e.has_tag(VEHICLE_TAG) || ridden.contains(id) {
                 "v"
-            } else if district
-                .as_ref()
-                .is_some_and(|d| d.district_line(&e.id).is_some())
-            {
-                "d"
             } else {
-                "e"
+                kinds.iter().find_map(|k| k(e)).unwrap_or("e")
             };
             let tags: Vec<&str> = e.tags.iter().collect();
             let data = e
@@ -703,20 +366,11 @@ impl Seen {
                 Some((_, r, p)) if *r == record && *p == at => {}
                 Some((i, r, p)) if *r == record => {
                     *p = at;
-                    frame
-                        .entities_moved
-                        .extend([json!(*i), metres(at[0]), metres(at[1])]);
+                    moved.extend([json!(*i), metres(at[0]), metres(at[1])]);
                 }
                 _ => {
-                    let i = match self.id_index.get(id) {
-                        Some(&i) => i,
-                        None => {
-                            self.ids.push(id.to_owned());
-                            self.id_index.insert(id.to_owned(), self.ids.len() - 1);
-                            self.ids.len() - 1
-                        }
-                    };
-                    frame.entities.push(json!([
+                    let i = ids.index(id);
+                    appeared.push(json!([
                         i,
                         record[0],
                         metres(at[0]),
@@ -736,109 +390,171 @@ impl Seen {
             .collect();
         for id in gone {
             if let Some((i, ..)) = self.entities.remove(&id) {
-                frame.entities_removed.push(i);
+                removed.push(i);
             }
         }
-    }
-
-    /// Whether the page draws a loaded chunk at this state, and whether it draws anything.
-    fn shows(&self) -> (bool, bool) {
-        let anything = !self.loaded.is_empty()
-            || !self.pending.is_empty()
-            || self.refusals.as_ref().is_some_and(|r| !r.is_empty())
-            || self.foci.as_ref().is_some_and(|f| !f.is_empty())
-            || self.tickets.as_ref().is_some_and(|t| !t.is_empty())
-            || !self.entities.is_empty();
-        (!self.loaded.is_empty(), anything)
-    }
-}
-
-/// The small lists of a state document, as the page gets them.
-#[derive(Debug, PartialEq)]
-struct Lists {
-    /// `[x, z, "load" | "unload", mod, reason]`.
-    refusals: Vec<Value>,
-    /// `[x0, z0, x1, z1, …]`.
-    foci: Vec<f64>,
-    /// `[id, x, z, radius, ticksLeft]`.
-    tickets: Vec<Value>,
-}
-
-impl Lists {
-    /// Reads them from a state document: §11's `foci` and `tickets` when it has them, else the
-    /// one `focus` (none when `null`) and no tickets.
-    fn of(state: &Value) -> Lists {
-        let list = |key: &str| {
-            state
-                .get(key)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-        };
-        let refusals = list("refusals")
-            .map(|r| {
-                let kind = if r["hook"] == "world.chunk.load" {
-                    "load"
-                } else {
-                    "unload"
-                };
-                json!([r["x"], r["z"], kind, r["mod"], r["reason"]])
-            })
-            .collect();
-        let foci: Vec<&Value> = match state.get("foci").and_then(Value::as_array) {
-            Some(foci) => foci.iter().collect(),
-            None => state
-                .get("focus")
-                .into_iter()
-                .filter(|f| !f.is_null())
-                .collect(),
-        };
-        let foci = foci
-            .into_iter()
-            .filter_map(|f| Some([f["x"].as_f64()?, f["z"].as_f64()?]))
-            .flatten()
-            .collect();
-        let tickets = list("tickets")
-            .map(|t| json!([t["id"], t["x"], t["z"], t["radius"], t["ticksLeft"]]))
-            .collect();
-        Lists {
-            refusals,
-            foci,
-            tickets,
+        for (key, list) in [("n", appeared), ("m", moved)] {
+            if !list.is_empty() {
+                put(out, key, list);
+            }
+        }
+        if !removed.is_empty() {
+            put(out, "nr", removed);
         }
     }
 }
 
-/// Re-runs `recording`, checks it reproduces, and captures one frame per tick. `heights`, when
-/// given, is asked the height of every chunk as it loads.
+/// One run's capture: the page's own part and each layer's, with the state they share (the
+/// events' names, the entities' ids).
+struct Capture {
+    core: Core,
+    /// Each layer's name and capture, in catalog order.
+    layers: Vec<(&'static str, Box<dyn LayerCapture>)>,
+    /// The variables the layers leave out.
+    hidden: Vec<&'static str>,
+    names: Vec<String>,
+    ids: PageIds,
+    /// Frames made so far.
+    made: u64,
+    /// The first frame with what a layer opens on, and the first showing anything.
+    first: [Option<u64>; 2],
+}
+
+impl Capture {
+    fn new(engine: &Engine) -> Self {
+        let layers: Vec<(&'static str, Box<dyn LayerCapture>)> = engine
+            .view_layers()
+            .iter()
+            .map(|l| (l.name, (l.capture)()))
+            .collect();
+        let hidden = layers
+            .iter()
+            .flat_map(|(_, c)| c.hidden_variables().iter().copied())
+            .collect();
+        Capture {
+            core: Core::default(),
+            layers,
+            hidden,
+            names: Vec::new(),
+            ids: PageIds::default(),
+            made: 0,
+            first: [None, None],
+        }
+    }
+
+    /// The layers' header fields.
+    fn head(&mut self, engine: &Engine) -> Result<Fields, ViewError> {
+        let mut fields = Fields::new();
+        for (name, capture) in &mut self.layers {
+            let mut own = Fields::new();
+            capture.head(engine, &mut own);
+            merge(&mut fields, own, name)?;
+        }
+        Ok(fields)
+    }
+
+    /// The frame that takes the page from the last step seen to `engine`'s state now.
+    fn frame(
+        &mut self,
+        engine: &Engine,
+        events: &[Event],
+        heights: Option<&dyn Fn(ChunkPos) -> Option<f64>>,
+    ) -> Result<Frame, ViewError> {
+        let mut fields = Fields::new();
+        self.core
+            .frame(engine, events, &mut self.names, &self.hidden, &mut fields);
+        let kinds: Vec<EntityKinds<'_>> = self
+            .layers
+            .iter()
+            .filter_map(|(_, c)| c.entity_kinds(engine))
+            .collect();
+        self.core
+            .entities(engine, &kinds, &mut self.ids, &mut fields);
+        drop(kinds);
+        let ctx = FrameCtx {
+            engine,
+            events,
+            heights,
+        };
+        for (name, capture) in &mut self.layers {
+            let mut own = Fields::new();
+            capture.frame(&ctx, &mut self.ids, &mut own);
+            merge(&mut fields, own, name)?;
+        }
+        let frame: Frame =
+            serde_json::from_value(Value::Object(fields)).map_err(|e| ViewError::Layer {
+                layer: self
+                    .layers
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                message: format!("a frame field does not read as the page's: {e}"),
+            })?;
+        let mut shows = Shows {
+            opening: false,
+            anything: !self.core.entities.is_empty(),
+        };
+        for (_, c) in &self.layers {
+            let s = c.shows();
+            shows.opening |= s.opening;
+            shows.anything |= s.anything;
+        }
+        for (slot, yes) in self.first.iter_mut().zip([shows.opening, shows.anything]) {
+            if yes && slot.is_none() {
+                *slot = Some(self.made);
+            }
+        }
+        self.made += 1;
+        Ok(frame)
+    }
+}
+
+/// Adds a layer's fields to the frame's: a field is written by one part of the page only.
+fn merge(fields: &mut Fields, own: Fields, layer: &str) -> Result<(), ViewError> {
+    for (key, value) in own {
+        if fields.contains_key(&key) {
+            return Err(ViewError::Layer {
+                layer: layer.to_owned(),
+                message: format!("writes the field `{key}`, which another part of the page writes"),
+            });
+        }
+        fields.insert(key, value);
+    }
+    Ok(())
+}
+
+/// Re-runs `recording`, checks it reproduces, and captures one frame per tick, each layer of
+/// the game's catalog adding its part. `heights`, when given, is asked the height of every chunk
+/// as it loads (and the layers shade the blocks of the levels of detail too).
 pub fn capture(
     recording: &Recording,
     title: &str,
     heights: Option<&HeightProbe<'_>>,
 ) -> Result<ViewData, ViewError> {
     let (_dir, mut game, inputs) = recording.game()?;
-    let chunk_size = game.streaming().map_or(32.0, |s| s.chunk_size());
-    let cells_per_chunk = game
+    let mut capture = Capture::new(game.engine());
+    let scripts = game
         .engine()
-        .service::<dyn NavService>(NAV)
-        .map(|n| n.cells_per_chunk());
-    let mut names = Vec::new();
-    let mut seen = Seen::default();
-    let mut frames = vec![seen.frame(&game, &[], &mut names, heights)];
-    // The first frame with a loaded chunk, and the first showing anything.
-    let mut first = [None, None];
-    let mut note = |seen: &Seen, i: usize| {
-        let (loaded, anything) = seen.shows();
-        for (slot, yes) in first.iter_mut().zip([loaded, anything]) {
-            if yes && slot.is_none() {
-                *slot = Some(i as u64);
-            }
-        }
+        .view_layers()
+        .iter()
+        .map(|l| l.script)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mut head = capture.head(game.engine())?;
+    let first = {
+        let g = &game;
+        let bound = heights.map(|p| move |c| p(g, c));
+        let heights = bound
+            .as_ref()
+            .map(|b| b as &dyn Fn(ChunkPos) -> Option<f64>);
+        capture.frame(game.engine(), &[], heights)?
     };
-    note(&seen, 0);
+    let mut frames = vec![first];
     let mut steps = Vec::new();
     let mut events_seen = 0;
     let mut last_tick = game.engine().tick_count();
+    let mut failed = None;
     // Stopped at the first step that differs from the recording's, as `replay` does (a
     // recording claiming more ticks than it holds is not run to its end first).
     game.run_while(&inputs, recording.ticks, |game, _| {
@@ -851,29 +567,52 @@ pub fn capture(
             .get(steps.len())
             .is_some_and(|e| (e.tick, &e.digest) == (step.tick, &step.digest));
         steps.push(step);
-        let mut frame = seen.frame(game, events, &mut names, heights);
-        if tick != last_tick + 1 {
-            frame.tick = Some(tick);
+        let bound = heights.map(|p| move |c| p(game, c));
+        let heights = bound
+            .as_ref()
+            .map(|b| b as &dyn Fn(ChunkPos) -> Option<f64>);
+        match capture.frame(game.engine(), events, heights) {
+            Ok(mut frame) => {
+                if tick != last_tick + 1 {
+                    frame.tick = Some(tick);
+                }
+                frames.push(frame);
+            }
+            Err(e) => {
+                failed = Some(e);
+                return false;
+            }
         }
         last_tick = tick;
-        frames.push(frame);
-        note(&seen, frames.len() - 1);
         same
     })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     if let Verdict::Differs(d) = compare(&recording.steps, &steps) {
         return Err(ViewError::Differs(Box::new(d)));
     }
+    let chunk_size = head
+        .remove("chunkSize")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(DEFAULT_CHUNK_SIZE);
+    let cells_per_chunk = head
+        .remove("cellsPerChunk")
+        .and_then(|v| v.as_u64())
+        .and_then(|n| u32::try_from(n).ok());
     Ok(ViewData {
         format: VIEW_FORMAT,
         version: 1,
         title: title.to_owned(),
-        start: first[0].or(first[1]).unwrap_or(0),
+        start: capture.first[0].or(capture.first[1]).unwrap_or(0),
         chunk_size,
         ticks: frames.len() as u64 - 1,
-        names,
-        ids: std::mem::take(&mut seen.ids),
+        names: capture.names,
+        ids: capture.ids.into_ids(),
         frames,
         cells_per_chunk,
+        extra: head,
+        scripts,
     })
 }
 
@@ -910,7 +649,7 @@ pub fn render(data: &ViewData) -> String {
             ("/*{{CSS}}*/", CSS),
             ("{{TITLE}}", &title),
             ("{{DATA}}", &safe),
-            ("/*{{JS}}*/", JS),
+            ("/*{{JS}}*/", &script(&data.scripts)),
         ],
     )
 }
@@ -933,37 +672,16 @@ fn fill(template: &str, parts: &[(&str, &str)]) -> String {
     out
 }
 
+/// The page's script: the drawing core (`view.js`) with the layers' drawings where it takes
+/// them, in order.
+fn script(layers: &[&str]) -> String {
+    let layers: String = layers.iter().map(|l| format!("{l}\n")).collect();
+    fill(JS, &[(LAYERS, &layers)])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_state_with_one_focus_gives_one_focus_and_no_tickets() {
-        let state = json!({"focus": {"x": 8, "z": -8}, "refusals": [
-            {"x": 0, "z": 0, "hook": "world.chunk.unload", "mod": "keep_home", "reason": "home"}]});
-        let lists = Lists::of(&state);
-        assert_eq!(lists.foci, [8.0, -8.0]);
-        assert_eq!(lists.tickets, Vec::<Value>::new());
-        assert_eq!(
-            lists.refusals,
-            [json!([0, 0, "unload", "keep_home", "home"])]
-        );
-        assert_eq!(Lists::of(&json!({"focus": null})).foci, Vec::<f64>::new());
-    }
-
-    #[test]
-    fn a_section_11_state_gives_every_focus_and_ticket() {
-        let state = json!({
-            "focus": {"x": 1, "z": 2},
-            "foci": [{"x": 1, "z": 2}, {"x": 300, "z": -40}, {"x": 64, "z": 64}],
-            "tickets": [{"id": "cutscene", "x": 64, "z": 64, "radius": 2, "ticksLeft": 9}],
-            "refusals": [{"x": 3, "z": 4, "hook": "world.chunk.load", "mod": "m", "reason": ""}]
-        });
-        let lists = Lists::of(&state);
-        assert_eq!(lists.foci, [1.0, 2.0, 300.0, -40.0, 64.0, 64.0]);
-        assert_eq!(lists.tickets, [json!(["cutscene", 64, 64, 2, 9])]);
-        assert_eq!(lists.refusals, [json!([3, 4, "load", "m", ""])]);
-    }
 
     #[test]
     fn markers_are_filled_in_order_and_text_is_never_searched() {
@@ -972,12 +690,117 @@ mod tests {
     }
 
     #[test]
-    fn the_set_difference_of_sorted_chunks() {
-        let c = |x, z| ChunkPos::new(x, z);
-        let a = [c(0, -1), c(1, -1), c(0, 0), c(5, 3)];
-        let b = [c(1, -1), c(0, 0), c(9, 9)];
-        assert_eq!(minus(&a, &b), [c(0, -1), c(5, 3)]);
-        assert_eq!(minus(&b, &a), [c(9, 9)]);
-        assert_eq!(minus(&[], &a), []);
+    fn the_page_script_takes_every_layers_drawing_once_in_order() {
+        assert_eq!(
+            JS.matches(LAYERS).count(),
+            1,
+            "view.js names the marker once"
+        );
+        let page = script(&["/* first */", "/* second */"]);
+        assert!(!page.contains(LAYERS));
+        let (a, b) = (page.find("/* first */"), page.find("/* second */"));
+        assert!(a.is_some() && a < b, "both, in order");
+        // The layers run where the core's helpers exist and before its state is built.
+        assert!(page.find("const layer = ").unwrap() < a.unwrap());
+        assert!(b.unwrap() < page.find("function emptyState()").unwrap());
+    }
+
+    /// A kit of a test's own with a layer: a field each frame, a header field, a drawing.
+    mod own_layer {
+        use super::super::*;
+        use crate::host::view::ViewLayer;
+        use crate::host::{CatalogEntry, Kit, KitCatalog, KitManifest};
+
+        struct Quiet;
+        impl Kit for Quiet {
+            fn id(&self) -> &str {
+                "test.quiet"
+            }
+        }
+
+        #[derive(Default)]
+        struct Counting(u64, &'static str);
+        impl LayerCapture for Counting {
+            fn head(&mut self, _: &Engine, out: &mut Fields) {
+                put(out, "quietHead", "hello");
+            }
+            fn frame(&mut self, ctx: &FrameCtx<'_>, _: &mut PageIds, out: &mut Fields) {
+                self.0 += 1;
+                put(out, self.1, [self.0, ctx.engine.tick_count()]);
+            }
+        }
+
+        fn game(layer: ViewLayer) -> Game {
+            let mut catalog: KitCatalog = crate::kits::builtin_catalog();
+            catalog.register(
+                CatalogEntry::new(
+                    KitManifest::simple("test.quiet", "1.0.0"),
+                    Box::new(|_| Ok(Box::new(Quiet))),
+                )
+                .view(layer),
+            );
+            let scene = r#"{"kits": [{"id": "world.ground"}, {"id": "test.quiet"}]}"#;
+            Game::from_scene_text(scene, "scene.json", ".".as_ref(), &catalog).unwrap()
+        }
+
+        #[test]
+        fn a_kits_own_layer_writes_its_fields_and_the_page_runs_its_drawing() {
+            let layer = ViewLayer {
+                name: "test.quiet",
+                capture: || Box::new(Counting(0, "quiet")),
+                script: "layer({ caption() { return ' · quiet'; } });",
+            };
+            let mut g = game(layer);
+            let mut capture = Capture::new(g.engine());
+            let head = capture.head(g.engine()).unwrap();
+            assert_eq!(head["quietHead"], "hello");
+            assert_eq!(head["chunkSize"], 32.0, "the streaming layer's default");
+            let mut frames = vec![capture.frame(g.engine(), &[], None).unwrap()];
+            for _ in 0..2 {
+                g.tick();
+                frames.push(capture.frame(g.engine(), &[], None).unwrap());
+            }
+            let quiet: Vec<&Value> = frames.iter().map(|f| &f.extra["quiet"]).collect();
+            assert_eq!(quiet, [&json!([1, 0]), &json!([2, 1]), &json!([3, 2])]);
+            // Written after the fields the page names, as the layer wrote it.
+            let text = serde_json::to_string(&frames[1]).unwrap();
+            assert!(text.ends_with(r#""quiet":[2,1]}"#), "{text}");
+            assert!(g
+                .engine()
+                .view_layers()
+                .iter()
+                .any(|l| l.script == layer.script));
+        }
+
+        #[test]
+        fn a_layer_writing_a_field_another_part_writes_is_refused() {
+            let layer = ViewLayer {
+                name: "test.quiet",
+                capture: || Box::new(Counting(0, "r")),
+                script: "",
+            };
+            let g = game(layer);
+            let mut capture = Capture::new(g.engine());
+            match capture.frame(g.engine(), &[], None) {
+                Err(ViewError::Layer { layer, message }) => {
+                    assert_eq!(layer, "test.quiet");
+                    assert!(message.contains("`r`"), "{message}");
+                }
+                other => panic!("{:?}", other.map(|_| ())),
+            }
+        }
+    }
+
+    #[test]
+    fn a_frame_reads_back_what_it_writes_and_keeps_fields_it_does_not_name() {
+        let written = json!({"t": 9, "la": [1, 2], "s": null, "f": [8.0, -8.0], "zz": {"a": 1}});
+        let frame: Frame = serde_json::from_value(written.clone()).unwrap();
+        assert_eq!(frame.scene, Some(Value::Null), "a scene left is written");
+        assert_eq!(frame.loaded_add, [1, 2]);
+        assert_eq!(frame.extra["zz"], json!({"a": 1}));
+        assert_eq!(serde_json::to_value(&frame).unwrap(), written);
+        let none: Frame = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(none.scene, None);
+        assert_eq!(serde_json::to_string(&none).unwrap(), "{}");
     }
 }

@@ -15,11 +15,13 @@
 
 pub mod config;
 pub mod index;
+mod lua;
 mod persist;
 mod region;
 mod save;
 pub mod service;
 mod state;
+mod view;
 
 use std::cell::RefCell;
 use std::io::BufReader;
@@ -87,6 +89,24 @@ fn parse_save_section(section: &Value) -> Result<SaveSection, Problem> {
 /// The kit's manifest, read from `kit.json` beside this file.
 pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
+}
+
+/// The kit's entry of the catalog: its manifest, factory, schemas (a district file's line
+/// among them), save check, Lua table and viewer layer.
+pub fn entry() -> crate::host::CatalogEntry {
+    crate::host::CatalogEntry::new(manifest(), Box::new(DistrictKit::from_spec))
+        .config_schema("district-config.schema.json", || {
+            schemars::schema_for!(DistrictConfig)
+        })
+        .save_schema("district-save.schema.json", || {
+            schemars::schema_for!(SaveSection)
+        })
+        .file_schema("district-line.schema.json", || {
+            schemars::schema_for!(crate::host::Entity)
+        })
+        .save_check(check_save_section)
+        .lua(lua::TABLE)
+        .view(view::LAYER)
 }
 
 /// The `world.district` kit.

@@ -18,6 +18,14 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
+/// The kit's entry of the catalog: its manifest, factory and config schema.
+pub fn entry() -> crate::host::CatalogEntry {
+    crate::host::CatalogEntry::new(manifest(), Box::new(GroundKit::from_spec))
+        .config_schema("ground-config.schema.json", || {
+            schemars::schema_for!(GroundConfig)
+        })
+}
+
 /// `world.ground` config.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

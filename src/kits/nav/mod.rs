@@ -9,10 +9,12 @@
 //! - this file: the kit, which hears the terrain's changes and ticks the agents.
 
 pub mod config;
+mod lua;
 mod save;
 pub mod search;
 pub mod service;
 mod state;
+mod view;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -44,6 +46,20 @@ pub const VAR_NODES: &str = "world.nav.nodes";
 /// The kit's manifest, read from `kit.json` beside this file.
 pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
+}
+
+/// The kit's entry of the catalog: its manifest, factory, schemas, save check, Lua table and viewer layer.
+pub fn entry() -> crate::host::CatalogEntry {
+    crate::host::CatalogEntry::new(manifest(), Box::new(NavKit::from_spec))
+        .config_schema("nav-config.schema.json", || {
+            schemars::schema_for!(NavConfig)
+        })
+        .save_schema("nav-save.schema.json", || {
+            schemars::schema_for!(SaveSection)
+        })
+        .save_check(check_save_section)
+        .lua(lua::TABLE)
+        .view(view::LAYER)
 }
 
 /// Checks a `world.nav` save section on its own (the catalog's [`crate::host::SaveCheck`]):

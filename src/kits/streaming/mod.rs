@@ -19,10 +19,12 @@ mod events;
 pub mod foci;
 mod handle;
 pub mod lod;
+mod lua;
 pub mod residency;
 mod save;
 pub mod service;
 mod state;
+mod view;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -90,6 +92,17 @@ pub const CAPACITY: &str = "world.streaming.capacity";
 /// The kit's manifest, read from `kit.json` beside this file.
 pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
+}
+
+/// The kit's entry of the catalog: its manifest, factory, config schema, save check, Lua table and viewer layer.
+pub fn entry() -> crate::host::CatalogEntry {
+    crate::host::CatalogEntry::new(manifest(), Box::new(StreamingKit::from_spec))
+        .config_schema("streaming-config.schema.json", || {
+            schemars::schema_for!(StreamingConfig)
+        })
+        .save_check(check_save_section)
+        .lua(lua::TABLE)
+        .view(view::LAYER)
 }
 
 /// Checks a saved `world.streaming` section on its own (the catalog's

@@ -15,12 +15,14 @@
 pub mod config;
 pub mod generate;
 mod handle;
+mod lua;
 pub mod pool;
 pub mod region;
 mod save;
 pub mod service;
 mod state;
 pub mod store;
+pub mod view;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -58,6 +60,20 @@ pub const TERRAIN: &str = "world.terrain";
 /// The kit's manifest, read from `kit.json` beside this file.
 pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
+}
+
+/// The kit's entry of the catalog: its manifest, factory, schemas, save check, Lua table and viewer layer.
+pub fn entry() -> crate::host::CatalogEntry {
+    crate::host::CatalogEntry::new(manifest(), Box::new(TerrainKit::from_spec))
+        .config_schema("terrain-config.schema.json", || {
+            schemars::schema_for!(TerrainConfig)
+        })
+        .save_schema("terrain-save.schema.json", || {
+            schemars::schema_for!(SaveSection)
+        })
+        .save_check(check_save_section)
+        .lua(lua::TABLE)
+        .view(view::LAYER)
 }
 
 /// The kit.

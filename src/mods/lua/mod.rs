@@ -137,11 +137,10 @@ use mlua::{ChunkMode, Function, Lua};
 use crate::fileio::FileError;
 use crate::host::save::ModSave;
 use crate::host::{
-    Cancel, HookAnswer, HookArgs, HookHandler, Log, ModErrors, ModFailure, ModId, Steps,
+    Cancel, HookAnswer, HookArgs, HookHandler, Log, ModErrors, ModFailure, ModId, Services, Steps,
 };
 use crate::json::Problem;
-use crate::kits::streaming::StreamingService;
-use crate::kits::terrain::TerrainService;
+use crate::script::{EntrySlot, LuaTable};
 
 use self::sandbox::{clean_error, Entry, Meter};
 
@@ -179,14 +178,11 @@ pub struct LuaSetup<'a> {
     pub id: ModId,
     /// Seed of `math.random`.
     pub seed: u64,
-    /// The streaming service, if the scene enables it.
-    pub streaming: Option<Rc<dyn StreamingService>>,
-    /// The terrain service, if the scene enables `world.terrain`.
-    pub terrain: Option<Rc<dyn TerrainService>>,
-    /// The district service, if the scene enables `world.district`.
-    pub district: Option<Rc<dyn crate::kits::district::DistrictService>>,
-    /// The nav service, if the scene enables `world.nav`.
-    pub nav: Option<Rc<dyn crate::kits::nav::NavService>>,
+    /// The game's services, from which the tables are built.
+    pub services: &'a Services,
+    /// The kits' Lua tables ([`crate::host::Engine::lua_tables`]): the mod gets each whose
+    /// service `services` has, under its name (`streaming`, `terrain`, …).
+    pub tables: &'a [LuaTable],
     /// The declared hook names.
     pub hooks: &'a [String],
     /// Where `log`/`print` write.
@@ -431,7 +427,7 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
     let registered = Rc::new(RefCell::new(Vec::new()));
     let bad_hook = Rc::new(RefCell::new(None));
     let top_level = Rc::new(Cell::new(false));
-    let slot: sandbox::EntrySlot = Rc::new(OnceCell::new());
+    let slot: EntrySlot = Rc::new(OnceCell::new());
     let prepared = (|| {
         let r = lua.create_table()?;
         r.raw_set("seed", setup.seed as i64)?;
@@ -439,10 +435,8 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
         sandbox::core_functions(&lua, &r, &meter, &setup.log, &setup.id)?;
         let ctx = api::ApiContext {
             hooks: setup.hooks.to_vec(),
-            streaming: setup.streaming.as_ref().map(Rc::downgrade),
-            terrain: setup.terrain.as_ref().map(Rc::downgrade),
-            district: setup.district.as_ref().map(Rc::downgrade),
-            nav: setup.nav.as_ref().map(Rc::downgrade),
+            services: setup.services,
+            tables: setup.tables,
             registered: registered.clone(),
             top_level: top_level.clone(),
             id: setup.id.clone(),
@@ -472,7 +466,8 @@ fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLu
         setup.id.clone(),
         setup.errors.clone(),
     ));
-    let _ = slot.set(Rc::downgrade(&entry));
+    let running: std::rc::Weak<dyn crate::script::RunningMod> = Rc::downgrade(&entry) as _;
+    let _ = slot.set(running);
     top_level.set(true);
     let result = catch_unwind(AssertUnwindSafe(|| entry.call((&main,))))
         .unwrap_or_else(|_| Err("internal error in the Lua sandbox".to_owned()));
@@ -540,10 +535,8 @@ mod tests {
             file: "t.lua",
             id: ModId::new("t"),
             seed: 1,
-            streaming: None,
-            terrain: None,
-            district: None,
-            nav: None,
+            services: &Services::default(),
+            tables: &[],
             hooks: &[],
             log: log.clone(),
             errors: ModErrors::default(),

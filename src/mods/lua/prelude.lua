@@ -6,7 +6,8 @@
 -- sees copies. The library functions are Lua's own: the VM they run on (vendor/lua-5.4.7)
 -- charges their work to the budget, never shows an address, seeds nothing from the clock, sorts
 -- deterministically and ignores `__gc` on tables and `__mode`. Only `pairs` (a fixed key order)
--- and `print`/`log` are written here. `R` holds the Rust half (see sandbox.rs and api/).
+-- and `print`/`log` are written here. `R` holds the Rust half (see sandbox.rs, api.rs and the
+-- kits' tables, built with src/script/).
 local R = ...
 
 local native_pcall, native_error = pcall, error
@@ -134,9 +135,9 @@ local env = {
   storage = {},
 }
 
--- The service tables (`streaming`, `terrain`, `district`, `nav`), each function lifted, when the scene
--- has them.
-for _, service in native_ipairs({"streaming", "terrain", "district", "nav"}) do
+-- The service tables of the kits the scene enables (`streaming`, `terrain`, …: `R.services`, in
+-- catalog order), each function lifted.
+for _, service in native_ipairs(R.services) do
   if R[service] then
     local t = {}
     for name, raw in native_pairs(R[service]) do

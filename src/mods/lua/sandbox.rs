@@ -2,15 +2,16 @@
 //! instruction meter, the trusted prelude (`prelude.lua`) that builds the mod's environment from an
 //! allow-list, and the Rust half of the wrapped library functions.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 use mlua::{ChunkMode, Function, IntoLuaMulti, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 use crate::grid::ChunkPos;
 use crate::host::{HookArgs, HookValue, Log, LogLine, ModErrors, ModId, Steps};
+use crate::script::{chunk_table, lua_type, RunningMod};
 
 use super::{api, vm, LuaLimits};
 
@@ -163,17 +164,10 @@ impl Meter {
     }
 }
 
-/// Lua's name for the type of `v` (`error` objects of mlua are userdata to Lua).
-pub(super) fn lua_type(v: &Value) -> &'static str {
-    match v {
-        Value::Nil => "nil",
-        Value::Boolean(_) => "boolean",
-        Value::Integer(_) | Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Table(_) => "table",
-        Value::Function(_) => "function",
-        Value::Thread(_) => "thread",
-        _ => "userdata",
+/// What the kits' tables charge (`crate::script::Meter`): the same budget.
+impl crate::script::Meter for Meter {
+    fn charge(&self, units: u64) -> mlua::Result<()> {
+        Meter::charge(self, units)
     }
 }
 
@@ -525,34 +519,23 @@ impl Entry {
         }
         Ok(t)
     }
+}
 
-    /// Runs an `onChunk` callback; a failure is reported as `mod.error` with hook `onChunk`.
-    pub(super) fn chunk_callback(
+impl RunningMod for Entry {
+    /// Calls `f({x, z}, rest...)`; a failure is reported as `mod.error` with hook `hook`.
+    fn callback(
         &self,
+        hook: &'static str,
         f: &Function,
         chunk: ChunkPos,
-        loaded: bool,
-        restored: bool,
+        rest: &dyn Fn(&Lua) -> mlua::Result<MultiValue>,
     ) {
-        self.callback("onChunk", f, chunk, (loaded, restored));
-    }
-
-    /// Runs an `onBuilt` callback with `({x, z}, hash)`; a failure becomes a `mod.error` with
-    /// hook `onBuilt`.
-    pub(super) fn built_callback(&self, f: &Function, chunk: ChunkPos, hash: u64) {
-        self.callback("onBuilt", f, chunk, crate::kits::terrain::hash_text(hash));
-    }
-
-    /// Calls `f({x, z}, rest...)`; a failure is reported as `mod.error` with hook `hook`.
-    fn callback(&self, hook: &str, f: &Function, chunk: ChunkPos, rest: impl IntoLuaMulti) {
         if self.silenced() {
             return;
         }
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let t = api::chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
-            let mut args = rest
-                .into_lua_multi(&self.lua)
-                .map_err(|e| clean_error(&e, &self.meter))?;
+            let t = chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
+            let mut args = rest(&self.lua).map_err(|e| clean_error(&e, &self.meter))?;
             args.push_front(mlua::Value::Table(t));
             self.call((f, args)).map(drop)
         }));
@@ -575,10 +558,6 @@ impl Drop for Entry {
         self.meter.detach();
     }
 }
-
-/// Where the `onChunk` API finds the entry once it exists (weak: no reference cycle through the
-/// state's own functions).
-pub(super) type EntrySlot = Rc<OnceCell<Weak<Entry>>>;
 
 /// Creates a mod's state with the safe libraries and portable math (`^` and `math` from the
 /// `libm` crate: the same bits on every machine).

@@ -58,7 +58,7 @@ pub(super) fn encode(storage: &Lua_) -> Result<Value, String> {
         Lua_::Table(t) => encode_table(t, "storage", &mut stack, &mut budget),
         other => Err(format!(
             "storage: expected a table, got a {}",
-            super::sandbox::lua_type(other)
+            crate::script::lua_type(other)
         )),
     }
 }
@@ -98,7 +98,7 @@ fn encode_table(
             Lua_::Number(f) => entries.push((Key::Float(f), v)),
             Lua_::String(s) => entries.push((Key::Str(s), v)),
             Lua_::Boolean(b) => entries.push((Key::Bool(b), v)),
-            other => bad_key = Some(super::sandbox::lua_type(&other)),
+            other => bad_key = Some(crate::script::lua_type(&other)),
         }
         Ok(())
     })
@@ -153,7 +153,7 @@ fn scalar(v: &Lua_, path: &str) -> Result<Value, String> {
         },
         other => Err(format!(
             "{path}: a {} cannot be saved ({WHAT})",
-            super::sandbox::lua_type(other)
+            crate::script::lua_type(other)
         )),
     }
 }

@@ -1,35 +1,20 @@
-//! The functions a Lua mod calls: `on` and `cancel` here, and one file per service table
-//! (`streaming.rs`, `terrain.rs`), each one small Rust function per Lua function listed in its
-//! `FUNCTIONS`; `args.rs` reads their arguments. Each answers `true, results...` or
-//! `false, message`; the prelude raises the message at the mod's line.
-
-mod args;
-mod district;
-mod nav;
-mod streaming;
-mod terrain;
-
-pub(in crate::mods::lua) use args::chunk_table;
+//! The functions a Lua mod calls that are the sandbox's own: `on` and `cancel`. The service
+//! tables (`streaming`, `terrain`, …) are the kits' (`kits/<kit>/lua.rs`, built with
+//! [`crate::script`]); [`install`] builds those of the game's catalog. Each function answers
+//! `true, results...` or `false, message`; the prelude raises the message at the mod's line.
 
 use std::cell::{Cell, RefCell};
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 use mlua::{
-    AnyUserData, Function, IntoLuaMulti, Lua, MetaMethod, MultiValue, Table, UserData,
-    UserDataFields, UserDataMethods, Value,
+    AnyUserData, Function, Lua, MetaMethod, Table, UserData, UserDataFields, UserDataMethods, Value,
 };
 
-use crate::kits::district::DistrictService;
-use crate::kits::streaming::{ChunkSubscription, StreamingService};
-use crate::kits::terrain::TerrainService;
-
-use super::sandbox::{EntrySlot, Meter};
-use args::got;
+use crate::host::Services;
+use crate::script::{fail, got, ok, EntrySlot, LuaTable, Meter, TableCtx};
 
 /// Most handlers one mod may register with `on`.
 pub(super) const MAX_HANDLERS: usize = 1000;
-/// Most `onChunk` subscriptions one mod may hold at once.
-pub(super) const MAX_SUBSCRIPTIONS: usize = 64;
 /// Longest cancel reason, in bytes (refusals are held and saved with the game).
 pub(super) const MAX_REASON_BYTES: usize = crate::limits::MAX_REASON_LEN;
 
@@ -57,53 +42,29 @@ impl UserData for CancelToken {
     }
 }
 
-/// What `streaming.onChunk(fn)` returns: `handle:unsubscribe()` stops the callbacks.
-pub(super) struct Subscription {
-    pub(super) subscription: RefCell<Option<ChunkSubscription>>,
-    /// The mod's count of live subscriptions.
-    pub(super) live: Rc<Cell<usize>>,
-}
-
-impl UserData for Subscription {
-    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_meta_method(MetaMethod::ToString, |_, _, ()| Ok("subscription"));
-        methods.add_method("unsubscribe", |_, this, ()| {
-            if let Some(s) = this.subscription.borrow_mut().take() {
-                s.unsubscribe();
-                this.live.set(this.live.get().saturating_sub(1));
-            }
-            Ok(())
-        });
-    }
-}
-
 /// The reason of a cancel token.
 pub(super) fn cancel_reason(ud: &AnyUserData) -> Option<String> {
     ud.borrow::<CancelToken>().ok().map(|t| t.reason.clone())
 }
 
 /// Everything the API functions share.
-pub(super) struct ApiContext {
+pub(super) struct ApiContext<'a> {
     /// The declared hooks.
     pub(super) hooks: Vec<String>,
-    /// The service (weak: the state must not keep the kit alive).
-    pub(super) streaming: Option<Weak<dyn StreamingService>>,
-    /// The terrain service, likewise.
-    pub(super) terrain: Option<Weak<dyn TerrainService>>,
-    /// The district service, likewise.
-    pub(super) district: Option<Weak<dyn DistrictService>>,
-    /// The nav service, likewise.
-    pub(super) nav: Option<Weak<dyn crate::kits::nav::NavService>>,
+    /// The game's services, for the kits' tables.
+    pub(super) services: &'a Services,
+    /// The tables of the game's catalog, in catalog order.
+    pub(super) tables: &'a [LuaTable],
     /// `(hook, handler)` registered by `on`, in order.
     pub(super) registered: Rc<RefCell<Vec<(String, Function)>>>,
     /// Whether the mod's top level is running (`on` is allowed only then).
     pub(super) top_level: Rc<Cell<bool>>,
-    /// The mod id (for `set_radius` / `set_budget_ms`).
+    /// The mod id (the one its settings are set under).
     pub(super) id: crate::host::ModId,
-    /// The running sandbox, for `onChunk` callbacks.
+    /// The running sandbox, for callbacks.
     pub(super) entry: EntrySlot,
-    /// The mod's budget, charged for the tables the API builds.
-    pub(super) meter: Rc<Meter>,
+    /// The mod's budget, charged for the work the tables do for the mod.
+    pub(super) meter: Rc<dyn Meter>,
     /// The first `on` with a name that is not a hook: `(line, message)`. It makes the mod a bad
     /// file (even when the mod caught the error).
     pub(super) bad_hook: Rc<RefCell<Option<(usize, String)>>>,
@@ -118,24 +79,13 @@ fn caller_line(lua: &Lua) -> usize {
         .map_or(1, |d| d.curr_line().max(1) as usize)
 }
 
-fn ok(lua: &Lua, values: impl IntoLuaMulti) -> mlua::Result<MultiValue> {
-    let mut mv = values.into_lua_multi(lua)?;
-    mv.push_front(Value::Boolean(true));
-    Ok(mv)
-}
-
-fn fail(lua: &Lua, message: String) -> mlua::Result<MultiValue> {
-    (false, message).into_lua_multi(lua)
-}
-
-/// Adds `on`, `cancel` and (with the service) the raw `streaming` functions to `r`.
-pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()> {
+/// Adds `on`, `cancel` and the raw tables of the catalog's kits whose service the game has to
+/// `r`, and their names, in catalog order, as the sequence `r.services` (the prelude lifts each).
+pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext<'_>) -> mlua::Result<()> {
     let ApiContext {
         hooks,
-        streaming,
-        terrain,
-        district,
-        nav,
+        services,
+        tables,
         registered,
         top_level,
         id,
@@ -217,77 +167,33 @@ pub(super) fn install(lua: &Lua, r: &Table, ctx: ApiContext) -> mlua::Result<()>
             ok(lua, lua.create_userdata(CancelToken { reason })?)
         })?,
     )?;
-    if let Some(service) = nav {
-        r.raw_set("nav", nav::table(lua, service, meter.clone())?)?;
+    let table_ctx = TableCtx {
+        mod_id: id.as_str(),
+        meter: &meter,
+        entry: &entry,
+    };
+    let names = lua.create_table()?;
+    for table in tables {
+        if let Some(t) = (table.install)(lua, services, &table_ctx)? {
+            r.raw_set(table.name, t)?;
+            names.raw_push(table.name)?;
+        }
     }
-    if let Some(service) = district {
-        r.raw_set("district", district::table(lua, service, meter.clone())?)?;
-    }
-    if let Some(service) = terrain {
-        r.raw_set(
-            "terrain",
-            terrain::table(lua, service, entry.clone(), meter.clone())?,
-        )?;
-    }
-    if let Some(service) = streaming {
-        r.raw_set(
-            "streaming",
-            streaming::table(lua, service, id, entry, meter)?,
-        )?;
-    }
-    Ok(())
+    r.raw_set("services", names)
 }
 
-/// What an API function answers: `Ok` the Lua result (an error there is the VM's, e.g. the budget
-/// spent), `Err(message)` a usage error, which the table prefixes with the function's name.
-type Answer = Result<mlua::Result<MultiValue>, String>;
-
-/// One function of a service table: `Err(message)` is a usage error, prefixed with the table and
-/// function names.
-type ServiceFn<S> = Box<dyn Fn(&Lua, &S, MultiValue) -> Answer>;
-
-/// Adds `table.name` to `t`: `f` with the live service, or an error once the kit is gone.
-fn add_service_fn<S: ?Sized + 'static>(
-    lua: &Lua,
-    t: &Table,
-    table: &'static str,
-    service: &Weak<S>,
-    name: &'static str,
-    f: ServiceFn<S>,
-) -> mlua::Result<()> {
-    let service = service.clone();
-    t.raw_set(
-        name,
-        lua.create_function(move |lua, args: MultiValue| {
-            let Some(s) = service.upgrade() else {
-                return fail(lua, format!("{table}.{name}: the {table} service is gone"));
-            };
-            match f(lua, &*s, args) {
-                Ok(result) => result,
-                Err(message) => fail(lua, format!("{table}.{name}: {message}")),
-            }
-        })?,
-    )
-}
-
-/// The functions of every service table, as `table.name` (`streaming.isLoaded`, …): what the
-/// Lua reference in `docs/mods.md` must list, no more and no less.
+/// The functions of every service table of the built-in catalog, as `table.name`
+/// (`streaming.isLoaded`, …): what the Lua reference in `docs/mods.md` must list, no more and
+/// no less.
 #[cfg(test)]
 fn reference() -> Vec<String> {
-    let streaming = streaming::FUNCTIONS
-        .iter()
-        .map(|(n, _)| format!("streaming.{n}"));
-    let terrain = terrain::FUNCTIONS
-        .iter()
-        .map(|(n, _)| format!("terrain.{n}"));
-    let district = district::FUNCTIONS
-        .iter()
-        .map(|(n, _)| format!("district.{n}"));
-    let nav = nav::FUNCTIONS.iter().map(|(n, _)| format!("nav.{n}"));
-    streaming
-        .chain(terrain)
-        .chain(district)
-        .chain(nav)
+    crate::kits::builtin_catalog()
+        .lua_tables()
+        .flat_map(|t| {
+            (t.functions)()
+                .into_iter()
+                .map(move |n| format!("{}.{n}", t.name))
+        })
         .collect()
 }
 
@@ -296,10 +202,14 @@ mod tests {
     use std::collections::BTreeSet;
 
     /// The `table.name` of every function the reference table of `docs/mods.md` lists: each row
-    /// whose first cell starts with `` `streaming. `` or `` `terrain. ``, a later `` `.name( ``
-    /// in that cell meaning the same table.
+    /// whose first cell starts with `` `streaming. `` (or another table of the catalog), a later
+    /// `` `.name( `` in that cell meaning the same table.
     fn documented() -> BTreeSet<String> {
-        let page = include_str!("../../../../docs/mods.md");
+        let tables: Vec<&str> = crate::kits::builtin_catalog()
+            .lua_tables()
+            .map(|t| t.name)
+            .collect();
+        let page = include_str!("../../../docs/mods.md");
         let mut out = BTreeSet::new();
         for row in page.lines().filter(|l| l.starts_with("| `")) {
             let cell = row.split(" | ").next().unwrap_or("");
@@ -310,12 +220,12 @@ mod tests {
                 };
                 match path.split_once('.') {
                     Some(("", name)) => {
-                        if let Some(t) = table {
+                        if let Some(t) = &table {
                             out.insert(format!("{t}.{name}"));
                         }
                     }
-                    Some((t @ ("streaming" | "terrain" | "district" | "nav"), name)) => {
-                        table = Some(t);
+                    Some((t, name)) if tables.contains(&t) => {
+                        table = Some(t.to_owned());
                         out.insert(format!("{t}.{name}"));
                     }
                     _ => {}

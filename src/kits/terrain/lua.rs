@@ -1,24 +1,51 @@
-//! The `terrain` table (SPEC §12, §13): one Rust function per Lua function, listed in
-//! [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list).
+//! The `terrain` table of a Lua mod (SPEC §12, §13): one Rust function per Lua function,
+//! listed in [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list), built
+//! with the bridge of [`crate::script`] and registered in the kit's catalog entry as [`TABLE`].
 
 use std::cell::Cell;
 use std::rc::{Rc, Weak};
 
-use mlua::{Lua, MultiValue, Table, Value};
+use mlua::{IntoLuaMulti, Lua, MultiValue, Table, Value};
 
-use crate::kits::terrain::TerrainService;
+use crate::script::{
+    add_service_fn, arg, chunk_args, got, integer, ok, position_arg, subscriber, Answer, EntrySlot,
+    LuaTable, Meter, ServiceLookup, TableCtx,
+};
 
-use super::super::sandbox::{EntrySlot, Meter};
-use super::args::{arg, chunk_args, got, integer, position_arg, subscriber};
-use super::{add_service_fn, ok, Answer};
+use super::{hash_text, TerrainService, TERRAIN};
+
+/// The table, as the kit's catalog entry registers it.
+pub const TABLE: LuaTable = LuaTable {
+    name: "terrain",
+    functions: || FUNCTIONS.iter().map(|(n, _)| *n).collect(),
+    install,
+};
+
+/// The table for a mod of a game with the terrain service; none without it.
+fn install(
+    lua: &Lua,
+    services: &dyn ServiceLookup,
+    ctx: &TableCtx<'_>,
+) -> mlua::Result<Option<Table>> {
+    let Some(service) = crate::script::service::<dyn TerrainService>(services, TERRAIN) else {
+        return Ok(None);
+    };
+    table(
+        lua,
+        Rc::downgrade(&service),
+        ctx.entry.clone(),
+        ctx.meter.clone(),
+    )
+    .map(Some)
+}
 
 /// Budget units an edit costs beyond rehashing its chunk (the generator's cell, the diff).
 const EDIT_UNITS: u64 = 64;
 
 /// What the functions share: the mod's budget, its running sandbox (for callbacks) and its
 /// count of `onBuilt` subscriptions.
-pub(super) struct Ctx {
-    meter: Rc<Meter>,
+struct Ctx {
+    meter: Rc<dyn Meter>,
     entry: EntrySlot,
     live: Cell<usize>,
 }
@@ -27,7 +54,7 @@ pub(super) struct Ctx {
 type Fun = fn(&Lua, &dyn TerrainService, &Ctx, &MultiValue) -> Answer;
 
 /// Every function of the table, by its Lua name.
-pub(super) const FUNCTIONS: &[(&str, Fun)] = &[
+const FUNCTIONS: &[(&str, Fun)] = &[
     ("heightAt", height_at),
     ("isBuilt", is_built),
     ("cellsPerChunk", cells_per_chunk),
@@ -38,11 +65,11 @@ pub(super) const FUNCTIONS: &[(&str, Fun)] = &[
 ];
 
 /// The table, each function bound to the live service (or failing once the kit is gone).
-pub(super) fn table(
+fn table(
     lua: &Lua,
     service: Weak<dyn TerrainService>,
     entry: EntrySlot,
-    meter: Rc<Meter>,
+    meter: Rc<dyn Meter>,
 ) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let ctx = Rc::new(Ctx {
@@ -87,7 +114,7 @@ fn chunk(lua: &Lua, s: &dyn TerrainService, _: &Ctx, args: &MultiValue) -> Answe
             t.raw_set("x", c.x)?;
             t.raw_set("z", c.z)?;
             t.raw_set("cells", i64::from(data.cells))?;
-            t.raw_set("hash", crate::kits::terrain::hash_text(data.hash()))?;
+            t.raw_set("hash", hash_text(data.hash()))?;
             ok(lua, t)
         })(),
     })
@@ -127,7 +154,9 @@ fn on_built(lua: &Lua, s: &dyn TerrainService, ctx: &Ctx, args: &MultiValue) -> 
     let (f, entry) = subscriber(&arg(args, 0), &ctx.entry, &ctx.live)?;
     ctx.live.set(ctx.live.get() + 1);
     s.on_built(Box::new(move |chunk, hash| {
-        entry.built_callback(&f, chunk, hash)
+        entry.callback("onBuilt", &f, chunk, &|lua| {
+            hash_text(hash).into_lua_multi(lua)
+        })
     }));
     Ok(ok(lua, ()))
 }

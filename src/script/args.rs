@@ -9,13 +9,28 @@ use mlua::{Function, Lua, Table, Value};
 use serde_json::json;
 
 use crate::grid::{ChunkPos, Position};
-use crate::kits::streaming::Refusal;
 
-use super::super::sandbox::{lua_type, Entry, EntrySlot, Meter};
-use super::MAX_SUBSCRIPTIONS;
+use super::table::{EntrySlot, Meter, RunningMod};
+
+/// Most live subscriptions (`onChunk`, `onBuilt`) one mod may hold at once, per function.
+pub const MAX_SUBSCRIPTIONS: usize = 64;
+
+/// Lua's name for the type of `v` (`error` objects of mlua are userdata to Lua).
+pub fn lua_type(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        _ => "userdata",
+    }
+}
 
 /// `a table`, `nil`, `a string` … for "got …".
-pub(super) fn got(v: &Value) -> String {
+pub fn got(v: &Value) -> String {
     match v {
         Value::Nil => "nil".to_owned(),
         other => format!("a {}", lua_type(other)),
@@ -23,7 +38,7 @@ pub(super) fn got(v: &Value) -> String {
 }
 
 /// Whole numbers as Lua integers (so `32` prints as `32`, not `32.0`), others as floats.
-pub(super) fn number(v: f64) -> Value {
+pub fn number(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 9.0e15 {
         Value::Integer(v as i64)
     } else {
@@ -32,7 +47,7 @@ pub(super) fn number(v: f64) -> Value {
 }
 
 /// `{x = …, z = …}`.
-pub(in crate::mods::lua) fn chunk_table(lua: &Lua, c: ChunkPos) -> mlua::Result<Table> {
+pub fn chunk_table(lua: &Lua, c: ChunkPos) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 2)?;
     t.raw_set("x", c.x)?;
     t.raw_set("z", c.z)?;
@@ -41,9 +56,10 @@ pub(in crate::mods::lua) fn chunk_table(lua: &Lua, c: ChunkPos) -> mlua::Result<
 
 /// Budget units per table the API builds for a mod, on top of the memory it allocates (which the
 /// VM charges): building one through mlua costs about as much time as this many instructions.
-pub(super) const UNITS_PER_TABLE: u64 = 8;
+pub const UNITS_PER_TABLE: u64 = 8;
 
-pub(super) fn chunk_list(lua: &Lua, meter: &Meter, chunks: Vec<ChunkPos>) -> mlua::Result<Table> {
+/// `{ {x = …, z = …}, … }`, charged [`UNITS_PER_TABLE`] a chunk.
+pub fn chunk_list(lua: &Lua, meter: &dyn Meter, chunks: Vec<ChunkPos>) -> mlua::Result<Table> {
     meter.charge(UNITS_PER_TABLE * chunks.len() as u64)?;
     let t = lua.create_table_with_capacity(chunks.len(), 0)?;
     for (i, c) in chunks.into_iter().enumerate() {
@@ -52,17 +68,8 @@ pub(super) fn chunk_list(lua: &Lua, meter: &Meter, chunks: Vec<ChunkPos>) -> mlu
     Ok(t)
 }
 
-pub(super) fn refusal_table(lua: &Lua, r: Refusal) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, 5)?;
-    t.raw_set("x", r.x)?;
-    t.raw_set("z", r.z)?;
-    t.raw_set("hook", r.hook)?;
-    t.raw_set("mod", r.by)?;
-    t.raw_set("reason", r.reason)?;
-    Ok(t)
-}
-
-pub(super) fn integer(v: &Value) -> Option<i64> {
+/// A whole number (an integer, or a float without a fraction in range), else `None`.
+pub fn integer(v: &Value) -> Option<i64> {
     match v {
         Value::Integer(i) => Some(*i),
         Value::Number(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(*f as i64),
@@ -70,7 +77,8 @@ pub(super) fn integer(v: &Value) -> Option<i64> {
     }
 }
 
-pub(super) fn float(v: &Value) -> Option<f64> {
+/// A number as a float, else `None`.
+pub fn float(v: &Value) -> Option<f64> {
     match v {
         Value::Integer(i) => Some(*i as f64),
         Value::Number(f) => Some(*f),
@@ -79,7 +87,7 @@ pub(super) fn float(v: &Value) -> Option<f64> {
 }
 
 /// `(x, z)` chunk coordinates.
-pub(super) fn chunk_args(x: &Value, z: &Value) -> Result<ChunkPos, String> {
+pub fn chunk_args(x: &Value, z: &Value) -> Result<ChunkPos, String> {
     match (integer(x), integer(z)) {
         (Some(x), Some(z)) => Ok(ChunkPos::new(x, z)),
         _ => {
@@ -97,7 +105,7 @@ pub(super) fn chunk_args(x: &Value, z: &Value) -> Result<ChunkPos, String> {
 }
 
 /// A position table `{x = …, z = …}` (`y` optional), fields read raw.
-pub(super) fn position_arg(v: &Value) -> Result<Position, String> {
+pub fn position_arg(v: &Value) -> Result<Position, String> {
     let Value::Table(t) = v else {
         return Err(format!(
             "expected a position {{x = …, z = …}}, got {}",
@@ -125,7 +133,7 @@ pub(super) fn position_arg(v: &Value) -> Result<Position, String> {
 }
 
 /// A Lua number as JSON for the kit's checked settings; `Err(rendering)` when JSON has none.
-pub(super) fn setting(v: &Value) -> Result<serde_json::Value, String> {
+pub fn setting(v: &Value) -> Result<serde_json::Value, String> {
     match v {
         Value::Integer(i) => Ok(json!(i)),
         Value::Number(f) => serde_json::Number::from_f64(*f)
@@ -145,7 +153,7 @@ pub(super) fn setting(v: &Value) -> Result<serde_json::Value, String> {
 
 /// A mod's setting checked by the kit config's own parser, so a bad value reads exactly as it
 /// would in a scene file (`expected an integer 0..=64, got 65`).
-pub(super) fn checked<T>(
+pub fn checked<T>(
     v: &Value,
     parse: fn(&serde_json::Value) -> Result<T, String>,
 ) -> Result<T, String> {
@@ -159,7 +167,7 @@ pub(super) fn checked<T>(
 }
 
 /// `expected …, got <rendering>` from a checked parser's own wording.
-pub(super) fn expected_got(parse_null: Result<(), String>, rendering: &str) -> String {
+pub fn expected_got(parse_null: Result<(), String>, rendering: &str) -> String {
     let message = parse_null.err().unwrap_or_default();
     format!(
         "{}{rendering}",
@@ -167,24 +175,13 @@ pub(super) fn expected_got(parse_null: Result<(), String>, rendering: &str) -> S
     )
 }
 
-/// A ticket id argument.
-pub(super) fn ticket_id(v: &Value) -> Result<String, String> {
-    match v {
-        Value::String(id) => Ok(id.to_string_lossy()),
-        other => Err(format!(
-            "expected a ticket id (a string), got {}",
-            got(other)
-        )),
-    }
-}
-
 /// The callback a subscribing function (`onBuilt`, `onChunk`) was given and the running mod,
 /// once the mod's subscriptions (`live`) are below [`MAX_SUBSCRIPTIONS`].
-pub(super) fn subscriber(
+pub fn subscriber(
     callback: &Value,
     entry: &EntrySlot,
     live: &Cell<usize>,
-) -> Result<(Function, Rc<Entry>), String> {
+) -> Result<(Function, Rc<dyn RunningMod>), String> {
     let Value::Function(f) = callback else {
         return Err(format!("expected a function, got {}", got(callback)));
     };
@@ -200,6 +197,6 @@ pub(super) fn subscriber(
 }
 
 /// Argument `i` of a call (`nil` past the end).
-pub(super) fn arg(args: &mlua::MultiValue, i: usize) -> Value {
+pub fn arg(args: &mlua::MultiValue, i: usize) -> Value {
     args.get(i).cloned().unwrap_or(Value::Nil)
 }

@@ -1,31 +1,58 @@
-//! The `streaming` table (SPEC §5, §11): one Rust function per Lua function, listed in
-//! [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list).
+//! The `streaming` table of a Lua mod (SPEC §5, §11): one Rust function per Lua function,
+//! listed in [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list), built
+//! with the bridge of [`crate::script`] and registered in the kit's catalog entry as [`TABLE`].
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
-use mlua::{Lua, MultiValue, Table, Value};
+use mlua::{IntoLuaMulti, Lua, MetaMethod, MultiValue, Table, UserData, UserDataMethods, Value};
 use serde_json::json;
 
 use crate::host::{EntityId, ModId};
-use crate::kits::streaming::config::MAX_RADIUS;
-use crate::kits::streaming::{
-    BudgetMs, FocusMode, HoleRing, Lod, LodBudget, LookAheadTicks, MaxLoaded, MaxRefusals,
-    Overrides, Priority, Radius, Schedule, StreamingService, TicketError,
+use crate::script::{
+    add_service_fn, arg, checked, chunk_args, chunk_list, chunk_table, got, integer, number, ok,
+    position_arg, setting, subscriber, Answer, EntrySlot, LuaTable, Meter, ServiceLookup, TableCtx,
+    UNITS_PER_TABLE,
 };
 
-use super::super::sandbox::{EntrySlot, Meter};
-use super::args::{
-    arg, checked, chunk_args, chunk_list, chunk_table, got, integer, number, position_arg,
-    refusal_table, setting, subscriber, ticket_id, UNITS_PER_TABLE,
+use super::config::MAX_RADIUS;
+use super::{
+    BudgetMs, ChunkSubscription, FocusMode, HoleRing, Lod, LodBudget, LookAheadTicks, MaxLoaded,
+    MaxRefusals, Overrides, Priority, Radius, Refusal, Schedule, StreamingService, TicketError,
+    STREAMING,
 };
-use super::{add_service_fn, ok, Answer, Subscription};
+
+/// The table, as the kit's catalog entry registers it.
+pub const TABLE: LuaTable = LuaTable {
+    name: "streaming",
+    functions: || FUNCTIONS.iter().map(|(n, _)| *n).collect(),
+    install,
+};
+
+/// The table for a mod of a game with the streaming service; none without it.
+fn install(
+    lua: &Lua,
+    services: &dyn ServiceLookup,
+    ctx: &TableCtx<'_>,
+) -> mlua::Result<Option<Table>> {
+    let Some(service) = crate::script::service::<dyn StreamingService>(services, STREAMING) else {
+        return Ok(None);
+    };
+    table(
+        lua,
+        Rc::downgrade(&service),
+        ModId::new(ctx.mod_id),
+        ctx.entry.clone(),
+        ctx.meter.clone(),
+    )
+    .map(Some)
+}
 
 /// What the functions share: the mod, its budget, its running sandbox (for callbacks), its
 /// count of live `onChunk` subscriptions and the service (for `restoring()` in callbacks).
-pub(super) struct Ctx {
+struct Ctx {
     id: ModId,
-    meter: Rc<Meter>,
+    meter: Rc<dyn Meter>,
     entry: EntrySlot,
     live: Rc<Cell<usize>>,
     service: Weak<dyn StreamingService>,
@@ -35,7 +62,7 @@ pub(super) struct Ctx {
 type Fun = fn(&Lua, &dyn StreamingService, &Ctx, &MultiValue) -> Answer;
 
 /// Every function of the table, by its Lua name.
-pub(super) const FUNCTIONS: &[(&str, Fun)] = &[
+const FUNCTIONS: &[(&str, Fun)] = &[
     ("isLoaded", is_loaded),
     ("chunkSize", chunk_size),
     ("loaded", loaded),
@@ -70,12 +97,12 @@ pub(super) const FUNCTIONS: &[(&str, Fun)] = &[
 ];
 
 /// The table, each function bound to the live service (or failing once the kit is gone).
-pub(super) fn table(
+fn table(
     lua: &Lua,
     service: Weak<dyn StreamingService>,
     id: ModId,
     entry: EntrySlot,
-    meter: Rc<Meter>,
+    meter: Rc<dyn Meter>,
 ) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let ctx = Rc::new(Ctx {
@@ -109,11 +136,11 @@ fn chunk_size(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> A
 }
 
 fn loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
-    Ok(chunk_list(lua, &ctx.meter, s.loaded()).and_then(|t| ok(lua, t)))
+    Ok(chunk_list(lua, &*ctx.meter, s.loaded()).and_then(|t| ok(lua, t)))
 }
 
 fn pending(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
-    Ok(chunk_list(lua, &ctx.meter, s.pending()).and_then(|t| ok(lua, t)))
+    Ok(chunk_list(lua, &*ctx.meter, s.pending()).and_then(|t| ok(lua, t)))
 }
 
 fn chunk_of(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
@@ -123,7 +150,7 @@ fn chunk_of(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> 
 
 fn around(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
     let p = position_arg(&arg(args, 0))?;
-    Ok(chunk_list(lua, &ctx.meter, s.around(p)).and_then(|t| ok(lua, t)))
+    Ok(chunk_list(lua, &*ctx.meter, s.around(p)).and_then(|t| ok(lua, t)))
 }
 
 fn refusals(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
@@ -319,12 +346,12 @@ fn lod_loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue)
         .filter(|l| (1..=4).contains(l))
         .ok_or_else(|| format!("expected a level 1..=4, got {}", got(&arg(args, 0))))?;
     let blocks = s.lod_loaded(level as u32);
-    Ok(chunk_list(lua, &ctx.meter, blocks).and_then(|t| ok(lua, t)))
+    Ok(chunk_list(lua, &*ctx.meter, blocks).and_then(|t| ok(lua, t)))
 }
 
 fn predicted(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
     let list = s.predicted().unwrap_or_default();
-    Ok(position_list(lua, &ctx.meter, list).and_then(|t| ok(lua, t)))
+    Ok(position_list(lua, &*ctx.meter, list).and_then(|t| ok(lua, t)))
 }
 
 fn holes(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answer {
@@ -360,7 +387,7 @@ fn tickets(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> An
 }
 
 fn foci(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
-    Ok(position_list(lua, &ctx.meter, s.foci()).and_then(|t| ok(lua, t)))
+    Ok(position_list(lua, &*ctx.meter, s.foci()).and_then(|t| ok(lua, t)))
 }
 
 fn ready(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
@@ -387,7 +414,9 @@ fn on_chunk(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -
     let service = ctx.service.clone();
     let subscription = s.on_chunk(Box::new(move |chunk, loaded| {
         let restored = service.upgrade().is_some_and(|s| s.restoring());
-        entry.chunk_callback(&f, chunk, loaded, restored)
+        entry.callback("onChunk", &f, chunk, &|lua| {
+            (loaded, restored).into_lua_multi(lua)
+        })
     }));
     ctx.live.set(ctx.live.get() + 1);
     let handle = Subscription {
@@ -416,7 +445,7 @@ fn word<T>(v: &Value, parse: fn(&serde_json::Value) -> Result<T, String>) -> Res
 /// `{ {x = …, z = …}, … }`, charged like every list the API builds.
 fn position_list(
     lua: &Lua,
-    meter: &Meter,
+    meter: &dyn Meter,
     list: Vec<crate::grid::Position>,
 ) -> mlua::Result<Table> {
     meter.charge(UNITS_PER_TABLE * list.len() as u64)?;
@@ -428,4 +457,46 @@ fn position_list(
         t.raw_set(i + 1, e)?;
     }
     Ok(t)
+}
+
+/// `{x, z, hook, mod, reason}` of a held refusal.
+fn refusal_table(lua: &Lua, r: Refusal) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 5)?;
+    t.raw_set("x", r.x)?;
+    t.raw_set("z", r.z)?;
+    t.raw_set("hook", r.hook)?;
+    t.raw_set("mod", r.by)?;
+    t.raw_set("reason", r.reason)?;
+    Ok(t)
+}
+
+/// A ticket id argument.
+fn ticket_id(v: &Value) -> Result<String, String> {
+    match v {
+        Value::String(id) => Ok(id.to_string_lossy()),
+        other => Err(format!(
+            "expected a ticket id (a string), got {}",
+            got(other)
+        )),
+    }
+}
+
+/// What `streaming.onChunk(fn)` returns: `handle:unsubscribe()` stops the callbacks.
+struct Subscription {
+    subscription: RefCell<Option<ChunkSubscription>>,
+    /// The mod's count of live subscriptions.
+    live: Rc<Cell<usize>>,
+}
+
+impl UserData for Subscription {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method(MetaMethod::ToString, |_, _, ()| Ok("subscription"));
+        methods.add_method("unsubscribe", |_, this, ()| {
+            if let Some(s) = this.subscription.borrow_mut().take() {
+                s.unsubscribe();
+                this.live.set(this.live.get().saturating_sub(1));
+            }
+            Ok(())
+        });
+    }
 }

@@ -1,6 +1,8 @@
-//! The `district` table (SPEC §15): one Rust function per Lua function, listed in
-//! [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list). Data crosses as
-//! plain tables: a JSON object is a table with string keys, an array a sequence `{1, 2, …}`.
+//! The `district` table of a Lua mod (SPEC §15): one Rust function per Lua function, listed in
+//! [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list), built with the
+//! bridge of [`crate::script`] and registered in the kit's catalog entry as [`TABLE`]. Data
+//! crosses as plain tables: a JSON object is a table with string keys, an array a sequence
+//! `{1, 2, …}`.
 
 use std::rc::{Rc, Weak};
 
@@ -8,25 +10,44 @@ use mlua::{Lua, MultiValue, Table, Value};
 use serde_json::{Map, Value as Json};
 
 use crate::host::EntityId;
-use crate::kits::district::DistrictService;
+use crate::script::{
+    add_service_fn, arg, got, ok, Answer, LuaTable, Meter, ServiceLookup, TableCtx,
+};
 
-use super::super::sandbox::Meter;
-use super::args::{arg, got};
-use super::{add_service_fn, ok, Answer};
+use super::{DistrictService, DISTRICT};
+
+/// The table, as the kit's catalog entry registers it.
+pub const TABLE: LuaTable = LuaTable {
+    name: "district",
+    functions: || FUNCTIONS.iter().map(|(n, _)| *n).collect(),
+    install,
+};
+
+/// The table for a mod of a game with the district service; none without it.
+fn install(
+    lua: &Lua,
+    services: &dyn ServiceLookup,
+    ctx: &TableCtx<'_>,
+) -> mlua::Result<Option<Table>> {
+    let Some(service) = crate::script::service::<dyn DistrictService>(services, DISTRICT) else {
+        return Ok(None);
+    };
+    table(lua, Rc::downgrade(&service), ctx.meter.clone()).map(Some)
+}
 
 /// Deepest nesting of a `data` table.
 const MAX_DEPTH: usize = 32;
 
 /// What the functions share: the mod's budget.
-pub(super) struct Ctx {
-    meter: Rc<Meter>,
+struct Ctx {
+    meter: Rc<dyn Meter>,
 }
 
 /// One `district` function: `Err(message)` is a usage error, prefixed with its name.
 type Fun = fn(&Lua, &dyn DistrictService, &Ctx, &MultiValue) -> Answer;
 
 /// Every function of the table, by its Lua name.
-pub(super) const FUNCTIONS: &[(&str, Fun)] = &[
+const FUNCTIONS: &[(&str, Fun)] = &[
     ("set", set),
     ("data", data),
     ("live", live),
@@ -34,10 +55,10 @@ pub(super) const FUNCTIONS: &[(&str, Fun)] = &[
 ];
 
 /// The table, each function bound to the live service (or failing once the kit is gone).
-pub(super) fn table(
+fn table(
     lua: &Lua,
     service: Weak<dyn DistrictService>,
-    meter: Rc<Meter>,
+    meter: Rc<dyn Meter>,
 ) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let ctx = Rc::new(Ctx { meter });

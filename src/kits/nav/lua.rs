@@ -1,39 +1,56 @@
-//! The `nav` table (SPEC §18): one Rust function per Lua function, listed in [`FUNCTIONS`] (the
-//! reference in `docs/mods.md` is checked against that list). A search is charged to the mod's
-//! budget as it runs: [`NODE_UNITS`] per node expanded, so a mod cannot make the host search for
-//! longer than its own budget allows.
+//! The `nav` table of a Lua mod (SPEC §18): one Rust function per Lua function, listed in
+//! [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list), built with the
+//! bridge of [`crate::script`] and registered in the kit's catalog entry as [`TABLE`]. A search
+//! is charged to the mod's budget as it runs: [`NODE_UNITS`] per node expanded, so a mod cannot
+//! make the host search for longer than its own budget allows.
 
 use std::rc::{Rc, Weak};
 
 use mlua::{Lua, MultiValue, Table};
 
-use crate::kits::nav::{Answer, Cell, NavService};
+use crate::script::{
+    add_service_fn, arg, ok, position_arg, Answer as ApiAnswer, LuaTable, Meter, ServiceLookup,
+    TableCtx, UNITS_PER_TABLE,
+};
 
-use super::super::sandbox::Meter;
-use super::args::{arg, position_arg, UNITS_PER_TABLE};
-use super::{add_service_fn, ok, Answer as ApiAnswer};
+use super::{Answer, Cell, NavService, NAV};
+
+/// The table, as the kit's catalog entry registers it.
+pub const TABLE: LuaTable = LuaTable {
+    name: "nav",
+    functions: || FUNCTIONS.iter().map(|(n, _)| *n).collect(),
+    install,
+};
+
+/// The table for a mod of a game with the nav service; none without it.
+fn install(
+    lua: &Lua,
+    services: &dyn ServiceLookup,
+    ctx: &TableCtx<'_>,
+) -> mlua::Result<Option<Table>> {
+    let Some(service) = crate::script::service::<dyn NavService>(services, NAV) else {
+        return Ok(None);
+    };
+    table(lua, Rc::downgrade(&service), ctx.meter.clone()).map(Some)
+}
 
 /// Budget units one node expanded costs (a heap pop and up to eight neighbours looked at:
 /// about the time of this many VM instructions).
-pub(super) const NODE_UNITS: u64 = 16;
+const NODE_UNITS: u64 = 16;
 
 /// What the functions share: the mod's budget.
-pub(super) struct Ctx {
-    meter: Rc<Meter>,
+struct Ctx {
+    meter: Rc<dyn Meter>,
 }
 
 /// One `nav` function: `Err(message)` is a usage error, prefixed with its name.
 type Fun = fn(&Lua, &dyn NavService, &Ctx, &MultiValue) -> ApiAnswer;
 
 /// Every function of the table, by its Lua name.
-pub(super) const FUNCTIONS: &[(&str, Fun)] = &[("path", path), ("cellOf", cell_of)];
+const FUNCTIONS: &[(&str, Fun)] = &[("path", path), ("cellOf", cell_of)];
 
 /// The table, each function bound to the live service (or failing once the kit is gone).
-pub(super) fn table(
-    lua: &Lua,
-    service: Weak<dyn NavService>,
-    meter: Rc<Meter>,
-) -> mlua::Result<Table> {
+fn table(lua: &Lua, service: Weak<dyn NavService>, meter: Rc<dyn Meter>) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let ctx = Rc::new(Ctx { meter });
     for &(name, f) in FUNCTIONS {

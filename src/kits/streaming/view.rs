@@ -1,0 +1,301 @@
+//! The streaming kit's layer of the replay viewer: the grid's chunks (loaded, pending, held
+//! refusals), the foci, tickets, dormant entities, predicted foci and hole cells (SPEC §16) and
+//! the LOD blocks (SPEC §17), captured after every tick from the kit's service and drawn by
+//! `view.js` beside this file. Chunks and blocks are written as differences: the page applies
+//! the tick's `world.chunk.loaded`/`unloaded` and `world.lod.loaded`/`unloaded` events (which the
+//! frame carries anyway), then the corrections here (a `load` of a save restores chunks without
+//! events); the small lists are written whole on the frames they change.
+//!
+//! Fields: `la`/`lr` loaded chunks the events do not account for (added, removed), `pa`/`pr`
+//! pending chunks added and no longer pending (other than those an event loaded), `r` the held
+//! refusals `[x, z, "load" | "unload", mod, reason]`, `f` the foci `[x0, z0, …]` in metres, `k`
+//! the tickets `[id, x, z, radius, ticksLeft]`, `d` the dormant entities `[id, x, z]`, `p` the
+//! predicted foci, `o` the hole cells, `ls` the steps of the LOD levels, `ba`/`br` blocks
+//! loaded and released that the events do not account for, `bb`/`bu` loaded blocks that became
+//! ready or no longer are (`[level, x, z, …]`); the header's `chunkSize`. The heights of chunks
+//! and blocks (`h`, `bh`) come from another layer (the terrain's); this drawing shades with them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+
+use crate::grid::ChunkPos;
+use crate::host::view::{
+    block_payload, changed, chunk_payload, flat, put, Fields, FrameCtx, LayerCapture, PageIds,
+    Shows, ViewLayer,
+};
+use crate::host::Engine;
+
+use super::dormancy::DORMANT;
+use super::{StreamingService, CHUNK_LOADED, CHUNK_UNLOADED, LOD_LOADED, LOD_UNLOADED, STREAMING};
+
+/// The layer, as the kit's catalog entry registers it.
+pub const LAYER: ViewLayer = ViewLayer {
+    name: STREAMING,
+    capture: || Box::<Capture>::default(),
+    script: include_str!("view.js"),
+};
+
+/// The chunk side the page assumes without the kit, in metres.
+const DEFAULT_CHUNK_SIZE: f64 = 32.0;
+
+/// What the page has, to diff against.
+#[derive(Default)]
+struct Capture {
+    /// Sorted (row order), as are the chunk lists below.
+    loaded: Vec<ChunkPos>,
+    pending: Vec<ChunkPos>,
+    refusals: Option<Vec<Value>>,
+    foci: Option<Vec<f64>>,
+    tickets: Option<Vec<Value>>,
+    dormant: Option<Vec<Value>>,
+    predicted: Option<Vec<f64>>,
+    holes: Option<Vec<i64>>,
+    /// The levels' steps as the page has them (`None`: the run shows no `lod`).
+    lod_steps: Option<Vec<Option<u32>>>,
+    /// The loaded LOD blocks as the page has them, by (level, block): whether built.
+    blocks: BTreeMap<(u32, ChunkPos), bool>,
+}
+
+fn service(engine: &Engine) -> Option<Rc<dyn StreamingService>> {
+    engine.service::<dyn StreamingService>(STREAMING)
+}
+
+/// The chunks in `a` and not in `b`, both sorted.
+fn minus(a: &[ChunkPos], b: &[ChunkPos]) -> Vec<ChunkPos> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    for &c in a {
+        while j < b.len() && b[j] < c {
+            j += 1;
+        }
+        if b.get(j) != Some(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `[x0, z0, x1, z1, …]` of positions, in metres.
+fn positions(list: impl IntoIterator<Item = crate::grid::Position>) -> Vec<f64> {
+    list.into_iter().flat_map(|p| [p.x, p.z]).collect()
+}
+
+impl LayerCapture for Capture {
+    fn head(&mut self, engine: &Engine, out: &mut Fields) {
+        let size = service(engine).map_or(DEFAULT_CHUNK_SIZE, |s| s.chunk_size());
+        put(out, "chunkSize", size);
+    }
+
+    fn frame(&mut self, ctx: &FrameCtx<'_>, _: &mut PageIds, out: &mut Fields) {
+        let s = service(ctx.engine);
+        let active = ctx.engine.active_scene().is_some();
+        let now_loaded = s.as_ref().map(|s| s.loaded()).unwrap_or_default();
+        let mut now_pending = s.as_ref().map(|s| s.pending()).unwrap_or_default();
+        now_pending.sort_unstable();
+        // The last chunk event of each chunk (a release or a load), and the blocks the events
+        // load and release, in order.
+        let mut last_event: BTreeMap<ChunkPos, bool> = BTreeMap::new();
+        let mut loaded_by_events: BTreeSet<ChunkPos> = BTreeSet::new();
+        let mut block_events: Vec<(bool, u32, ChunkPos)> = Vec::new();
+        for e in ctx.events {
+            if let Some((level, b)) = block_payload(&e.data) {
+                if e.event == LOD_LOADED || e.event == LOD_UNLOADED {
+                    block_events.push((e.event == LOD_LOADED, level, b));
+                }
+                continue;
+            }
+            if let Some(c) = chunk_payload(&e.data) {
+                if e.event == CHUNK_LOADED {
+                    last_event.insert(c, true);
+                    loaded_by_events.insert(c);
+                } else if e.event == CHUNK_UNLOADED {
+                    last_event.insert(c, false);
+                }
+            }
+        }
+        // The page applies the events, then these corrections: what differs between the
+        // loaded set the events imply and the real one.
+        let added = minus(&now_loaded, &self.loaded);
+        let removed = minus(&self.loaded, &now_loaded);
+        let is_now = |c: &ChunkPos| now_loaded.binary_search(c).is_ok();
+        let mut loaded_add = BTreeSet::new();
+        let mut loaded_remove = BTreeSet::new();
+        for c in &added {
+            if last_event.get(c) != Some(&true) {
+                loaded_add.insert(*c);
+            }
+        }
+        for c in &removed {
+            if last_event.get(c) != Some(&false) {
+                loaded_remove.insert(*c);
+            }
+        }
+        for (c, &implied) in &last_event {
+            match (implied, is_now(c)) {
+                (false, true) => loaded_add.insert(*c),
+                (true, false) => loaded_remove.insert(*c),
+                _ => false,
+            };
+        }
+        put_list(out, "la", flat(loaded_add));
+        put_list(out, "lr", flat(loaded_remove));
+        // Pending: the page drops every chunk an event loaded, then applies this delta.
+        let loaded_by_events: Vec<ChunkPos> = loaded_by_events.into_iter().collect();
+        let pending = minus(&self.pending, &loaded_by_events);
+        put_list(out, "pa", flat(minus(&now_pending, &pending)));
+        put_list(out, "pr", flat(minus(&pending, &now_pending)));
+        self.loaded = now_loaded;
+        self.pending = now_pending;
+
+        let refusals: Vec<Value> = s
+            .as_ref()
+            .map(|s| s.refusals())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| {
+                let kind = if r.hook == super::HOOK_CHUNK_LOAD {
+                    "load"
+                } else {
+                    "unload"
+                };
+                json!([r.x, r.z, kind, r.by, r.reason])
+            })
+            .collect();
+        let foci = s
+            .as_ref()
+            .filter(|_| active)
+            .map(|s| positions(s.foci()))
+            .unwrap_or_default();
+        let tickets: Vec<Value> = s
+            .as_ref()
+            .map(|s| s.tickets())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| {
+                let t = serde_json::to_value(t).expect("plain data");
+                json!([t["id"], t["x"], t["z"], t["radius"], t["ticksLeft"]])
+            })
+            .collect();
+        put_some(out, "r", changed(&mut self.refusals, refusals));
+        put_some(out, "f", changed(&mut self.foci, foci));
+        put_some(out, "k", changed(&mut self.tickets, tickets));
+        let mut dormant: Vec<Value> = ctx
+            .engine
+            .world()
+            .iter()
+            .filter(|e| e.has_tag(DORMANT))
+            .map(|e| json!([e.id.as_str(), e.position.x, e.position.z]))
+            .collect();
+        dormant.sort_by(|a, b| a[0].as_str().cmp(&b[0].as_str()));
+        put_some(out, "d", changed(&mut self.dormant, dormant));
+        if let Some(predicted) = s.as_ref().and_then(|s| s.predicted()) {
+            let flat = positions(predicted.into_iter().filter(|_| active));
+            put_some(out, "p", changed(&mut self.predicted, flat));
+        }
+        if let Some(holes) = s.as_ref().and_then(|s| s.hole_chunks()) {
+            put_some(out, "o", changed(&mut self.holes, flat(holes)));
+        }
+        if let (Some(s), Some(levels)) = (&s, s.as_ref().and_then(|s| s.lod())) {
+            self.blocks(&**s, levels, &block_events, out);
+        }
+    }
+
+    fn shows(&self) -> Shows {
+        let loaded = !self.loaded.is_empty();
+        Shows {
+            opening: loaded,
+            anything: loaded
+                || !self.pending.is_empty()
+                || self.refusals.as_ref().is_some_and(|r| !r.is_empty())
+                || self.foci.as_ref().is_some_and(|f| !f.is_empty())
+                || self.tickets.as_ref().is_some_and(|t| !t.is_empty()),
+        }
+    }
+}
+
+impl Capture {
+    /// SPEC §17's blocks: the page applies the tick's block events (a load: not built; a
+    /// release), then these corrections and the ready changes.
+    fn blocks(
+        &mut self,
+        streaming: &dyn StreamingService,
+        levels: Vec<Vec<ChunkPos>>,
+        events: &[(bool, u32, ChunkPos)],
+        out: &mut Fields,
+    ) {
+        let steps = (1..=levels.len() as u32)
+            .map(|level| streaming.lod_step(level))
+            .collect();
+        put_some(out, "ls", changed(&mut self.lod_steps, steps));
+        for &(loaded, level, b) in events {
+            if loaded {
+                self.blocks.insert((level, b), false);
+            } else {
+                self.blocks.remove(&(level, b));
+            }
+        }
+        let now: BTreeSet<(u32, ChunkPos)> = levels
+            .iter()
+            .zip(1u32..)
+            .flat_map(|(blocks, level)| blocks.iter().map(move |&b| (level, b)))
+            .collect();
+        let gone: Vec<(u32, ChunkPos)> = self
+            .blocks
+            .keys()
+            .filter(|k| !now.contains(k))
+            .copied()
+            .collect();
+        let (mut add, mut remove, mut built, mut unbuilt) = (vec![], vec![], vec![], vec![]);
+        for (level, b) in gone {
+            self.blocks.remove(&(level, b));
+            remove.extend([i64::from(level), b.x, b.z]);
+        }
+        for &(level, b) in &now {
+            let seen = self.blocks.entry((level, b)).or_insert_with(|| {
+                add.extend([i64::from(level), b.x, b.z]);
+                false
+            });
+            let ready = streaming.lod_ready(level, b);
+            if ready != *seen {
+                *seen = ready;
+                let list = if ready { &mut built } else { &mut unbuilt };
+                list.extend([i64::from(level), b.x, b.z]);
+            }
+        }
+        put_list(out, "ba", add);
+        put_list(out, "br", remove);
+        put_list(out, "bb", built);
+        put_list(out, "bu", unbuilt);
+    }
+}
+
+/// A list field, left out when empty.
+fn put_list<T: serde::Serialize>(out: &mut Fields, key: &str, list: Vec<T>) {
+    if !list.is_empty() {
+        put(out, key, list);
+    }
+}
+
+/// A field written whole on the frames it changes.
+fn put_some<T: serde::Serialize>(out: &mut Fields, key: &str, value: Option<T>) {
+    if let Some(v) = value {
+        put(out, key, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_set_difference_of_sorted_chunks() {
+        let c = |x, z| ChunkPos::new(x, z);
+        let a = [c(0, -1), c(1, -1), c(0, 0), c(5, 3)];
+        let b = [c(1, -1), c(0, 0), c(9, 9)];
+        assert_eq!(minus(&a, &b), [c(0, -1), c(5, 3)]);
+        assert_eq!(minus(&b, &a), [c(9, 9)]);
+        assert_eq!(minus(&[], &a), []);
+    }
+}
