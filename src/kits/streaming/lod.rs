@@ -209,6 +209,20 @@ fn from_row_key(r: u128) -> ChunkPos {
     ChunkPos::new(unflip(r as u64), unflip((r >> 64) as u64))
 }
 
+/// Sorts one level's blocks in row order; a long list by its [`row_key`]s (a teleport releases
+/// a level whole: one u128 compared is cheaper than two coordinates).
+fn sort_rows(list: &mut [(usize, ChunkPos)]) {
+    if list.len() <= 64 {
+        list.sort_unstable();
+        return;
+    }
+    let mut keys: Vec<u128> = list.iter().map(|(_, b)| row_key(*b)).collect();
+    keys.sort_unstable();
+    for (slot, key) in list.iter_mut().zip(keys) {
+        slot.1 = from_row_key(key);
+    }
+}
+
 /// What `a` holds before and after, if it held something both times.
 fn both(a: [Option<Area>; 2]) -> Option<Area> {
     a[0]?.intersect(&a[1]?)
@@ -527,6 +541,7 @@ pub struct LodPlan {
     carved: Vec<Area>,
     spans: Vec<Spans>,
     held: Vec<Area>,
+    pieces: Vec<(Area, bool)>,
     ranges: Vec<Area>,
     boxes: Vec<Area>,
     meeting: Vec<Area>,
@@ -661,6 +676,7 @@ impl LodPlan {
             carved: Vec::new(),
             spans: Vec::new(),
             held: Vec::new(),
+            pieces: Vec::new(),
             ranges: Vec::new(),
             boxes: Vec::new(),
             meeting: Vec::new(),
@@ -1437,7 +1453,7 @@ impl LodPlan {
                 }
             }
             // The hashed set's order must not leak: level by level, row order.
-            out[start..].sort_unstable(); // one level: by block, row order
+            sort_rows(&mut out[start..]);
         }
     }
 
@@ -1761,20 +1777,10 @@ impl LodPlan {
         })
     }
 
-    /// The chunks of `r` (inside the ground) seen by a ready chunk or block, as last counted:
-    /// tile by tile over `r`, or over what is ready, whichever is fewer.
-    fn seen_in(&self, r: Area) -> u64 {
-        let tiles = r.blocks(TILE);
-        if tiles.count() > self.ready_tiles_len() {
-            let mut list = Vec::new();
-            self.ready_tiles(&[r], &mut list);
-            list.sort_unstable();
-            list.dedup();
-            return list
-                .iter()
-                .map(|t| u64::from((self.seen_mask(*t) & rect_mask(&r, *t)).count_ones()))
-                .sum();
-        }
+    /// The chunks of `r` (inside the ground) seen by a ready chunk or block, as last counted,
+    /// walked over `r`: by the coarsest level's blocks when they hold whole tiles (a ready one
+    /// counts whole), else tile by tile.
+    fn seen_walk(&self, r: Area) -> u64 {
         let tile_by_tile = |r: Area| {
             let tiles = r.blocks(TILE);
             let mut n = 0;
@@ -1900,6 +1906,24 @@ impl LodPlan {
                 continue;
             }
             for (bt, word) in &self.h_blocks[k] {
+                if step < TILE {
+                    // The tile of blocks covers `step × step` tiles of chunks, each `n × n` of
+                    // its blocks: one look per tile of chunks, not per block.
+                    let n = TILE / step;
+                    let s = i64::from(step);
+                    let quarter = (1u64 << n) - 1;
+                    for j in 0..step {
+                        for i in 0..step {
+                            let rows =
+                                (0..n).fold(0u64, |m, r| m | quarter << ((j * n + r) * 8 + i * n));
+                            let t = ChunkPos::new(bt.x * s + i64::from(i), bt.z * s + i64::from(j));
+                            if word & rows != 0 && meets(&tile_area(t)) {
+                                out.push(t);
+                            }
+                        }
+                    }
+                    continue;
+                }
                 let mut w = *word;
                 while w != 0 {
                     let bit = w.trailing_zeros();
@@ -1983,29 +2007,53 @@ impl LodPlan {
             self.invalidate_holes();
             return 0;
         };
-        let r = i64::from(last.radius);
-        let mut centres = std::mem::take(&mut self.scratch);
-        centres.clear();
-        centres.extend(foci.iter().map(|p| self.grid.chunk_of(*p)));
-        let mut squares = std::mem::take(&mut self.squares);
-        squares.clear();
-        squares.extend(centres.iter().map(|c| Area::square(*c, r)));
         if !self.holes_valid || !complete || self.in_force_steps() != self.hole_steps {
+            let r = i64::from(last.radius);
+            let mut squares = std::mem::take(&mut self.squares);
+            squares.clear();
+            squares.extend(foci.iter().map(|p| Area::square(self.grid.chunk_of(*p), r)));
             self.count_holes(&squares, &chunk_ready, candidates);
+            self.squares = squares;
+            self.hole_centres.clear();
+            self.hole_centres
+                .extend(foci.iter().map(|p| self.grid.chunk_of(*p)));
+            self.hole_radius = r;
         } else {
             for &(c, _) in changed {
                 self.hole_chunk(c, chunk_ready(c));
             }
-            if self.hole_radius != r || self.hole_centres != centres {
-                self.move_squares(&squares);
-            }
         }
-        self.hole_centres.clear();
-        self.hole_centres.extend_from_slice(&centres);
-        self.hole_radius = r;
-        self.scratch = centres;
-        self.squares = squares;
+        self.note_players(foci);
         (self.area - self.seen) as usize
+    }
+
+    /// The players' foci are `foci`: their squares of the last level's radius follow (what is
+    /// seen in the strips they gained counts, in those they lost no longer). Told early by the
+    /// kit (before the tick's blocks change: a block released where no square is any more then
+    /// changes nothing), and again by [`LodPlan::update_holes`].
+    pub fn note_players(&mut self, foci: &[Position]) {
+        let n = self.levels.levels().len();
+        let Some(last) = self.level(n.wrapping_sub(1)) else {
+            return;
+        };
+        if !self.holes_valid {
+            return;
+        }
+        let r = i64::from(last.radius);
+        let mut centres = std::mem::take(&mut self.scratch);
+        centres.clear();
+        centres.extend(foci.iter().map(|p| self.grid.chunk_of(*p)));
+        if self.hole_radius != r || self.hole_centres != centres {
+            let mut squares = std::mem::take(&mut self.squares);
+            squares.clear();
+            squares.extend(centres.iter().map(|c| Area::square(*c, r)));
+            self.move_squares(&squares);
+            self.squares = squares;
+            self.hole_centres.clear();
+            self.hole_centres.extend_from_slice(&centres);
+            self.hole_radius = r;
+        }
+        self.scratch = centres;
     }
 
     /// The squares moved (or changed size) to `squares`: the area they gained and what is seen
@@ -2014,28 +2062,69 @@ impl LodPlan {
     /// converse.
     fn move_squares(&mut self, squares: &[Area]) {
         let mut cut = std::mem::take(&mut self.held);
+        let mut pieces = std::mem::take(&mut self.pieces);
         let old = std::mem::take(&mut self.hole_squares);
-        let (mut area, mut seen) = (self.area, self.seen);
+        pieces.clear();
         for (mine, theirs, gain) in [(squares, &old[..], true), (&old[..], squares, false)] {
             for (i, sq) in mine.iter().enumerate() {
                 cut.clear();
                 cut.extend_from_slice(theirs);
                 cut.extend_from_slice(&mine[..i]);
-                let (mut a, mut v) = (0, 0);
+                let ground = self.ground;
                 Area::cut(*sq, &cut, &mut |p| {
-                    if let Some(p) = p.intersect(&self.ground) {
-                        a += p.count();
-                        v += self.seen_in(p);
-                    }
+                    pieces.extend(p.intersect(&ground).map(|p| (p, gain)));
                 });
-                if gain {
-                    (area, seen) = (area + a, seen + v);
-                } else {
-                    (area, seen) = (area - a, seen - v);
-                }
             }
         }
-        (self.area, self.seen) = (area, seen);
+        let (mut gained, mut lost) = (0, 0);
+        for (p, gain) in &pieces {
+            if *gain {
+                self.area += p.count();
+            } else {
+                lost += p.count();
+            }
+        }
+        self.area -= lost;
+        lost = 0;
+        // What is seen in the pieces: walked piece by piece, or, when what is ready is fewer
+        // tiles than the pieces, found from what is ready (one pass for every piece).
+        let walk: u64 = pieces.iter().map(|(p, _)| p.blocks(TILE).count()).sum();
+        if walk <= self.ready_tiles_len() {
+            for (p, gain) in &pieces {
+                let v = self.seen_walk(*p);
+                if *gain {
+                    gained += v;
+                } else {
+                    lost += v;
+                }
+            }
+        } else {
+            let mut tiles = std::mem::take(&mut self.tiles);
+            tiles.clear();
+            cut.clear();
+            cut.extend(pieces.iter().map(|(p, _)| *p));
+            self.ready_tiles(&cut, &mut tiles);
+            tiles.sort_unstable();
+            tiles.dedup();
+            for t in &tiles {
+                let seen = self.seen_mask(*t);
+                if seen == 0 {
+                    continue;
+                }
+                let ta = tile_area(*t);
+                for (p, gain) in pieces.iter().filter(|(p, _)| p.meets(&ta)) {
+                    let v = u64::from((seen & rect_mask(p, *t)).count_ones());
+                    if *gain {
+                        gained += v;
+                    } else {
+                        lost += v;
+                    }
+                }
+            }
+            self.tiles = tiles;
+        }
+        self.seen = self.seen + gained - lost;
+        self.pieces = pieces;
         self.hole_squares = old;
         self.hole_squares.clear();
         self.hole_squares.extend_from_slice(squares);
@@ -2282,6 +2371,18 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// A level's releases, long or short, come out in row order.
+        #[test]
+        fn releases_sort_in_row_order(blocks in proptest::collection::vec((-1000i64..1000, -1000i64..1000), 0..300)) {
+            let mut list: Vec<(usize, ChunkPos)> = blocks.iter().map(|(x, z)| (2, ChunkPos::new(*x, *z))).collect();
+            let mut expect = list.clone();
+            expect.sort_unstable();
+            sort_rows(&mut list);
+            proptest::prop_assert_eq!(list, expect);
         }
     }
 
@@ -2905,6 +3006,8 @@ mod tests {
             (full.full, full.stale) = (true, true);
             inc.resolve();
             full.resolve();
+            // As the kit does: the players' squares follow before the blocks change, in `inc`.
+            inc.note_players(&foci[..players.min(foci.len())]);
             match op {
                 Op::Load(budget) => {
                     let expect = loads_by_sort(&inc, *budget);

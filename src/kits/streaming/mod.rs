@@ -660,6 +660,11 @@ impl StreamingKit {
         let residency = &st.residency;
         st.lod
             .note_chunks(&self.readiness, |c| residency.is_ready(c), complete);
+        // And the players' squares, where they are now (they stay so to the end of the tick).
+        self.players.clear();
+        self.players
+            .extend(self.anchors.iter().take(st.anchor_foci).copied());
+        st.lod.note_players(&self.players);
         let moves = &mut self.lod_moves;
         let changes = &mut self.lod_changes;
         moves.clear();
