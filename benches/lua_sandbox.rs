@@ -7,7 +7,7 @@
 //! hostile mod with the default limits, from the call to the `mod.error` answer.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use world_streaming::host::{HookArgs, HookHandler, HookValue, Log, ModErrors, ModId};
+use world_streaming::host::{HookArgs, HookHandler, HookValue, Log, ModErrors, ModId, Steps};
 use world_streaming::mods::lua::{load, LuaLimits, LuaSetup};
 
 /// `(name, body)`: the body of a function of no arguments.
@@ -51,7 +51,12 @@ fn sandboxed(body: &str, limits: LuaLimits) -> Box<dyn HookHandler> {
         hooks: &hooks,
         log: Log::default(),
         errors: ModErrors::default(),
-        limits,
+        steps: Steps::default(),
+        // One ask after another, no engine between: no tick budget (each ask is measured).
+        limits: LuaLimits {
+            instructions_per_tick: u64::MAX,
+            ..limits
+        },
     };
     let mut loaded = load(&source, setup).expect("the bench mod loads");
     assert_eq!(loaded.error, None);

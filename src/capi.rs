@@ -2275,4 +2275,68 @@ mod tests {
         assert_eq!(entity_data(game, "baker").0, WsStatus::NoSuchEntity);
         free_game(game);
     }
+
+    /// A district file cut short under a running game: a C host's game used to be poisoned
+    /// (the kit panicked reading the chunk's lines again, "already borrowed"). Now the lines
+    /// past the cut are `world.district.error` events, the line before it spawns, and every
+    /// later call works.
+    #[test]
+    fn a_district_file_cut_short_under_a_running_game_does_not_poison_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let lines = [
+            r#"{"id":"f1","position":{"x":300,"z":5}}"#,
+            r#"{"id":"f2","position":{"x":301,"z":5}}"#,
+            r#"{"id":"f3","position":{"x":302,"z":5}}"#,
+        ];
+        let path = tmp.path().join("d.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let scene = serde_json::json!({
+            "kits": [
+                {"id": "game.engine"}, {"id": "world.ground"},
+                {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 1, "budgetMs": 9}},
+                {"id": "world.district", "config": {"districts": ["d.jsonl"]}}
+            ],
+            "entities": [{"id": "hero", "tags": ["player"], "position": {"x": 16, "z": 16}}],
+            "control": "hero"
+        });
+        let scene = CString::new(scene.to_string()).unwrap();
+        let base = CString::new(tmp.path().to_str().unwrap()).unwrap();
+        let mut game: WsGame = 0;
+        // SAFETY: valid strings and out-pointers.
+        let status = unsafe {
+            ws_game_new(
+                scene.as_ptr(),
+                base.as_ptr(),
+                &mut game,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, WsStatus::Ok);
+        tick(game, 2);
+        // Cut inside line 2.
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len((lines[0].len() + 1 + 10) as u64).unwrap();
+        drop(f);
+        assert_eq!(move_to(game, "hero", 300.0, 0.0, 5.0).0, WsStatus::Ok);
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a writable out-pointer.
+        let status = unsafe { ws_game_tick(game, 3, &mut error) };
+        assert_eq!(status, WsStatus::Ok, "{}", take_message(error));
+        let errors: Vec<String> = drain_json(game)
+            .into_iter()
+            .filter(|e| e["event"] == "world.district.error")
+            .map(|e| e["data"]["message"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].ends_with("d.jsonl: line 2: the file changed since it was indexed: it was cut short before this line's end; not spawned"), "{errors:?}");
+        assert!(errors[1].contains("d.jsonl: line 3: "), "{errors:?}");
+        assert_eq!(entity_data(game, "f1").0, WsStatus::Ok, "f1 spawned");
+        // Not poisoned: the game keeps ticking and answering.
+        tick(game, 5);
+        let mut at = 0u64;
+        // SAFETY: writable out-pointers.
+        let status = unsafe { ws_game_tick_count(game, &mut at, std::ptr::null_mut()) };
+        assert_eq!((status, at), (WsStatus::Ok, 10));
+        assert_eq!(free_game(game).0, WsStatus::Ok);
+    }
 }

@@ -17,7 +17,7 @@ use crate::json::{number, Problem};
 use crate::kits::builtin_catalog;
 use crate::kits::district::{DistrictService, DISTRICT};
 use crate::kits::streaming::dormancy::DORMANT;
-use crate::kits::streaming::{StreamingService, TicketInfo, STREAMING};
+use crate::kits::streaming::{StreamingService, TicketError, TicketInfo, STREAMING};
 use crate::kits::streaming::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use crate::kits::terrain::{TerrainService, TERRAIN};
 use crate::mods;
@@ -371,16 +371,19 @@ impl Game {
                     radius,
                     ticks,
                     priority,
-                } => needs("request")?
-                    .request(
-                        id,
-                        *at,
-                        i64::from(radius.get()),
-                        ticks.get() as i64,
-                        Some(stamp),
-                        priority.map(|p| p.get() as u8),
-                    )
-                    .map_err(|e| GameError::Streaming(e.to_string()))?,
+                } => match needs("request")?.request(
+                    id,
+                    *at,
+                    i64::from(radius.get()),
+                    ticks.get() as i64,
+                    Some(stamp),
+                    priority.map(|p| p.get() as u8),
+                ) {
+                    // Refused by the ticket cap: the world's answer is the event
+                    // `world.ticket.refused`; the run goes on.
+                    Ok(()) | Err(TicketError::OverCap { .. }) => {}
+                    Err(e) => return Err(GameError::Streaming(e.to_string())),
+                },
                 Action::Drop { ticket } => {
                     needs("drop")?.drop_ticket(ticket);
                 }
@@ -460,7 +463,9 @@ impl Game {
     }
 
     /// Requests (or replaces) preload ticket `id` from the next tick: a focus at `at` with its
-    /// own `radius` for `ticks` tick plans (SPEC §11).
+    /// own `radius` for `ticks` tick plans (SPEC §11). Refused by the ticket cap
+    /// (`maxTicketChunks`), it is [`GameError::Streaming`] with the reason, and the event
+    /// `world.ticket.refused` comes at the next input or tick.
     pub fn request_around(
         &mut self,
         id: &str,
@@ -734,22 +739,59 @@ impl Game {
     /// `storage` and `math.random` state replace the mods' own. A save without (`mods` absent)
     /// leaves the mods' state as it is.
     pub fn load(&mut self, path: &Path) -> Result<(), FileError> {
-        let file = display_name(path);
-        let text = read_text(path)?;
-        let value = parse_json(&text, &file)?;
+        let (file, doc, world, prepared) = self.read_save(path)?;
         let invalid = |p: Problem| FileError::invalid(&file, p);
-        crate::files::save::check_header(&value).map_err(invalid)?;
-        let prepared = self.prepare_mods(&value).map_err(invalid)?;
         let lua_mods = &self.lua_mods;
         // The mods get their state back before the kits tell subscribers (Lua `onChunk`
         // callbacks included) what the load changed.
         self.engine
-            .load_document_then(&value, || {
+            .load_parsed_then(doc, world, || {
                 for (m, p) in lua_mods.iter().zip(prepared) {
                     m.commit(p);
                 }
             })
             .map_err(invalid)
+    }
+
+    /// Checks the save at `path` exactly as [`Game::load`] would — the same reading, the same
+    /// checks in the same order, so the same first problem — and changes nothing: `Ok` when
+    /// loading it into this game would succeed. (`world-streaming check SCENE SAVE` is this.)
+    pub fn check_save(&self, path: &Path) -> Result<(), FileError> {
+        let (file, doc, world, _) = self.read_save(path)?;
+        self.engine
+            .check_parsed(doc, world)
+            .map_err(|p| FileError::invalid(&file, p))
+    }
+
+    /// What [`Game::load`] and [`Game::check_save`] check first: the file, then the save on its
+    /// own — what `check` of a save checks ([`crate::files::save::check_with`]: the host's part
+    /// with the Lua mods' storage, each section by its kit's check) — then its Lua mods' states
+    /// against this game's mods. Returns the file's name for messages.
+    #[allow(clippy::type_complexity)]
+    fn read_save(
+        &self,
+        path: &Path,
+    ) -> Result<
+        (
+            String,
+            crate::host::save::SaveDoc,
+            crate::host::World,
+            Vec<mods::lua::PreparedModState>,
+        ),
+        FileError,
+    > {
+        let file = display_name(path);
+        let text = read_text(path)?;
+        let value = parse_json(&text, &file)?;
+        let invalid = |p: Problem| FileError::invalid(&file, p);
+        let (doc, world) = crate::host::save::check_alone(
+            &value,
+            mods::lua::check_storage,
+            self.engine.save_checks(),
+        )
+        .map_err(invalid)?;
+        let prepared = self.prepare_mods(&value).map_err(invalid)?;
+        Ok((file, doc, world, prepared))
     }
 
     /// Checks the `mods` of a save against this game's Lua mods and builds their storage.

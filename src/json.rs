@@ -44,6 +44,11 @@ pub fn join_path(prefix: &str, path: &str) -> String {
 /// expected in plain words (`to.z: missing field`, `to: expected an object, got [1,2]`), never
 /// in serde's internal wording (`invalid length 2, expected struct Position with 3 elements`).
 pub fn from_value<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T, Problem> {
+    // The value is read once without tracking the path (a save's sections hold thousands of
+    // entries); only a value that fails is read again, tracking where.
+    if let Ok(t) = T::deserialize(value) {
+        return Ok(t);
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let found = at_path(value, e.path());
         let path = e.path().to_string();

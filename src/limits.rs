@@ -12,6 +12,30 @@ pub const MAX_ENTITIES: usize = 1_000_000;
 pub const MAX_DATA_BYTES: usize = 4096;
 /// Largest district file (SPEC §15): read once, sequentially, never held whole.
 pub const MAX_DISTRICT_BYTES: u64 = 1024 * 1024 * 1024;
+/// How many times its compact JSON a common writer may make of a text: a space after each `:`
+/// and `,` (one byte becomes two) and every non-ASCII or control character as `\uXXXX` (a
+/// two-byte character becomes six bytes, a four-byte one twelve, `\n` becomes `\u000a`).
+pub const JSON_TEXT_FACTOR: usize = 3;
+/// The names a district line is given room for at [`MAX_ID_LEN`] bytes each: its id, its
+/// `rides` and six tags (more tags fit when they are shorter).
+pub const DISTRICT_LINE_NAMES: usize = 8;
+/// A district line's compact text besides its `data` and names: the keys, the quotes, commas
+/// and brackets, and the position's three numbers (at most 24 characters each as the shortest
+/// text of an `f64`), 155 bytes with six tags, rounded up.
+pub const DISTRICT_LINE_FRAME: usize = 256;
+/// Longest district line (newline excluded), in bytes: an entity with `data` at
+/// [`MAX_DATA_BYTES`] and [`DISTRICT_LINE_NAMES`] names at [`MAX_ID_LEN`], plus its frame, as any
+/// common writer writes it ([`JSON_TEXT_FACTOR`]): 19 200 bytes. A longer line is refused
+/// without being held: the index reads lines through this cap.
+pub const MAX_DISTRICT_LINE_BYTES: usize =
+    JSON_TEXT_FACTOR * (MAX_DATA_BYTES + DISTRICT_LINE_NAMES * MAX_ID_LEN + DISTRICT_LINE_FRAME);
+/// Most district entities one chunk of one scene may be home to: a chunk's entities are all
+/// spawned in the tick it loads (and stored in the tick it is released), so this bounds that
+/// tick (see docs/district.md, "One chunk's cost").
+pub const MAX_DISTRICT_CHUNK_ENTITIES: usize = 10_000;
+/// Most bytes the district lines homed in one chunk of one scene may come to (their newlines
+/// excluded): with [`MAX_DISTRICT_CHUNK_ENTITIES`], what bounds the cost of a chunk's load.
+pub const MAX_DISTRICT_CHUNK_BYTES: u64 = 2 * 1024 * 1024;
 /// Largest tick an input may carry, and the largest `--ticks`: a run is bounded.
 pub const MAX_TICK: u64 = 10_000_000;
 
@@ -30,6 +54,11 @@ pub fn check_name(name: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_district_line_is_at_most_19_200_bytes() {
+        assert_eq!(MAX_DISTRICT_LINE_BYTES, 19_200);
+    }
 
     #[test]
     fn a_name_is_one_to_256_bytes() {

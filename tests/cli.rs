@@ -1109,3 +1109,76 @@ fn quiet_until_ready_is_silent_and_ticks_out_of_range_is_usage() {
         assert_eq!(out.status.code(), Some(code), "check --ticks {ticks}");
     }
 }
+
+/// `check SAVE` refuses what every game refuses — the terrain section included, which it once
+/// skipped ("ok (save)" for a block of step 3) — and `check SCENE SAVE` checks the save as
+/// loading it into that scene would: a block of another step than its level's, which only the
+/// scene tells, is refused there and not alone. Seen failing before: both said "ok (save)".
+#[test]
+fn check_of_a_save_alone_and_after_its_scene() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = json!({
+        "kits": [
+            { "id": "game.engine" }, { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 1, "budgetMs": 9,
+                "lod": [ { "step": 4, "radius": 4 } ], "lodBudget": 2 } },
+            { "id": "world.terrain", "config": { "seed": 5, "cellsPerChunk": 4, "commitLatency": 2 } }
+        ],
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } } ]
+    });
+    std::fs::write(dir.path().join("scene.json"), scene.to_string()).unwrap();
+    let mut g = common::game_in(&scene, dir.path());
+    common::run(&mut g, &[], 4);
+    g.save(&dir.path().join("good.json")).unwrap();
+    let good: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("good.json")).unwrap())
+            .unwrap();
+    assert_eq!(good["kits"]["world.terrain"]["lodInFlight"][0]["step"], 4);
+    let write = |name: &str, f: &dyn Fn(&mut Value)| {
+        let mut v = good.clone();
+        f(&mut v);
+        std::fs::write(dir.path().join(name), v.to_string()).unwrap();
+    };
+    write("step3.json", &|v| {
+        v["kits"]["world.terrain"]["lodInFlight"][0]["step"] = json!(3)
+    });
+    write("step64.json", &|v| {
+        v["kits"]["world.terrain"]["lodInFlight"][0]["step"] = json!(64)
+    });
+    let check = |args: &[&str]| {
+        let out = bin()
+            .current_dir(dir.path())
+            .arg("check")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, _) = check(&["good.json", "scene.json", "good.json"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out,
+        "good.json: ok (save)\nscene.json: ok (scene)\n\
+         good.json: ok (save, checked against the scene before it)\n"
+    );
+    for args in [&["step3.json"][..], &["scene.json", "step3.json"]] {
+        let (code, _, err) = check(args);
+        assert_eq!(code, Some(1), "{args:?}");
+        assert!(
+            err.contains("step3.json: kits.world.terrain.lodInFlight[0].step: expected a power of two 2..=64, got 3"),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, out, _) = check(&["step64.json"]);
+    assert_eq!((code, out.as_str()), (Some(0), "step64.json: ok (save)\n"));
+    let (code, _, err) = check(&["scene.json", "step64.json"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("step64.json: kits.world.terrain.lodInFlight[0].step: expected 4 (the step level 1's blocks are planned with), got 64"),
+        "{err}"
+    );
+}

@@ -911,6 +911,24 @@ fn an_altered_district_text_in_a_recording_is_caught() {
         "{out}"
     );
 
+    // Forged with a line longer than a district line may be (the kit's own line check).
+    let mut long = rec.clone();
+    let line = format!(
+        "{{\"id\": \"long\", \"position\": {{\"x\": 1, \"z\": 1}}}}{}",
+        " ".repeat(19_200)
+    );
+    forge(&mut long, format!("{text}{line}\n"));
+    let (code, out) = replay(dir.path(), &long);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "districts[0].text: district file \"town.district.jsonl\" line 4: a line of {} \
+             bytes: a district line is at most 19200 bytes",
+            line.len()
+        )),
+        "{out}"
+    );
+
     // The district dropped from the recording.
     let mut dropped = rec.clone();
     dropped.as_object_mut().unwrap().remove("districts");
@@ -1163,12 +1181,143 @@ fn a_district_section_that_disagrees_with_its_world_is_refused() {
         edit(&mut bad["kits"]["world.district"]);
         let path = dir.path().join("bad.json");
         std::fs::write(&path, bad.to_string()).unwrap();
-        let before = fresh.engine().save_document();
-        let err = fresh.load(&path).unwrap_err().to_string();
+        // Checked against the district files: `check` of the save alone cannot tell.
+        let err = common::refused_alike(&mut fresh, &path, common::Alone::NeedsTheGame);
         assert!(
             err.contains(&format!("kits.world.district.{expected}")),
             "expected {expected:?} in {err}"
         );
-        assert_eq!(fresh.engine().save_document(), before, "unchanged");
+    }
+}
+
+/// A district file cut short under a running game (an editor truncating it, a copy that failed
+/// half way): the chunk whose lines were read in one span used to panic ("already borrowed")
+/// when the span's read failed and each line was read again. Now each line past the new end is
+/// a `world.district.error` naming the file and the line, the chunk's other lines spawn, and
+/// the game goes on ticking.
+#[test]
+fn a_district_file_cut_short_under_a_running_game_is_an_error_and_the_game_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = vec![
+        line("c1", 5.0, 5.0, &["crate"], None),
+        line("f1", 300.0, 5.0, &["crate"], None),
+        line("f2", 301.0, 5.0, &["crate"], None),
+        line("f3", 302.0, 5.0, &["crate"], None),
+    ];
+    let scene = world(dir.path(), &[("d.jsonl", lines.clone())], json!({}));
+    let mut game = start(dir.path(), &scene);
+    run(&mut game, &[], 2);
+    assert_eq!(counts(&game), (1, 3));
+    // Cut in the middle of line 3: lines 1 and 2 are whole, 3 and 4 are gone.
+    let keep = lines[0].len() + lines[1].len() + 2 + lines[2].len() / 2;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("d.jsonl"))
+        .unwrap();
+    f.set_len(keep as u64).unwrap();
+    drop(f);
+    run(&mut game, &[at(3, go(300.0))], 5);
+    assert!(has(&game, "f1"), "the chunk's line before the cut spawns");
+    assert!(!has(&game, "f2") && !has(&game, "f3"));
+    let errors = events_named(&game, "world.district.error");
+    let messages: Vec<&str> = errors
+        .iter()
+        .map(|(_, d)| d["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(messages[0].contains("d.jsonl: line 3: "), "{messages:?}");
+    assert!(messages[1].contains("d.jsonl: line 4: "), "{messages:?}");
+    assert!(messages[0].contains("cut short"), "{messages:?}");
+    assert_eq!(
+        (errors[0].1["x"].clone(), errors[0].1["z"].clone()),
+        (json!(9), json!(0))
+    );
+    // The game goes on: f1 is stored and brought back, the lines lost are counted out.
+    run(&mut game, &[at(6, go(16.0)), at(9, go(300.0))], 11);
+    assert!(has(&game, "f1"));
+    assert_eq!(counts(&game), (1, 1), "c1 stored; f2 and f3 counted out");
+}
+
+/// The bytes this thread has read so far (`rchar` of /proc/thread-self/io).
+#[cfg(target_os = "linux")]
+fn bytes_read_by_this_thread() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/io")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// A district file whose size is past the 1 GiB cap (a sparse file of 2 GiB: no disk used) is
+/// refused from its size, unread; it used to be read up to the cap (a gigabyte, seconds) before
+/// the same refusal.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_district_file_past_the_cap_is_refused_from_its_size_without_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = world(dir.path(), &[("d.jsonl", crates())], json!({}));
+    let f = std::fs::File::create(dir.path().join("d.jsonl")).unwrap();
+    f.set_len(2 << 30).unwrap();
+    drop(f);
+    let before = bytes_read_by_this_thread();
+    let err = Game::from_scene_text(
+        &scene.to_string(),
+        "scene.json",
+        dir.path(),
+        &builtin_catalog(),
+    )
+    .err()
+    .expect("refused")
+    .to_string();
+    let read = bytes_read_by_this_thread() - before;
+    assert!(
+        err.ends_with(
+            "d.jsonl: the file is larger than the district file limit (1073741824 bytes)"
+        ),
+        "{err}"
+    );
+    assert!(read < 1 << 20, "{read} bytes read");
+}
+
+/// Docs/district.md (One chunk's cost): a chunk's district entities are all spawned in the tick
+/// it loads, so one chunk (of one scene) is home to at most 10 000 of them, whose lines come to
+/// at most 2 MiB: past either, `check` and `run` refuse the district files naming the first
+/// line past it (a million entities homed in one chunk took a 7 s tick and most of a GiB).
+#[test]
+fn a_chunk_home_to_more_than_10_000_entities_is_an_error_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines: Vec<String> = (0..10_000)
+        .map(|k| {
+            line(
+                &format!("e{k}"),
+                1.0 + (k % 100) as f64 * 0.3,
+                40.0,
+                &[],
+                None,
+            )
+        })
+        .collect();
+    world(dir.path(), &[("d.jsonl", lines.clone())], json!({}));
+    let (code, err) = cli_run(dir.path());
+    assert_eq!(code, 0, "the most is fine: {err}");
+    lines.push(line("one_more", 31.0, 63.0, &[], None));
+    world(dir.path(), &[("d.jsonl", lines)], json!({}));
+    for args in [
+        &["check", "scene.json"][..],
+        &["run", "scene.json", "--ticks", "1"],
+    ] {
+        let out = bin().current_dir(dir.path()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(
+                "d.jsonl: line 10001: chunk (0, 1) is home to 10000 district entities already, \
+                 the most a chunk may be (a chunk's district entities are spawned in the tick \
+                 it loads)"
+            ),
+            "{err}"
+        );
     }
 }

@@ -602,7 +602,7 @@ fn a_save_loaded_in_a_fresh_game_continues_exactly_like_the_uninterrupted_run() 
     );
     // A directory written after the save no longer matches it: the load is refused.
     let mut late = start(tmp.path(), &scene);
-    let err = late.load(&save).unwrap_err().to_string();
+    let err = common::refused_alike(&mut late, &save, common::Alone::NeedsTheGame);
     assert!(err.contains("changed since this save was made"), "{err}");
 }
 
@@ -1285,7 +1285,7 @@ fn review_a_save_is_refused_when_its_district_files_moved_between_scenes() {
     let mut g = start(tmp.path(), &scene("b", "a"));
     // Refused: the save belongs to other district assignments, and says which file; the game
     // goes on unchanged (scene a holds b.jsonl's b1 now).
-    let err = g.load(&save).unwrap_err().to_string();
+    let err = common::refused_alike(&mut g, &save, common::Alone::NeedsTheGame);
     assert!(
         err.contains("stamps[0].scene") && err.contains("a.jsonl") && err.contains("\"b\""),
         "{err}"

@@ -91,9 +91,10 @@ fn every_kit_manifest_agrees_with_its_config_type() {
         );
         ranges += check(manifest, schema_file);
     }
-    // radius, maxLoaded, maxRefusalsPerMod, lookAheadTicks, holeRing, lodBudget, cellsPerChunk,
-    // workers, commitLatency, flushEveryTicks, maxStep, maxNodes, the district's flushEveryTicks
-    assert_eq!(ranges, 13);
+    // radius, maxLoaded, maxRefusalsPerMod, lookAheadTicks, holeRing, lodBudget,
+    // maxTicketChunks, cellsPerChunk, workers, commitLatency, flushEveryTicks, maxStep, maxNodes,
+    // the district's flushEveryTicks
+    assert_eq!(ranges, 14);
 }
 
 #[test]

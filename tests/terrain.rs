@@ -276,7 +276,7 @@ fn bad_config_and_another_seeds_save_are_clear_errors() {
     let save = dir.path().join("a.json");
     a.save(&save).unwrap();
     let mut b = game(&scene(1, 9.0, json!({ "seed": 2, "commitLatency": 1 })));
-    let err = b.load(&save).unwrap_err().to_string();
+    let err = common::refused_alike(&mut b, &save, common::Alone::NeedsTheGame);
     assert!(err.contains("seed 1") && err.contains("seed 2"), "{err}");
     assert_eq!(
         b.engine().tick_count(),

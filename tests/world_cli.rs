@@ -389,3 +389,83 @@ fn usage_errors_exit_2_and_help_says_what_is_ignored() {
         );
     }
 }
+
+/// `world-streaming ARGS` in `dir` under an address-space limit of 1.8 GB (`ulimit -v`), as a
+/// game host with little memory runs it.
+fn under_1_8_gb(dir: &Path, args: &[&str]) -> Out {
+    let exe = assert_cmd::cargo::cargo_bin("world-streaming");
+    let out = std::process::Command::new("sh")
+        .current_dir(dir)
+        .arg("-c")
+        .arg("ulimit -v 1800000 && exec \"$0\" \"$@\"")
+        .arg(exe)
+        .args(args)
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A region file whose size is past the 1 GiB cap (here a sparse file of 2 GiB: no disk used)
+/// is refused at once from its size, never read: it used to be read up to the cap, a gigabyte of
+/// memory (and, growing the buffer, two of address space) each time the world was opened, so
+/// under a 1.8 GB address-space limit `world verify` and `run` failed for the whole world. Now it
+/// is damage of its region's header naming the size and the cap, the world's other regions are
+/// read, and the run's region loads as generated (docs/world-files.md's damage rules).
+#[cfg(unix)]
+#[test]
+fn a_region_file_past_the_cap_is_refused_from_its_size_without_reading_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("world");
+    std::fs::create_dir(&dir).unwrap();
+    write(&dir, &region(-1, 0, &[(-1, 0, 1)]));
+    let sparse = std::fs::File::create(dir.join("r.0.0.wsr")).unwrap();
+    sparse.set_len(2 << 30).unwrap();
+    drop(sparse);
+    let out = under_1_8_gb(tmp.path(), &["world", "verify", "world"]);
+    assert_eq!(out.code, Some(1), "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stdout,
+        "r.0.0.wsr: header: 2147483648 bytes: larger than any region file (1073741824 bytes at \
+         most)\n",
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("1 problem in 2 region files"),
+        "{}",
+        out.stderr
+    );
+    // A run on that world: the region's chunks load as generated, with an error event.
+    let scene = serde_json::json!({
+        "kits": [
+            { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 1, "budgetMs": 9 } },
+            { "id": "world.terrain", "config": { "seed": 2026, "workers": 1, "worldDir": "world" } }
+        ],
+        "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } } ],
+        "control": "hero"
+    });
+    std::fs::write(tmp.path().join("scene.json"), scene.to_string()).unwrap();
+    let out = under_1_8_gb(
+        tmp.path(),
+        &["run", "scene.json", "--ticks", "3", "-q", "--events", "-"],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let errors: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("world.terrain.error"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", out.stdout);
+    assert!(
+        errors[0]
+            .contains("2147483648 bytes: larger than any region file (1073741824 bytes at most)"),
+        "{}",
+        errors[0]
+    );
+    assert!(out.stdout.contains("world.chunk.loaded"), "{}", out.stdout);
+}

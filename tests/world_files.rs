@@ -861,7 +861,7 @@ fn a_save_loads_only_into_a_game_on_its_own_world_directory() {
     for other in [Some(b.as_path()), None] {
         let mut h = ready(1, other, 0);
         let before = common::event_lines(&h);
-        let err = h.load(&save).unwrap_err().to_string();
+        let err = common::refused_alike(&mut h, &save, common::Alone::NeedsTheGame);
         assert!(
             err.contains("worldDir") && err.contains("this game's is"),
             "{err}"

@@ -104,7 +104,10 @@ pub fn mod_file(data: &[u8], name: &str) {
     }
 }
 
-/// The `save` target: check and load a save; a refused one leaves the game unchanged.
+/// The `save` target: check and load a save; a refused one leaves the game unchanged, the
+/// load's own check (`check_document`) answers as the load does, and a save the load accepts
+/// passes `check` on its own (which refuses only what every game refuses), but for the Lua mods'
+/// storage, which the engine alone does not read.
 pub fn save(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
@@ -112,12 +115,29 @@ pub fn save(data: &[u8]) {
     let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
         return;
     };
-    let _ = world_streaming::files::save::check(&value);
+    let alone = world_streaming::files::save::check(&value);
     let mut game = game(&scratch(), &[]).unwrap();
     drive(&mut game);
     let before = game.state();
+    let checked = game.engine().check_document(&value);
     match game.engine_mut().load_document(&value) {
-        Ok(()) => drive(&mut game),
-        Err(_) => assert_eq!(game.state(), before, "a refused save changed the game"),
+        Ok(()) => {
+            assert_eq!(
+                checked,
+                Ok(()),
+                "check_document refused a save the load took"
+            );
+            if let Err(p) = alone {
+                assert!(
+                    p.path.starts_with("mods"),
+                    "check alone refused a save the load took: {p}"
+                );
+            }
+            drive(&mut game)
+        }
+        Err(e) => {
+            assert_eq!(checked, Err(e), "check_document and the load");
+            assert_eq!(game.state(), before, "a refused save changed the game");
+        }
     }
 }

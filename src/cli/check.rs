@@ -1,7 +1,9 @@
 //! `world-streaming check FILE…`: validate scene, mod, inputs and save files, reporting every
 //! problem found (each naming the file and the JSON path or line). Inputs files that follow a
 //! scene file on the command line are also checked against that scene (entities, scenes, and with
-//! `--ticks` the saves past the target).
+//! `--ticks` the saves past the target); a save that follows one is checked as loading it into
+//! that scene would check it (`Game::check_save`), one alone by what every game refuses
+//! (`files::save::check`).
 
 use std::path::Path;
 
@@ -15,9 +17,18 @@ use world_streaming::files::{display_name, parse_json, parse_typed, read_text, F
 use world_streaming::game::{Game, GameError};
 use world_streaming::kits::builtin_catalog;
 
+/// A scene file checked on the command line: what later files are checked against.
+struct Scene {
+    file: SceneFile,
+    /// Its name in messages.
+    name: String,
+    /// Its directory (mod paths are relative to it).
+    base: std::path::PathBuf,
+}
+
 pub fn run(files: &[std::path::PathBuf], ticks: Option<u64>) -> anyhow::Result<()> {
     let mut problems: Vec<String> = Vec::new();
-    let mut scene: Option<SceneFile> = None;
+    let mut scene: Option<Scene> = None;
     for path in files {
         match check_file(path, scene.as_ref(), ticks) {
             Ok((kind, parsed)) => {
@@ -64,12 +75,20 @@ fn check_mod(path: &Path) -> Result<(), Vec<String>> {
     .map_err(game_errors)
 }
 
+/// A save that follows a scene: loaded into a game of that scene, as far as a load checks
+/// before it changes anything (the same checks, the same first problem).
+fn check_save_against(path: &Path, scene: &Scene) -> Result<(), Vec<String>> {
+    let game = Game::from_scene(&scene.file, &scene.name, &scene.base, &builtin_catalog())
+        .map_err(game_errors)?;
+    game.check_save(path).map_err(|e| vec![e.to_string()])
+}
+
 /// Checks one file; returns what kind it was (and the scene, for a scene), or every problem.
 fn check_file(
     path: &Path,
-    scene: Option<&SceneFile>,
+    scene: Option<&Scene>,
     ticks: Option<u64>,
-) -> Result<(&'static str, Option<SceneFile>), Vec<String>> {
+) -> Result<(&'static str, Option<Scene>), Vec<String>> {
     let file = display_name(path);
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
@@ -81,7 +100,7 @@ fn check_file(
             }
             match scene {
                 Some(scene) => {
-                    let errors = inputs.check_against(scene, ticks);
+                    let errors = inputs.check_against(&scene.file, ticks);
                     if errors.is_empty() {
                         Ok(("inputs, checked against the scene before it", None))
                     } else {
@@ -107,6 +126,10 @@ fn check_file(
             };
             let has = |k: &str| keys.contains_key(k);
             if has("format") {
+                if let Some(scene) = scene {
+                    check_save_against(path, scene)?;
+                    return Ok(("save, checked against the scene before it", None));
+                }
                 let value = parse_json(&text, &file).map_err(|e| vec![e.to_string()])?;
                 world_streaming::files::save::check(&value)
                     .map(|_| ("save", None))
@@ -119,6 +142,11 @@ fn check_file(
                 for w in world_streaming::mods::scene_mod_warnings(path) {
                     eprintln!("{w}");
                 }
+                let scene = Scene {
+                    file: scene,
+                    name: file.clone(),
+                    base: base.to_path_buf(),
+                };
                 Ok(("scene", Some(scene)))
             } else if has("id") || has("hook") || has("set") || has("rules") {
                 check_mod(path)?;

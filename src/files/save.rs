@@ -1,8 +1,9 @@
 //! The save file (SPEC §6): the document is the host's ([`crate::host::save`]); this room reads
-//! and checks it as a file, with the Lua mods' storage rules and the streaming kit's section.
+//! and checks it as a file, with the Lua mods' storage rules and each kit's section check.
 
 use serde_json::Value;
 
+use crate::host::KitCatalog;
 use crate::json::Problem;
 
 pub use crate::host::save::{
@@ -15,30 +16,22 @@ pub fn parse(value: &Value) -> Result<(SaveDoc, crate::host::World), Problem> {
     crate::host::save::parse(value, crate::mods::lua::check_storage)
 }
 
-/// Checks a save on its own (without its scene): everything [`parse`] checks, and the
-/// `world.streaming` section's consistency (with the default chunk size and no bounds; loading
-/// into a game checks against the game's own).
+/// Checks a save on its own (without its scene) against the built-in kits: see [`check_with`].
 pub fn check(value: &Value) -> Result<(), Problem> {
-    let (doc, _) = parse(value)?;
-    let key = crate::kits::streaming::STREAMING;
-    if let Some(section) = doc.kits.get(key) {
-        crate::kits::streaming::check_save_section(
-            section,
-            &format!("kits.{key}"),
-            doc.scene.is_some(),
-        )?;
-    }
-    let key = crate::kits::district::DISTRICT;
-    if let Some(section) = doc.kits.get(key) {
-        // Its shape; its lines and stamps are checked against the district files on load.
-        crate::json::from_value::<crate::kits::district::SaveSection>(
-            section,
-            &format!("kits.{key}"),
-        )?;
-    }
-    let key = crate::kits::nav::NAV;
-    if let Some(section) = doc.kits.get(key) {
-        crate::kits::nav::check_save_section(section, &format!("kits.{key}"))?;
-    }
-    Ok(())
+    check_with(value, &crate::kits::builtin_catalog())
+}
+
+/// Checks a save on its own (without its scene): everything [`parse`] checks, a section only
+/// for a kit of `catalog`, and each section by its kit's [`crate::host::SaveCheck`]
+/// ([`crate::host::save::check_alone`]). Every load runs this first, so a save this refuses,
+/// every game refuses, with the same problem; what depends on the game (its scene and settings,
+/// its world directory, which kits and mods it runs) only loading tells, or
+/// [`crate::game::Game::check_save`] (`world-streaming check SCENE SAVE`).
+pub fn check_with(value: &Value, catalog: &KitCatalog) -> Result<(), Problem> {
+    crate::host::save::check_alone(
+        value,
+        crate::mods::lua::check_storage,
+        &catalog.save_checks(),
+    )
+    .map(drop)
 }

@@ -8,7 +8,7 @@ use super::entity::{EntityError, World};
 use super::events::{Event, EventBus};
 use super::hooks::Hooks;
 use super::kit::{unmet_requirements, Install, Kit, KitCatalog, KitError, KitSpec, Problem};
-use super::save::{SaveDoc, BASE_SAVE_VERSION, SAVE_FORMAT};
+use super::save::{SaveChecks, SaveDoc, BASE_SAVE_VERSION, SAVE_FORMAT};
 use super::scene::SceneDef;
 use super::services::Services;
 use super::variables::Variables;
@@ -105,6 +105,14 @@ pub struct KitEntry {
     pub config: Option<Value>,
 }
 
+/// A save document checked by [`Engine::check_document`]'s half of a load, ready to commit.
+struct PreparedDocument {
+    doc: SaveDoc,
+    world: World,
+    active: Option<usize>,
+    prepared: Vec<Option<super::kit::PreparedSection>>,
+}
+
 /// The engine host (`game.engine`).
 pub struct Engine {
     world: World,
@@ -115,9 +123,13 @@ pub struct Engine {
     scenes: Vec<SceneDef>,
     active: Option<usize>,
     kits: Vec<Box<dyn Kit>>,
+    /// The catalog's kits with their save checks: which sections a save may hold, and the
+    /// check each gets before anything needs this game.
+    save_checks: SaveChecks,
     tick: u64,
     mod_errors: super::events::ModErrors,
     outbox: super::events::Outbox,
+    steps: super::events::Steps,
 }
 
 /// The id under which the host itself is listed; it is always present.
@@ -226,9 +238,11 @@ impl Engine {
             scenes,
             active: None,
             kits: built,
+            save_checks: catalog.save_checks(),
             tick: 0,
             mod_errors: Default::default(),
             outbox: Default::default(),
+            steps: Default::default(),
         };
         for kit in &mut engine.kits {
             kit.install(&mut Install {
@@ -300,7 +314,14 @@ impl Engine {
     }
 
     /// Runs one tick: the counter advances, every kit ticks in order, events are delivered.
+    /// The tick is one step of [`Engine::steps`].
     pub fn tick(&mut self) {
+        self.steps.advance();
+        self.tick_kits();
+        self.steps.advance();
+    }
+
+    fn tick_kits(&mut self) {
         self.tick += 1;
         self.events.set_tick(self.tick);
         for i in 0..self.kits.len() {
@@ -322,10 +343,13 @@ impl Engine {
 
     /// Runs `f` as an input stamped with tick `stamp`: its events carry that tick, and kits hear
     /// of the entity changes and events it caused before it returns.
+    /// The input is one step of [`Engine::steps`].
     pub fn input<R>(&mut self, stamp: u64, f: impl FnOnce(&mut Engine) -> R) -> R {
+        self.steps.advance();
         self.events.set_tick(stamp);
         let r = f(self);
         self.settle();
+        self.steps.advance();
         r
     }
 
@@ -434,22 +458,44 @@ impl Engine {
         }
     }
 
-    /// Loads a save document. The whole document is validated first (format, version, every
-    /// field, each kit's section); on any problem nothing changes. Restoring emits no events and
+    /// Loads a save document. The whole document is validated first — what the save is on its
+    /// own ([`super::save::check_alone`] with this engine's catalog: the check `check` of a save
+    /// runs), then what this game adds (its scenes, the kits it enables, each kit's section in
+    /// [`Kit::prepare_load`]); on any problem nothing changes. Restoring emits no events and
     /// asks no hooks; kits bring their subscribers in step in [`Kit::after_load`] (the streaming
     /// kit calls `onChunk` for the difference; see [`Kit`] for the order).
     pub fn load_document(&mut self, value: &Value) -> Result<(), Problem> {
         self.load_document_then(value, || {})
     }
 
-    /// [`Engine::load_document`], running `restore` once every kit's section is committed and
-    /// before any kit's [`Kit::after_load`] (the game restores its Lua mods' state there).
-    pub fn load_document_then(
-        &mut self,
-        value: &Value,
-        restore: impl FnOnce(),
-    ) -> Result<(), Problem> {
-        let (doc, world) = super::save::parse(value, super::save::any_storage)?;
+    /// The catalog's kits with their save checks (what a save is checked by on its own).
+    pub fn save_checks(&self) -> &SaveChecks {
+        &self.save_checks
+    }
+
+    /// Checks a save document exactly as [`Engine::load_document`] would, changing nothing:
+    /// `Ok` when loading it would succeed (the same checks, in the same order, give the same
+    /// first problem).
+    pub fn check_document(&self, value: &Value) -> Result<(), Problem> {
+        let (doc, world) = self.check_alone(value)?;
+        self.check_parsed(doc, world)
+    }
+
+    /// [`Engine::check_document`] of a document [`super::save::check_alone`] already checked
+    /// (`Game::check_save` checks the Lua mods' storage there).
+    pub(crate) fn check_parsed(&self, doc: SaveDoc, world: World) -> Result<(), Problem> {
+        self.prepare_document(doc, world).map(drop)
+    }
+
+    /// The save on its own, with this engine's catalog (no mod's storage is read here).
+    fn check_alone(&self, value: &Value) -> Result<(SaveDoc, World), Problem> {
+        super::save::check_alone(value, super::save::any_storage, &self.save_checks)
+    }
+
+    /// What this game adds to a load's checks, for a document already checked on its own: its
+    /// scenes, the kits it enables, then every kit's section ([`Kit::prepare_load`]); nothing
+    /// changes.
+    fn prepare_document(&self, doc: SaveDoc, world: World) -> Result<PreparedDocument, Problem> {
         let active = match &doc.scene {
             None => None,
             Some(name) => Some(
@@ -466,11 +512,47 @@ impl Engine {
             }
         }
         let scene = active.map(|i| &self.scenes[i]);
+        let facts = super::save::SaveFacts::new(&doc, &world);
         let mut prepared = Vec::with_capacity(self.kits.len());
         for kit in &self.kits {
-            prepared.push(kit.prepare_load(doc.kits.get(kit.id()), scene, &world)?);
+            prepared.push(kit.prepare_load(doc.kits.get(kit.id()), scene, &facts)?);
         }
-        // Everything checked: commit.
+        Ok(PreparedDocument {
+            doc,
+            world,
+            active,
+            prepared,
+        })
+    }
+
+    /// [`Engine::load_document`], running `restore` once every kit's section is committed
+    /// and before any kit's [`Kit::after_load`] (the game restores its Lua mods' state there).
+    pub fn load_document_then(
+        &mut self,
+        value: &Value,
+        restore: impl FnOnce(),
+    ) -> Result<(), Problem> {
+        let (doc, world) = self.check_alone(value)?;
+        self.load_parsed_then(doc, world, restore)
+    }
+
+    /// [`Engine::load_document_then`] of a document [`super::save::check_alone`] already
+    /// checked (`Game::load` checks the Lua mods' storage there).
+    pub(crate) fn load_parsed_then(
+        &mut self,
+        doc: SaveDoc,
+        world: World,
+        restore: impl FnOnce(),
+    ) -> Result<(), Problem> {
+        let PreparedDocument {
+            doc,
+            world,
+            active,
+            prepared,
+        } = self.prepare_document(doc, world)?;
+        // Everything checked: commit. The load is one step of `steps` (what subscribers do
+        // while they are told the difference is budgeted apart from the ticks).
+        self.steps.advance();
         self.world = world;
         self.tick = doc.tick;
         self.events.set_tick(doc.tick);
@@ -498,6 +580,7 @@ impl Engine {
         }
         // Only what subscribers did (a failing Lua callback's mod.error, a spawn) is delivered.
         self.settle();
+        self.steps.advance();
         Ok(())
     }
 
@@ -514,6 +597,12 @@ impl Engine {
         self.kits
             .iter_mut()
             .find_map(|k| k.as_mut().as_any_mut().downcast_mut())
+    }
+
+    /// The engine's steps (each tick, input and load is one): what mods may spend per tick
+    /// starts afresh with each (see [`super::events::Steps`]).
+    pub fn steps(&self) -> super::events::Steps {
+        self.steps.clone()
     }
 
     /// Where mod runtimes report failures outside hooks; each becomes a `mod.error` event.

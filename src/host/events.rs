@@ -353,6 +353,26 @@ pub type Outbox = std::rc::Rc<std::cell::RefCell<Vec<(Cow<'static, str>, EventDa
 /// The engine reports each as a `mod.error` event when it next settles.
 pub type ModErrors = std::rc::Rc<std::cell::RefCell<Vec<(String, String, String)>>>;
 
+/// Counts the engine's *steps*: each tick, each input and each load of a save is one, and so is
+/// the time between two of them. What is budgeted per tick (a Lua mod's tick budget, see
+/// docs/lua-vm.md#the-tick-budget) starts afresh whenever the count changes. Shared (cheaply
+/// cloned) by the engine, which advances it, and the mods, which read it.
+#[derive(Debug, Clone, Default)]
+pub struct Steps(std::rc::Rc<std::cell::Cell<u64>>);
+
+impl Steps {
+    /// The current step.
+    pub fn now(&self) -> u64 {
+        self.0.get()
+    }
+
+    /// Starts the next step (the engine does at the start and the end of every tick, input and
+    /// load; a host driving mods without an engine may too).
+    pub fn advance(&self) {
+        self.0.set(self.0.get().wrapping_add(1));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

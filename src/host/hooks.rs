@@ -106,6 +106,12 @@ pub trait HookHandler {
     fn ran_away(&self) -> bool {
         false
     }
+
+    /// Whether its mod spent its budget for this tick: then it is not asked (and counts as not
+    /// cancelling) until the next tick.
+    fn silenced(&self) -> bool {
+        false
+    }
 }
 
 /// Calls and total wall-clock time of one handler, for `run --profile`.
@@ -190,12 +196,16 @@ impl Hooks {
     /// not cancelling.
     ///
     /// A handler that runs away stops its mod's later handlers for this ask (they are not
-    /// asked): a mod's runaway costs one budget an ask, not one for each of its handlers.
+    /// asked): a mod's runaway costs one budget an ask, not one for each of its handlers. A
+    /// handler whose mod spent its tick budget ([`HookHandler::silenced`]) is not asked.
     pub fn ask(&self, args: &HookArgs<'_>, events: &mut EventBus) -> Option<Cancel> {
         let list = self.handlers.get(args.hook)?;
         let mut stopped: Vec<usize> = Vec::new();
         for handler in list {
             if !stopped.is_empty() && handler.owner().is_some_and(|m| stopped.contains(&m)) {
+                continue;
+            }
+            if handler.silenced() {
                 continue;
             }
             let answer = match &self.profile {
@@ -350,6 +360,40 @@ mod tests {
             errors += 1;
         }
         assert_eq!(errors, 2, "one mod.error an ask");
+    }
+
+    /// A handler whose mod spent its tick budget, and that would cancel if asked.
+    struct Silenced(std::rc::Rc<std::cell::Cell<u32>>);
+    impl HookHandler for Silenced {
+        fn ask(&self, _: &HookArgs<'_>) -> HookAnswer {
+            self.0.set(self.0.get() + 1);
+            cancel("silenced")
+        }
+        fn silenced(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_silenced_handler_is_not_asked_and_does_not_cancel() {
+        let mut hooks = Hooks::default();
+        hooks.declare("h");
+        let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+        let after = std::rc::Rc::new(std::cell::Cell::new(0));
+        hooks
+            .register("h", Box::new(Silenced(asked.clone())))
+            .unwrap();
+        hooks
+            .register("h", Box::new(Counting(after.clone(), Ok(None))))
+            .unwrap();
+        let mut bus = EventBus::default();
+        let args = HookArgs {
+            hook: "h",
+            fields: &[],
+        };
+        assert_eq!(hooks.ask(&args, &mut bus), None);
+        assert_eq!((asked.get(), after.get()), (0, 1));
+        assert!(bus.deliver_next().is_none(), "no mod.error for it");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::entity::EntityId;
 use super::events::Event;
+use super::save::{SaveCheck, SaveChecks, SaveFacts};
 use super::scene::SceneDef;
 use super::{Ctx, Hooks, Services};
 pub use crate::json::{join_path, Problem};
@@ -94,23 +95,61 @@ impl KitSpec<'_> {
 /// Builds a kit from its spec, or lists what is wrong with the config.
 pub type KitFactory = Box<dyn Fn(&KitSpec<'_>) -> Result<Box<dyn Kit>, Vec<Problem>>>;
 
+/// One kit of a [`KitCatalog`]: its manifest, its factory and the check of its save section.
+struct CatalogEntry {
+    manifest: KitManifest,
+    factory: KitFactory,
+    save_check: Option<SaveCheck>,
+}
+
 /// The kits a host can enable, by id.
 #[derive(Default)]
 pub struct KitCatalog {
-    entries: IndexMap<String, (KitManifest, KitFactory)>,
+    entries: IndexMap<String, CatalogEntry>,
 }
 
 impl KitCatalog {
-    /// Adds (or replaces) a kit.
+    /// Adds (or replaces) a kit, without a save check (see [`KitCatalog::set_save_check`]).
     pub fn add(&mut self, manifest: KitManifest, factory: KitFactory) -> &mut Self {
-        self.entries
-            .insert(manifest.id.clone(), (manifest, factory));
+        self.entries.insert(
+            manifest.id.clone(),
+            CatalogEntry {
+                manifest,
+                factory,
+                save_check: None,
+            },
+        );
+        self
+    }
+
+    /// Registers the check of kit `id`'s save section on its own ([`SaveCheck`]): what `check`
+    /// of a save runs for the section (the kit's `prepare_load` runs the same). Does nothing
+    /// for a kit not added.
+    pub fn set_save_check(&mut self, id: &str, check: SaveCheck) -> &mut Self {
+        if let Some(e) = self.entries.get_mut(id) {
+            e.save_check = Some(check);
+        }
         self
     }
 
     /// The manifest of kit `id`.
     pub fn manifest(&self, id: &str) -> Option<&KitManifest> {
-        self.entries.get(id).map(|(m, _)| m)
+        self.entries.get(id).map(|e| &e.manifest)
+    }
+
+    /// The check of kit `id`'s save section on its own, if it registered one.
+    pub fn save_check(&self, id: &str) -> Option<SaveCheck> {
+        self.entries.get(id).and_then(|e| e.save_check)
+    }
+
+    /// Every kit of the catalog with its save check: what [`super::save::check_alone`] checks a
+    /// save's sections by.
+    pub fn save_checks(&self) -> SaveChecks {
+        let mut checks = SaveChecks::default();
+        for (id, e) in &self.entries {
+            checks.add(id, e.save_check);
+        }
+        checks
     }
 
     /// Builds kit `id`.
@@ -119,7 +158,7 @@ impl KitCatalog {
         id: &str,
         spec: &KitSpec<'_>,
     ) -> Option<Result<Box<dyn Kit>, Vec<Problem>>> {
-        self.entries.get(id).map(|(_, f)| f(spec))
+        self.entries.get(id).map(|e| (e.factory)(spec))
     }
 
     /// Known kit ids.
@@ -265,13 +304,15 @@ pub trait Kit: AsAny {
     }
 
     /// Validates this kit's section completely, without changing anything: `scene` is the
-    /// scene the save is in, `world` the save's own world (what it will restore), already
-    /// checked.
+    /// scene the save is in, `save` the rest of the save (its tick, its own world — what it
+    /// will restore — and the other kits' sections), already checked. The engine has run the
+    /// kit's registered [`SaveCheck`] on the section before; a kit runs the same check again
+    /// here (keeping what it parsed), then what needs this game.
     fn prepare_load(
         &self,
         _section: Option<&Value>,
         _scene: Option<&SceneDef>,
-        _world: &super::World,
+        _save: &SaveFacts<'_>,
     ) -> Result<Option<PreparedSection>, Problem> {
         Ok(None)
     }

@@ -16,7 +16,7 @@ pub use engine::{Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{check_data, Entity, EntityData, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
     block_hash_values, chunk_data, chunk_hash_data, hash_hex, Event, EventBus, EventData, Log,
-    LogLine, ModErrors, Outbox, MOD_ERROR, PLAYER_MOVED,
+    LogLine, ModErrors, Outbox, Steps, MOD_ERROR, PLAYER_MOVED,
 };
 pub use hooks::{
     Cancel, HookAnswer, HookArgs, HookError, HookHandler, HookProfile, HookStat, HookValue, Hooks,
@@ -26,6 +26,7 @@ pub use kit::{
     join_path, unmet_requirements, AsAny, Install, Kit, KitCatalog, KitError, KitFactory,
     KitManifest, KitSpec, PreparedSection, Problem,
 };
+pub use save::{SaveCheck, SaveChecks, SaveFacts};
 pub use scene::SceneDef;
 pub use services::Services;
 pub use variables::Variables;

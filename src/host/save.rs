@@ -22,6 +22,85 @@ pub fn any_storage(_: &Value, _: &str) -> Result<(), Problem> {
     Ok(())
 }
 
+/// What a kit's save check sees of the save besides its own section: the host's part, already
+/// checked ([`parse`]), and every kit's section (a kit that builds on another reads that kit's
+/// through its service, never its JSON). Both `check` of a save on its own and loading it into a
+/// game hand a kit the same facts, so both run the same check.
+#[derive(Clone, Copy)]
+pub struct SaveFacts<'a> {
+    /// The tick the save was made at (the last tick that ran).
+    pub tick: u64,
+    /// The save's active scene, `None` outside a scene.
+    pub scene: Option<&'a str>,
+    /// The save's entities: the world it restores.
+    pub world: &'a World,
+    /// Every kit's section, by kit id.
+    pub kits: &'a IndexMap<String, Value>,
+}
+
+impl<'a> SaveFacts<'a> {
+    /// The facts of a document [`parse`] returned.
+    pub fn new(doc: &'a SaveDoc, world: &'a World) -> Self {
+        SaveFacts {
+            tick: doc.tick,
+            scene: doc.scene.as_deref(),
+            world,
+            kits: &doc.kits,
+        }
+    }
+}
+
+/// A kit's check of its save section on its own: everything that does not depend on the game it
+/// is loaded into (its config, its world directory), against the widest settings any game of the
+/// kit accepts. Registered in the [`crate::host::KitCatalog`] beside the kit; [`check_alone`]
+/// runs it, and so does every load, first (and the kit's [`crate::host::Kit::prepare_load`]
+/// again, before what needs the game).
+pub type SaveCheck = fn(section: &Value, save: &SaveFacts<'_>) -> Result<(), Problem>;
+
+/// The kits a catalog can build, each with its [`SaveCheck`] if it registered one: which
+/// sections a save may hold, and how each is checked on its own.
+#[derive(Clone, Default)]
+pub struct SaveChecks(IndexMap<String, Option<SaveCheck>>);
+
+impl SaveChecks {
+    /// Kit `id` (one a catalog can build) with its check.
+    pub fn add(&mut self, id: &str, check: Option<SaveCheck>) {
+        self.0.insert(id.to_owned(), check);
+    }
+}
+
+/// Checks a save on its own, without the game it is for: the host's part ([`parse`], the mods'
+/// `storage` with `storage`), a section only for a kit of `kits` (never the host's own), and
+/// each section by its kit's [`SaveCheck`], in the save's order. What this refuses, every game
+/// refuses: a load runs it first (`Engine::load_document`, `Game::load`), so it refuses with the
+/// very same problem, then checks what only the game can tell. Returns the document and its
+/// world.
+pub fn check_alone(
+    value: &Value,
+    storage: StorageCheck,
+    kits: &SaveChecks,
+) -> Result<(SaveDoc, World), Problem> {
+    let (doc, world) = parse(value, storage)?;
+    for id in doc.kits.keys() {
+        if id == super::ENGINE_KIT || !kits.0.contains_key(id) {
+            return Err(Problem::new(
+                format!("kits.{id}"),
+                format!(
+                    "a section for kit `{}`, which no installed kit keeps",
+                    crate::escape::escape(id)
+                ),
+            ));
+        }
+    }
+    let facts = SaveFacts::new(&doc, &world);
+    for (id, section) in &doc.kits {
+        if let Some(check) = kits.0.get(id).copied().flatten() {
+            check(section, &facts)?;
+        }
+    }
+    Ok((doc, world))
+}
+
 /// The `format` value every save carries.
 pub const SAVE_FORMAT: &str = "world-streaming-save";
 /// The newest save version this build reads and writes. Version 2 (SPEC §11) adds the

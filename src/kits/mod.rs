@@ -11,8 +11,9 @@ pub mod terrain;
 
 use crate::host::{KitCatalog, KitManifest, ENGINE_KIT};
 
-/// A catalog with `game.engine` (the host itself), `world.ground`, `world.streaming` and
-/// `world.terrain`.
+/// A catalog with `game.engine` (the host itself), `world.ground`, `world.streaming`,
+/// `world.terrain`, `world.district` and `world.nav`, each kit with the check of its save
+/// section on its own (what `check` of a save runs; the kit's load runs it too).
 /// Add your own kits to it with [`KitCatalog::add`].
 pub fn builtin_catalog() -> KitCatalog {
     let mut catalog = KitCatalog::default();
@@ -34,5 +35,10 @@ pub fn builtin_catalog() -> KitCatalog {
         Box::new(district::DistrictKit::from_spec),
     );
     catalog.add(nav::manifest(), Box::new(nav::NavKit::from_spec));
+    catalog
+        .set_save_check(streaming::STREAMING, streaming::check_save_section)
+        .set_save_check(terrain::TERRAIN, terrain::check_save_section)
+        .set_save_check(district::DISTRICT, district::check_save_section)
+        .set_save_check(nav::NAV, nav::check_save_section);
     catalog
 }

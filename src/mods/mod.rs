@@ -245,6 +245,7 @@ pub fn install_from(
                     hooks: &declared,
                     log: log.clone(),
                     errors: engine.mod_errors(),
+                    steps: engine.steps(),
                     limits: lua::LuaLimits::default(),
                 };
                 match lua::load(&source, setup) {

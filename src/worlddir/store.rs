@@ -316,8 +316,10 @@ pub enum Capped {
     NotRegular(&'static str),
 }
 
-/// Reads `path` if it is a regular file, never following a link or blocking on a FIFO, and
-/// never reading more than `cap + 1` bytes, whatever size the file system reports.
+/// Reads `path` if it is a regular file, never following a link or blocking on a FIFO: one whose
+/// size (as the opened file reports it) is past `cap` is [`Capped::TooLarge`] without a read;
+/// any other is read through the cap, never more than `cap + 1` bytes (a file that grows while
+/// it is read is still stopped there).
 pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Capped> {
     // Not opened at all: FIFOs, devices, directories, sockets. A link goes on to the open,
     // which refuses it (`O_NOFOLLOW`), as it refuses a file replaced by a link since the look.
@@ -337,10 +339,17 @@ pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Capped> {
         Err(e) => return Err(e),
     };
     // What was opened, not what the name was a moment ago.
-    if let Some(kind) = kind_of(file.metadata()?.file_type()) {
+    let meta = file.metadata()?;
+    if let Some(kind) = kind_of(meta.file_type()) {
         return Ok(Capped::NotRegular(kind));
     }
-    let mut bytes = Vec::new();
+    // A regular file that says it is past the cap is refused unread (a sparse file of 2 GiB
+    // costs no disk, and reading it up to the cap would cost a gigabyte of memory each time).
+    if meta.len() > cap {
+        return Ok(Capped::TooLarge);
+    }
+    // One that says it is within is read through the cap all the same: it may grow meanwhile.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
         return Ok(Capped::TooLarge);

@@ -204,3 +204,85 @@ pub fn resumed_from_save(
     let events = events_from(&second, skip);
     (second, events)
 }
+
+/// How `check` of a save on its own (`world-streaming check SAVE`) answers a bad save.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alone {
+    /// It refuses it too, at the same JSON path: every game would.
+    Refuses,
+    /// It accepts it: only the game it is loaded into can tell (its scene and settings, its
+    /// world directory and district files, the kits and mods it runs).
+    NeedsTheGame,
+}
+
+/// `check` of the save at `path` on its own, as `world-streaming check SAVE` reads it.
+pub fn check_alone(path: &Path) -> Result<(), world_streaming::files::FileError> {
+    use world_streaming::files::{display_name, parse_json, read_text, FileError};
+    let file = display_name(path);
+    let text = read_text(path)?;
+    let value = parse_json(&text, &file)?;
+    world_streaming::files::save::check(&value).map_err(|p| FileError::invalid(&file, p))
+}
+
+/// Checks the bad save at `path` the three ways a save is checked and asserts they agree:
+/// loading it into `game` refuses it and changes nothing (state, save document, events);
+/// `game.check_save` — what `world-streaming check SCENE SAVE` runs — refuses it with the very
+/// same message; and `check` on its own refuses it with that message too (a load checks what
+/// it checks first), or, for a save only the game can tell ([`Alone::NeedsTheGame`]), accepts
+/// it. Returns the load's message.
+pub fn refused_alike(game: &mut Game, path: &Path, alone: Alone) -> String {
+    let name = path.display();
+    let (state, doc, events) = (
+        game.state(),
+        game.engine().save_document(),
+        game.engine().events().len(),
+    );
+    let checked = match game.check_save(path) {
+        Err(e) => e,
+        Ok(()) => panic!("{name}: check_save accepted it"),
+    };
+    let loaded = match game.load(path) {
+        Err(e) => e,
+        Ok(()) => panic!("{name}: loaded, though check_save said {checked}"),
+    };
+    assert_eq!(
+        checked.to_string(),
+        loaded.to_string(),
+        "{name}: check_save and load"
+    );
+    assert_eq!(game.state(), state, "{name}: state unchanged");
+    assert_eq!(game.engine().save_document(), doc, "{name}: game unchanged");
+    assert_eq!(
+        game.engine().events().len(),
+        events,
+        "{name}: nothing emitted"
+    );
+    match (alone, check_alone(path)) {
+        (Alone::Refuses, Err(e)) => assert_eq!(
+            e.to_string(),
+            loaded.to_string(),
+            "{name}: check alone and load"
+        ),
+        (Alone::NeedsTheGame, Ok(())) => {}
+        (Alone::Refuses, Ok(())) => panic!("{name}: check alone accepted it; load said {loaded}"),
+        (Alone::NeedsTheGame, Err(e)) => {
+            panic!("{name}: check alone refused it ({e}), though only the game can tell")
+        }
+    }
+    loaded.to_string()
+}
+
+/// The save at `path` is accepted the three ways: on its own, by `game.check_save` and by
+/// loading it into `game`.
+pub fn accepted_alike(game: &mut Game, path: &Path) {
+    let name = path.display();
+    if let Err(e) = check_alone(path) {
+        panic!("{name}: check alone refused it: {e}");
+    }
+    if let Err(e) = game.check_save(path) {
+        panic!("{name}: check_save refused it: {e}");
+    }
+    if let Err(e) = game.load(path) {
+        panic!("{name}: load refused it: {e}");
+    }
+}

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Seek, SeekFrom};
 
+use rustc_hash::FxHashMap;
+
 use crate::grid::{ChunkPos, Grid};
 use crate::host::{check_data, Entity};
 
@@ -92,9 +94,13 @@ pub enum IndexError {
 /// file of a million bad lines is told by its first ones and a count).
 pub const MAX_ERRORS: usize = 20;
 
-/// Parses and checks one district line: the scene's entity shape plus an optional `data`
+/// Parses and checks one district line (without its newline): at most
+/// [`crate::limits::MAX_DISTRICT_LINE_BYTES`], the scene's entity shape plus an optional `data`
 /// object of at most 4 KiB.
 pub fn parse_line(bytes: &[u8]) -> Result<Entity, String> {
+    if bytes.len() > crate::limits::MAX_DISTRICT_LINE_BYTES {
+        return Err(line_too_long(bytes.len() as u64));
+    }
     let e: Entity = serde_json::from_slice(bytes).map_err(|e| {
         let m = e.to_string();
         // serde_json appends " at line L column C": the line is ours, the column is kept.
@@ -234,31 +240,50 @@ pub struct Index {
     pub stamps: Vec<Stamp>,
 }
 
-/// One line as read: its scene, home chunk, file, place and id hash.
-type Entry = (u16, ChunkPos, u16, LineRef, u64);
-
 /// Builds an [`Index`]: files are added one by one; ids are checked unique across them.
 ///
-/// Uniqueness is checked by sorting, not by a map: every line's id is kept end to end in one
-/// buffer, and a sort of (id hash, entry) pairs, which the index needs anyway, brings equal ids
-/// together (ids whose hashes collide, as a crafted file can make FNV's, are told apart by their
-/// bytes). The error is the one reading line by line would give: the first line, in file and
-/// line order, whose id an earlier line has, naming that earlier line (or, when a line that is
-/// not an entity comes first, that line).
+/// Memory: a district file is streamed, one line at a time (a line is held only up to
+/// [`crate::limits::MAX_DISTRICT_LINE_BYTES`]; the rest of a longer one is counted, never
+/// kept), and what is kept per line while reading is its place (16 bytes), its group (4 bytes,
+/// the (scene, home chunk) as a number) and its id (its bytes end to end in one buffer, and
+/// where it ends: 8 bytes); the id hashes (16 bytes a line with the line's index) are made when
+/// the last file is read, and the ids dropped before the lines are grouped.
+///
+/// Uniqueness is checked by sorting, not by a map: a sort of (id hash, line) pairs, which the
+/// index needs anyway, brings equal ids together (ids whose hashes collide, as a crafted file
+/// can make FNV's, are told apart by their bytes). The error is the one reading line by line
+/// would give: the first line, in file and line order, whose id an earlier line has, naming that
+/// earlier line (or, when a line that is not an entity comes first, that line).
 pub struct Builder {
     grid: Grid,
-    entries: Vec<Entry>,
-    /// Every id read so far, end to end (dropped by [`Builder::finish`]); entry `i`'s id ends at
-    /// `id_ends[i]` and starts where entry `i - 1`'s ends.
+    /// Every line read, in reading order (files in config order, each in line order).
+    lines: Vec<LineRef>,
+    /// The group of each line: its (scene, home chunk) as a number of `keys`.
+    group_of: Vec<u32>,
+    /// Each (scene, home chunk) met, with its number; and the last one asked for.
+    keys: FxHashMap<(u16, ChunkPos), u32>,
+    last: Option<((u16, ChunkPos), u32)>,
+    /// Each group's lines so far: how many, and their bytes.
+    sizes: Vec<(u32, u64)>,
+    /// The groups with lines past the most a chunk may be home to: the place of the error told
+    /// for the first of them (when kept), and how many there are.
+    over: BTreeMap<u32, (Option<usize>, u64)>,
+    /// The first line of each file (by its index, that of its stamp).
+    file_starts: Vec<u32>,
+    /// Every id read so far, end to end (dropped by [`Builder::finish`]); line `i`'s id ends at
+    /// `id_ends[i]` and starts where line `i - 1`'s ends.
     arena: Vec<u8>,
     id_ends: Vec<u64>,
     stamps: Vec<Stamp>,
-    /// The entries that ride, with the id they ride (dropped by [`Builder::finish`]).
+    /// The lines that ride, with the id they ride (dropped by [`Builder::finish`]).
     rides: Vec<(u32, Box<str>)>,
     /// The errors found so far, each with its file and line (`u32::MAX`: the file as a whole),
     /// at most [`MAX_ERRORS`] + 1 of them; `more` counts the rest.
     errors: Vec<(u16, u32, IndexError)>,
     more: usize,
+    /// As if every id hashed alike (a crafted file can make FNV collide): the tests' seam.
+    #[cfg(test)]
+    collide: bool,
 }
 
 impl Builder {
@@ -266,13 +291,21 @@ impl Builder {
     pub fn new(grid: Grid) -> Self {
         Builder {
             grid,
-            entries: Vec::new(),
+            lines: Vec::new(),
+            group_of: Vec::new(),
+            keys: FxHashMap::default(),
+            last: None,
+            sizes: Vec::new(),
+            over: BTreeMap::new(),
+            file_starts: Vec::new(),
             arena: Vec::new(),
             id_ends: Vec::new(),
             stamps: Vec::new(),
             rides: Vec::new(),
             errors: Vec::new(),
             more: 0,
+            #[cfg(test)]
+            collide: false,
         }
     }
 
@@ -288,6 +321,7 @@ impl Builder {
     /// District file `name` (the next file index) could not be opened: `message` says why.
     pub fn file_error(&mut self, scene: u16, name: &str, message: String) {
         let file = self.stamps.len().min(usize::from(u16::MAX)) as u16;
+        self.file_starts.push(self.lines.len() as u32);
         self.stamps.push(Stamp {
             file: name.to_owned(),
             scene,
@@ -297,23 +331,54 @@ impl Builder {
         self.error(file, u32::MAX, IndexError::Open(message));
     }
 
-    /// The id of entry `i`.
+    /// The id of line `i`.
     fn id_of(&self, i: u32) -> &[u8] {
         let i = i as usize;
         let start = if i == 0 { 0 } else { self.id_ends[i - 1] };
         &self.arena[start as usize..self.id_ends[i] as usize]
     }
 
-    /// The (id hash, entry) pairs, sorted.
+    /// The hash of line `i`'s id.
+    fn hash_of(&self, i: u32) -> u64 {
+        #[cfg(test)]
+        if self.collide {
+            return 7;
+        }
+        Fnv::of(self.id_of(i))
+    }
+
+    /// The file of line `i`.
+    fn file_of(&self, i: u32) -> u16 {
+        (self.file_starts.partition_point(|s| *s <= i) - 1) as u16
+    }
+
+    /// The number of group (`scene`, `chunk`).
+    fn group(&mut self, scene: u16, chunk: ChunkPos) -> u32 {
+        let key = (scene, chunk);
+        match self.last {
+            Some((k, g)) if k == key => g,
+            _ => {
+                let next = self.keys.len() as u32;
+                let g = *self.keys.entry(key).or_insert(next);
+                if g == next {
+                    self.sizes.push((0, 0));
+                }
+                self.last = Some((key, g));
+                g
+            }
+        }
+    }
+
+    /// The (id hash, line) pairs, sorted.
     fn sorted_ids(&self) -> Vec<(u64, u32)> {
-        let mut ids: Vec<(u64, u32)> = (self.entries.iter().enumerate())
-            .map(|(i, e)| (e.4, i as u32))
+        let mut ids: Vec<(u64, u32)> = (0..self.lines.len() as u32)
+            .map(|i| (self.hash_of(i), i))
             .collect();
         ids.sort_unstable();
         ids
     }
 
-    /// Every entry (in reading order) whose id an earlier entry has, with the first entry that
+    /// Every line (in reading order) whose id an earlier line has, with the first line that
     /// has it; `sorted` from [`Builder::sorted_ids`].
     fn duplicates(&self, sorted: &[(u64, u32)]) -> Vec<(u32, u32)> {
         let mut out = Vec::new();
@@ -324,7 +389,7 @@ impl Builder {
                 end += 1;
             }
             if end - at > 1 {
-                // Equal hashes: equal ids side by side, each id's entries in reading order.
+                // Equal hashes: equal ids side by side, each id's lines in reading order.
                 let mut run: Vec<u32> = sorted[at..end].iter().map(|(_, i)| *i).collect();
                 run.sort_by(|x, y| self.id_of(*x).cmp(self.id_of(*y)).then(x.cmp(y)));
                 for same in run.chunk_by(|x, y| self.id_of(*x) == self.id_of(*y)) {
@@ -337,15 +402,24 @@ impl Builder {
         out
     }
 
-    /// The entry whose id is `id`, if any; `sorted` from [`Builder::sorted_ids`].
+    /// The line whose id is `id`, if any; `sorted` from [`Builder::sorted_ids`].
     fn find(&self, sorted: &[(u64, u32)], id: &str) -> Option<u32> {
-        let h = id_hash(id);
+        let h = self.hash_of_text(id);
         let start = sorted.partition_point(|(x, _)| *x < h);
         sorted[start..]
             .iter()
             .take_while(|(x, _)| *x == h)
             .map(|(_, i)| *i)
             .find(|i| self.id_of(*i) == id.as_bytes())
+    }
+
+    /// The hash `id` is looked up by (as [`Builder::hash_of`] hashes a line's).
+    fn hash_of_text(&self, id: &str) -> u64 {
+        #[cfg(test)]
+        if self.collide {
+            return 7;
+        }
+        id_hash(id)
     }
 
     /// SPEC §10: `rides` links never form a loop. District entities ride each other only
@@ -358,7 +432,7 @@ impl Builder {
             .iter()
             .filter_map(|(i, r)| Some((*i, (self.find(sorted, r)?, &**r))))
             .collect();
-        // Each entry rides at most one: follow every chain once, marking where it went.
+        // Each line rides at most one: follow every chain once, marking where it went.
         let mut state: BTreeMap<u32, bool> = BTreeMap::new(); // false: on this walk; true: done
         let mut closers: Vec<(u32, &str)> = Vec::new();
         for &start in next.keys() {
@@ -381,10 +455,9 @@ impl Builder {
         closers
             .into_iter()
             .map(|(i, rides)| {
-                let (_, _, f, r, _) = self.entries[i as usize];
                 let e = IndexError::Line {
-                    file: self.stamps[f as usize].file.clone(),
-                    line: r.line,
+                    file: self.stamps[self.file_of(i) as usize].file.clone(),
+                    line: self.lines[i as usize].line,
                     message: format!(
                         "`{}` riding `{}` would close a loop of rides",
                         crate::escape::escape(&String::from_utf8_lossy(self.id_of(i))),
@@ -398,17 +471,15 @@ impl Builder {
 
     /// The duplicate-id error for `(later, earlier)`.
     fn duplicate_error(&self, (later, earlier): (u32, u32)) -> IndexError {
-        let name = |f: u16| self.stamps[f as usize].file.clone();
-        let (_, _, f, r, _) = self.entries[later as usize];
-        let (_, _, g, q, _) = self.entries[earlier as usize];
+        let name = |i: u32| self.stamps[self.file_of(i) as usize].file.clone();
         IndexError::Line {
-            file: name(f),
-            line: r.line,
+            file: name(later),
+            line: self.lines[later as usize].line,
             message: format!(
                 "duplicate entity id {:?}: {} line {} has it",
                 String::from_utf8_lossy(self.id_of(later)),
-                name(g),
-                q.line
+                name(earlier),
+                self.lines[earlier as usize].line
             ),
         }
     }
@@ -425,6 +496,7 @@ impl Builder {
             self.error(u16::MAX, u32::MAX, e);
             return;
         };
+        self.file_starts.push(self.lines.len() as u32);
         let (length, hash) = match self.read(scene, file, name, reader, cap) {
             Ok(stamp) => stamp,
             Err(e) => {
@@ -440,7 +512,9 @@ impl Builder {
         });
     }
 
-    /// The lines of `reader` (file `file`), into the entries; its length and hash.
+    /// The lines of `reader` (file `file`), into the lines; its length and hash (the hash of a
+    /// file without errors). A line is held up to the longest a district line may be; a longer
+    /// one is an error, the rest of it read (counted) but never kept.
     fn read(
         &mut self,
         scene: u16,
@@ -449,23 +523,44 @@ impl Builder {
         reader: impl BufRead,
         cap: u64,
     ) -> Result<(u64, u64), IndexError> {
+        let max = crate::limits::MAX_DISTRICT_LINE_BYTES;
         let mut reader = reader.take(cap + 1);
         let mut hash = Fnv::default();
         let mut offset = 0u64;
         let mut buf = Vec::new();
         let mut line = 0u32;
+        // The stamp's hash is made while the file has no error (one with an error is refused:
+        // its stamp is never used), so the rest of a line too long is never hashed.
+        let mut sound = true;
+        let cannot = |e: std::io::Error| IndexError::File {
+            file: name.to_owned(),
+            message: format!("cannot read: {e}"),
+        };
         loop {
             buf.clear();
-            let n = reader
+            // The longest line and its `\r\n`, at most.
+            let n = (&mut reader)
+                .take(max as u64 + 2)
                 .read_until(b'\n', &mut buf)
-                .map_err(|e| IndexError::File {
-                    file: name.to_owned(),
-                    message: format!("cannot read: {e}"),
-                })?;
+                .map_err(cannot)?;
             if n == 0 {
                 break;
             }
-            if offset + n as u64 > cap {
+            if sound {
+                hash.update(&buf);
+            }
+            let mut whole = n as u64;
+            let mut blank = buf.iter().all(u8::is_ascii_whitespace);
+            let mut long = None;
+            if n == max + 2 && !buf.ends_with(b"\n") {
+                let hash = sound.then_some(&mut hash);
+                let (rest, len, all_blank) =
+                    skip_line(&mut reader, buf[n - 1], n as u64, blank, hash).map_err(cannot)?;
+                whole += rest;
+                blank = all_blank;
+                long = Some(len);
+            }
+            if offset + whole > cap {
                 return Err(IndexError::File {
                     file: name.to_owned(),
                     message: format!(
@@ -473,44 +568,63 @@ impl Builder {
                     ),
                 });
             }
-            hash.update(&buf);
             line += 1;
             let text = trim_newline(&buf);
             let at = offset;
-            offset += n as u64;
-            if text.iter().all(u8::is_ascii_whitespace) {
-                continue; // blank lines (a trailing newline) carry nothing
-            }
+            offset += whole;
             let fail = |message: String| IndexError::Line {
                 file: name.to_owned(),
                 line,
                 message,
             };
-            let checked = u32::try_from(text.len())
-                .map_err(|_| fail("a line over 4 GiB".into()))
-                .and_then(|len| Ok((len, check_line(text).map_err(fail)?)));
-            let (len, e) = match checked {
-                Ok(c) => c,
-                Err(e) => {
-                    self.error(file, line, e);
+            if blank {
+                continue; // blank lines (a trailing newline) carry nothing, whatever their length
+            }
+            if let Some(len) = long.or((text.len() > max).then_some(text.len() as u64)) {
+                self.error(file, line, fail(line_too_long(len)));
+                sound = false;
+                continue;
+            }
+            let e = match check_line(text) {
+                Ok(e) => e,
+                Err(m) => {
+                    self.error(file, line, fail(m));
+                    sound = false;
                     continue;
                 }
             };
-            if u32::try_from(self.entries.len()).is_err() {
+            if u32::try_from(self.lines.len()).is_err() {
                 return Err(fail("more than 4294967295 district entities".into()));
             }
             let chunk = self.grid.chunk_of(e.position);
-            let r = LineRef {
-                offset: at,
-                len,
-                line,
-            };
+            let group = self.group(scene, chunk);
+            let (count, bytes) = &mut self.sizes[group as usize];
+            let full = chunk_full(chunk, *count, *bytes, text.len() as u64);
+            if let Some(m) = full {
+                // One error per chunk, at its first line past the most: the others are counted.
+                sound = false;
+                if let Some((_, past)) = self.over.get_mut(&group) {
+                    *past += 1;
+                    continue;
+                }
+                let kept = (self.errors.len() <= MAX_ERRORS).then_some(self.errors.len());
+                self.over.insert(group, (kept, 1));
+                self.error(file, line, fail(m));
+                continue;
+            }
+            *count += 1;
+            *bytes += text.len() as u64;
             if let Some(r) = e.rides {
-                self.rides.push((self.entries.len() as u32, r.into()));
+                self.rides.push((self.lines.len() as u32, r.into()));
             }
             self.arena.extend_from_slice(e.id.as_bytes());
             self.id_ends.push(self.arena.len() as u64);
-            self.entries.push((scene, chunk, file, r, id_hash(&e.id)));
+            self.lines.push(LineRef {
+                offset: at,
+                len: text.len() as u32,
+                line,
+            });
+            self.group_of.push(group);
         }
         Ok((offset, hash.0))
     }
@@ -522,12 +636,18 @@ impl Builder {
     /// lines'): bad lines, files that could not be read, duplicate ids (each naming the first
     /// line with the id), `rides` loops; at most [`MAX_ERRORS`], then [`IndexError::More`].
     pub fn finish(mut self) -> Result<Index, Vec<IndexError>> {
-        let sorted = self.sorted_ids();
+        let mut sorted = self.sorted_ids();
         let mut errors = std::mem::take(&mut self.errors);
-        let place = |b: &Builder, i: u32| {
-            let (_, _, f, r, _) = b.entries[i as usize];
-            (f, r.line)
-        };
+        for (kept, past) in self.over.values() {
+            if let (Some(i), 2..) = (kept, past) {
+                if let IndexError::Line { message, .. } = &mut errors[*i].2 {
+                    message.push_str(&format!(
+                        "; {past} of the lines homed there are past the most, this one the first"
+                    ));
+                }
+            }
+        }
+        let place = |b: &Builder, i: u32| (b.file_of(i), b.lines[i as usize].line);
         for d in self.duplicates(&sorted) {
             let (f, line) = place(&self, d.0);
             errors.push((f, line, self.duplicate_error(d)));
@@ -549,43 +669,147 @@ impl Builder {
             }
             return Err(told);
         }
-        let mut entries: Vec<(u32, Entry)> = self
-            .entries
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| (i as u32, e))
-            .collect();
-        // Stable: each group keeps file order (files in config order, lines in line order).
-        entries.sort_by_key(|(_, (s, c, ..))| (*s, (c.z, c.x)));
-        // Where each entry went: the sorted hashes then name the grouped lines, still sorted.
-        let mut moved = vec![0u32; entries.len()];
-        for (new, (old, _)) in entries.iter().enumerate() {
-            moved[*old as usize] = new as u32;
+        let Builder {
+            lines: read,
+            group_of,
+            keys,
+            file_starts,
+            arena,
+            id_ends,
+            rides,
+            stamps,
+            ..
+        } = self;
+        // The ids are unique: their bytes are not needed any more.
+        drop((arena, id_ends, rides));
+        // Groups in (scene, chunk) order, each keeping file order (files in config order,
+        // lines in line order): where each group starts, by a count of its lines.
+        let mut keys: Vec<((u16, ChunkPos), u32)> = keys.into_iter().collect();
+        keys.sort_unstable_by_key(|(k, _)| *k);
+        let mut next = vec![0u32; keys.len()];
+        for g in &group_of {
+            next[*g as usize] += 1;
         }
-        let mut index = Index {
-            lines: Vec::with_capacity(entries.len()),
-            files: Vec::with_capacity(entries.len()),
-            groups: BTreeMap::new(),
-            ids: Vec::with_capacity(entries.len()),
-            starts: Vec::new(),
-            stamps: self.stamps,
-        };
-        for (i, (_, (scene, chunk, file, r, _))) in entries.into_iter().enumerate() {
-            let i = i as u32;
-            index
-                .groups
-                .entry((scene, chunk))
-                .and_modify(|g| g.1 = i + 1)
-                .or_insert((i, i + 1));
-            index.lines.push(r);
-            index.files.push(file);
+        let mut groups = BTreeMap::new();
+        let mut at = 0u32;
+        for (key, g) in keys {
+            let size = next[g as usize];
+            next[g as usize] = at;
+            groups.insert(key, (at, at + size));
+            at += size;
         }
-        index
-            .ids
-            .extend(sorted.into_iter().map(|(h, old)| (h, moved[old as usize])));
-        index.starts = index.groups.iter().map(|(k, g)| (g.0, k.1)).collect();
-        Ok(index)
+        // Where each line goes (in place of its group).
+        let mut moved = group_of;
+        for g in &mut moved {
+            let place = &mut next[*g as usize];
+            *g = *place;
+            *place += 1;
+        }
+        drop(next);
+        let n = read.len();
+        let mut lines = vec![
+            LineRef {
+                offset: 0,
+                len: 0,
+                line: 0
+            };
+            n
+        ];
+        for (old, r) in read.into_iter().enumerate() {
+            lines[moved[old] as usize] = r;
+        }
+        let mut files = vec![0u16; n];
+        for (f, start) in file_starts.iter().enumerate() {
+            let end = file_starts.get(f + 1).map_or(n, |e| *e as usize);
+            for old in *start as usize..end {
+                files[moved[old] as usize] = f as u16;
+            }
+        }
+        // The sorted hashes then name the grouped lines, still sorted.
+        for (_, i) in &mut sorted {
+            *i = moved[*i as usize];
+        }
+        let starts = groups.iter().map(|(k, g)| (g.0, k.1)).collect();
+        Ok(Index {
+            lines,
+            files,
+            groups,
+            ids: sorted,
+            starts,
+            stamps,
+        })
     }
+}
+
+/// Reads the rest of a line longer than a district line may be from `reader`, through its
+/// newline, keeping none of it (64 KiB at a time); `last` is the last byte held of the line,
+/// `held` how many bytes were, `blank` whether they were all whitespace. Returns how many bytes
+/// it read, the line's length without its `\n` or `\r\n`, and whether the line is blank (all
+/// whitespace: nothing, whatever its length). While the line may be blank its bytes are hashed
+/// into `hash` (a blank line is part of a sound file); past its first other byte, never.
+fn skip_line(
+    reader: &mut impl BufRead,
+    mut last: u8,
+    held: u64,
+    mut blank: bool,
+    mut hash: Option<&mut Fnv>,
+) -> std::io::Result<(u64, u64, bool)> {
+    let mut scratch = Vec::with_capacity(1 << 16);
+    let mut read = 0u64;
+    loop {
+        scratch.clear();
+        let k = (&mut *reader)
+            .take(1 << 16)
+            .read_until(b'\n', &mut scratch)?;
+        if k == 0 {
+            return Ok((read, held + read, blank));
+        }
+        read += k as u64;
+        blank = blank && scratch.iter().all(u8::is_ascii_whitespace);
+        if let (true, Some(h)) = (blank, hash.as_mut()) {
+            h.update(&scratch);
+        }
+        if scratch.ends_with(b"\n") {
+            let before = if k >= 2 { scratch[k - 2] } else { last };
+            let cr = u64::from(before == b'\r');
+            return Ok((read, held + read - 1 - cr, blank));
+        }
+        last = scratch[k - 1];
+    }
+}
+
+/// Why a line of `len` bytes may not be homed in `chunk`, home to `count` lines of `bytes`
+/// bytes so far, if it may not: a chunk's entities are spawned in one tick, so one chunk is
+/// home to at most [`crate::limits::MAX_DISTRICT_CHUNK_ENTITIES`] lines of at most
+/// [`crate::limits::MAX_DISTRICT_CHUNK_BYTES`] together.
+fn chunk_full(chunk: ChunkPos, count: u32, bytes: u64, len: u64) -> Option<String> {
+    use crate::limits::{MAX_DISTRICT_CHUNK_BYTES, MAX_DISTRICT_CHUNK_ENTITIES};
+    let why = "a chunk's district entities are spawned in the tick it loads";
+    if count as usize >= MAX_DISTRICT_CHUNK_ENTITIES {
+        Some(format!(
+            "chunk {chunk} is home to {MAX_DISTRICT_CHUNK_ENTITIES} district entities already, \
+             the most a chunk may be ({why})"
+        ))
+    } else if bytes + len > MAX_DISTRICT_CHUNK_BYTES {
+        Some(format!(
+            "chunk {chunk}'s district lines would come to {} bytes with this one, past the \
+             {MAX_DISTRICT_CHUNK_BYTES} a chunk may be home to ({why})",
+            bytes + len
+        ))
+    } else {
+        None
+    }
+}
+
+/// The error of a line of `len` bytes, longer than a district line may be.
+pub fn line_too_long(len: u64) -> String {
+    format!(
+        "a line of {len} bytes: a district line is at most {} bytes (an entity with data of at \
+         most {} bytes serialized and names of at most {} bytes)",
+        crate::limits::MAX_DISTRICT_LINE_BYTES,
+        crate::limits::MAX_DATA_BYTES,
+        crate::limits::MAX_ID_LEN
+    )
 }
 
 fn trim_newline(b: &[u8]) -> &[u8] {
@@ -703,15 +927,10 @@ mod tests {
     /// The index, or every error told, one string each.
     fn build(files: &[&[&str]], same_hash: bool) -> Result<Index, Vec<String>> {
         let mut b = Builder::new(Grid::new(32.0));
+        b.collide = same_hash;
         for (i, f) in files.iter().enumerate() {
             let name = format!("{i}.jsonl");
             b.add(0, &name, lines(f).as_bytes(), 1 << 20);
-            if same_hash {
-                // As if every id hashed alike (a crafted file can make FNV collide).
-                for e in &mut b.entries {
-                    e.4 = 7;
-                }
-            }
         }
         b.finish()
             .map_err(|e| e.iter().map(ToString::to_string).collect())
@@ -824,6 +1043,200 @@ mod tests {
             parse_line(big.as_bytes()).err()
         );
         assert!(check_line(big.as_bytes()).is_err());
+    }
+
+    /// `text` as a writer escaping every non-ASCII character writes it (Python's `json.dumps`
+    /// by default).
+    fn ascii_escaped(text: &str) -> String {
+        text.chars()
+            .map(|c| match c {
+                c if c.is_ascii() => c.to_string(),
+                c => c
+                    .encode_utf16(&mut [0; 2])
+                    .iter()
+                    .map(|u| format!("\\u{u:04x}"))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_entity_at_every_limit_as_a_common_writer_writes_it_fits_in_a_district_line() {
+        use crate::limits::{MAX_DATA_BYTES, MAX_DISTRICT_LINE_BYTES, MAX_ID_LEN};
+        // Names of 256 bytes and data of 4 096 bytes compact, made of two-byte characters (six
+        // bytes each escaped, the most a writer makes of a byte), written with a space after
+        // every `:` and `,`.
+        let name = |k: usize| format!("{}{k:02}", "é".repeat((MAX_ID_LEN - 2) / 2));
+        let quoted = |s: &str| format!("\"{}\"", ascii_escaped(s));
+        let long = "é".repeat((MAX_DATA_BYTES - r#"{"k":""}"#.len()) / 2);
+        let data = serde_json::json!({ "k": long });
+        assert_eq!(serde_json::to_vec(&data).unwrap().len(), MAX_DATA_BYTES);
+        let tags: Vec<String> = (1..=6).map(|k| quoted(&name(k))).collect();
+        let x = "-1.2345678901234567e-300";
+        let line = format!(
+            "{{\"id\": {}, \"tags\": [{}], \"position\": {{\"x\": {x}, \"y\": {x}, \"z\": {x}}}, \
+             \"rides\": {}, \"data\": {{\"k\": {}}}}}",
+            quoted(&name(0)),
+            tags.join(", "),
+            quoted(&name(7)),
+            quoted(&long)
+        );
+        assert!(line.len() <= MAX_DISTRICT_LINE_BYTES, "{}", line.len());
+        assert!(
+            line.len() > MAX_DISTRICT_LINE_BYTES * 9 / 10,
+            "{}",
+            line.len()
+        );
+        let mut b = Builder::new(Grid::new(32.0));
+        b.add(0, "d.jsonl", format!("{line}\n").as_bytes(), 1 << 20);
+        let index = b.finish().unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(index.len(), 1);
+    }
+
+    #[test]
+    fn a_line_longer_than_a_district_line_is_an_error_naming_it_and_its_length() {
+        let max = crate::limits::MAX_DISTRICT_LINE_BYTES;
+        let good = |id: &str| format!("{{\"id\":\"{id}\",\"position\":{{\"x\":0,\"z\":0}}}}");
+        // Padded with spaces to `len` bytes (a valid line up to the cap).
+        let padded =
+            |id: &str, len: usize| format!("{}{}", good(id), " ".repeat(len - good(id).len()));
+        let cases = [
+            (format!("{}\n", padded("a", max)), None),
+            (format!("{}\r\n", padded("a", max)), None),
+            (format!("{}\n", padded("a", max + 1)), Some(max + 1)),
+            (format!("{}\r\n", padded("a", max + 1)), Some(max + 1)),
+            (format!("{}\n", padded("a", max + 2)), Some(max + 2)),
+            (padded("a", max + 1), Some(max + 1)),
+            (format!("{}\n", padded("a", 3 << 20)), Some(3 << 20)),
+            (format!("{}\r\n", padded("a", 3 << 20)), Some(3 << 20)),
+            ("x".repeat(5 << 20), Some(5 << 20)),
+        ];
+        for (long, expected) in cases {
+            let text = format!("{}\n{long}{}\n", good("first"), good("last"));
+            let mut b = Builder::new(Grid::new(32.0));
+            b.add(0, "d.jsonl", text.as_bytes(), 1 << 30);
+            let got = b.finish();
+            match expected {
+                None => assert_eq!(got.unwrap().len(), 3),
+                Some(len) => {
+                    let e = got.unwrap_err();
+                    let told: Vec<String> = e.iter().map(ToString::to_string).collect();
+                    // A line without its newline runs into the next one.
+                    let len = if long.ends_with('\n') {
+                        len
+                    } else {
+                        len + good("last").len()
+                    };
+                    assert_eq!(
+                        told,
+                        [format!(
+                            "d.jsonl: line 2: a line of {len} bytes: a district line is at most \
+                             19200 bytes (an entity with data of at most 4096 bytes serialized \
+                             and names of at most 256 bytes)"
+                        )]
+                    );
+                }
+            }
+        }
+        // A blank line is nothing, whatever its length (as before the cap), and is hashed.
+        for blank in [
+            " ".repeat(max + 1),
+            " \t".repeat(3 << 20),
+            " ".repeat(5 << 20) + "\r",
+        ] {
+            let text = format!("{}\n{blank}\n{}\n", good("first"), good("last"));
+            let mut b = Builder::new(Grid::new(32.0));
+            let read = b.read(0, 0, "d.jsonl", text.as_bytes(), 1 << 30).unwrap();
+            assert_eq!(read, (text.len() as u64, Fnv::of(text.as_bytes())));
+            assert!(b.errors.is_empty());
+            assert_eq!(b.finish().unwrap().len(), 2);
+        }
+        // The length counts every byte, the long line's included; a sound file's stamp hashes
+        // every byte.
+        let text = format!("{}\n{}\n", padded("a", max + 5), good("b"));
+        let mut b = Builder::new(Grid::new(32.0));
+        let read = b.read(0, 0, "d.jsonl", text.as_bytes(), 1 << 30).unwrap();
+        assert_eq!(read.0, text.len() as u64);
+        let text = format!("{}\n{}\n", padded("a", max), good("b"));
+        let read = b.read(0, 1, "e.jsonl", text.as_bytes(), 1 << 30).unwrap();
+        assert_eq!(read, (text.len() as u64, Fnv::of(text.as_bytes())));
+    }
+
+    #[test]
+    fn a_chunk_is_home_to_at_most_10_000_entities_and_2_mib_of_lines() {
+        use crate::limits::{MAX_DISTRICT_CHUNK_BYTES, MAX_DISTRICT_CHUNK_ENTITIES};
+        let at = |id: usize, x: f64| {
+            format!("{{\"id\":\"e{id}\",\"position\":{{\"x\":{x},\"z\":1}}}}\n")
+        };
+        let build = |files: &[(u16, String)]| {
+            let mut b = Builder::new(Grid::new(32.0));
+            for (i, (scene, text)) in files.iter().enumerate() {
+                b.add(*scene, &format!("{i}.jsonl"), text.as_bytes(), 1 << 30);
+            }
+            b.finish()
+                .map(|i| i.len())
+                .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())
+        };
+        let n = MAX_DISTRICT_CHUNK_ENTITIES;
+        // The most, over two files, and one more in another chunk and in another scene.
+        let first: String = (0..n / 2).map(|k| at(k, 1.0)).collect();
+        let second: String = (n / 2..n).map(|k| at(k, 2.0)).collect();
+        let other = at(n, 40.0);
+        let scene_1 = at(n + 1, 1.0);
+        let files = [
+            (0, first.clone()),
+            (0, second.clone() + &other),
+            (1, scene_1.clone()),
+        ];
+        assert_eq!(build(&files), Ok(n + 2));
+        // One more in that chunk, in either file: the line past the most is named.
+        let files = [(0, first.clone() + &at(n + 2, 3.0)), (0, second.clone())];
+        let told = build(&files).unwrap_err();
+        assert_eq!(
+            told,
+            [format!(
+                "1.jsonl: line {}: chunk (0, 0) is home to 10000 district entities already, \
+                     the most a chunk may be (a chunk's district entities are spawned in the \
+                     tick it loads)",
+                n / 2
+            )]
+        );
+        // Three past it: one error, at the first, counting them.
+        let files = [
+            (0, first.clone() + &at(n + 2, 3.0)),
+            (
+                0,
+                second.clone() + &at(n + 3, 4.0) + &other + &at(n + 4, 5.0),
+            ),
+        ];
+        let told = build(&files).unwrap_err();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(
+            told[0].starts_with(&format!("1.jsonl: line {}: chunk (0, 0) is home", n / 2)),
+            "{told:?}"
+        );
+        assert!(
+            told[0].ends_with("; 3 of the lines homed there are past the most, this one the first"),
+            "{told:?}"
+        );
+        // Bytes: lines padded with spaces to 2 MiB together, then one more byte.
+        let pad = |k: usize, len: usize| {
+            let l = at(k, 1.0);
+            format!("{}{}\n", &l[..l.len() - 1], " ".repeat(len + 1 - l.len()))
+        };
+        let each = MAX_DISTRICT_CHUNK_BYTES as usize / 128;
+        let full: String = (0..128).map(|k| pad(k, each)).collect();
+        assert_eq!(build(&[(0, full.clone())]), Ok(128));
+        let told = build(&[(0, full + &at(128, 1.0))]).unwrap_err();
+        assert_eq!(
+            told,
+            [format!(
+                "0.jsonl: line 129: chunk (0, 0)'s district lines would come to {} bytes with \
+                 this one, past the 2097152 a chunk may be home to (a chunk's district entities \
+                 are spawned in the tick it loads)",
+                MAX_DISTRICT_CHUNK_BYTES as usize + at(128, 1.0).len() - 1
+            )]
+        );
     }
 
     #[test]

@@ -69,6 +69,21 @@ pub const VAR_LIVE: &str = "world.district.live";
 /// Variable: stored entities.
 pub const VAR_STORED: &str = "world.district.stored";
 
+/// Checks a `world.district` save section on its own (the catalog's
+/// [`crate::host::SaveCheck`]): its shape. Its lines, stamps and entities are checked against
+/// the district files when it is loaded.
+pub fn check_save_section(
+    section: &Value,
+    _save: &crate::host::SaveFacts<'_>,
+) -> Result<(), Problem> {
+    parse_save_section(section).map(drop)
+}
+
+/// A section read as [`SaveSection`]: what both `check` and a load check first.
+fn parse_save_section(section: &Value) -> Result<SaveSection, Problem> {
+    from_value(section, &format!("kits.{DISTRICT}"))
+}
+
 /// The kit's manifest, read from `kit.json` beside this file.
 pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
@@ -397,9 +412,18 @@ impl Kit for DistrictKit {
             // A regular file, checked before and after opening (a FIFO swapped in between
             // never blocks the start); the index reads it through its own cap. A file that
             // cannot be opened is an error told with the others (SPEC §9: every error found).
+            // A file that says it is past the cap is refused unread (the read stops at the cap
+            // all the same, should it grow).
+            let cap = crate::limits::MAX_DISTRICT_BYTES;
             let opened = crate::user_file::open_regular(path)
                 .map_err(|e| format!("{e} (a district file)"))
-                .and_then(|(file, _)| {
+                .and_then(|(file, meta)| {
+                    if meta.len() > cap {
+                        return Err(format!(
+                            "{name}: the file is larger than the district file limit ({cap} \
+                             bytes)"
+                        ));
+                    }
                     let reader = file.try_clone().map_err(|e| format!("{name}: {e}"))?;
                     Ok((file, reader))
                 });
@@ -409,7 +433,7 @@ impl Kit for DistrictKit {
                         *scene,
                         &name,
                         BufReader::with_capacity(1 << 16, reader),
-                        crate::limits::MAX_DISTRICT_BYTES,
+                        cap,
                     );
                     handles.push(RefCell::new(file));
                 }
@@ -526,17 +550,18 @@ impl Kit for DistrictKit {
         &self,
         section: Option<&Value>,
         _scene: Option<&SceneDef>,
-        world: &crate::host::World,
+        save: &crate::host::SaveFacts<'_>,
     ) -> Result<Option<PreparedSection>, Problem> {
         let path = format!("kits.{DISTRICT}");
         let Some(section) = section else {
             return Ok(None); // an older save: the district files as they are
         };
-        let parsed: SaveSection = from_value(section, &path)?;
+        // check_save_section's check, then what needs this game's district files.
+        let parsed = parse_save_section(section)?;
         let (saved_dir, saved_image) = (parsed.world_dir.clone(), parsed.image.clone());
         let st = self.state.borrow();
         let mut prepared = st
-            .check_section(parsed, world)
+            .check_section(parsed, save.world)
             .map_err(|p| p.under(&path))?;
         // A save belongs to its world: it loads into a game on the same world directory (or,
         // both without one, carrying its differences), and that directory must still hold

@@ -100,8 +100,8 @@ impl State {
     pub fn read(&self, i: u32) -> Result<Entity, String> {
         let (file, r) = self.index.line(i);
         let name = &self.index.stamps[file as usize].file;
-        let bytes = read_line(&mut *self.files[file as usize].borrow_mut(), r)
-            .map_err(|e| format!("{name}: line {}: cannot read: {e}", r.line))?;
+        let read = read_line(&mut *self.files[file as usize].borrow_mut(), r);
+        let bytes = read.map_err(|e| read_error(name, r.line, &e))?;
         parse_line(&bytes)
             .map_err(|m| {
                 format!(
@@ -151,9 +151,12 @@ impl State {
             len: span as u32,
             line: first.line,
         };
-        let bytes = match read_line(&mut *self.files[file as usize].borrow_mut(), whole) {
-            Ok(b) => b,
-            Err(_) => return lines.iter().map(|&i| self.read(i)).collect(),
+        // The file's borrow ends with this statement: a span that cannot be read whole (the
+        // file was cut short under the game) is read again line by line, each line's own
+        // error told and the others spawned.
+        let read = read_line(&mut *self.files[file as usize].borrow_mut(), whole);
+        let Ok(bytes) = read else {
+            return lines.iter().map(|&i| self.read(i)).collect();
         };
         refs.iter()
             .zip(lines)
@@ -463,6 +466,18 @@ impl State {
         for (id, data) in pending {
             let _ = world.set_data(&id, data);
         }
+    }
+}
+
+/// Why line `line` of district file `name` could not be read again.
+fn read_error(name: &str, line: u32, e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        format!(
+            "{name}: line {line}: the file changed since it was indexed: it was cut short \
+             before this line's end; not spawned"
+        )
+    } else {
+        format!("{name}: line {line}: cannot read: {e}")
     }
 }
 

@@ -46,11 +46,18 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
-/// Checks a `world.nav` save section on its own (`check` of a save file): everything a load
-/// checks.
-pub fn check_save_section(section: &serde_json::Value, path: &str) -> Result<(), Problem> {
-    let parsed: SaveSection = from_value(section, path)?;
-    save::check(parsed).map(drop).map_err(|p| p.under(path))
+/// Checks a `world.nav` save section on its own (the catalog's [`crate::host::SaveCheck`]):
+/// [`NavKit`]'s `prepare_load` check, with the largest `maxNodes` a game may set (a load checks
+/// against its own).
+pub fn check_save_section(
+    section: &serde_json::Value,
+    save: &crate::host::SaveFacts<'_>,
+) -> Result<(), Problem> {
+    let path = format!("kits.{NAV}");
+    let parsed: SaveSection = from_value(section, &path)?;
+    save::check(parsed, save, MAX_NODES)
+        .map(drop)
+        .map_err(|p| p.under(&path))
 }
 
 /// The `world.nav` kit.
@@ -141,6 +148,23 @@ impl Kit for NavKit {
         }
     }
 
+    fn on_entities_changed(&mut self, changed: &[crate::host::EntityId], ctx: &mut Ctx<'_>) {
+        // An agent despawned leaves with its state (and the turn, if it had it): one spawned
+        // again under its id plans afresh, and a save holds no agent that is no entity.
+        let mut st = self.state.borrow_mut();
+        if st.agents.is_empty() {
+            return;
+        }
+        for id in changed {
+            if ctx.world.get(id).is_none()
+                && st.agents.remove(id).is_some()
+                && st.turn.as_ref() == Some(id)
+            {
+                st.turn = None;
+            }
+        }
+    }
+
     fn on_leave(&mut self, _ctx: &mut Ctx<'_>) {
         // The chunks' releases follow as events; agents re-plan from them.
     }
@@ -170,15 +194,16 @@ impl Kit for NavKit {
         &self,
         section: Option<&serde_json::Value>,
         _scene: Option<&SceneDef>,
-        _world: &crate::host::World,
+        save: &crate::host::SaveFacts<'_>,
     ) -> Result<Option<PreparedSection>, Problem> {
         let path = format!("kits.{NAV}");
         let Some(section) = section else {
             return Ok(None); // an older save: no agent state
         };
+        // check_save_section's check, against this game's maxNodes.
         let parsed: SaveSection = from_value(section, &path)?;
-        let prepared = save::check(parsed).map_err(|p| p.under(&path))?;
-        // (check_save_section is this without keeping the result)
+        let max_nodes = self.state.borrow().max_nodes;
+        let prepared = save::check(parsed, save, max_nodes).map_err(|p| p.under(&path))?;
         Ok(Some(Box::new(prepared)))
     }
 

@@ -10,13 +10,17 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::grid::ChunkPos;
-use crate::host::{EntityId, Problem};
+use crate::host::{EntityId, Problem, SaveFacts};
 
 use super::search::Cell;
 use super::state::{Agent, State, Stuck};
 
-/// Most cells a saved path may hold (a path expands at least one node per cell).
-pub const MAX_SAVED_PATH: usize = super::config::MAX_NODES as usize;
+/// Most cells an agent's held path may hold in a game whose searches expand at most
+/// `max_nodes` nodes (`maxNodes`): every cell of a path found, the start's included, is a node
+/// the search expanded, and the agent holds the path without its start.
+pub fn max_held_path(max_nodes: u32) -> usize {
+    max_nodes.saturating_sub(1) as usize
+}
 
 /// A chunk `{x, z}`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -112,9 +116,18 @@ impl State {
     }
 }
 
-/// Checks a section completely: ids, unique agents in id order, adjacent path cells, the stuck
-/// word, chunk coordinates.
-pub(super) fn check(s: SaveSection) -> Result<Prepared, Problem> {
+/// Checks a section completely against the rest of the save: ids of the save's entities,
+/// unique agents in id order, held paths a search can find (adjacent cells ending at the goal,
+/// at most what the largest `maxNodes` finds), the stuck word, the turn one of the agents,
+/// chunk coordinates, the changed chunks in row order; then the held paths against
+/// `max_nodes`, this game's `maxNodes` (a save checked on its own: the largest). One check, for
+/// `check` and for a load, which refuses what `check` alone refuses first, with the same
+/// problem.
+pub(super) fn check(
+    s: SaveSection,
+    save: &SaveFacts<'_>,
+    max_nodes: u32,
+) -> Result<Prepared, Problem> {
     let coord = |v: i64, path: String| -> Result<(), Problem> {
         let max = crate::grid::MAX_CHUNK_COORD * i64::from(crate::kits::terrain::MAX_CELLS);
         if v.abs() > max {
@@ -125,6 +138,7 @@ pub(super) fn check(s: SaveSection) -> Result<Prepared, Problem> {
         }
         Ok(())
     };
+    let max_path = max_held_path(super::config::MAX_NODES);
     let mut agents = BTreeMap::new();
     for (i, a) in s.agents.into_iter().enumerate() {
         let at = format!("agents[{i}]");
@@ -136,13 +150,17 @@ pub(super) fn check(s: SaveSection) -> Result<Prepared, Problem> {
                 "expected agents in ascending id order, each once",
             ));
         }
+        // An agent's state leaves with its entity (see NavKit::on_entities_changed).
+        if save.world.get(&a.id).is_none() {
+            return Err(Problem::new(
+                format!("{at}.id"),
+                format!("agent {:?} is no entity of the save", a.id.as_str()),
+            ));
+        }
         coord(a.goal.x, format!("{at}.goal.x"))?;
         coord(a.goal.z, format!("{at}.goal.z"))?;
-        if a.path.len() > MAX_SAVED_PATH {
-            return Err(Problem::new(
-                format!("{at}.path"),
-                format!("expected at most {MAX_SAVED_PATH} cells"),
-            ));
+        if a.path.len() > max_path {
+            return Err(too_long(i, a.path.len(), super::config::MAX_NODES));
         }
         for (k, c) in a.path.iter().enumerate() {
             coord(c.x, format!("{at}.path[{k}].x"))?;
@@ -155,6 +173,15 @@ pub(super) fn check(s: SaveSection) -> Result<Prepared, Problem> {
                     ));
                 }
             }
+        }
+        if let Some(last) = a.path.last().filter(|c| **c != a.goal) {
+            return Err(Problem::new(
+                format!("{at}.path[{}]", a.path.len() - 1),
+                format!(
+                    "expected the path to end at the goal ({}, {}), got ({}, {})",
+                    a.goal.x, a.goal.z, last.x, last.z
+                ),
+            ));
         }
         let stuck = match a.stuck.as_deref() {
             None => None,
@@ -181,12 +208,35 @@ pub(super) fn check(s: SaveSection) -> Result<Prepared, Problem> {
     }
     if let Some(t) = &s.turn {
         crate::limits::check_name(t.as_str()).map_err(|m| Problem::new("turn", m))?;
+        // The agent a tick's node budget cut off: one whose state the section holds.
+        if !agents.contains_key(t) {
+            return Err(Problem::new(
+                "turn",
+                format!("expected one of the agents, got {:?}", t.as_str()),
+            ));
+        }
     }
     let mut changed = BTreeSet::new();
     for (i, c) in s.changed.iter().enumerate() {
         coord(c.x, format!("changed[{i}].x"))?;
         coord(c.z, format!("changed[{i}].z"))?;
-        changed.insert(ChunkPos::new(c.x, c.z));
+        let chunk = ChunkPos::new(c.x, c.z);
+        if changed.last().is_some_and(|last| *last >= chunk) {
+            return Err(Problem::new(
+                format!("changed[{i}]"),
+                "expected the chunks in row order (z, then x), each once",
+            ));
+        }
+        changed.insert(chunk);
+    }
+    // What this game adds: its maxNodes.
+    let most = max_held_path(max_nodes);
+    if let Some((i, a)) = agents
+        .values()
+        .enumerate()
+        .find(|(_, a)| a.path.len() > most)
+    {
+        return Err(too_long(i, a.path.len(), max_nodes));
     }
     Ok(Prepared {
         agents,
@@ -196,25 +246,71 @@ pub(super) fn check(s: SaveSection) -> Result<Prepared, Problem> {
     })
 }
 
+/// Agent `i`'s held path of `len` cells is longer than a search of `max_nodes` finds.
+fn too_long(i: usize, len: usize, max_nodes: u32) -> Problem {
+    Problem::new(
+        format!("agents[{i}].path"),
+        format!(
+            "expected at most {} cells (a path found within maxNodes {max_nodes}, without its \
+             start), got {len}",
+            max_held_path(max_nodes)
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::grid::Position;
+    use crate::host::{Entity, World};
     use crate::json::from_value;
     use serde_json::json;
 
+    /// A save's world holding the entities `a` and `b`.
+    fn world() -> World {
+        let mut w = World::new();
+        for id in ["a", "b"] {
+            w.spawn(Entity {
+                id: EntityId::new(id),
+                tags: Default::default(),
+                position: Position::new(0.0, 0.0),
+                rides: None,
+                data: None,
+            })
+            .unwrap();
+        }
+        w
+    }
+
+    /// `v` checked as a section of a save with [`world`]'s entities, with `max_nodes`.
+    fn parse_with(v: serde_json::Value, max_nodes: u32) -> Result<Prepared, Problem> {
+        let (world, kits) = (world(), Default::default());
+        let save = SaveFacts {
+            tick: 1,
+            scene: Some("main"),
+            world: &world,
+            kits: &kits,
+        };
+        check(
+            from_value::<SaveSection>(&v, "kits.world.nav")?,
+            &save,
+            max_nodes,
+        )
+    }
+
     fn parse(v: serde_json::Value) -> Result<Prepared, Problem> {
-        check(from_value::<SaveSection>(&v, "kits.world.nav")?)
+        parse_with(v, crate::kits::nav::MAX_NODES)
     }
 
     #[test]
     fn each_key_of_the_section_is_checked() {
         let ok = json!({"agents": [{"id": "a", "goal": {"x": 1, "z": 2},
-            "path": [{"x": 0, "z": 0}, {"x": 1, "z": 0}], "waiting": {"x": 0, "z": 0}}],
-            "turn": "a", "changed": [{"x": 1, "z": 1}], "moved": true});
+            "path": [{"x": 0, "z": 1}, {"x": 1, "z": 2}], "waiting": {"x": 0, "z": 0}}],
+            "turn": "a", "changed": [{"x": 1, "z": 1}, {"x": 0, "z": 2}], "moved": true});
         assert!(parse(ok).is_ok());
         for (v, path) in [
             (
-                json!({"agents": [{"id": "a", "goal": {"x": 1, "z": 2},
+                json!({"agents": [{"id": "a", "goal": {"x": 2, "z": 0},
                     "path": [{"x": 0, "z": 0}, {"x": 2, "z": 0}]}]}),
                 "agents[0].path[1]",
             ),
@@ -237,6 +333,32 @@ mod tests {
                 "kits.world.nav.changed[0].z",
             ),
             (json!({"agents": [], "extra": 1}), "kits.world.nav.extra"),
+            // An agent that is no entity of the save.
+            (
+                json!({"agents": [{"id": "ghost", "goal": {"x": 1, "z": 2}, "path": []}]}),
+                "agents[0].id",
+            ),
+            // The turn of an agent the section does not hold.
+            (
+                json!({"agents": [{"id": "a", "goal": {"x": 1, "z": 2}, "path": []}],
+                    "turn": "b"}),
+                "turn",
+            ),
+            // Changed chunks out of row order (z, then x), or twice.
+            (
+                json!({"agents": [], "changed": [{"x": 0, "z": 2}, {"x": 1, "z": 1}]}),
+                "changed[1]",
+            ),
+            (
+                json!({"agents": [], "changed": [{"x": 1, "z": 1}, {"x": 1, "z": 1}]}),
+                "changed[1]",
+            ),
+            // A path that does not end at the goal.
+            (
+                json!({"agents": [{"id": "a", "goal": {"x": 5, "z": 5},
+                    "path": [{"x": 0, "z": 1}, {"x": 1, "z": 2}]}]}),
+                "agents[0].path[1]",
+            ),
         ] {
             let err = match parse(v) {
                 Err(e) => e,
@@ -244,5 +366,24 @@ mod tests {
             };
             assert!(err.path.ends_with(path), "{path}: {err}");
         }
+    }
+
+    #[test]
+    fn a_held_path_is_at_most_what_a_search_of_max_nodes_finds_without_its_start() {
+        // A path of k cells after the start: k + 1 nodes expanded (the goal's pop counts).
+        let line = |k: i64| {
+            let path: Vec<_> = (1..=k).map(|x| json!({"x": x, "z": 0})).collect();
+            json!({"agents": [{"id": "a", "goal": {"x": k, "z": 0}, "path": path}]})
+        };
+        assert!(parse_with(line(3), 4).is_ok());
+        let err = parse_with(line(4), 4).err().expect("4 cells need 5 nodes");
+        assert_eq!(err.path, "agents[0].path");
+        assert!(
+            err.message
+                .contains("expected at most 3 cells (a path found within maxNodes 4"),
+            "{err}"
+        );
+        assert_eq!(max_held_path(crate::kits::nav::MAX_NODES), 4_194_303);
+        assert_eq!(max_held_path(65_536), 65_535);
     }
 }

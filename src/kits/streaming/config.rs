@@ -47,6 +47,14 @@ checked_number!(
 );
 
 checked_number!(
+    /// The most chunks the held tickets may want together (docs/many-foci.md#the-ticket-cap):
+    /// an integer 1..=[`MAX_TICKET_CHUNKS`].
+    MaxTicketChunks(u32),
+    integer 1..=MAX_TICKET_CHUNKS,
+    "most chunks the held tickets may want together, each its whole square (2r+1)²; a request past it is refused"
+);
+
+checked_number!(
     /// How many ticks ahead each moving anchor is predicted (SPEC §16): an integer
     /// 0..=[`MAX_LOOK_AHEAD`]; 0 predicts nothing.
     LookAheadTicks(u32),
@@ -77,12 +85,23 @@ checked_number!(
     "LOD block loads per tick, separate from the chunk budget"
 );
 
+/// The smallest LOD step (the side of a block in chunks).
+pub const MIN_LOD_STEP: u32 = 2;
+/// The largest LOD step.
+pub const MAX_LOD_STEP: u32 = 64;
+
+/// Whether `step` is a LOD step: a power of two [`MIN_LOD_STEP`]..=[`MAX_LOD_STEP`] (the
+/// settings' rule, which saved blocks are checked by too).
+pub fn is_lod_step(step: u32) -> bool {
+    (MIN_LOD_STEP..=MAX_LOD_STEP).contains(&step) && step.is_power_of_two()
+}
+
 checked_number!(
-    /// The side of a LOD block in chunks: a power of two 2..=64.
+    /// The side of a LOD block in chunks: a power of two 2..=64 ([`is_lod_step`]).
     LodStep(u32),
     "a power of two 2..=64",
     |v| crate::json::as_integer(v)
-        .filter(|n| (2..=64).contains(n) && (*n as u64).is_power_of_two())
+        .filter(|n| u32::try_from(*n).is_ok_and(is_lod_step))
         .map(|n| n as u32),
     { "type": "integer", "enum": [2, 4, 8, 16, 32, 64], "description": "side of a block in chunks" }
 );
@@ -253,6 +272,10 @@ pub const MAX_HOLE_RING: u32 = 8;
 pub const MAX_LOADED: u32 = 1_000_000;
 /// Largest accepted `maxRefusalsPerMod`.
 pub const MAX_REFUSALS_PER_MOD: u32 = 65_536;
+/// Largest accepted `maxTicketChunks`.
+pub const MAX_TICKET_CHUNKS: u32 = 1_000_000;
+/// `maxTicketChunks` when the config leaves it out.
+pub const DEFAULT_MAX_TICKET_CHUNKS: u32 = 65_536;
 
 /// Whose positions the grid streams around (SPEC §11).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
@@ -390,6 +413,15 @@ pub struct StreamingConfig {
     )]
     #[schemars(with = "LodBudget", extend("default" = 4))]
     pub lod_budget: Option<LodBudget>,
+    /// The most chunks the held tickets may want together (default 65 536). The kit config's
+    /// alone: neither a scene layer nor a mod sets it.
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "MaxTicketChunks", extend("default" = 65536))]
+    pub max_ticket_chunks: Option<MaxTicketChunks>,
 }
 
 fn no_cap() -> MaxLoaded {
@@ -423,6 +455,7 @@ impl Default for StreamingConfig {
             hole_ring: None,
             lod: None,
             lod_budget: None,
+            max_ticket_chunks: None,
         }
     }
 }
@@ -638,6 +671,14 @@ impl StreamingConfig {
     /// Whether the config sets a key of SPEC §16.
     pub fn uses_round_three(&self) -> bool {
         self.schedule.is_some() || self.look_ahead_ticks.is_some() || self.hole_ring.is_some()
+    }
+
+    /// `maxTicketChunks`: the most chunks the held tickets may want together.
+    pub fn max_ticket_chunks(&self) -> u64 {
+        u64::from(
+            self.max_ticket_chunks
+                .map_or(DEFAULT_MAX_TICKET_CHUNKS, MaxTicketChunks::get),
+        )
     }
 }
 
@@ -863,6 +904,49 @@ mod round_three {
         );
         assert!(c.uses_round_three() && layer.uses_round_three());
         assert!(!StreamingConfig::default().uses_round_three());
+    }
+}
+
+#[cfg(test)]
+mod ticket_cap {
+    use super::*;
+    use crate::json::from_value;
+    use serde_json::json;
+
+    #[test]
+    fn max_ticket_chunks_defaults_to_65536_is_checked_and_is_the_config_s_alone() {
+        assert_eq!(StreamingConfig::default().max_ticket_chunks(), 65_536);
+        let c: StreamingConfig = from_value(&json!({"maxTicketChunks": 1}), "c").unwrap();
+        assert_eq!(c.max_ticket_chunks(), 1);
+        let c: StreamingConfig = from_value(&json!({"maxTicketChunks": 1_000_000}), "c").unwrap();
+        assert_eq!(c.max_ticket_chunks(), 1_000_000);
+        for bad in [
+            json!(0),
+            json!(1_000_001),
+            json!(2.5),
+            json!(null),
+            json!("9"),
+        ] {
+            let err =
+                from_value::<StreamingConfig>(&json!({ "maxTicketChunks": bad }), "kits[1].config")
+                    .unwrap_err();
+            assert_eq!(err.path, "kits[1].config.maxTicketChunks", "{err}");
+            assert!(
+                err.message
+                    .starts_with("expected an integer 1..=1000000, got"),
+                "{err}"
+            );
+        }
+        let err = from_value::<Overrides>(&json!({"maxTicketChunks": 10}), "layer").unwrap_err();
+        assert!(
+            err.message.contains("unknown field `maxTicketChunks`"),
+            "a layer or a mod cannot raise it: {err}"
+        );
+        assert_eq!(
+            serde_json::to_value(StreamingConfig::default()).unwrap()["maxTicketChunks"],
+            serde_json::Value::Null,
+            "left out, it is not written"
+        );
     }
 }
 

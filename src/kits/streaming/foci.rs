@@ -40,6 +40,17 @@ pub enum TicketError {
     /// so that a game never writes a save it would refuse to load).
     #[error("at.{0}")]
     Position(crate::json::Problem),
+    /// The held tickets would want more chunks than `maxTicketChunks` allows
+    /// (docs/many-foci.md#the-ticket-cap): the request is refused whole, nothing changes, and
+    /// `world.ticket.refused` says so. Not a failure of the input or the mod that asked.
+    #[error("the held tickets would want {wanted} chunks, more than maxTicketChunks {cap}")]
+    OverCap {
+        /// What the held tickets would want with this request (a re-requested id's old ticket
+        /// left out).
+        wanted: u64,
+        /// `maxTicketChunks`.
+        cap: u64,
+    },
 }
 
 /// A preload ticket: a focus at `at` with its own radius, counting in ticks `from..=until`.
@@ -102,6 +113,15 @@ impl Ticket {
     pub fn counts_in(&self, tick: u64) -> bool {
         (self.from..=self.until).contains(&tick)
     }
+
+    /// How many chunks it wants, as the ticket cap counts them: its whole square, `(2·r + 1)²`,
+    /// whether or not the ground clips it or it counts yet. Whatever widens or deepens what a
+    /// ticket wants (rings of neighbours kept for complete chunks, vertical sections) is to
+    /// multiply in here, so the cap keeps bounding the work.
+    pub fn wanted_chunks(&self) -> u64 {
+        let side = 2 * u64::from(self.radius) + 1;
+        side * side
+    }
 }
 
 /// Checks a ticket id: 1..=64 code points.
@@ -120,6 +140,8 @@ pub fn check_id(id: &str) -> Result<(), TicketError> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tickets {
     held: BTreeMap<String, Ticket>,
+    /// The sum of the held tickets' [`Ticket::wanted_chunks`].
+    wanted: u64,
     /// How many held tickets start (`from`) at each tick.
     starts: BTreeMap<u64, u32>,
     /// How many held tickets end (`until`) at each tick.
@@ -143,19 +165,33 @@ fn sub(counts: &mut BTreeMap<u64, u32>, tick: u64) {
 
 impl Tickets {
     /// Requests (or replaces) `id`. A ticket whose ticks are all spent by `now` (the tick that
-    /// last ran) only removes `id`.
-    pub fn request(&mut self, id: &str, ticket: Ticket, now: u64) -> Result<(), TicketError> {
+    /// last ran) only removes `id`. Refused, changing nothing, when 1024 others are held
+    /// ([`TicketError::Full`]) or when the held tickets would want more than `cap` chunks, `id`'s
+    /// old ticket left out ([`TicketError::OverCap`]).
+    pub fn request(
+        &mut self,
+        id: &str,
+        ticket: Ticket,
+        now: u64,
+        cap: u64,
+    ) -> Result<(), TicketError> {
         if ticket.until <= now {
             self.drop_ticket(id);
             return Ok(());
         }
-        if self.held.len() >= MAX_TICKETS && !self.held.contains_key(id) {
+        let old = self.held.get(id);
+        if self.held.len() >= MAX_TICKETS && old.is_none() {
             return Err(TicketError::Full);
+        }
+        let wanted = self.wanted - old.map_or(0, Ticket::wanted_chunks) + ticket.wanted_chunks();
+        if wanted > cap {
+            return Err(TicketError::OverCap { wanted, cap });
         }
         self.drop_ticket(id);
         add(&mut self.starts, ticket.from);
         add(&mut self.ends, ticket.until);
         self.unannounced |= !ticket.announced;
+        self.wanted += ticket.wanted_chunks();
         self.held.insert(id.to_owned(), ticket);
         Ok(())
     }
@@ -165,6 +201,7 @@ impl Tickets {
         let Some(t) = self.held.remove(id) else {
             return false;
         };
+        self.wanted -= t.wanted_chunks();
         sub(&mut self.starts, t.from);
         sub(&mut self.ends, t.until);
         true
@@ -228,6 +265,11 @@ impl Tickets {
             self.drop_ticket(id);
         }
         true
+    }
+
+    /// How many chunks the held tickets want ([`Ticket::wanted_chunks`] summed).
+    pub fn wanted_chunks(&self) -> u64 {
+        self.wanted
     }
 
     /// How many are held.
@@ -455,32 +497,53 @@ mod tests {
         );
     }
 
+    /// No cap on the chunks tickets want (the tests of other rules).
+    const NO_CAP: u64 = u64::MAX;
+
     #[test]
     fn the_1025th_ticket_is_refused_but_a_replacement_is_not() {
         let mut t = Tickets::default();
         let ticket = Ticket::new("x", at(0.0, 0.0), 0, 10, 1).unwrap();
         for i in 0..MAX_TICKETS {
-            t.request(&format!("t{i:04}"), ticket, 0).unwrap();
+            t.request(&format!("t{i:04}"), ticket, 0, NO_CAP).unwrap();
         }
-        assert_eq!(t.request("one more", ticket, 0), Err(TicketError::Full));
-        assert_eq!(t.request("t0000", ticket, 0), Ok(()));
+        assert_eq!(
+            t.request("one more", ticket, 0, NO_CAP),
+            Err(TicketError::Full)
+        );
+        assert_eq!(t.request("t0000", ticket, 0, NO_CAP), Ok(()));
         assert_eq!(t.len(), MAX_TICKETS);
     }
 
     #[test]
     fn a_spent_request_only_removes_its_id_and_expiry_is_at_the_end_of_the_last_tick() {
         let mut t = Tickets::default();
-        t.request("a", Ticket::new("a", at(0.0, 0.0), 0, 3, 1).unwrap(), 0)
-            .unwrap();
+        t.request(
+            "a",
+            Ticket::new("a", at(0.0, 0.0), 0, 3, 1).unwrap(),
+            0,
+            NO_CAP,
+        )
+        .unwrap();
         assert!(!t.is_empty() && t.get("a").is_some_and(|a| a.until == 3));
-        t.request("a", Ticket::new("a", at(0.0, 0.0), 0, 2, 1).unwrap(), 5)
-            .unwrap();
+        t.request(
+            "a",
+            Ticket::new("a", at(0.0, 0.0), 0, 2, 1).unwrap(),
+            5,
+            NO_CAP,
+        )
+        .unwrap();
         assert!(
             t.is_empty() && t.get("a").is_none(),
             "ticks 1..=2 are spent at tick 5: the request removes `a`"
         );
-        t.request("b", Ticket::new("b", at(0.0, 0.0), 0, 2, 3).unwrap(), 2)
-            .unwrap();
+        t.request(
+            "b",
+            Ticket::new("b", at(0.0, 0.0), 0, 2, 3).unwrap(),
+            2,
+            NO_CAP,
+        )
+        .unwrap();
         assert!(!t.expire(3));
         assert!(t.expire(4));
         assert!(t.is_empty());
@@ -490,13 +553,13 @@ mod tests {
     fn starts_ends_and_announcements_are_tracked_without_scanning_every_ticket() {
         let mut t = Tickets::default();
         let p = at(0.0, 0.0);
-        t.request("a", Ticket::new("a", p, 0, 3, 5).unwrap(), 0)
+        t.request("a", Ticket::new("a", p, 0, 3, 5).unwrap(), 0, NO_CAP)
             .unwrap();
-        t.request("b", Ticket::new("b", p, 0, 1, 2).unwrap(), 0)
+        t.request("b", Ticket::new("b", p, 0, 1, 2).unwrap(), 0, NO_CAP)
             .unwrap();
         assert!(t.starts_at(5) && t.starts_at(2) && !t.starts_at(3));
         // Replacing `a` forgets its old window.
-        t.request("a", Ticket::new("a", p, 0, 1, 9).unwrap(), 0)
+        t.request("a", Ticket::new("a", p, 0, 1, 9).unwrap(), 0, NO_CAP)
             .unwrap();
         assert!(!t.starts_at(5) && t.starts_at(9));
         // Only tickets counting in the tick are announced, once.
@@ -514,11 +577,75 @@ mod tests {
     fn tickets_are_listed_in_code_point_order() {
         let mut t = Tickets::default();
         for id in ["é", "z", "B", "a"] {
-            t.request(id, Ticket::new(id, at(0.0, 0.0), 0, 5, 1).unwrap(), 0)
-                .unwrap();
+            t.request(
+                id,
+                Ticket::new(id, at(0.0, 0.0), 0, 5, 1).unwrap(),
+                0,
+                NO_CAP,
+            )
+            .unwrap();
         }
         let ids: Vec<&str> = t.iter().map(|(id, _)| id).collect();
         assert_eq!(ids, ["B", "a", "z", "é"]);
+    }
+
+    #[test]
+    fn the_cap_counts_each_held_ticket_s_whole_square_and_a_refusal_changes_nothing() {
+        let mut t = Tickets::default();
+        let r = |id: &str, radius: i64| Ticket::new(id, at(0.0, 0.0), radius, 10, 1).unwrap();
+        // Radius 64: 129² = 16 641 chunks; three fit in 50 000, a fourth does not.
+        for id in ["a", "b", "c"] {
+            t.request(id, r(id, 64), 0, 50_000).unwrap();
+        }
+        assert_eq!(t.wanted_chunks(), 3 * 16_641);
+        let before = t.clone();
+        assert_eq!(
+            t.request("d", r("d", 64), 0, 50_000),
+            Err(TicketError::OverCap {
+                wanted: 4 * 16_641,
+                cap: 50_000
+            })
+        );
+        assert_eq!(t, before, "refused whole: nothing changes");
+        assert_eq!(
+            TicketError::OverCap {
+                wanted: 66_564,
+                cap: 50_000
+            }
+            .to_string(),
+            "the held tickets would want 66564 chunks, more than maxTicketChunks 50000"
+        );
+        // A re-request is measured with the old ticket left out; refused, the old one stays.
+        t.request("a", r("a", 63), 0, 50_000).unwrap();
+        assert_eq!(t.wanted_chunks(), 2 * 16_641 + 127 * 127);
+        t.request("c", r("c", 0), 0, 50_000).unwrap();
+        t.request("d", r("d", 64), 0, 50_000).unwrap();
+        assert!(matches!(
+            t.request("c", r("c", 64), 0, 50_000),
+            Err(TicketError::OverCap { .. })
+        ));
+        assert_eq!(
+            t.get("c").map(|c| c.radius),
+            Some(0),
+            "the old ticket stays"
+        );
+        // Drops and expiry give the chunks back; a spent request only removes its id.
+        assert!(t.drop_ticket("d"));
+        assert_eq!(t.wanted_chunks(), 16_641 + 127 * 127 + 1);
+        t.request("c", Ticket::new("c", at(0.0, 0.0), 64, 2, 1).unwrap(), 5, 0)
+            .unwrap();
+        assert_eq!(t.wanted_chunks(), 16_641 + 127 * 127);
+        assert!(t.expire(10));
+        assert_eq!((t.len(), t.wanted_chunks()), (0, 0));
+        // Exactly at the cap is allowed.
+        t.request("e", r("e", 2), 0, 25).unwrap();
+        assert_eq!(
+            t.request("f", r("f", 0), 0, 25),
+            Err(TicketError::OverCap {
+                wanted: 26,
+                cap: 25
+            })
+        );
     }
 
     fn entity(id: &str, tags: &[&str], x: f64) -> crate::host::Entity {

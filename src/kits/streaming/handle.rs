@@ -254,6 +254,15 @@ impl StreamingService for Handle {
         st.lod.step(level.checked_sub(1)? as usize)
     }
 
+    fn lod_steps_after_load(
+        &self,
+        section: &serde_json::Value,
+        scene: Option<&str>,
+    ) -> Option<[u32; crate::kits::streaming::config::MAX_LOD_LEVELS]> {
+        let section = crate::json::from_value(section, "").ok()?;
+        Some(self.0.borrow().lod_steps_after_load(&section, scene))
+    }
+
     fn lod_holes(&self) -> (u64, u64) {
         let st = self.0.borrow();
         (st.lod_holes, st.lod_hole_ticks)

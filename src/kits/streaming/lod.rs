@@ -2192,13 +2192,21 @@ impl LodPlan {
     }
 
     /// Replaces the loaded blocks (loading a save), none built: the builders report theirs
-    /// again. The wanted sets are made again at the next resolution.
-    pub fn restore(&mut self, radius: u32, levels: Lod, loaded: &[Vec<ChunkPos>]) {
+    /// again. `steps` are the steps they were planned with (a level's in force, unless the save
+    /// was made while blocks of an older step were still loaded). The wanted sets are
+    /// recomputed at the next resolution.
+    pub fn restore(
+        &mut self,
+        radius: u32,
+        levels: Lod,
+        loaded: &[Vec<ChunkPos>],
+        steps: [u32; MAX_LOD_LEVELS],
+    ) {
         self.clear();
         self.radius = radius;
         self.levels = levels;
         for (k, blocks) in loaded.iter().enumerate().take(MAX_LOD_LEVELS) {
-            self.steps[k] = self.level(k).map_or(0, |l| l.step);
+            self.steps[k] = steps[k];
             for b in blocks {
                 let slot = Slot {
                     wanted: false,

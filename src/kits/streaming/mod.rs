@@ -33,15 +33,15 @@ use indexmap::IndexMap;
 use crate::grid::{ChunkPos, Grid, Position};
 use crate::host::{
     chunk_data, Cancel, Ctx, EntityId, Event, HookArgs, HookValue, Install, Kit, KitError,
-    KitManifest, KitSpec, PreparedSection, Problem, SceneDef, MOD_ERROR, PLAYER_MOVED,
+    KitManifest, KitSpec, PreparedSection, Problem, SaveFacts, SceneDef, MOD_ERROR, PLAYER_MOVED,
 };
 use crate::json::from_value;
 use crate::kits::ground::{GroundService, GROUND};
 
 pub use config::{
     BudgetMs, ChunkSize, FocusMode, HoleRing, Lod, LodBudget, LodLevel, LodLevelDef,
-    LookAheadTicks, MaxLoaded, MaxRefusals, Overrides, Priority, Radius, Schedule, Settings,
-    StreamingConfig,
+    LookAheadTicks, MaxLoaded, MaxRefusals, MaxTicketChunks, Overrides, Priority, Radius, Schedule,
+    Settings, StreamingConfig,
 };
 pub use events::{ChunkEvent, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use foci::{AnchorCache, Refresh};
@@ -81,6 +81,9 @@ pub const LOD_LOADED: &str = "world.lod.loaded";
 pub const LOD_UNLOADED: &str = "world.lod.unloaded";
 /// Event: a ticket's square is ready `{id}` (once per ticket, after the tick's other events).
 pub const TICKET_READY: &str = "world.ticket.ready";
+/// Event: a ticket request was refused by the ticket cap `{id, reason}`, whoever asked (where
+/// the request was made; see docs/many-foci.md#the-ticket-cap).
+pub const TICKET_REFUSED: &str = "world.ticket.refused";
 /// Event: the wanted chunks outnumber the cap `{wanted, cap}` (when that state starts).
 pub const CAPACITY: &str = "world.streaming.capacity";
 
@@ -89,17 +92,25 @@ pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
 }
 
-/// Checks a saved `world.streaming` section on its own (default chunk size, no bounds).
+/// Checks a saved `world.streaming` section on its own (the catalog's
+/// [`crate::host::SaveCheck`]): [`StreamingKit`]'s `prepare_load` check, run by a kit of the
+/// default settings without bounds (whatever a game's own grid and bounds add, its load tells).
 pub fn check_save_section(
     section: &serde_json::Value,
-    path: &str,
-    active: bool,
+    save: &SaveFacts<'_>,
 ) -> Result<(), Problem> {
-    let parsed: SaveSection = from_value(section, path)?;
-    State::new(StreamingConfig::default(), IndexMap::new())
-        .check_section(parsed, active)
+    let path = format!("kits.{STREAMING}");
+    let parsed: SaveSection = from_value(section, &path)?;
+    // Alone, the save is checked against the loosest ticket cap any scene may set; loading it
+    // checks it against its scene's.
+    let config = StreamingConfig {
+        max_ticket_chunks: Some(MaxTicketChunks::new(config::MAX_TICKET_CHUNKS).expect("in range")),
+        ..StreamingConfig::default()
+    };
+    State::new(config, IndexMap::new())
+        .check_section(parsed, save)
         .map(drop)
-        .map_err(|p| p.under(path))
+        .map_err(|p| p.under(&path))
 }
 
 /// The payload of `world.lod.loaded` / `unloaded`: `{level, x, z}` (level 1 = index 0).
@@ -764,6 +775,7 @@ impl Kit for StreamingKit {
     }
 
     fn install(&mut self, host: &mut Install<'_>) {
+        self.state.borrow_mut().outbox = host.outbox.clone();
         host.hooks.declare(HOOK_CHUNK_LOAD);
         host.hooks.declare(HOOK_CHUNK_UNLOAD);
         let handle: Rc<dyn StreamingService> = Rc::new(Handle(self.state.clone()));
@@ -898,6 +910,12 @@ impl Kit for StreamingKit {
             st.dormancy
                 .entity_changed(id, ctx.world, &grid, |c| residency.is_loaded(c));
         }
+        // An anchor despawned leaves look-ahead's history at once: one spawned again under its
+        // id is a new anchor (it predicts from its second tick), and a save holds no entity it
+        // does not hold.
+        if !st.history.is_empty() && changed.iter().any(|id| ctx.world.get(id).is_none()) {
+            st.history.retain(|(id, _)| ctx.world.get(id).is_some());
+        }
     }
 
     fn begin_tick(&mut self, ctx: &mut Ctx<'_>) {
@@ -937,16 +955,18 @@ impl Kit for StreamingKit {
     fn prepare_load(
         &self,
         section: Option<&serde_json::Value>,
-        scene: Option<&SceneDef>,
-        _world: &crate::host::World,
+        _scene: Option<&SceneDef>,
+        save: &SaveFacts<'_>,
     ) -> Result<Option<PreparedSection>, Problem> {
         let path = format!("kits.{STREAMING}");
         let section = section.ok_or_else(|| Problem::new(&path, "missing section"))?;
+        // The check `check` runs on its own (check_save_section), with this kit's grid and
+        // bounds.
         let parsed: SaveSection = from_value(section, &path)?;
         let prepared = self
             .state
             .borrow()
-            .check_section(parsed, scene.is_some())
+            .check_section(parsed, save)
             .map_err(|p| p.under(&path))?;
         Ok(Some(Box::new(prepared)))
     }

@@ -7,12 +7,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::grid::{ChunkPos, Position};
-use crate::host::{EntityId, Problem};
+use crate::host::{EntityId, Problem, SaveFacts, World};
 use crate::limits::{check_name, MAX_ENTITIES, MAX_REASON_LEN};
 
-use super::config::{Overrides, MAX_RADIUS};
+use super::config::{
+    is_lod_step, Lod, Overrides, MAX_LOD_LEVELS, MAX_LOD_STEP, MAX_RADIUS, MIN_LOD_STEP,
+};
 use super::events::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
-use super::foci::{check_id, Ticket, Tickets, MAX_TICKETS};
+use super::foci::{check_id, Ticket, TicketError, Tickets, MAX_TICKETS};
 use super::residency::{FocusView, Held, RefusalKind};
 use super::service::Refusal;
 use super::state::{refusal_list, State};
@@ -156,6 +158,12 @@ pub struct SaveSection {
     /// The running sum of `world.lod.holes` (version 3; absent: 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lod_hole_ticks: Option<u64>,
+    /// The step each level's listed blocks were planned with, one entry per list of `lod` (0
+    /// for a level without blocks), present only when one is not its level's step in force:
+    /// the levels changed (a mod's `setLod`) and blocks of the old step are still loaded until
+    /// the next tick releases them (version 3; absent: every level's step in force).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lod_steps: Option<Vec<u32>>,
 }
 
 /// A validated section, ready to apply.
@@ -177,6 +185,7 @@ pub(crate) struct Prepared {
     hole_ticks: Option<u64>,
     lod: Option<Vec<Vec<ChunkPos>>>,
     lod_hole_ticks: Option<u64>,
+    lod_steps: Option<Vec<u32>>,
 }
 
 impl State {
@@ -192,6 +201,15 @@ impl State {
                 predicted: i >= self.anchor_foci && i < self.before_tickets(),
             })
             .collect();
+        let lod = self.uses_lod().then(|| {
+            let levels = (0..crate::kits::streaming::config::MAX_LOD_LEVELS)
+                .map(|k| self.lod.loaded(k).collect::<Vec<_>>());
+            let mut list: Vec<Vec<ChunkPos>> = levels.collect();
+            while list.last().is_some_and(Vec::is_empty) {
+                list.pop();
+            }
+            list
+        });
         SaveSection {
             loaded: self.residency.loaded().collect(),
             focus: self.residency.focus(),
@@ -226,26 +244,66 @@ impl State {
                     .collect()
             }),
             hole_ticks: self.round3().then_some(self.hole_ticks),
-            lod: self.uses_lod().then(|| {
-                let levels = (0..crate::kits::streaming::config::MAX_LOD_LEVELS)
-                    .map(|k| self.lod.loaded(k).collect::<Vec<_>>());
-                let mut list: Vec<Vec<ChunkPos>> = levels.collect();
-                while list.last().is_some_and(Vec::is_empty) {
-                    list.pop();
-                }
-                list
-            }),
+            lod_steps: lod.as_ref().and_then(|list| self.lod_steps(list)),
+            lod,
             lod_hole_ticks: self.uses_lod().then_some(self.lod_hole_ticks),
         }
     }
 
-    /// Validates a save section completely against this kit's grid and bounds, and against
-    /// whether the save has an active scene: one check per key, in the section's order, so the
-    /// first problem found is always the same one.
-    pub(crate) fn check_section(&self, s: SaveSection, active: bool) -> Result<Prepared, Problem> {
+    /// The step each LOD level's blocks are planned with once section `s` is restored with
+    /// the scene `scene` active: [`planned_steps`] over the levels then in force (this kit's
+    /// config, the scene's layer, the section's overrides), as [`State::restore`] sets them.
+    pub(crate) fn lod_steps_after_load(
+        &self,
+        s: &SaveSection,
+        scene: Option<&str>,
+    ) -> [u32; MAX_LOD_LEVELS] {
+        let layer = scene
+            .and_then(|name| self.layers.get(name))
+            .copied()
+            .unwrap_or_default();
+        let lod = self.config.settings(layer, s.overrides).lod;
+        planned_steps(s.lod_steps.as_deref(), &lod)
+    }
+
+    /// `lodSteps` for the listed blocks `list`: the step each level's blocks were planned with,
+    /// when one is not the level's step in force (else `None`, and nothing is written).
+    fn lod_steps(&self, list: &[Vec<ChunkPos>]) -> Option<Vec<u32>> {
+        let settings = self.settings();
+        let in_force = settings.lod.levels();
+        let steps: Vec<u32> = list
+            .iter()
+            .enumerate()
+            .map(|(k, blocks)| {
+                if blocks.is_empty() {
+                    0
+                } else {
+                    self.lod.planned_step(k)
+                }
+            })
+            .collect();
+        let differs = steps
+            .iter()
+            .enumerate()
+            .any(|(k, &s)| s != 0 && Some(s) != in_force.get(k).map(|l| l.step));
+        differs.then_some(steps)
+    }
+
+    /// Validates a save section completely against the rest of the save (whether it has an
+    /// active scene, its entities) — one check per key, in the section's order, so the first
+    /// problem found is always the same one — and then against this kit's grid and bounds (a
+    /// save checked on its own: a kit of the default settings, no bounds). So what a save
+    /// checked on its own is refused for, every load refuses first, with the same problem.
+    pub(crate) fn check_section(
+        &self,
+        s: SaveSection,
+        save: &SaveFacts<'_>,
+    ) -> Result<Prepared, Problem> {
+        let active = save.scene.is_some();
         check_scene_less(&s, active)?;
-        let loaded = self.check_loaded(&s.loaded)?;
-        let refusals = self.check_refusals(s.refusals, &loaded)?;
+        let refused: Vec<ChunkPos> = s.refusals.iter().map(|r| ChunkPos::new(r.x, r.z)).collect();
+        let loaded = check_loaded(&s.loaded)?;
+        let refusals = check_refusals(s.refusals, &loaded)?;
         for (name, p) in [("focus", s.focus), ("lastMoved", s.last_moved)] {
             if let Some(p) = p {
                 p.check().map_err(|p| p.under(name))?;
@@ -253,13 +311,17 @@ impl State {
         }
         let version_1 = s.foci.is_none();
         let (foci, anchors, predicted) = check_foci(s.foci, s.focus, active)?;
-        let tickets = check_tickets(s.tickets)?;
+        let tickets = check_tickets(s.tickets, self.config.max_ticket_chunks())?;
         let last_wanted = check_last_wanted(&s.last_wanted, &loaded)?;
         let turn = check_turn(s.turn)?;
-        let history = check_history(s.history.unwrap_or_default(), active)?;
+        let history = check_history(s.history.unwrap_or_default(), active, save.world)?;
         if let Some(lod) = &s.lod {
-            self.check_lod(lod, active)?;
+            check_lod(lod, active)?;
         }
+        check_lod_steps(s.lod_steps.as_deref(), s.lod.as_deref())?;
+        // What this game adds: its ground.
+        self.check_bounds("loaded", &s.loaded)?;
+        self.check_bounds("refusals", &refused)?;
         Ok(Prepared {
             loaded,
             refusals,
@@ -277,122 +339,24 @@ impl State {
             hole_ticks: s.hole_ticks,
             lod: s.lod,
             lod_hole_ticks: s.lod_hole_ticks,
+            lod_steps: s.lod_steps,
         })
     }
 
-    /// `lod`: at most four levels, each in row order without repeats, none without an active
-    /// scene.
-    fn check_lod(&self, lod: &[Vec<ChunkPos>], active: bool) -> Result<(), Problem> {
-        let max = crate::kits::streaming::config::MAX_LOD_LEVELS;
-        if lod.len() > max {
-            return Err(Problem::new(
-                "lod",
-                format!("expected at most {max} levels, got {}", lod.len()),
-            ));
-        }
-        for (k, blocks) in lod.iter().enumerate() {
-            if !active && !blocks.is_empty() {
-                return Err(Problem::new(
-                    format!("lod[{k}]"),
-                    "expected no LOD block in a save without an active scene",
-                ));
-            }
-            for (i, pair) in blocks.windows(2).enumerate() {
-                if pair[0] >= pair[1] {
-                    return Err(Problem::new(
-                        format!("lod[{k}][{}]", i + 1),
-                        "expected the blocks in row order (z, then x), each once",
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// `loaded`: inside the ground, each chunk once.
-    fn check_loaded(&self, list: &[ChunkPos]) -> Result<BTreeSet<ChunkPos>, Problem> {
+    /// `key`'s chunks `list` lie inside the ground (`loaded`, `refusals`).
+    fn check_bounds(&self, key: &str, list: &[ChunkPos]) -> Result<(), Problem> {
         let grid = self.residency.grid();
-        let mut loaded = BTreeSet::new();
-        for (i, c) in list.iter().enumerate() {
-            if !grid.overlaps(*c, self.residency.bounds()) {
-                return Err(Problem::new(
-                    format!("loaded[{i}]"),
-                    format!("chunk {c} lies outside the world.ground bounds"),
-                ));
-            }
-            if !loaded.insert(*c) {
-                return Err(Problem::new(
-                    format!("loaded[{i}]"),
-                    format!("chunk {c} is listed twice"),
-                ));
-            }
+        match list
+            .iter()
+            .enumerate()
+            .find(|(_, c)| !grid.overlaps(**c, self.residency.bounds()))
+        {
+            Some((i, c)) => Err(Problem::new(
+                format!("{key}[{i}]"),
+                format!("chunk {c} lies outside the world.ground bounds"),
+            )),
+            None => Ok(()),
         }
-        Ok(loaded)
-    }
-
-    /// `refusals`: inside the ground, a reason and a mod id within their limits, a hook of this
-    /// kit, an unload refusal of a loaded chunk or a load refusal of an unloaded one, one a chunk.
-    fn check_refusals(
-        &self,
-        list: Vec<Refusal>,
-        loaded: &BTreeSet<ChunkPos>,
-    ) -> Result<BTreeMap<ChunkPos, Held>, Problem> {
-        let grid = self.residency.grid();
-        let mut refusals = BTreeMap::new();
-        for (i, r) in list.into_iter().enumerate() {
-            let c = ChunkPos::new(r.x, r.z);
-            let path = format!("refusals[{i}]");
-            if !grid.overlaps(c, self.residency.bounds()) {
-                return Err(Problem::new(
-                    path,
-                    format!("chunk {c} lies outside the world.ground bounds"),
-                ));
-            }
-            if r.reason.len() > MAX_REASON_LEN {
-                return Err(Problem::new(
-                    format!("{path}.reason"),
-                    format!(
-                        "expected at most {MAX_REASON_LEN} bytes, got {}",
-                        r.reason.len()
-                    ),
-                ));
-            }
-            check_name(&r.by).map_err(|m| Problem::new(format!("{path}.mod"), m))?;
-            let kind = match r.hook.as_str() {
-                HOOK_CHUNK_LOAD => RefusalKind::Load,
-                HOOK_CHUNK_UNLOAD => RefusalKind::Unload,
-                other => {
-                    return Err(Problem::new(
-                        format!("{path}.hook"),
-                        format!("expected {HOOK_CHUNK_LOAD} or {HOOK_CHUNK_UNLOAD}, got {other:?}"),
-                    ))
-                }
-            };
-            match (kind, loaded.contains(&c)) {
-                (RefusalKind::Unload, false) => {
-                    return Err(Problem::new(
-                        path,
-                        format!("an unload refusal of chunk {c}, which is not loaded"),
-                    ))
-                }
-                (RefusalKind::Load, true) => {
-                    return Err(Problem::new(
-                        path,
-                        format!("a load refusal of chunk {c}, which is loaded"),
-                    ))
-                }
-                _ => {}
-            }
-            let held = Held {
-                kind,
-                by: r.by,
-                reason: r.reason,
-            };
-            if refusals.insert(c, held).is_some() {
-                return Err(Problem::new(path, format!("a second refusal of chunk {c}")));
-            }
-        }
-        Ok(refusals)
     }
 
     pub(crate) fn restore(&mut self, mut p: Prepared, scene: Option<&str>, tick: u64) {
@@ -417,8 +381,13 @@ impl State {
         self.lod_used = p.lod.is_some();
         self.lod_hole_ticks = p.lod_hole_ticks.unwrap_or(0);
         let settings = self.settings();
-        self.lod
-            .restore(settings.radius, settings.lod, &p.lod.unwrap_or_default());
+        let steps = planned_steps(p.lod_steps.as_deref(), &settings.lod);
+        self.lod.restore(
+            settings.radius,
+            settings.lod,
+            &p.lod.unwrap_or_default(),
+            steps,
+        );
         // Ticket foci take their tickets' priorities (a save lists the tickets counting in the
         // tick that last ran, in id order, after the other foci).
         let start = p.anchors + p.predicted;
@@ -440,6 +409,106 @@ impl State {
         self.residency
             .restore(p.loaded, p.refusals, &p.foci, p.last_wanted, tick);
     }
+}
+
+/// `lod`: at most four levels, each in row order without repeats, none without an active scene.
+fn check_lod(lod: &[Vec<ChunkPos>], active: bool) -> Result<(), Problem> {
+    let max = crate::kits::streaming::config::MAX_LOD_LEVELS;
+    if lod.len() > max {
+        return Err(Problem::new(
+            "lod",
+            format!("expected at most {max} levels, got {}", lod.len()),
+        ));
+    }
+    for (k, blocks) in lod.iter().enumerate() {
+        if !active && !blocks.is_empty() {
+            return Err(Problem::new(
+                format!("lod[{k}]"),
+                "expected no LOD block in a save without an active scene",
+            ));
+        }
+        for (i, pair) in blocks.windows(2).enumerate() {
+            if pair[0] >= pair[1] {
+                return Err(Problem::new(
+                    format!("lod[{k}][{}]", i + 1),
+                    "expected the blocks in row order (z, then x), each once",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `loaded`: each chunk once (inside the ground: [`State::check_bounds`]).
+fn check_loaded(list: &[ChunkPos]) -> Result<BTreeSet<ChunkPos>, Problem> {
+    let mut loaded = BTreeSet::new();
+    for (i, c) in list.iter().enumerate() {
+        if !loaded.insert(*c) {
+            return Err(Problem::new(
+                format!("loaded[{i}]"),
+                format!("chunk {c} is listed twice"),
+            ));
+        }
+    }
+    Ok(loaded)
+}
+
+/// `refusals`: a reason and a mod id within their limits, a hook of this kit, an unload
+/// refusal of a loaded chunk or a load refusal of an unloaded one, one a chunk (inside the
+/// ground: [`State::check_bounds`]).
+fn check_refusals(
+    list: Vec<Refusal>,
+    loaded: &BTreeSet<ChunkPos>,
+) -> Result<BTreeMap<ChunkPos, Held>, Problem> {
+    let mut refusals = BTreeMap::new();
+    for (i, r) in list.into_iter().enumerate() {
+        let c = ChunkPos::new(r.x, r.z);
+        let path = format!("refusals[{i}]");
+        if r.reason.len() > MAX_REASON_LEN {
+            return Err(Problem::new(
+                format!("{path}.reason"),
+                format!(
+                    "expected at most {MAX_REASON_LEN} bytes, got {}",
+                    r.reason.len()
+                ),
+            ));
+        }
+        check_name(&r.by).map_err(|m| Problem::new(format!("{path}.mod"), m))?;
+        let kind = match r.hook.as_str() {
+            HOOK_CHUNK_LOAD => RefusalKind::Load,
+            HOOK_CHUNK_UNLOAD => RefusalKind::Unload,
+            other => {
+                return Err(Problem::new(
+                    format!("{path}.hook"),
+                    format!("expected {HOOK_CHUNK_LOAD} or {HOOK_CHUNK_UNLOAD}, got {other:?}"),
+                ))
+            }
+        };
+        match (kind, loaded.contains(&c)) {
+            (RefusalKind::Unload, false) => {
+                return Err(Problem::new(
+                    path,
+                    format!("an unload refusal of chunk {c}, which is not loaded"),
+                ))
+            }
+            (RefusalKind::Load, true) => {
+                return Err(Problem::new(
+                    path,
+                    format!("a load refusal of chunk {c}, which is loaded"),
+                ))
+            }
+            _ => {}
+        }
+        let held = Held {
+            kind,
+            by: r.by,
+            reason: r.reason,
+        };
+        if refusals.insert(c, held).is_some() {
+            return Err(Problem::new(path, format!("a second refusal of chunk {c}")));
+        }
+    }
+    Ok(refusals)
 }
 
 /// A section without an active scene holds no chunk, refusal or focus; chunks or refusals need a
@@ -560,11 +629,13 @@ fn check_turn(turn: Option<u64>) -> Result<usize, Problem> {
     }
 }
 
-/// `history`: at most one entry per entity, valid ids each once, positions in range; none
-/// without an active scene.
+/// `history`: at most one entry per entity, valid ids each once, each an entity of the save
+/// (an anchor despawned since the last tick leaves the history at once), positions in range;
+/// none without an active scene.
 fn check_history(
     list: Vec<SavedAnchor>,
     active: bool,
+    world: &World,
 ) -> Result<Vec<(EntityId, Position)>, Problem> {
     if !active && !list.is_empty() {
         return Err(Problem::new("history", NO_SCENE));
@@ -590,9 +661,76 @@ fn check_history(
                 format!("anchor {:?} is listed twice", a.id),
             ));
         }
-        out.push((EntityId::new(&a.id), a.at));
+        let id = EntityId::new(&a.id);
+        if world.get(&id).is_none() {
+            return Err(Problem::new(
+                format!("{path}.id"),
+                format!("anchor {:?} is no entity of the save", a.id),
+            ));
+        }
+        out.push((id, a.at));
     }
     Ok(out)
+}
+
+/// `lodSteps`: only beside `lod`, one entry per level listed there; 0 for a level without
+/// blocks, else a LOD step (a power of two 2..=64).
+fn check_lod_steps(steps: Option<&[u32]>, lod: Option<&[Vec<ChunkPos>]>) -> Result<(), Problem> {
+    let Some(steps) = steps else {
+        return Ok(());
+    };
+    let Some(lod) = lod else {
+        return Err(Problem::new(
+            "lodSteps",
+            "expected no steps without `lod` (the blocks they are of)",
+        ));
+    };
+    if steps.len() != lod.len() {
+        return Err(Problem::new(
+            "lodSteps",
+            format!(
+                "expected one step per level of `lod` ({}), got {}",
+                lod.len(),
+                steps.len()
+            ),
+        ));
+    }
+    for (k, (&step, blocks)) in steps.iter().zip(lod).enumerate() {
+        let ok = if blocks.is_empty() {
+            step == 0
+        } else {
+            is_lod_step(step)
+        };
+        if !ok {
+            let expected = if blocks.is_empty() {
+                format!("expected 0: level {} has no block", k + 1)
+            } else {
+                format!(
+                    "expected a power of two {MIN_LOD_STEP}..={MAX_LOD_STEP} (level {} has blocks)",
+                    k + 1
+                )
+            };
+            return Err(Problem::new(
+                format!("lodSteps[{k}]"),
+                format!("{expected}, got {step}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The step each level's blocks are planned with once a section is restored: its `lodSteps`
+/// entry, else the level's step in `lod` (the levels in force then), 0 for no level. The
+/// restore uses it, and so does [`super::StreamingService::lod_steps_after_load`] (what a
+/// builder's saved blocks are checked against).
+pub(crate) fn planned_steps(lod_steps: Option<&[u32]>, lod: &Lod) -> [u32; MAX_LOD_LEVELS] {
+    std::array::from_fn(|k| {
+        lod_steps
+            .and_then(|s| s.get(k).copied())
+            .filter(|s| *s != 0)
+            .or_else(|| lod.levels().get(k).map(|l| l.step))
+            .unwrap_or(0)
+    })
 }
 
 /// A saved radius: 0..=[`MAX_RADIUS`].
@@ -607,8 +745,9 @@ fn check_radius(radius: u32, path: &str) -> Result<(), Problem> {
 }
 
 /// `tickets`: at most [`MAX_TICKETS`], each id valid and once, positions, radii and tick ranges
-/// (a ticket requested outside a scene is kept, SPEC §11, so a scene-less save may hold some).
-fn check_tickets(list: Vec<SavedTicket>) -> Result<Tickets, Problem> {
+/// (a ticket requested outside a scene is kept, SPEC §11, so a scene-less save may hold some),
+/// wanting together at most `cap` chunks (`maxTicketChunks`: the first ticket past it is named).
+fn check_tickets(list: Vec<SavedTicket>, cap: u64) -> Result<Tickets, Problem> {
     if list.len() > MAX_TICKETS {
         return Err(Problem::new(
             "tickets",
@@ -633,9 +772,19 @@ fn check_tickets(list: Vec<SavedTicket>) -> Result<Tickets, Problem> {
                 format!("ticket {:?} is listed twice", t.id),
             ));
         }
-        tickets
-            .request(&t.id, t.ticket(), 0)
-            .expect("checked above");
+        match tickets.request(&t.id, t.ticket(), 0, cap) {
+            Ok(()) => {}
+            Err(TicketError::OverCap { wanted, cap }) => {
+                return Err(Problem::new(
+                    path,
+                    format!(
+                        "the tickets up to this one want {wanted} chunks, more than the \
+                         scene's maxTicketChunks {cap}"
+                    ),
+                ))
+            }
+            Err(e) => unreachable!("checked above: {e}"),
+        }
     }
     Ok(tickets)
 }

@@ -225,7 +225,9 @@ pub trait StreamingService {
     /// `ticks` (1..=2^31-1) tick plans, counting from tick `from` (an input's stamp), else from
     /// the next tick (a mod during a tick, or Rust between ticks).
     /// `priority` (0..=255, SPEC §16; `None`: 0, and the request does not by itself make the
-    /// scene show §16's outputs).
+    /// scene show §16's outputs). Past `maxTicketChunks` it is refused whole
+    /// ([`TicketError::OverCap`]) and `world.ticket.refused {id, reason}` is emitted when the
+    /// engine next settles (see docs/many-foci.md#the-ticket-cap).
     fn request(
         &self,
         id: &str,
@@ -293,6 +295,18 @@ pub trait StreamingService {
     /// The side in chunks of the blocks of `level` (1 = the first `lod` entry) in force.
     fn lod_step(&self, level: u32) -> Option<u32> {
         let _ = level;
+        None
+    }
+    /// The step each LOD level's blocks will be planned with once this kit has loaded the save
+    /// section `section` with the scene `scene` active (index = level − 1; 0: no such level):
+    /// what a builder's saved blocks are checked against before a load. `None` when the section
+    /// is not one this kit loads (its own check says why).
+    fn lod_steps_after_load(
+        &self,
+        section: &serde_json::Value,
+        scene: Option<&str>,
+    ) -> Option<[u32; crate::kits::streaming::config::MAX_LOD_LEVELS]> {
+        let _ = (section, scene);
         None
     }
     /// `world.lod.holes` of the last tick and `world.lod.holeTicks` (SPEC §17).

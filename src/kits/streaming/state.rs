@@ -18,6 +18,7 @@ use super::foci::{Ticket, TicketError, Tickets};
 use super::lod::LodPlan;
 use super::residency::{FocusView, RefusalKind, Residency};
 use super::service::{Refusal, Subscriber};
+use super::TICKET_REFUSED;
 
 pub(crate) type Subscribers = Rc<RefCell<Vec<Rc<Subscriber>>>>;
 
@@ -74,6 +75,9 @@ pub(crate) struct State {
     pub(crate) lod_hole_ticks: u64,
     /// A mod set `lod`, or a save said so.
     pub(crate) lod_used: bool,
+    /// Where the events of service calls go (`world.ticket.refused`): the engine emits them
+    /// when it next settles.
+    pub(crate) outbox: crate::host::Outbox,
 }
 
 impl State {
@@ -108,6 +112,7 @@ impl State {
             lod_holes: 0,
             lod_hole_ticks: 0,
             lod_used: false,
+            outbox: crate::host::Outbox::default(),
         }
     }
 
@@ -163,7 +168,8 @@ impl State {
         );
     }
 
-    /// Requests ticket `id` counting from tick `from`.
+    /// Requests ticket `id` counting from tick `from`. Refused by the ticket cap, it changes
+    /// nothing and `world.ticket.refused {id, reason}` is emitted, whoever asked.
     pub(crate) fn request(
         &mut self,
         id: &str,
@@ -174,9 +180,18 @@ impl State {
         priority: Option<u8>,
     ) -> Result<(), TicketError> {
         let ticket = Ticket::new(id, at, radius, ticks, from)?.with_priority(priority.unwrap_or(0));
+        let cap = self.config.max_ticket_chunks();
+        let result = self.tickets.request(id, ticket, self.now, cap);
+        if let Err(e @ TicketError::OverCap { .. }) = &result {
+            self.outbox.borrow_mut().push((
+                TICKET_REFUSED.into(),
+                serde_json::json!({ "id": id, "reason": e.to_string() }).into(),
+            ));
+            return result;
+        }
         self.round3_used |= priority.is_some();
         self.foci_dirty = true;
-        self.tickets.request(id, ticket, self.now)
+        result
     }
 
     /// The settings in force for the next tick.

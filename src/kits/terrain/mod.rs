@@ -44,7 +44,7 @@ pub use config::{
 pub use generate::{ChunkData, Generator, GENERATOR_VERSION};
 use handle::Handle;
 use pool::Pool;
-pub use save::{SaveSection, SavedChunk, SavedEdits};
+pub use save::{check_save_section, SaveSection, SavedChunk, SavedEdits};
 pub use service::{
     hash_text, BuiltCallback, EditRefused, TerrainService, EDIT_REFUSED, TERRAIN_BUILT,
     TERRAIN_CHANGED, TERRAIN_ERROR, TERRAIN_LOD_BUILT, VAR_WAITS,
@@ -474,9 +474,22 @@ impl Kit for TerrainKit {
         &self,
         section: Option<&serde_json::Value>,
         _scene: Option<&SceneDef>,
-        _world: &crate::host::World,
+        save: &crate::host::SaveFacts<'_>,
     ) -> Result<Option<PreparedSection>, Problem> {
-        let prepared = save::prepare(&self.state.borrow(), section)?;
+        let st = self.state.borrow();
+        // The steps the save's blocks must have: the streaming kit's, once it has loaded its
+        // own section of the save.
+        let level_steps = st.builder.as_ref().and_then(|(streaming, _)| {
+            streaming.lod_steps_after_load(
+                save.kits.get(crate::kits::streaming::STREAMING)?,
+                save.scene,
+            )
+        });
+        let game = save::Game {
+            st: &st,
+            level_steps,
+        };
+        let prepared = save::check(section, save, Some(&game))?.expect("checked against a game");
         Ok(Some(Box::new(prepared)))
     }
 

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::config::{MAX_CELLS, MAX_COMMIT_LATENCY};
 use super::pool::Built;
 use super::region::Diff;
 use super::state::{self, BlockKey, State};
@@ -14,8 +15,10 @@ use super::store::{self, Reported};
 use super::ChunkData;
 use super::{hash_text, TERRAIN};
 use crate::grid::ChunkPos;
-use crate::host::Problem;
+use crate::host::{Problem, SaveFacts};
 use crate::json::from_value;
+use crate::kits::streaming::config::{is_lod_step, MAX_LOD_STEP, MIN_LOD_STEP};
+use serde_json::Value;
 
 /// A saved chunk: `{x, z}` plus its commit tick (in flight) or its hash (built).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -211,14 +214,151 @@ pub(super) fn section(st: &State) -> SaveSection {
     section
 }
 
-/// Validates a section completely against the kit's state, changing nothing.
-pub(super) fn prepare(
-    st: &State,
-    section: Option<&serde_json::Value>,
-) -> Result<Prepared, Problem> {
+/// What a section is checked against when it is loaded into a game; a save checked on its
+/// own has none, and is checked against what any game of this kit accepts.
+pub(super) struct Game<'a> {
+    /// The kit's state: its generator, settings and world directory.
+    pub(super) st: &'a State,
+    /// The step each LOD level's blocks are planned with once the save is loaded (index =
+    /// level − 1; 0: no level), as the streaming kit answers for the save's own section;
+    /// `None` when that section does not load (its own check says why).
+    pub(super) level_steps: Option<[u32; 4]>,
+}
+
+/// Checks a `world.terrain` save section on its own (the catalog's [`crate::host::SaveCheck`]):
+/// the kit's one section check without a game — everything a section must be for any game of
+/// this kit. A load runs it, then what needs the game (its generator, world directory and
+/// settings; the built chunks' and blocks' hashes).
+pub fn check_save_section(section: &Value, save: &SaveFacts<'_>) -> Result<(), Problem> {
+    check(Some(section), save, None).map(drop)
+}
+
+/// The one check of a section, for `check` of a save on its own (`game`: `None`) and for a
+/// load (`game`: the game it is loaded into). First everything a section must be for any game
+/// (against the widest settings a game may have), in the section's order; then, for a load,
+/// what only this game can tell: its generator and world directory, its `cellsPerChunk`,
+/// `commitLatency` and level steps, and the built chunks and blocks rebuilt and their hashes
+/// compared. So whatever `check` alone refuses, a load refuses first, with the same problem.
+/// Changes nothing. Returns the prepared section for a load (`None` on its own).
+pub(super) fn check(
+    section: Option<&Value>,
+    save: &SaveFacts<'_>,
+    game: Option<&Game<'_>>,
+) -> Result<Option<Prepared>, Problem> {
     let path = format!("kits.{TERRAIN}");
     let section = section.ok_or_else(|| Problem::new(&path, "missing section"))?;
     let s: SaveSection = from_value(section, &path)?;
+    // The save's own edits (cell indices within the largest chunks a game may have).
+    let cells = MAX_CELLS * MAX_CELLS;
+    let mut overlay = Vec::new();
+    let mut previous: Option<ChunkPos> = None;
+    for (k, e) in s.edits.iter().enumerate() {
+        let p = format!("{path}.edits[{k}]");
+        let chunk = ChunkPos::new(e.x, e.z);
+        if previous.is_some_and(|q| q >= chunk) {
+            return Err(Problem::new(p, "expected chunks in row order, each once"));
+        }
+        previous = Some(chunk);
+        let mut diff = Diff::default();
+        let mut last = None;
+        for (n, &(index, height, material)) in e.cells.iter().enumerate() {
+            if index >= cells || last.is_some_and(|l| l >= index) {
+                return Err(Problem::new(
+                    format!("{p}.cells[{n}]"),
+                    format!("expected ascending cell indices below {cells}, got {index}"),
+                ));
+            }
+            last = Some(index);
+            diff.cells.insert(index, (height, material));
+        }
+        overlay.push((chunk, (!diff.is_empty()).then_some(diff)));
+    }
+    let commits = CommitTicks::new(save.tick, None);
+    let mut seen = BTreeSet::new();
+    let mut in_flight = Vec::new();
+    for (i, c) in s.in_flight.iter().enumerate() {
+        let p = format!("{path}.inFlight[{i}]");
+        let chunk = ChunkPos::new(c.x, c.z);
+        let at = c
+            .commit_at
+            .ok_or_else(|| Problem::new(&p, "expected `commitAt`"))?;
+        if c.hash.is_some() || !seen.insert(chunk) {
+            return Err(Problem::new(
+                p,
+                format!("chunk {chunk} is listed twice or has a hash"),
+            ));
+        }
+        commits.check(at, &p)?;
+        in_flight.push((chunk, at));
+    }
+    for (i, c) in s.built.iter().enumerate() {
+        let chunk = ChunkPos::new(c.x, c.z);
+        if c.commit_at.is_some() || !seen.insert(chunk) {
+            return Err(Problem::new(
+                format!("{path}.built[{i}]"),
+                format!("chunk {chunk} is listed twice or has `commitAt`"),
+            ));
+        }
+    }
+    if let Some((k, c)) = s
+        .dirty
+        .iter()
+        .enumerate()
+        .find(|(_, c)| !s.built.iter().any(|b| ChunkPos::new(b.x, b.z) == **c))
+    {
+        return Err(Problem::new(
+            format!("{path}.dirty[{k}]"),
+            format!("chunk {c} is not built"),
+        ));
+    }
+    let mut lod_in_flight = Vec::new();
+    // A block may be in both lists (built, and rebuilding after an edit), once in each.
+    for (list, name) in [
+        (&s.lod_in_flight, "lodInFlight"),
+        (&s.lod_built, "lodBuilt"),
+    ] {
+        let mut seen_blocks = BTreeSet::new();
+        for (i, b) in list.iter().enumerate() {
+            let p = format!("{path}.{name}[{i}]");
+            let key = (b.level, ChunkPos::new(b.x, b.z));
+            if !(1..=4).contains(&b.level) {
+                return Err(Problem::new(
+                    format!("{p}.level"),
+                    format!("expected a level 1..=4, got {}", b.level),
+                ));
+            }
+            if !is_lod_step(b.step) {
+                return Err(Problem::new(
+                    format!("{p}.step"),
+                    format!(
+                        "expected a power of two {MIN_LOD_STEP}..={MAX_LOD_STEP}, got {}",
+                        b.step
+                    ),
+                ));
+            }
+            if !seen_blocks.insert(key) {
+                return Err(Problem::new(p, "the block is listed twice"));
+            }
+            match (name, b.commit_at, &b.hash) {
+                ("lodInFlight", Some(at), None) => {
+                    commits.check(at, &p)?;
+                    lod_in_flight.push((key, b.step, at));
+                }
+                ("lodBuilt", None, Some(_)) => {}
+                _ => {
+                    return Err(Problem::new(
+                        p,
+                        "expected `commitAt` in lodInFlight, `hash` in lodBuilt",
+                    ))
+                }
+            }
+        }
+    }
+    let Some(game) = game else {
+        return Ok(None);
+    };
+    // What only this game can tell.
+    let st = game.st;
     let stamp = st.generator().stamp();
     if s.generator != stamp.generator || s.seed != stamp.seed {
         return Err(Problem::new(
@@ -245,7 +385,61 @@ pub(super) fn prepare(
             ),
         ));
     }
-    // What the world directory holds (read by the save thread, changing nothing) …
+    // Cell indices within this game's chunks.
+    let side = st.config.cells_per_chunk.get();
+    for (k, e) in s.edits.iter().enumerate() {
+        if let Some((n, &(index, _, _))) =
+            e.cells.iter().enumerate().find(|(_, c)| c.0 >= side * side)
+        {
+            return Err(Problem::new(
+                format!("{path}.edits[{k}].cells[{n}]"),
+                format!(
+                    "expected ascending cell indices below {} ({side} × {side} cells a chunk), \
+                     got {index}",
+                    side * side
+                ),
+            ));
+        }
+    }
+    // Commits within this game's commitLatency.
+    let commits = CommitTicks::new(save.tick, Some(st));
+    for (i, c) in s.in_flight.iter().enumerate() {
+        commits.check(
+            c.commit_at.unwrap_or_default(),
+            &format!("{path}.inFlight[{i}]"),
+        )?;
+    }
+    for (i, b) in s.lod_in_flight.iter().enumerate() {
+        commits.check(
+            b.commit_at.unwrap_or_default(),
+            &format!("{path}.lodInFlight[{i}]"),
+        )?;
+    }
+    // Every block built and dispatched with the step its level's blocks are planned with once
+    // the save is loaded (the game's settings and the save's scene say which), else it would be
+    // built from the wrong cells.
+    if let Some(steps) = game.level_steps {
+        for (list, name) in [
+            (&s.lod_in_flight, "lodInFlight"),
+            (&s.lod_built, "lodBuilt"),
+        ] {
+            for (i, b) in list.iter().enumerate() {
+                let planned = steps[b.level as usize - 1];
+                if planned != 0 && planned != b.step {
+                    return Err(Problem::new(
+                        format!("{path}.{name}[{i}].step"),
+                        format!(
+                            "expected {planned} (the step level {}'s blocks are planned with), \
+                             got {}",
+                            b.level, b.step
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    // What the world directory holds (read by the save thread, changing nothing), and the
+    // save's own edits over it.
     let opened = match &st.config.world_dir {
         None => store::Opened::default(),
         Some(dir) => {
@@ -258,62 +452,15 @@ pub(super) fn prepare(
         }
     };
     let mut stored = opened.chunks.clone();
-    // … and the save's own edits over it.
-    let cells = st.config.cells_per_chunk.get() * st.config.cells_per_chunk.get();
-    let mut overlay = Vec::new();
-    let mut previous: Option<ChunkPos> = None;
-    for (k, e) in s.edits.iter().enumerate() {
-        let p = format!("{path}.edits[{k}]");
-        let chunk = ChunkPos::new(e.x, e.z);
-        if previous.is_some_and(|q| q >= chunk) {
-            return Err(Problem::new(p, "expected chunks in row order, each once"));
-        }
-        previous = Some(chunk);
-        let mut diff = Diff::default();
-        let mut last = None;
-        for (n, &(index, height, material)) in e.cells.iter().enumerate() {
-            if index >= cells || last.is_some_and(|l| l >= index) {
-                return Err(Problem::new(
-                    format!("{p}.cells[{n}]"),
-                    format!("expected ascending cell indices below {cells}, got {index}"),
-                ));
-            }
-            last = Some(index);
-            diff.cells.insert(index, (height, material));
-        }
-        let diff = (!diff.is_empty()).then_some(diff);
-        match &diff {
-            Some(d) => stored.insert(chunk, d.clone()),
-            None => stored.remove(&chunk),
+    for (chunk, diff) in &overlay {
+        match diff {
+            Some(d) => stored.insert(*chunk, d.clone()),
+            None => stored.remove(chunk),
         };
-        overlay.push((chunk, diff));
-    }
-    let mut seen = BTreeSet::new();
-    let mut in_flight = Vec::new();
-    for (i, c) in s.in_flight.iter().enumerate() {
-        let p = format!("{path}.inFlight[{i}]");
-        let chunk = ChunkPos::new(c.x, c.z);
-        let at = c
-            .commit_at
-            .ok_or_else(|| Problem::new(&p, "expected `commitAt`"))?;
-        if c.hash.is_some() || !seen.insert(chunk) {
-            return Err(Problem::new(
-                p,
-                format!("chunk {chunk} is listed twice or has a hash"),
-            ));
-        }
-        in_flight.push((chunk, at));
     }
     let mut built = Vec::new();
     for (i, c) in s.built.iter().enumerate() {
-        let p = format!("{path}.built[{i}]");
         let chunk = ChunkPos::new(c.x, c.z);
-        if c.commit_at.is_some() || !seen.insert(chunk) {
-            return Err(Problem::new(
-                p,
-                format!("chunk {chunk} is listed twice or has `commitAt`"),
-            ));
-        }
         let mut data = st.generator().generate(chunk);
         let diff = stored.get(&chunk).cloned();
         if let Some(d) = &diff {
@@ -322,7 +469,7 @@ pub(super) fn prepare(
         let hash = hash_text(data.hash());
         if c.hash.as_deref() != Some(hash.as_str()) {
             return Err(Problem::new(
-                format!("{p}.hash"),
+                format!("{path}.built[{i}].hash"),
                 format!(
                     "expected {hash} (the chunk as this generator builds it, with its stored \
                      edits), got {:?}: the save and its world directory disagree",
@@ -332,70 +479,25 @@ pub(super) fn prepare(
         }
         built.push((chunk, Built::new(chunk, data, diff)));
     }
-    let dirty = s.dirty.clone();
-    if let Some((k, c)) = dirty
-        .iter()
-        .enumerate()
-        .find(|(_, c)| !built.iter().any(|(b, _)| b == *c))
-    {
-        return Err(Problem::new(
-            format!("{path}.dirty[{k}]"),
-            format!("chunk {c} is not built"),
-        ));
-    }
-    let mut lod_in_flight = Vec::new();
     let mut lod_built = Vec::new();
-    // A block may be in both lists (built, and rebuilding after an edit), once in each.
-    for (list, name) in [
-        (&s.lod_in_flight, "lodInFlight"),
-        (&s.lod_built, "lodBuilt"),
-    ] {
-        let mut seen_blocks = BTreeSet::new();
-        for (i, b) in list.iter().enumerate() {
-            let p = format!("{path}.{name}[{i}]");
-            let key = (b.level, ChunkPos::new(b.x, b.z));
-            if !(1..=4).contains(&b.level) {
-                return Err(Problem::new(
-                    format!("{p}.level"),
-                    format!("expected a level 1..=4, got {}", b.level),
-                ));
-            }
-            if !(2..=64).contains(&b.step) || !b.step.is_power_of_two() {
-                return Err(Problem::new(
-                    format!("{p}.step"),
-                    format!("expected a power of two 2..=64, got {}", b.step),
-                ));
-            }
-            if !seen_blocks.insert(key) {
-                return Err(Problem::new(p, "the block is listed twice"));
-            }
-            match (name, b.commit_at, &b.hash) {
-                ("lodInFlight", Some(at), None) => lod_in_flight.push((key, b.step, at)),
-                ("lodBuilt", None, Some(hash)) => {
-                    let data = st
-                        .generator()
-                        .generate_block(key.1, b.step, |c| stored.get(&c).cloned());
-                    let expected = hash_text(data.hash());
-                    if *hash != expected {
-                        return Err(Problem::new(
-                            format!("{p}.hash"),
-                            format!(
-                                "expected {expected} (the block as this generator builds it,                                  with the stored edits), got {hash:?}"
-                            ),
-                        ));
-                    }
-                    lod_built.push((key, b.step, data));
-                }
-                _ => {
-                    return Err(Problem::new(
-                        p,
-                        "expected `commitAt` in lodInFlight, `hash` in lodBuilt",
-                    ))
-                }
-            }
+    for (i, b) in s.lod_built.iter().enumerate() {
+        let data = st
+            .generator()
+            .generate_block(ChunkPos::new(b.x, b.z), b.step, |c| stored.get(&c).cloned());
+        let expected = hash_text(data.hash());
+        if b.hash.as_deref() != Some(expected.as_str()) {
+            return Err(Problem::new(
+                format!("{path}.lodBuilt[{i}].hash"),
+                format!(
+                    "expected {expected} (the block as this generator builds it, with the \
+                     stored edits), got {:?}",
+                    b.hash.as_deref().unwrap_or_default()
+                ),
+            ));
         }
+        lod_built.push(((b.level, ChunkPos::new(b.x, b.z)), b.step, data));
     }
-    Ok(Prepared {
+    Ok(Some(Prepared {
         lod_in_flight,
         lod_built,
         in_flight,
@@ -404,8 +506,52 @@ pub(super) fn prepare(
         errors: opened.damage.clone(),
         opened,
         overlay,
-        dirty,
-    })
+        dirty: s.dirty,
+    }))
+}
+
+/// The ticks a saved dispatch may commit at: a chunk or block dispatched on tick `t` commits at
+/// the start of tick `t + commitLatency`, every commit due by the save's tick is done, and
+/// nothing is dispatched between two ticks (loads come from a tick; a load's own dispatches
+/// are stamped with the loaded tick). So after the save's tick `T`, `T + 1 ..= T +
+/// commitLatency` — this game's, or on its own the largest a game may set.
+struct CommitTicks {
+    first: u64,
+    last: u64,
+    latency: u64,
+    known: bool,
+}
+
+impl CommitTicks {
+    fn new(tick: u64, st: Option<&State>) -> Self {
+        let latency = st.map_or(MAX_COMMIT_LATENCY, |st| st.config.commit_latency.get());
+        CommitTicks {
+            first: tick + 1,
+            last: tick + latency,
+            latency,
+            known: st.is_some(),
+        }
+    }
+
+    fn check(&self, at: u64, path: &str) -> Result<(), Problem> {
+        if (self.first..=self.last).contains(&at) {
+            return Ok(());
+        }
+        let latency = if self.known {
+            format!("within this game's commitLatency {}", self.latency)
+        } else {
+            format!("at most the largest commitLatency, {}, ahead", self.latency)
+        };
+        Err(Problem::new(
+            format!("{path}.commitAt"),
+            format!(
+                "expected a tick {}..={} (after the save's tick {}, {latency}), got {at}",
+                self.first,
+                self.last,
+                self.first - 1
+            ),
+        ))
+    }
 }
 
 /// Applies a prepared section.

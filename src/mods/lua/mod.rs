@@ -52,7 +52,8 @@
 //!   changed) and returns a handle whose `handle:unsubscribe()` stops it (an error in the
 //!   callback is reported as a `mod.error` event with hook `onChunk`). Whole numbers are Lua integers.
 //!   SPEC §11, §16: `streaming.request(id, {x = …, z = …}, radius, ticks, priority)` requests (or replaces) a
-//!   preload ticket counting from the next tick, `streaming.drop(id)` → whether it was held,
+//!   preload ticket counting from the next tick (`true`, or `nil, message` when the ticket cap
+//!   refuses it), `streaming.drop(id)` → whether it was held,
 //!   `streaming.tickets()` → array of `{id, x, z, radius, ticksLeft}` in id order,
 //!   `streaming.foci()` → array of `{x, z}`, `streaming.ready(entity)`,
 //!   `streaming.ticketReady(id)` → booleans, `streaming.progress()` → ready / wanted (a float),
@@ -103,6 +104,11 @@
 //!   step. Never wall-clock time. Running out is the error `instruction budget exceeded (1000000
 //!   instructions)`; once spent, every further instruction raises, so no `pcall`, `xpcall`
 //!   handler or `__close` handler runs on.
+//! - Work a tick: [`LuaLimits::instructions_per_tick`] units (4 000 000 by default) over all the
+//!   mod's calls of one step of the engine (a tick, an input, a load; see `docs/lua-vm.md`, "The
+//!   tick budget"). A call gets the least of its own budget and what is left of the step's; one
+//!   cut short that runs out, or one made with nothing left, fails with `tick budget exceeded
+//!   (…)`, and the mod is not called again in that step (its hooks count as not cancelled).
 //! - What the host keeps: a `mod.error` message or log line is cut to 1 024 bytes; a call writes
 //!   at most [`LuaLimits::log_lines_per_call`] log lines (64 by default).
 //! - At most 1000 handlers (`on`) and 64 live `onChunk` subscriptions per mod; a cancel reason is
@@ -130,7 +136,9 @@ use mlua::{ChunkMode, Function, Lua};
 
 use crate::fileio::FileError;
 use crate::host::save::ModSave;
-use crate::host::{Cancel, HookAnswer, HookArgs, HookHandler, Log, ModErrors, ModFailure, ModId};
+use crate::host::{
+    Cancel, HookAnswer, HookArgs, HookHandler, Log, ModErrors, ModFailure, ModId, Steps,
+};
 use crate::json::Problem;
 use crate::kits::streaming::StreamingService;
 use crate::kits::terrain::TerrainService;
@@ -145,6 +153,9 @@ pub struct LuaLimits {
     /// Work one call (a handler, or the mod's top level) may do, in VM instructions (see
     /// "Limits" above for what else is charged).
     pub instructions_per_call: u64,
+    /// Work all the mod's calls of one tick (or of one other step of the engine: an input, a
+    /// load) may do together, in the same units; see "Limits" above.
+    pub instructions_per_tick: u64,
     /// Log lines one call may write; the next says the rest were dropped.
     pub log_lines_per_call: usize,
 }
@@ -154,6 +165,7 @@ impl Default for LuaLimits {
         LuaLimits {
             memory_bytes: 16 * 1024 * 1024,
             instructions_per_call: 1_000_000,
+            instructions_per_tick: 4_000_000,
             log_lines_per_call: 64,
         }
     }
@@ -181,6 +193,10 @@ pub struct LuaSetup<'a> {
     pub log: Log,
     /// Where failures outside hooks (in `onChunk` callbacks) are reported as `mod.error`.
     pub errors: ModErrors,
+    /// The engine's steps: the mod's tick budget starts afresh with each ([`Engine::steps`]).
+    ///
+    /// [`Engine::steps`]: crate::host::Engine::steps
+    pub steps: Steps,
     /// Memory and instruction limits.
     pub limits: LuaLimits,
 }
@@ -378,6 +394,10 @@ impl HookHandler for LuaHandler {
     fn ran_away(&self) -> bool {
         self.entry.ran_away()
     }
+
+    fn silenced(&self) -> bool {
+        self.entry.silenced()
+    }
 }
 
 /// The C library prints a NaN as `-nan` on some CPUs and `nan` on others (through `..` and
@@ -402,7 +422,7 @@ pub fn load(source: &str, setup: LuaSetup<'_>) -> Result<LoadedLua, FileError> {
 }
 
 fn load_inner(source: &str, file: &str, setup: &LuaSetup<'_>) -> Result<LoadedLua, FileError> {
-    let meter = Rc::new(Meter::new(setup.limits));
+    let meter = Rc::new(Meter::with_steps(setup.limits, setup.steps.clone()));
     let io = |e: mlua::Error| FileError::Io {
         file: file.to_owned(),
         message: clean_error(&e, &meter),
@@ -527,6 +547,7 @@ mod tests {
             hooks: &[],
             log: log.clone(),
             errors: ModErrors::default(),
+            steps: Steps::default(),
             limits,
         };
         let loaded = load(script, setup).unwrap();
@@ -539,6 +560,7 @@ mod tests {
         let runs = |n| {
             let limits = LuaLimits {
                 instructions_per_call: n,
+                instructions_per_tick: n,
                 ..LuaLimits::default()
             };
             sandboxed(script, limits).1.is_none()
@@ -686,6 +708,7 @@ end
         let limits = LuaLimits {
             memory_bytes: 64 << 20,
             instructions_per_call: 1 << 40,
+            instructions_per_tick: 1 << 40,
             log_lines_per_call: usize::MAX,
         };
         let (mine, error) = sandboxed(&format!("local emit = log\n{PATTERN_CASES}"), limits);

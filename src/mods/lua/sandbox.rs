@@ -10,7 +10,7 @@ use std::rc::{Rc, Weak};
 use mlua::{ChunkMode, Function, IntoLuaMulti, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 use crate::grid::ChunkPos;
-use crate::host::{HookArgs, HookValue, Log, LogLine, ModErrors, ModId};
+use crate::host::{HookArgs, HookValue, Log, LogLine, ModErrors, ModId, Steps};
 
 use super::{api, vm, LuaLimits};
 
@@ -25,19 +25,46 @@ pub(super) fn safe_libs() -> StdLib {
 
 /// Counts a call's work against its budget, in the VM (see [`vm`]), and what the call may make
 /// the host keep: its log lines. Once spent, the budget stays spent until the next call starts.
+///
+/// Also the mod's *tick budget* (docs/lua-vm.md#the-tick-budget): what all its outermost calls
+/// of one step of the engine ([`Steps`]: a tick, an input, a load) may spend together. A call
+/// gets the least of its own budget and what is left of the step's; one that the step's budget
+/// cut short and that ran out, or one made with nothing left, ends the mod's calls for that step.
 pub(super) struct Meter {
     budget: vm::Budget,
     limits: LuaLimits,
     /// Log lines this call wrote (the one past the cap says the rest were dropped).
     logged: Cell<usize>,
+    /// The engine's steps, and the one the tick budget below counts in.
+    steps: Steps,
+    step: Cell<u64>,
+    /// Units of the step's budget left.
+    tick_left: Cell<u64>,
+    /// The step's budget ran out: the mod is not called again in this step.
+    silenced: Cell<bool>,
+    /// The running call's budget (what the VM was given), and whether the tick budget cut it.
+    call_budget: Cell<u64>,
+    cut: Cell<bool>,
 }
 
 impl Meter {
+    /// A meter whose tick budget is never renewed (for a state that only compiles or checks).
     pub(super) fn new(limits: LuaLimits) -> Self {
+        Self::with_steps(limits, Steps::default())
+    }
+
+    /// A meter whose tick budget starts afresh with each of `steps`.
+    pub(super) fn with_steps(limits: LuaLimits, steps: Steps) -> Self {
         Meter {
             budget: vm::Budget::default(),
             limits,
             logged: Cell::new(0),
+            step: Cell::new(steps.now()),
+            steps,
+            tick_left: Cell::new(limits.instructions_per_tick),
+            silenced: Cell::new(false),
+            call_budget: Cell::new(0),
+            cut: Cell::new(false),
         }
     }
 
@@ -51,14 +78,54 @@ impl Meter {
         self.budget.detach();
     }
 
-    /// A fresh budget for a call.
-    fn reset(&self) {
-        self.budget.set(Some(self.limits.instructions_per_call));
-        self.logged.set(0);
+    /// A new step of the engine started since the last look: a fresh tick budget.
+    fn renew(&self) {
+        let now = self.steps.now();
+        if now != self.step.get() {
+            self.step.set(now);
+            self.tick_left.set(self.limits.instructions_per_tick);
+            self.silenced.set(false);
+        }
     }
 
-    /// No budget between calls (the host's own work in the state is not the mod's).
-    fn unmeter(&self) {
+    /// Whether the mod's tick budget ran out in this step (its calls are not made).
+    pub(super) fn silenced(&self) -> bool {
+        self.renew();
+        self.silenced.get()
+    }
+
+    /// A fresh budget for an outermost call: the least of the call's and what is left of the
+    /// step's. `false` (and the mod silenced for the step) when nothing is left of the step's:
+    /// the call would go past it, so it is not made and ends as if it ran away.
+    fn reset(&self) -> bool {
+        self.renew();
+        self.logged.set(0);
+        let left = self.tick_left.get();
+        let units = self.limits.instructions_per_call.min(left);
+        self.call_budget.set(units);
+        self.cut.set(left < self.limits.instructions_per_call);
+        if left == 0 {
+            self.silenced.set(true);
+            return false;
+        }
+        self.budget.set(Some(units));
+        true
+    }
+
+    /// No budget between calls (the host's own work in the state is not the mod's); what the
+    /// call spent is taken from the step's budget, and a call the step's budget cut short that
+    /// ran out silences the mod for the step.
+    fn unmeter(&self, exhausted: bool) {
+        let given = self.call_budget.get();
+        let spent = if exhausted {
+            given
+        } else {
+            given - self.budget.left().unwrap_or(given).min(given)
+        };
+        self.tick_left.set(self.tick_left.get() - spent);
+        if exhausted && self.cut.get() {
+            self.silenced.set(true);
+        }
         self.budget.set(None);
     }
 
@@ -74,11 +141,21 @@ impl Meter {
         self.budget.exhausted()
     }
 
+    /// What a call that ran out of its budget ends with: the call's own budget, or the step's
+    /// when that is what cut the call short.
     pub(super) fn budget_message(&self) -> String {
-        format!(
-            "instruction budget exceeded ({} instructions)",
-            self.limits.instructions_per_call
-        )
+        if self.cut.get() {
+            format!(
+                "tick budget exceeded ({} instructions a tick for the mod; its other calls this \
+                 tick are not made)",
+                self.limits.instructions_per_tick
+            )
+        } else {
+            format!(
+                "instruction budget exceeded ({} instructions)",
+                self.limits.instructions_per_call
+            )
+        }
     }
 
     pub(super) fn memory_message(&self) -> String {
@@ -374,11 +451,14 @@ impl Entry {
     }
 
     /// Calls `f(args...)`, given as `(f, args...)`, with a fresh budget (unless nested in a running
-    /// call): its first result, or a deterministic message.
+    /// call): its first result, or a deterministic message. An outermost call made with nothing
+    /// left of the mod's tick budget is not run: it fails as a runaway, naming the tick budget
+    /// (callers check [`Entry::silenced`] first: once that failed, the mod is not called).
     pub(super) fn call(&self, call: impl IntoLuaMulti) -> Result<Value, String> {
         let outermost = self.depth.get() == 0;
-        if outermost {
-            self.meter.reset();
+        if outermost && !self.meter.reset() {
+            self.ran_away.set(true);
+            return Err(self.meter.budget_message());
         }
         self.depth.set(self.depth.get() + 1);
         let depth = Depth(&self.depth);
@@ -386,7 +466,7 @@ impl Entry {
         drop(depth);
         let exhausted = self.meter.exhausted();
         if outermost {
-            self.meter.unmeter();
+            self.meter.unmeter(exhausted);
             self.ran_away.set(exhausted);
         }
         if exhausted {
@@ -397,6 +477,12 @@ impl Entry {
             Ok((_, e)) => Err(describe_error_value(&e, &self.meter)),
             Err(e) => Err(clean_error(&e, &self.meter)),
         }
+    }
+
+    /// Whether the mod's tick budget ran out in this step of the engine: its handlers and
+    /// callbacks are not called (a hook not asked counts as not cancelled).
+    pub(super) fn silenced(&self) -> bool {
+        self.meter.silenced()
     }
 
     /// Whether the last call (outermost) ran out of its instruction budget.
@@ -411,6 +497,9 @@ impl Entry {
 
     /// Asks a hook handler: `Some(reason)` to cancel.
     pub(super) fn ask(&self, f: &Function, args: &HookArgs<'_>) -> Result<Option<String>, String> {
+        if self.silenced() {
+            return Ok(None);
+        }
         let payload = self
             .payload(args)
             .map_err(|e| clean_error(&e, &self.meter))?;
@@ -456,6 +545,9 @@ impl Entry {
 
     /// Calls `f({x, z}, rest...)`; a failure is reported as `mod.error` with hook `hook`.
     fn callback(&self, hook: &str, f: &Function, chunk: ChunkPos, rest: impl IntoLuaMulti) {
+        if self.silenced() {
+            return;
+        }
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let t = api::chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
             let mut args = rest

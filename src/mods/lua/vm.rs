@@ -1,5 +1,5 @@
 //! The work budget of the patched Lua VM (`vendor/lua-5.4.7`, built by `build.rs`): the only
-//! unsafe code of the crate, four C calls on a state's raw pointer.
+//! unsafe code of the crate, a few C calls on a state's raw pointer.
 //!
 //! The budget lives in the VM's global state: one unit per VM instruction, plus the work done
 //! outside the instruction count (bytes allocated, values moved by calls and returns, bytes
@@ -21,6 +21,7 @@ extern "C" {
     fn lua_wsbudget(state: *mut ffi::lua_State, n: ffi::lua_Integer);
     fn lua_wscharge(state: *mut ffi::lua_State, n: ffi::lua_Integer) -> std::os::raw::c_int;
     fn lua_wsexhausted(state: *mut ffi::lua_State) -> std::os::raw::c_int;
+    fn lua_wsleft(state: *mut ffi::lua_State) -> ffi::lua_Integer;
     fn lua_wssetmath(state: *mut ffi::lua_State, math: *const PortableMath);
     fn lua_wsrandstate(
         state: *mut ffi::lua_State,
@@ -151,6 +152,15 @@ impl Budget {
             },
             None => false,
         }
+    }
+
+    /// The units left of this call's budget (0 once spent; `None` unattached).
+    pub(super) fn left(&self) -> Option<u64> {
+        self.state.get().map(|state| {
+            // SAFETY: as in `set`.
+            let left = unsafe { lua_wsleft(state.as_ptr()) };
+            u64::try_from(left).unwrap_or(0)
+        })
     }
 
     /// Whether the budget ran out during this call.

@@ -11,7 +11,7 @@ use crate::host::{EntityId, ModId};
 use crate::kits::streaming::config::MAX_RADIUS;
 use crate::kits::streaming::{
     BudgetMs, FocusMode, HoleRing, Lod, LodBudget, LookAheadTicks, MaxLoaded, MaxRefusals,
-    Overrides, Priority, Radius, Schedule, StreamingService,
+    Overrides, Priority, Radius, Schedule, StreamingService, TicketError,
 };
 
 use super::super::sandbox::{EntrySlot, Meter};
@@ -221,9 +221,13 @@ fn request(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> A
         Value::Nil => None,
         v => Some(checked(&v, Priority::parse)?.get() as u8),
     };
-    s.request(&id, at, radius, ticks, None, priority)
-        .map_err(|e| e.to_string())?;
-    Ok(ok(lua, ()))
+    // Refused by the ticket cap: the answer `nil, message` (and `world.ticket.refused`), not
+    // an error; any other problem is a usage error.
+    Ok(match s.request(&id, at, radius, ticks, None, priority) {
+        Ok(()) => ok(lua, true),
+        Err(e @ TicketError::OverCap { .. }) => ok(lua, (Value::Nil, e.to_string())),
+        Err(e) => return Err(e.to_string()),
+    })
 }
 
 fn set_schedule(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
