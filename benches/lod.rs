@@ -2,7 +2,7 @@
 //! and (group "lod area") the worst cases of the area rule: radius 1024 with many players, a
 //! teleport every tick, a mod replacing the levels every tick.
 //! The scene is the shipped `examples/scenes/lod.json` (radius 8, `lod [{2,24},{8,96}]`,
-//! lodBudget 64, lookAheadTicks 3, terrain with commitLatency 1), and the same scene without
+//! lodBudget 160, lookAheadTicks 3, terrain with commitLatency 1), and the same scene without
 //! `lod` and `lodBudget`; streaming alone (terrain removed), and with `world.terrain` building
 //! chunks and blocks on its pool. The drive: 60 ticks standing, then east at 24 m a tick (the
 //! shipped inputs' speed), 100 ticks before anything is timed. `cargo bench --bench lod`.
