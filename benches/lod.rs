@@ -1,6 +1,8 @@
-//! SPEC §17's bar: the tick with levels of detail against the same tick without, side by side.
+//! The bar of docs/lod.md: the tick with levels of detail against the same tick without, side by side;
+//! and (group "lod area") the worst cases of the area rule: radius 1024 with many players, a
+//! teleport every tick, a mod replacing the levels every tick.
 //! The scene is the shipped `examples/scenes/lod.json` (radius 8, `lod [{2,24},{8,96}]`,
-//! lodBudget 64, lookAheadTicks 3, terrain with commitLatency 1), and the same scene without
+//! lodBudget 160, lookAheadTicks 3, terrain with commitLatency 1), and the same scene without
 //! `lod` and `lodBudget`; streaming alone (terrain removed), and with `world.terrain` building
 //! chunks and blocks on its pool. The drive: 60 ticks standing, then east at 24 m a tick (the
 //! shipped inputs' speed), 100 ticks before anything is timed. `cargo bench --bench lod`.
@@ -194,5 +196,146 @@ fn config() -> Criterion {
         .measurement_time(Duration::from_secs(2))
 }
 
-criterion_group! { name = benches; config = config(); targets = drive, alone }
+// ---- The worst cases of the area rule (docs/lod.md, "What a tick costs") ----
+
+/// `players` players 200 km apart, `lod [{step 2, radius 1024}]` (the largest radius), radius 2,
+/// the given `lodBudget` and look-ahead 3.
+fn far_apart(players: usize, budget: u32) -> Game {
+    let entities: Vec<Value> = (0..players)
+        .map(|i| serde_json::json!({ "id": format!("p{i}"), "tags": ["player"], "position": { "x": i as f64 * 200_000.0 + 16.0, "z": 16.0 } }))
+        .collect();
+    let scene = serde_json::json!({
+        "kits": [ { "id": "game.engine" }, { "id": "world.ground" }, { "id": "world.streaming", "config": {
+            "focus": "players", "radius": 2, "budgetMs": 4, "lookAheadTicks": 3,
+            "lod": [ { "step": 2, "radius": 1024 } ], "lodBudget": budget } } ],
+        "scenes": [ { "id": "main" } ],
+        "entities": entities,
+    });
+    Game::from_scene_text(
+        &scene.to_string(),
+        "far.json",
+        Path::new("."),
+        &builtin_catalog(),
+    )
+    .unwrap()
+}
+
+/// One tick in which every player moves to `at(i)`.
+fn move_all(game: &mut Game, players: usize, at: impl Fn(usize) -> Position) -> Duration {
+    let tick = game.engine().tick_count() + 1;
+    let start = Instant::now();
+    game.engine_mut().input(tick, |e| {
+        for i in 0..players {
+            let id = EntityId::new(&format!("p{i}"));
+            e.world_mut().move_to(&id, at(i)).unwrap();
+        }
+    });
+    game.tick();
+    let spent = start.elapsed();
+    game.engine_mut().take_events();
+    spent
+}
+
+/// Radius 1024 and many players: the first tick, a walk (24 m a tick), a teleport of every
+/// player every tick, and a mod replacing the levels and the radius every tick with 4096 blocks
+/// loading a tick. Each tick's work is what it changed; none grows with players × radius².
+fn area(c: &mut Criterion) {
+    let mut g = c.benchmark_group("lod area");
+    g.measurement_time(Duration::from_secs(4));
+    for players in [6, 16] {
+        g.bench_function(
+            BenchmarkId::new("first tick, radius 1024, lodBudget 0", players),
+            |b| {
+                b.iter_batched(
+                    || far_apart(players, 0),
+                    |mut game| {
+                        game.tick();
+                        game
+                    },
+                    criterion::BatchSize::LargeInput,
+                )
+            },
+        );
+        let mut game = far_apart(players, 0);
+        game.tick();
+        let mut t = 0.0;
+        g.bench_function(
+            BenchmarkId::new("walk 24 m/tick, radius 1024, lodBudget 0", players),
+            |b| {
+                b.iter_custom(|iters| {
+                    (0..iters)
+                        .map(|_| {
+                            t += 24.0;
+                            move_all(&mut game, players, |i| {
+                                Position::new(i as f64 * 200_000.0 + 16.0 + t, 16.0 + t / 2.0)
+                            })
+                        })
+                        .sum()
+                })
+            },
+        );
+    }
+    for budget in [0, 4096] {
+        let mut game = far_apart(1, budget);
+        game.tick();
+        let mut n = 0u64;
+        g.bench_function(
+            BenchmarkId::new("a teleport every tick, radius 1024, lodBudget", budget),
+            |b| {
+                b.iter_custom(|iters| {
+                    (0..iters)
+                        .map(|_| {
+                            n += 1;
+                            move_all(&mut game, 1, |_| {
+                                Position::new((n % 2) as f64 * 500_000.0 + 16.0, 16.0)
+                            })
+                        })
+                        .sum()
+                })
+            },
+        );
+    }
+    let players = 6;
+    let mut game = far_apart(players, 4096);
+    game.tick();
+    let service = game
+        .engine()
+        .service::<dyn world_streaming::kits::streaming::StreamingService>(
+            world_streaming::kits::streaming::STREAMING,
+        )
+        .unwrap();
+    let by = world_streaming::host::ModId::new("toggler");
+    let sets: Vec<world_streaming::kits::streaming::Overrides> = [
+        serde_json::json!({ "lod": [ { "step": 2, "radius": 1024 } ], "radius": 3 }),
+        serde_json::json!({ "lod": [ { "step": 4, "radius": 1000 } ], "radius": 2 }),
+    ]
+    .into_iter()
+    .map(|v| serde_json::from_value(v).unwrap())
+    .collect();
+    let mut n = 0usize;
+    let mut t = 0.0;
+    g.bench_function(
+        BenchmarkId::new(
+            "a mod setting lod and radius every tick, radius 1024, lodBudget 4096",
+            players,
+        ),
+        |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        n += 1;
+                        t += 24.0;
+                        service.set(&by, sets[n % 2]);
+                        move_all(&mut game, players, |i| {
+                            Position::new(i as f64 * 200_000.0 + 16.0 + t, 16.0)
+                        })
+                    })
+                    .sum()
+            })
+        },
+    );
+    g.finish();
+}
+
+criterion_group! { name = benches; config = config(); targets = drive, alone, area }
 criterion_main!(benches);

@@ -245,6 +245,99 @@ fn a_steady_tick_with_levels_of_detail_allocates_nothing() {
     }
 }
 
+/// The most bytes live at once while `f` runs, above those live when it starts.
+fn peak_during(f: impl FnOnce()) -> i64 {
+    let start = LIVE.with(Cell::get);
+    PEAK.with(|p| p.set(start));
+    f();
+    PEAK.with(Cell::get) - start
+}
+
+/// Levels of detail of radius 1024 (the most a scene or a mod may ask for) cost what a tick
+/// changed, not their area (see docs/lod.md, "What a tick costs"): six players far apart, each
+/// with 2049² chunks within the last level's radius (25 M chunks, 6.3 M blocks of step 2 in
+/// all). Nothing loading (`lodBudget` 0): the first tick, then ticks where every player
+/// teleports. Then 4096 blocks a tick, while a mod replaces the levels and the radius every
+/// tick. Counted in bytes live at each tick's peak (the planner held an entry per wanted block
+/// and per hole chunk: 1.36 GB for the first tick); the hole count is exact all along (the
+/// area minus the chunks and blocks ready there).
+#[test]
+fn levels_of_detail_of_radius_1024_cost_what_changed_not_their_area() {
+    use serde_json::json;
+    use world_streaming::kits::streaming::{StreamingService, STREAMING};
+    let entities: Vec<serde_json::Value> = (0..6)
+        .map(|i| json!({ "id": format!("p{i}"), "tags": ["player"], "position": { "x": i * 200_000 + 16, "z": 16 } }))
+        .collect();
+    let scene = json!({
+        "kits": [ { "id": "world.ground" }, { "id": "world.streaming", "config": {
+            "focus": "players", "radius": 2, "budgetMs": 4,
+            "lod": [ { "step": 2, "radius": 1024 } ], "lodBudget": 0 } } ],
+        "entities": entities,
+    });
+    let mut game = world_streaming::game::Game::from_scene_text(
+        &scene.to_string(),
+        "scene.json",
+        std::path::Path::new("."),
+        &world_streaming::kits::builtin_catalog(),
+    )
+    .unwrap();
+    let area: u64 = 6 * 2049 * 2049;
+    let mut peaks = Vec::new();
+    let mut tick = |game: &mut world_streaming::game::Game, to: Option<f64>| {
+        let t = game.engine().tick_count() + 1;
+        if let Some(z) = to {
+            game.engine_mut().input(t, |e| {
+                for i in 0..6 {
+                    let id = world_streaming::host::EntityId::new(&format!("p{i}"));
+                    let at = world_streaming::grid::Position::new(i as f64 * 200_000.0 + 16.0, z);
+                    e.world_mut().move_to(&id, at).unwrap();
+                }
+            });
+        }
+        peaks.push(peak_during(|| game.tick()));
+        game.engine_mut().take_events();
+    };
+    let holes = |game: &world_streaming::game::Game| {
+        let vars = game.engine().variables();
+        (
+            vars.count("world.lod.holes"),
+            vars.count("world.chunks.loaded"),
+            vars.count("world.lod.loaded"),
+        )
+    };
+    tick(&mut game, None);
+    let (h, chunks, blocks) = holes(&game);
+    assert_eq!((h + chunks, blocks), (area, 0), "nothing but chunks ready");
+    for i in 1..=4 {
+        tick(&mut game, Some(i as f64 * 1_000_000.0));
+        let (h, chunks, _) = holes(&game);
+        assert_eq!(h + chunks, area, "teleport {i}");
+    }
+    // 4096 blocks a tick, the levels and the radius replaced every tick (as a mod's `set`).
+    let service = game
+        .engine()
+        .service::<dyn StreamingService>(STREAMING)
+        .unwrap();
+    let by = world_streaming::host::ModId::new("toggler");
+    for i in 0..6 {
+        let set = if i % 2 == 0 {
+            json!({ "lod": [ { "step": 2, "radius": 1024 } ], "lodBudget": 4096, "radius": 3 })
+        } else {
+            json!({ "lod": [ { "step": 4, "radius": 1000 } ], "lodBudget": 4096, "radius": 2 })
+        };
+        service.set(&by, serde_json::from_value(set).unwrap());
+        tick(&mut game, None);
+        let (h, _, blocks) = holes(&game);
+        assert!(
+            blocks > 0 && h < area,
+            "blocks load ({blocks}), holes go ({h})"
+        );
+    }
+    eprintln!("peaks (bytes): {peaks:?}");
+    let most = *peaks.iter().max().unwrap();
+    assert!(most < 16 << 20, "{peaks:?}");
+}
+
 /// A district scene (radius 0, the hero far from every home) over `dir`'s `d.jsonl`.
 fn district_scene() -> String {
     serde_json::json!({

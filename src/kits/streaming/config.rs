@@ -115,11 +115,9 @@ checked_number!(
 
 /// Largest accepted `lodBudget`.
 pub const MAX_LOD_BUDGET: u32 = 4096;
-/// Largest accepted LOD level radius (in chunks). What a level costs grows with the square of
-/// the last level's radius (its holes are counted chunk by chunk over that square): at 1024, a
-/// first tick with nothing built yet (step 2, `lodBudget` 0) takes about 2 s and 280 MB, at 4096
-/// it took 34 s and 4.3 GB, and a mod's `setLod` could ask for that. 1024 chunks is 32 km at the
-/// default chunk size.
+/// Largest accepted LOD level radius (in chunks): 32 km at the default chunk size. No step of a
+/// tick grows with a level's area (docs/lod.md, "What a tick costs"); what grows is what is
+/// loaded, which `lodBudget` bounds per tick.
 pub const MAX_LOD_RADIUS: u32 = 1024;
 /// Most LOD levels.
 pub const MAX_LOD_LEVELS: usize = 4;

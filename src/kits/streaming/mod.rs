@@ -677,6 +677,18 @@ impl StreamingKit {
         st.lod.set_levels(settings.radius, settings.lod);
         st.lod.set_foci(&self.anchors);
         st.lod.resolve();
+        // The chunks the tick's first steps loaded, released or saw built, counted before any
+        // block changes (a block whose replacement is ready then changes nothing).
+        st.residency.track_readiness();
+        let complete = st.residency.swap_ready_log(&mut self.readiness);
+        let residency = &st.residency;
+        st.lod
+            .note_chunks(&self.readiness, |c| residency.is_ready(c), complete);
+        // And the players' squares, where they are now (they stay so to the end of the tick).
+        self.players.clear();
+        self.players
+            .extend(self.anchors.iter().take(st.anchor_foci).copied());
+        st.lod.note_players(&self.players);
         let moves = &mut self.lod_moves;
         let changes = &mut self.lod_changes;
         moves.clear();
@@ -749,6 +761,11 @@ impl StreamingKit {
                         |c| residency.is_ready(c),
                         &self.readiness,
                         complete,
+                        || {
+                            residency
+                                .loaded()
+                                .chain(residency.refusals().map(|(c, _)| c))
+                        },
                     ) as u64
                 } else {
                     st.lod.invalidate_holes();
