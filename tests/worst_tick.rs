@@ -77,7 +77,7 @@ fn every_case_passes_check_as_shipped_and_runs_two_ticks() {
                 let log: Vec<String> = game.take_mod_log().into_iter().map(|l| l.message).collect();
                 assert_eq!(log, ["tickets held\t3\trefused\t1021"]);
             }
-            "limits-streaming" => {
+            "limits-streaming" | "limits-streaming-nearest" => {
                 assert_eq!(
                     count("world.ticket.refused"),
                     56,

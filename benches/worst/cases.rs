@@ -56,6 +56,10 @@ pub const CASES: &[Case] = &[
                tickets wanting 931 896 chunks, 4 players moving 2 km a tick",
     },
     Case {
+        name: "limits-streaming-nearest",
+        what: "the same under \"nearest\"",
+    },
+    Case {
         name: "limits-terrain",
         what: "world.terrain and world.nav at their maxima (256 cells a chunk, 64 workers, \
                latency 64, maxNodes 4 194 304), radius 64 and no load budget",
@@ -145,7 +149,7 @@ pub fn cheapen(case: &str, scene_path: &Path) {
             kit(&mut scene, "world.streaming")["config"]["lod"] =
                 json!([{"step": 2, "radius": 48}]);
         }
-        "limits-streaming" => {
+        "limits-streaming" | "limits-streaming-nearest" => {
             let c = &mut kit(&mut scene, "world.streaming")["config"];
             c["radius"] = json!(8);
             c["lod"] = json!([{"step": 8, "radius": 61}, {"step": 16, "radius": 62},

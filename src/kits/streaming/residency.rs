@@ -12,8 +12,19 @@
 //! drop rules and the releases of the next tick look at that list only. Eviction candidates
 //! (loaded, unwanted, unrefused) are kept ordered by (last wanted, row order), so the cap picks
 //! one in O(log n) without scanning the loaded set.
+//!
+//! Choosing loads costs what is taken, not the pending set. Each focus counts the pending chunks
+//! of its square, and keeps a *queue* of them: a heap by (priority descending, squared distance
+//! from its own position, z, x), built from its square the first time a load is chosen for it
+//! after it moved, then kept: a chunk that becomes pending again, or whose priority changes, is
+//! pushed; a chunk that stops being pending stays behind and is skipped when it comes up. The
+//! `"fair"` deal pops the queue of the focus whose turn it is; `"nearest"` pops the least head
+//! over the queues of the foci with pending chunks (a chunk's nearest-first key is the least of
+//! its foci's distances, so the least head is the nearest pending chunk). Both give exactly the
+//! orders of the plain scans they replaced (the tests run them side by side).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use indexmap::IndexSet;
 use rustc_hash::{FxBuildHasher, FxHashMap};
@@ -122,13 +133,36 @@ impl Slot {
     }
 }
 
-/// Which foci want a chunk (ring `<= r`, by index in the foci in force) and how many keep it
+/// The place of an id that is not in use.
+const FREE: u32 = u32::MAX;
+
+/// Which foci want a chunk (ring `<= r`, by id of the foci in force) and how many keep it
 /// (ring `<= r + 1`). The list makes the nearest-first key of a chunk cost the foci that want
 /// it, not every focus.
 #[derive(Debug, Clone, Default)]
 struct Cover {
     wanted_by: SmallVec<[u32; 2]>,
     keep: u32,
+    /// The highest priority of the foci in `wanted_by` (meaningless while it is empty).
+    prio: u8,
+}
+
+/// A pending chunk as a focus's queue orders it: `u8::MAX - priority` (so the highest priority
+/// comes first), the squared distance from the focus's position as bits (non-negative, so the
+/// bits order as the numbers), the chunk (z, x).
+type Entry = (u8, u64, ChunkPos);
+
+/// A focus's queue: a min-heap of [`Entry`], which may hold entries that are no longer true
+/// (the chunk is not pending, or its priority changed): they are skipped when popped.
+type Queue = BinaryHeap<Reverse<Entry>>;
+
+/// A queue holding more than this many entries per chunk of its focus's square (plus a little)
+/// is dropped and built again when next needed, so stale entries cannot pile up.
+const QUEUE_SLACK: usize = 2;
+
+/// The entry of chunk `c` of priority `prio` in the queue of a focus at `pos`.
+fn entry(grid: &Grid, pos: Position, c: ChunkPos, prio: u8) -> Entry {
+    (u8::MAX - prio, grid.distance_sq(pos, c).to_bits(), c)
 }
 
 /// Loaded chunks, pending chunks, held refusals and eviction candidates around the foci.
@@ -144,14 +178,33 @@ pub struct Residency {
     unload_refusals_by: BTreeMap<String, usize>,
     /// The foci in force, in order (anchors, then tickets).
     foci: Vec<Slot>,
+    /// Each focus's id (by place in `foci`). A focus keeps its id while it stays in force, even
+    /// when foci before it come or go, so the chunks counted for it (by id) stay counted.
+    ids: Vec<u32>,
+    /// Each id's place in `foci` ([`FREE`] for an id not in use).
+    place: Vec<u32>,
+    /// Ids not in use, to be used again.
+    free_ids: Vec<u32>,
     /// Counts of the chunks within `r + 1` of some focus and inside the ground. Only looked up,
     /// never iterated, so its hash order cannot leak.
     cover: FxHashMap<ChunkPos, Cover>,
     /// Chunks wanted by at least one focus.
     union_len: usize,
     /// Wanted, not loaded, not refused; in an order that depends only on what happened (never on
-    /// hashes), and taken from by the nearest-first key, which is a total order.
+    /// hashes), and taken from by the nearest-first key, which is a total order. Changed only
+    /// through [`Residency::pend`] and [`Residency::unpend`], which keep the counts below.
     pending: IndexSet<ChunkPos, FxBuildHasher>,
+    /// Per focus id: how many pending chunks its square holds.
+    pending_in: Vec<u32>,
+    /// Per focus id: its queue of pending chunks, once built (dropped when the focus
+    /// moves, even within its chunk: its distances changed). Every pending chunk of the focus's
+    /// square has a true entry in a built queue.
+    queues: Vec<Option<Queue>>,
+    /// Queue entries and square chunks looked at while choosing loads (see
+    /// [`Residency::examined`]).
+    examined: u64,
+    /// Chunks counted in or out of a focus's squares (see [`Residency::recounted`]).
+    recounted: u64,
     /// The last tick each loaded chunk outside the union was wanted (absent: 0).
     last_wanted: FxHashMap<ChunkPos, u64>,
     /// Loaded chunks outside the union holding no refusal, by (last wanted, row order).
@@ -192,9 +245,16 @@ impl Residency {
             load_refusals_wanted: 0,
             unload_refusals_by: BTreeMap::new(),
             foci: Vec::new(),
+            ids: Vec::new(),
+            place: Vec::new(),
+            free_ids: Vec::new(),
             cover: FxHashMap::default(),
             union_len: 0,
             pending: IndexSet::default(),
+            pending_in: Vec::new(),
+            queues: Vec::new(),
+            examined: 0,
+            recounted: 0,
             last_wanted: FxHashMap::default(),
             evictable: BTreeSet::new(),
             recheck: BTreeSet::new(),
@@ -206,6 +266,20 @@ impl Residency {
             ready_log_on: false,
             ready_log_lost: true,
         }
+    }
+
+    /// How many queued chunks (and chunks of a square, while a focus's queue is built) the
+    /// planner has looked at while choosing loads, since it was made: a deterministic measure
+    /// of the cost of [`Residency::take_nearest`] and [`Residency::take_fair`] for tests and
+    /// benches (each load costs the entries it skips plus one, never the whole pending set).
+    pub fn examined(&self) -> u64 {
+        self.examined
+    }
+
+    /// How many times a chunk was counted into or out of a focus's wanted or kept square since
+    /// the planner was made: a deterministic measure of what [`Residency::set_foci`] costs.
+    pub fn recounted(&self) -> u64 {
+        self.recounted
     }
 
     /// Records from now on which chunks' readiness may change (for SPEC §17's hole count).
@@ -316,6 +390,11 @@ impl Residency {
         }
     }
 
+    /// The focus in force of id `id`.
+    fn slot(&self, id: u32) -> &Slot {
+        &self.foci[self.place[id as usize] as usize]
+    }
+
     /// How many foci keep `c` (ring `<= r + 1`).
     fn keep_count(&self, c: ChunkPos) -> u32 {
         self.cover.get(&c).map_or(0, |c| c.keep)
@@ -333,24 +412,17 @@ impl Residency {
         cover
             .wanted_by
             .iter()
-            .map(|&i| self.grid.distance_sq(self.foci[i as usize].view.pos, c))
+            .map(|&id| self.grid.distance_sq(self.slot(id).view.pos, c))
             .min_by(f64::total_cmp)
             .unwrap_or(f64::INFINITY)
     }
 
     /// A wanted chunk's priority: the highest of the foci that want it (SPEC §16).
     fn priority(&self, c: ChunkPos) -> u8 {
-        if let [only] = self.foci.as_slice() {
-            return only.view.priority;
+        match self.cover.get(&c) {
+            Some(cover) if !cover.wanted_by.is_empty() => cover.prio,
+            _ => 0,
         }
-        self.cover.get(&c).map_or(0, |cover| {
-            cover
-                .wanted_by
-                .iter()
-                .map(|&i| self.foci[i as usize].view.priority)
-                .max()
-                .unwrap_or(0)
-        })
     }
 
     /// The order of `"nearest"` (SPEC §16): priority descending, then §11's key, z, x. With
@@ -372,16 +444,25 @@ impl Residency {
         let centre = self.grid.chunk_of(pos);
         match self.foci.get_mut(i) {
             Some(slot) if slot.centre == centre => {
-                slot.view.pos = pos;
+                if slot.view.pos != pos {
+                    slot.view.pos = pos;
+                    self.queues[self.ids[i] as usize] = None; // its distances changed
+                }
                 true
             }
             _ => false,
         }
     }
 
-    /// Replaces the foci in force. Only the squares that changed are counted again (index by
-    /// index: a focus that stays in its chunk with the same radius costs a comparison). Chunks
-    /// that leave the union get the last resolution's tick as their last-wanted tick.
+    /// Replaces the foci in force. Only the squares that changed are counted again: each new
+    /// focus continues an old one (keeping its id and the chunks counted for it), the one at
+    /// its place if their squares are the same (a focus that stays in its chunk with the same
+    /// radius and priority costs a comparison), else one of the same square elsewhere in the
+    /// order (foci that came or went before it moved it), else any old focus left over (only the
+    /// strips between the two squares are counted; all of it when the priority changed, as the
+    /// priorities of its chunks may change). Chunks that leave the union get the last
+    /// resolution's tick as their last-wanted tick. A focus whose position changed at all loses
+    /// its queue.
     pub fn set_foci(&mut self, foci: &[FocusView]) {
         let new: Vec<Slot> = foci
             .iter()
@@ -390,49 +471,140 @@ impl Residency {
                 centre: self.grid.chunk_of(v.pos),
             })
             .collect();
-        let square = |s: &Slot| (s.centre, s.view.radius);
-        let changed: Vec<(u32, Option<Slot>, Option<Slot>)> = (0..self.foci.len().max(new.len()))
-            .map(|i| (i as u32, self.foci.get(i).copied(), new.get(i).copied()))
-            .filter(|(_, o, n)| o.as_ref().map(square) != n.as_ref().map(square))
-            .collect();
+        let square = |s: &Slot| (s.centre, s.view.radius, s.view.priority);
+        let old_n = self.foci.len();
+        // Which old focus (by place) each new one continues.
+        let mut from: Vec<Option<usize>> = vec![None; new.len()];
+        let mut used = vec![false; old_n];
+        for (i, n) in new.iter().enumerate().take(old_n) {
+            if square(&self.foci[i]) == square(n) {
+                (from[i], used[i]) = (Some(i), true);
+            }
+        }
+        if from.iter().any(Option::is_none) || used.iter().any(|u| !u) {
+            let mut same: BTreeMap<(ChunkPos, u32, u8), std::collections::VecDeque<usize>> =
+                BTreeMap::new();
+            for j in (0..old_n).filter(|j| !used[*j]) {
+                same.entry(square(&self.foci[j])).or_default().push_back(j);
+            }
+            for (i, n) in new.iter().enumerate() {
+                if from[i].is_none() {
+                    if let Some(j) = same.get_mut(&square(n)).and_then(|q| q.pop_front()) {
+                        (from[i], used[j]) = (Some(j), true);
+                    }
+                }
+            }
+            let mut rest = (0..old_n)
+                .filter(|j| !used[*j])
+                .collect::<Vec<_>>()
+                .into_iter();
+            for f in from.iter_mut().filter(|f| f.is_none()) {
+                match rest.next() {
+                    Some(j) => (*f, used[j]) = (Some(j), true),
+                    None => break,
+                }
+            }
+        }
+        // The ids, and what changed for each: (id, old slot, new slot).
+        let mut changed: Vec<(u32, Option<Slot>, Option<Slot>)> = Vec::new();
+        let mut ids = Vec::with_capacity(new.len());
+        for (n, from) in new.iter().zip(&from) {
+            let (id, old) = match from {
+                Some(j) => (self.ids[*j], Some(self.foci[*j])),
+                None => (self.new_id(), None),
+            };
+            if old.map(|o| o.view) != Some(n.view) {
+                self.queues[id as usize] = None;
+            }
+            if old.as_ref().map(square) != Some(square(n)) {
+                changed.push((id, old, Some(*n)));
+            }
+            ids.push(id);
+        }
+        let mut freed = Vec::new();
+        for j in (0..old_n).filter(|j| !used[*j]) {
+            let id = self.ids[j];
+            self.queues[id as usize] = None;
+            changed.push((id, Some(self.foci[j]), None));
+            freed.push(id);
+        }
+        for &id in &self.ids {
+            self.place[id as usize] = FREE;
+        }
+        for (i, &id) in ids.iter().enumerate() {
+            self.place[id as usize] = i as u32;
+        }
         self.foci = new;
+        self.ids = ids;
+        // The part of an old square still counted: all of it, unless the priority changed.
+        let kept_want = |a: &Option<Slot>, b: &Option<Slot>| match (a, b) {
+            (Some(a), Some(b)) if a.view.priority == b.view.priority => Some(b.want()),
+            _ => None,
+        };
         // Every gain before any loss, so a chunk crosses zero at most once per call.
-        for (i, old, new) in &changed {
+        for (id, old, new) in &changed {
             if let Some(n) = new {
                 n.want()
-                    .for_each_outside(old.map(|o| o.want()), |c| self.count(c, Some(*i)));
+                    .for_each_outside(kept_want(new, old), |c| self.count(c, Some(*id)));
                 n.keep()
                     .for_each_outside(old.map(|o| o.keep()), |c| self.count(c, None));
             }
         }
-        for (i, old, new) in &changed {
+        for (id, old, new) in &changed {
             if let Some(o) = old {
                 o.want()
-                    .for_each_outside(new.map(|n| n.want()), |c| self.uncount(c, Some(*i)));
+                    .for_each_outside(kept_want(old, new), |c| self.uncount(c, Some(*id)));
                 o.keep()
                     .for_each_outside(new.map(|n| n.keep()), |c| self.uncount(c, None));
             }
         }
+        for id in freed {
+            debug_assert_eq!(self.pending_in[id as usize], 0);
+            self.free_ids.push(id);
+        }
+    }
+
+    /// An id not in use (its count 0, no queue), placed nowhere yet.
+    fn new_id(&mut self) -> u32 {
+        self.free_ids.pop().unwrap_or_else(|| {
+            self.place.push(FREE);
+            self.pending_in.push(0);
+            self.queues.push(None);
+            (self.place.len() - 1) as u32
+        })
     }
 
     /// Focus `wanted_by` now wants `c`, or (with `None`) one more focus keeps it.
     fn count(&mut self, c: ChunkPos, wanted_by: Option<u32>) {
+        self.recounted += 1;
         if !self.grid.overlaps(c, self.bounds.as_ref()) {
             return;
         }
+        let p = wanted_by.map_or(0, |id| self.slot(id).view.priority);
         let cover = self.cover.entry(c).or_default();
-        let (entered, kept) = match wanted_by {
+        let (entered, kept, raised) = match wanted_by {
             Some(i) => {
                 cover.wanted_by.push(i);
-                (cover.wanted_by.len() == 1, false)
+                let entered = cover.wanted_by.len() == 1;
+                let raised = !entered && p > cover.prio;
+                if entered || raised {
+                    cover.prio = p;
+                }
+                (entered, false, raised)
             }
             None => {
                 cover.keep += 1;
-                (false, cover.keep == 1)
+                (false, cover.keep == 1, false)
             }
         };
         if entered {
             self.enter(c);
+        } else if let Some(i) = wanted_by {
+            if self.pending.contains(&c) {
+                self.pending_in[i as usize] += 1;
+                // A higher priority: a new entry in every queue; else in the new focus's.
+                self.queue_pending(c, (!raised).then_some(i));
+            }
         }
         if kept && matches!(self.refusal_kind(c), Some(RefusalKind::Unload)) {
             self.recheck.insert(c);
@@ -441,22 +613,50 @@ impl Residency {
 
     /// The reverse of [`Residency::count`].
     fn uncount(&mut self, c: ChunkPos, wanted_by: Option<u32>) {
+        self.recounted += 1;
         let Some(cover) = self.cover.get_mut(&c) else {
             return; // outside the ground: never counted
         };
-        let (left, unkept) = match wanted_by {
+        let (left, unkept, lowered) = match wanted_by {
             Some(i) => {
                 if let Some(at) = cover.wanted_by.iter().position(|&w| w == i) {
                     cover.wanted_by.swap_remove(at);
                 }
-                (cover.wanted_by.is_empty(), false)
+                // The highest priority of the foci left. Within `set_foci` an id may still be
+                // listed for its old square (its loss comes later and counts again); one no
+                // longer in use is such an id.
+                let (foci, place) = (&self.foci, &self.place);
+                let p = cover
+                    .wanted_by
+                    .iter()
+                    .map(|&w| place[w as usize])
+                    .filter(|&at| at != FREE)
+                    .map(|at| foci[at as usize].view.priority)
+                    .max();
+                let lowered = p.is_some_and(|p| p != cover.prio);
+                if let Some(p) = p {
+                    cover.prio = p;
+                }
+                (cover.wanted_by.is_empty(), false, lowered)
             }
             None => {
                 cover.keep -= 1;
-                (false, cover.keep == 0)
+                (false, cover.keep == 0, false)
             }
         };
-        if cover.wanted_by.is_empty() && cover.keep == 0 {
+        if let Some(i) = wanted_by {
+            if self.pending.contains(&c) {
+                self.unqueue_from(i as usize);
+                if lowered {
+                    self.queue_pending(c, None);
+                }
+            }
+        }
+        if self
+            .cover
+            .get(&c)
+            .is_some_and(|cv| cv.wanted_by.is_empty() && cv.keep == 0)
+        {
             self.cover.remove(&c);
         }
         if left {
@@ -514,11 +714,94 @@ impl Residency {
                 self.evictable.remove(&(lw, c));
             }
             None => {
-                self.pending.insert(c);
+                self.pend(c);
             }
         }
         if self.loaded.contains(&c) {
             self.last_wanted.remove(&c);
+        }
+    }
+
+    /// `c` (wanted, not loaded, not refused) becomes pending: counted in the foci that want it
+    /// and pushed into their built queues.
+    fn pend(&mut self, c: ChunkPos) {
+        if !self.pending.insert(c) {
+            return;
+        }
+        if let Some(cover) = self.cover.get(&c) {
+            for &i in &cover.wanted_by {
+                self.pending_in[i as usize] += 1;
+            }
+        }
+        self.queue_pending(c, None);
+    }
+
+    /// `c` stops being pending (taken, loaded, refused, or no longer wanted); returns whether it
+    /// was. Its queue entries stay behind, skipped when popped.
+    fn unpend(&mut self, c: ChunkPos) -> bool {
+        if !self.pending.swap_remove(&c) {
+            return false;
+        }
+        let foci: SmallVec<[u32; 4]> = self
+            .cover
+            .get(&c)
+            .map(|cover| cover.wanted_by.iter().copied().collect())
+            .unwrap_or_default();
+        for i in foci {
+            self.unqueue_from(i as usize);
+        }
+        true
+    }
+
+    /// One pending chunk fewer in the square of the focus of id `i`; none left: its queue holds only stale
+    /// entries and is emptied.
+    fn unqueue_from(&mut self, i: usize) {
+        self.pending_in[i] -= 1;
+        if self.pending_in[i] == 0 {
+            if let Some(q) = &mut self.queues[i] {
+                if q.capacity() > 1024 {
+                    *q = Queue::new();
+                } else {
+                    q.clear();
+                }
+            }
+        }
+    }
+
+    /// Pushes pending chunk `c`'s entry (at its current priority) into the built queues of the
+    /// foci that want it, or of `only`. A queue grown past its slack is dropped (built again from
+    /// its square when next needed).
+    fn queue_pending(&mut self, c: ChunkPos, only: Option<u32>) {
+        let Self {
+            cover,
+            queues,
+            foci,
+            place,
+            grid,
+            ..
+        } = self;
+        let Some(cover) = cover.get(&c) else {
+            return;
+        };
+        let one = [only.unwrap_or(0)];
+        let list: &[u32] = if only.is_some() {
+            &one
+        } else {
+            &cover.wanted_by
+        };
+        for &i in list {
+            let i = i as usize;
+            let slot = place.get(i).and_then(|&at| foci.get(at as usize));
+            let (Some(slot), Some(q)) = (slot, queues.get_mut(i)) else {
+                continue;
+            };
+            if let Some(heap) = q {
+                heap.push(Reverse(entry(grid, slot.view.pos, c, cover.prio)));
+                let side = 2 * slot.view.radius as usize + 1;
+                if heap.len() > QUEUE_SLACK * side * side + 64 {
+                    *q = None;
+                }
+            }
         }
     }
 
@@ -528,7 +811,7 @@ impl Residency {
         if self.chunk_ready(c) {
             self.ready -= 1;
         }
-        self.pending.swap_remove(&c);
+        self.unpend(c);
         match self.refusal_kind(c) {
             Some(RefusalKind::Load) => {
                 self.load_refusals_wanted -= 1;
@@ -578,40 +861,40 @@ impl Residency {
     }
 
     /// Takes the `k` nearest pending chunks out of the pending set and appends them to `out`,
-    /// nearest-first (their hooks are asked next, in that order). For a budget small against the
-    /// pending set, `k` linear scans (O(k·pending), no sorting); otherwise one sort. Both give the
-    /// same chunks in the same order (a unit test holds them to it), so where the threshold lies
-    /// is a matter of speed only.
+    /// nearest-first (priority descending, then §11's key, z, x; their hooks are asked next, in
+    /// that order). A chunk's key is the least of its foci's distances, so the least head over
+    /// the queues of the foci with pending chunks is the nearest pending chunk: a load costs the
+    /// stale entries it skips and a few heap steps, never the pending set.
     pub fn take_nearest(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
-        let k = k.min(self.pending.len());
-        if k.saturating_mul(16) < self.pending.len() {
-            self.take_by_scan(k, out);
-        } else {
-            self.take_by_sort(k, out);
+        let mut k = k.min(self.pending.len());
+        if k == 0 {
+            return;
         }
-    }
-
-    /// `k` linear scans, each taking the nearest remaining pending chunk.
-    fn take_by_scan(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
-        for _ in 0..k {
-            let mut best = 0;
-            let mut best_key = self.order(self.pending[0]);
-            for (i, c) in self.pending.iter().enumerate().skip(1) {
-                let d = self.order(*c);
-                if d < best_key {
-                    (best, best_key) = (i, d);
+        // Each focus's head, with the focus's id; the least first.
+        let mut heads: BTreeSet<(Entry, u32)> = BTreeSet::new();
+        for at in 0..self.ids.len() {
+            let id = self.ids[at] as usize;
+            if self.pending_in[id] > 0 {
+                if let Some(Reverse(e)) = self.queue(id).peek() {
+                    heads.insert((*e, id as u32));
                 }
             }
-            out.extend(self.pending.swap_remove_index(best));
         }
-    }
-
-    /// One sort of the pending set, then its first `k`.
-    fn take_by_sort(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
-        let mut all: Vec<ChunkPos> = self.pending.drain(..).collect();
-        all.sort_by_cached_key(|c| self.order(*c));
-        out.extend(all.drain(..k));
-        self.pending.extend(all);
+        while k > 0 {
+            let Some((head, i)) = heads.pop_first() else {
+                debug_assert!(false, "a pending chunk in no queue");
+                return;
+            };
+            let i = i as usize;
+            if let Some(c) = self.pop_head(i, head) {
+                self.unpend(c);
+                out.push(c);
+                k -= 1;
+            }
+            if let Some(Reverse(next)) = self.queues[i].as_ref().and_then(Queue::peek) {
+                heads.insert((*next, i as u32));
+            }
+        }
     }
 
     /// The `"fair"` deal (SPEC §16): takes up to `k` pending chunks one at a time, each dealt to
@@ -619,48 +902,130 @@ impl Residency {
     /// past the end) whose priority is the top priority still pending and whose square holds a
     /// pending chunk; that focus takes its own nearest (least squared distance from its
     /// position, then z, x). Appends each chunk and the turn after it (the next focus) to `out`.
+    ///
+    /// The top priority still pending is the highest of the foci whose squares hold a pending
+    /// chunk (a chunk's priority is its highest focus's), so the deal keeps those foci by
+    /// priority, finds the next in turn in O(log n) and pops its queue: a load costs the stale
+    /// entries it skips and a few heap steps, never the pending set or every focus.
     pub fn take_fair(&mut self, k: usize, turn: usize, out: &mut Vec<(ChunkPos, usize)>) {
         let n = self.foci.len();
+        if k == 0 || self.pending.is_empty() {
+            return;
+        }
+        // The foci whose squares hold pending chunks, by priority: only fewer as chunks are dealt.
+        let mut dealing: BTreeMap<u8, BTreeSet<u32>> = BTreeMap::new();
+        for (i, slot) in self.foci.iter().enumerate() {
+            if self.pending_in[self.ids[i] as usize] > 0 {
+                dealing
+                    .entry(slot.view.priority)
+                    .or_default()
+                    .insert(i as u32);
+            }
+        }
         let mut turn = turn;
         for _ in 0..k {
-            let Some(top) = self.pending.iter().map(|c| self.priority(*c)).max() else {
+            let Some((_, top)) = dealing.last_key_value() else {
                 return;
             };
             if turn >= n {
                 turn = 0;
             }
-            let dealt = (0..n).map(|step| (turn + step) % n).find_map(|i| {
-                let slot = self.foci[i];
-                (slot.view.priority == top)
-                    .then(|| self.nearest_pending_of(slot))
-                    .flatten()
-                    .map(|c| (c, i))
-            });
-            let Some((c, i)) = dealt else {
-                return; // unreachable: every pending chunk is in the square of a top focus
+            let next = top.range(turn as u32..).next().or_else(|| top.first());
+            let Some(i) = next.map(|&i| i as usize) else {
+                return; // unreachable: no empty set is kept
             };
-            self.pending.swap_remove(&c);
+            let Some(c) = self.pop_nearest(self.ids[i] as usize) else {
+                debug_assert!(
+                    false,
+                    "focus {i} counts pending chunks its queue does not hold"
+                );
+                return;
+            };
+            self.unpend(c);
+            // The foci of the chunk that have nothing pending left drop out of the deal.
+            if let Some(cover) = self.cover.get(&c) {
+                for &id in &cover.wanted_by {
+                    if self.pending_in[id as usize] == 0 {
+                        let at = self.place[id as usize];
+                        let p = self.foci[at as usize].view.priority;
+                        if let Some(set) = dealing.get_mut(&p) {
+                            set.remove(&at);
+                            if set.is_empty() {
+                                dealing.remove(&p);
+                            }
+                        }
+                    }
+                }
+            }
             turn = (i + 1) % n;
             out.push((c, turn));
         }
     }
 
-    /// The pending chunk of `slot`'s square nearest its position (ties z, x).
-    fn nearest_pending_of(&self, slot: Slot) -> Option<ChunkPos> {
-        let dist = |c: &ChunkPos| (self.grid.distance_sq(slot.view.pos, *c).to_bits(), *c);
-        let side = 2 * u64::from(slot.view.radius) + 1;
-        if (self.pending.len() as u64) < side.saturating_mul(side) {
+    /// The queue of the focus of id `i`, built from the pending chunks of its square if it is
+    /// not: from the pending set when that is the smaller, else from the square.
+    fn queue(&mut self, i: usize) -> &mut Queue {
+        if self.queues[i].is_none() {
+            let slot = *self.slot(i as u32);
             let r = i64::from(slot.view.radius);
-            self.pending
-                .iter()
-                .filter(|c| (c.x - slot.centre.x).abs() <= r && (c.z - slot.centre.z).abs() <= r)
-                .min_by_key(|c| dist(c))
-                .copied()
-        } else {
-            self.grid
-                .square(slot.centre, slot.view.radius, self.bounds.as_ref())
-                .filter(|c| self.pending.contains(c))
-                .min_by_key(dist)
+            let side = 2 * slot.view.radius as usize + 1;
+            let mut entries = Vec::with_capacity(self.pending_in[i] as usize);
+            let prio = |c: &ChunkPos| self.cover.get(c).map_or(0, |cover| cover.prio);
+            if self.pending.len() < side * side {
+                self.examined += self.pending.len() as u64;
+                entries.extend(
+                    self.pending
+                        .iter()
+                        .filter(|c| {
+                            (c.x - slot.centre.x).abs() <= r && (c.z - slot.centre.z).abs() <= r
+                        })
+                        .map(|c| Reverse(entry(&self.grid, slot.view.pos, *c, prio(c)))),
+                );
+            } else {
+                let mut looked = 0;
+                for c in self
+                    .grid
+                    .square(slot.centre, slot.view.radius, self.bounds.as_ref())
+                {
+                    looked += 1;
+                    if self.pending.contains(&c) {
+                        entries.push(Reverse(entry(&self.grid, slot.view.pos, c, prio(&c))));
+                    }
+                }
+                self.examined += looked;
+            }
+            debug_assert_eq!(entries.len(), self.pending_in[i] as usize);
+            self.queues[i] = Some(Queue::from(entries));
+        }
+        self.queues[i].as_mut().expect("built above")
+    }
+
+    /// Whether a queue entry is true: its chunk is pending at that priority (its distance is
+    /// right by construction: a focus that moves loses its queue).
+    fn is_current(&self, e: &Entry) -> bool {
+        self.pending.contains(&e.2) && self.priority(e.2) == u8::MAX - e.0
+    }
+
+    /// Pops the head of the queue of id `i` if it still is `head`; its chunk if the entry is true.
+    fn pop_head(&mut self, i: usize, head: Entry) -> Option<ChunkPos> {
+        let q = self.queues[i].as_mut()?;
+        if q.peek() != Some(&Reverse(head)) {
+            return None; // emptied meanwhile: its focus has nothing pending left
+        }
+        q.pop();
+        self.examined += 1;
+        self.is_current(&head).then_some(head.2)
+    }
+
+    /// The nearest pending chunk of the focus of id `i` (least squared distance from its position, then z, x),
+    /// popped from its queue (building it if needed); the chunk stays pending.
+    fn pop_nearest(&mut self, i: usize) -> Option<ChunkPos> {
+        loop {
+            let Reverse(head) = self.queue(i).pop()?;
+            self.examined += 1;
+            if self.is_current(&head) {
+                return Some(head.2);
+            }
         }
     }
 
@@ -709,7 +1074,7 @@ impl Residency {
             && !self.loaded.contains(&chunk)
             && !self.refusals.contains_key(&chunk)
         {
-            self.pending.insert(chunk);
+            self.pend(chunk);
         }
     }
 
@@ -720,7 +1085,7 @@ impl Residency {
         }
         self.built.insert(chunk, 0);
         self.touched(chunk, true);
-        self.pending.swap_remove(&chunk);
+        self.unpend(chunk);
         if self.is_wanted(chunk) {
             if self.chunk_ready(chunk) {
                 self.ready += 1;
@@ -749,7 +1114,7 @@ impl Residency {
             self.evictable.remove(&(0, chunk));
         }
         if self.is_wanted(chunk) && !self.refusals.contains_key(&chunk) {
-            self.pending.insert(chunk);
+            self.pend(chunk);
         }
     }
 
@@ -763,7 +1128,7 @@ impl Residency {
         let was_ready = wanted && self.chunk_ready(chunk);
         match held.kind {
             RefusalKind::Load => {
-                self.pending.swap_remove(&chunk);
+                self.unpend(chunk);
                 if wanted {
                     self.load_refusals_wanted += 1;
                 }
@@ -798,7 +1163,7 @@ impl Residency {
                 if wanted {
                     self.load_refusals_wanted -= 1;
                     if !self.loaded.contains(&chunk) {
-                        self.pending.insert(chunk);
+                        self.pend(chunk);
                     }
                 }
             }
@@ -1160,7 +1525,6 @@ mod tests {
         let (corner, beyond) = (ChunkPos::new(4, 4), ChunkPos::new(0, 5));
         for c in r.pending() {
             if c != corner && c != beyond {
-                r.pending.swap_remove(&c);
                 r.mark_loaded(c);
             }
         }
@@ -1702,8 +2066,265 @@ mod tests {
         z ^ (z >> 31)
     }
 
+    /// Whether `slot`'s square holds `c`.
+    fn holds(slot: &Slot, c: ChunkPos) -> bool {
+        c.ring_distance(slot.centre) <= u64::from(slot.view.radius)
+    }
+
+    /// The nearest-first order of a pending chunk worked out plainly from the foci in force (no
+    /// cover, no queue): priority descending, least distance from a focus that wants it, z, x.
+    fn plain_order(r: &Residency, c: ChunkPos) -> Entry {
+        let wanting: Vec<&Slot> = r.foci.iter().filter(|s| holds(s, c)).collect();
+        let p = wanting
+            .iter()
+            .map(|s| s.view.priority)
+            .max()
+            .expect("wanted");
+        let d = wanting
+            .iter()
+            .map(|s| r.grid.distance_sq(s.view.pos, c))
+            .min_by(f64::total_cmp)
+            .expect("wanted");
+        (u8::MAX - p, d.to_bits(), c)
+    }
+
+    /// The nearest take as it was: sort the whole pending set, take the first `k`.
+    fn plain_nearest(r: &mut Residency, k: usize) -> Vec<ChunkPos> {
+        let mut all: Vec<ChunkPos> = r.pending.iter().copied().collect();
+        all.sort_by_key(|c| plain_order(r, *c));
+        all.truncate(k);
+        for c in &all {
+            r.unpend(*c);
+        }
+        all
+    }
+
+    /// The fair deal as it was: for every load, scan the pending set for the top priority, then
+    /// the foci from the turn on for the first of that priority whose square holds a pending
+    /// chunk, and scan for its nearest.
+    fn plain_fair(r: &mut Residency, k: usize, turn: usize) -> Vec<(ChunkPos, usize)> {
+        let n = r.foci.len();
+        let mut turn = turn;
+        let mut out = Vec::new();
+        for _ in 0..k {
+            let Some(top) = r
+                .pending
+                .iter()
+                .map(|c| u8::MAX - plain_order(r, *c).0)
+                .max()
+            else {
+                break;
+            };
+            if turn >= n {
+                turn = 0;
+            }
+            let (c, i) = (0..n)
+                .map(|step| (turn + step) % n)
+                .find_map(|i| {
+                    let slot = r.foci[i];
+                    let nearest = r
+                        .pending
+                        .iter()
+                        .filter(|c| holds(&slot, **c))
+                        .min_by_key(|c| (r.grid.distance_sq(slot.view.pos, **c).to_bits(), **c));
+                    (slot.view.priority == top)
+                        .then_some(nearest)
+                        .flatten()
+                        .map(|c| (*c, i))
+                })
+                .expect("a focus of the top priority holds a pending chunk");
+            r.unpend(c);
+            turn = (i + 1) % n;
+            out.push((c, turn));
+        }
+        out
+    }
+
+    /// The counts and queues agree with the pending set and the foci: each focus counts the
+    /// pending chunks of its square, each built queue holds a true entry for every one of them,
+    /// and each wanted chunk's priority is the highest of its foci's.
+    fn check_queues(r: &Residency) {
+        assert_eq!(r.pending_in.len(), r.place.len());
+        assert_eq!(r.queues.len(), r.place.len());
+        assert_eq!(r.ids.len(), r.foci.len());
+        for (id, &at) in r.place.iter().enumerate() {
+            if at == FREE {
+                assert!(r.free_ids.contains(&(id as u32)), "id {id} lost");
+                assert_eq!(r.pending_in[id], 0, "free id {id}");
+                assert!(r.queues[id].is_none(), "free id {id}");
+            } else {
+                assert_eq!(r.ids[at as usize], id as u32);
+            }
+        }
+        for (c, cover) in &r.cover {
+            if let Some(p) = r
+                .foci
+                .iter()
+                .filter(|s| holds(s, *c))
+                .map(|s| s.view.priority)
+                .max()
+            {
+                assert_eq!(cover.prio, p, "{c:?}");
+                assert_eq!(
+                    cover.wanted_by.len(),
+                    r.foci.iter().filter(|s| holds(s, *c)).count()
+                );
+            } else {
+                assert!(cover.wanted_by.is_empty(), "{c:?}");
+            }
+        }
+        for (i, slot) in r.foci.iter().enumerate() {
+            let mine: Vec<ChunkPos> = r
+                .pending
+                .iter()
+                .copied()
+                .filter(|c| holds(slot, *c))
+                .collect();
+            let id = r.ids[i] as usize;
+            assert_eq!(r.pending_in[id] as usize, mine.len(), "focus {i}");
+            if let Some(q) = &r.queues[id] {
+                let entries: BTreeSet<Entry> = q.iter().map(|Reverse(e)| *e).collect();
+                for c in mine {
+                    let p = u8::MAX - plain_order(r, c).0;
+                    let e = entry(&r.grid, slot.view.pos, c, p);
+                    assert!(entries.contains(&e), "focus {i} does not queue {c:?}");
+                }
+            }
+        }
+    }
+
+    /// One focus on quarter chunks near the origin (many exact distance ties, overlapping
+    /// squares), radius 0..=4, priority mostly 0.
+    fn random_focus(seed: &mut u64, size: f64) -> FocusView {
+        let coord = |s: &mut u64| (next(s) % 64) as f64 * size / 4.0 - 8.0 * size;
+        FocusView {
+            pos: Position::new(coord(seed), coord(seed)),
+            radius: (next(seed) % 5) as u32,
+            priority: [0, 0, 0, 1, 2, 7][(next(seed) % 6) as usize],
+        }
+    }
+
+    /// The queues take exactly what the plain scans took, under both schedules, over ticks of
+    /// foci moving (within their chunk and beyond), appearing, leaving and changing priority,
+    /// with bounds, load refusals held and released, chunks released while wanted, chunks put
+    /// back unasked, and restores.
     #[test]
-    fn the_linear_scan_and_the_sort_take_the_same_chunks_in_the_same_order() {
+    fn the_queues_take_exactly_what_the_plain_scans_take() {
+        let mut seed = 16;
+        for case in 0..300 {
+            let size = [1.0, 8.0, 32.0][(next(&mut seed) % 3) as usize];
+            let bounds = (case % 4 == 0).then_some(Bounds {
+                min_x: -6.0 * size,
+                min_z: -5.0 * size,
+                max_x: 7.5 * size,
+                max_z: 6.0 * size,
+            });
+            let mut r = Residency::new(Grid::new(size), bounds);
+            let mut foci: Vec<FocusView> = (0..1 + next(&mut seed) % 12)
+                .map(|_| random_focus(&mut seed, size))
+                .collect();
+            let mut turn = (next(&mut seed) % 8) as usize;
+            for tick in 1..=10u64 {
+                let same_list = tick > 1 && next(&mut seed).is_multiple_of(3);
+                for f in foci.iter_mut() {
+                    match next(&mut seed) % 6 {
+                        0 => {
+                            f.pos.x += size * 0.25;
+                            f.pos.z -= size * 0.5;
+                        }
+                        1 if !same_list => *f = random_focus(&mut seed, size),
+                        2 if !same_list => f.priority = (next(&mut seed) % 3) as u8,
+                        _ => {}
+                    }
+                }
+                if !same_list && next(&mut seed).is_multiple_of(4) && foci.len() < 16 {
+                    let at = (next(&mut seed) as usize) % (foci.len() + 1);
+                    foci.insert(at, random_focus(&mut seed, size));
+                }
+                if !same_list && next(&mut seed).is_multiple_of(5) && foci.len() > 1 {
+                    foci.remove((next(&mut seed) as usize) % foci.len());
+                }
+                // The kit's quick path: foci that stay in their chunk are moved in place.
+                let moved_in_place = same_list
+                    && (0..foci.len()).all(|i| r.move_focus(i, foci[i].pos))
+                    && r.foci().eq(foci.iter().copied());
+                if !moved_in_place {
+                    r.set_foci(&foci);
+                }
+                let mut due = Vec::new();
+                r.resolve(tick, &mut due);
+                due.into_iter().for_each(|c| r.mark_released(c));
+                // Refusals held and dropped, a chunk released while wanted.
+                if let Some(&c) = r.pending.get_index(0) {
+                    if next(&mut seed).is_multiple_of(3) {
+                        r.hold(c, refusal(RefusalKind::Load));
+                    }
+                }
+                if next(&mut seed).is_multiple_of(3) {
+                    let held: Vec<ChunkPos> = r.refusals().map(|(c, _)| c).collect();
+                    if let Some(c) = held.get((next(&mut seed) as usize) % held.len().max(1)) {
+                        r.release_refusal(*c);
+                    }
+                }
+                if next(&mut seed).is_multiple_of(3) {
+                    let wanted: Vec<ChunkPos> = r.loaded().filter(|c| r.is_wanted(*c)).collect();
+                    if let Some(c) = wanted.get((next(&mut seed) as usize) % wanted.len().max(1)) {
+                        r.mark_released(*c);
+                    }
+                }
+                if next(&mut seed).is_multiple_of(9) {
+                    let loaded: BTreeSet<ChunkPos> = r.loaded().collect();
+                    let refusals: BTreeMap<ChunkPos, Held> =
+                        r.refusals().map(|(c, h)| (c, h.clone())).collect();
+                    let views: Vec<FocusView> = r.foci().collect();
+                    r.restore(loaded, refusals, &views, BTreeMap::new(), tick);
+                }
+                check_queues(&r);
+                let k = 1 + (next(&mut seed) as usize) % (r.pending_len() + 2);
+                let mut plain = r.clone();
+                let taken: Vec<ChunkPos> = if next(&mut seed).is_multiple_of(2) {
+                    let want = plain_nearest(&mut plain, k);
+                    let mut got = Vec::new();
+                    r.take_nearest(k, &mut got);
+                    assert_eq!(got, want, "case {case} tick {tick}: nearest, k {k}");
+                    got
+                } else {
+                    let want = plain_fair(&mut plain, k, turn);
+                    let mut got = Vec::new();
+                    r.take_fair(k, turn, &mut got);
+                    assert_eq!(
+                        got, want,
+                        "case {case} tick {tick}: fair, k {k}, turn {turn}"
+                    );
+                    if let Some((_, t)) = got.last() {
+                        turn = *t;
+                    }
+                    got.into_iter().map(|(c, _)| c).collect()
+                };
+                assert_eq!(
+                    r.pending(),
+                    plain.pending(),
+                    "case {case} tick {tick}: the rest"
+                );
+                check_queues(&r);
+                // Most load, some are refused, some are put back unasked (the cap stopped).
+                for c in taken {
+                    match next(&mut seed) % 8 {
+                        0 => r.hold(c, refusal(RefusalKind::Load)),
+                        1 => r.untake(c),
+                        _ => r.mark_loaded(c),
+                    }
+                }
+                check_queues(&r);
+            }
+        }
+    }
+
+    /// Ties in distance between chunks and between foci: the take follows the plain sort for
+    /// one focus on quarter chunks (as the old scan and sort did), after loads and a move
+    /// within the chunk.
+    #[test]
+    fn the_queue_takes_the_k_first_of_the_pending_list() {
         let mut seed = 16;
         for case in 0..2000 {
             let size = [1.0, 8.0, 32.0][(next(&mut seed) % 3) as usize];
@@ -1730,17 +2351,126 @@ mod tests {
             }
             let len = r.pending_len();
             let k = 1 + (next(&mut seed) as usize) % len.max(1);
-            let (mut scan, mut sort) = (r.clone(), r.clone());
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            let f = r.focus().unwrap();
-            scan.take_by_scan(k.min(len), &mut a);
-            sort.take_by_sort(k.min(len), &mut b);
-            assert_eq!(a, b, "case {case}: focus {f:?}, radius {radius}, k {k}");
-            assert_eq!(scan.pending(), sort.pending(), "case {case}: what is left");
             let mut expected = r.pending();
             expected.truncate(k.min(len));
+            let mut plain = r.clone();
+            assert_eq!(plain_nearest(&mut plain, k), expected, "case {case}");
+            let mut a = Vec::new();
+            r.take_nearest(k, &mut a);
             assert_eq!(a, expected, "case {case}: the k first of pending()");
+            assert_eq!(r.pending(), plain.pending(), "case {case}: what is left");
         }
+    }
+
+    /// A focus that appears before others in the focus order (a predicted focus before the
+    /// tickets), or one that leaves from the middle, moves the others to other places in the
+    /// order: only the square that came or went is counted, not every focus after it.
+    #[test]
+    fn foci_moving_to_other_places_in_the_order_are_not_counted_again() {
+        let mut r = res();
+        let tickets: Vec<FocusView> = (0..20)
+            .map(|i| FocusView::new(Position::new(f64::from(i) * 1000.0, 5000.0), 8))
+            .collect();
+        r.set_foci(&tickets);
+        r.resolve(1, &mut Vec::new());
+        let mut taken = Vec::new();
+        r.take_fair(100, 0, &mut taken);
+        taken.iter().for_each(|(c, _)| r.mark_loaded(*c));
+        let one_square = 17 * 17 + 19 * 19; // wanted (r = 8) and kept (r + 1)
+        let predicted = FocusView::new(Position::new(0.0, -5000.0), 8);
+        let before = |f: &[FocusView]| [&[predicted], f].concat();
+        let mut fewer = tickets.clone();
+        fewer.remove(3);
+        // (the foci, how many squares came or went)
+        for (tick, (foci, squares)) in [
+            (before(&tickets), 1),
+            (tickets.clone(), 1),
+            (fewer.clone(), 1),
+            (before(&fewer), 1),
+            (tickets.clone(), 2),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let was = r.recounted();
+            r.set_foci(&foci);
+            r.resolve(tick as u64 + 2, &mut Vec::new());
+            assert_eq!(r.recounted() - was, squares * one_square, "step {tick}");
+            check_queues(&r);
+            // The same chunks wanted and pending, in the same order, as counted afresh.
+            let mut fresh = res();
+            fresh.set_foci(&foci);
+            taken.iter().for_each(|(c, _)| fresh.mark_loaded(*c));
+            assert_eq!(r.pending(), fresh.pending(), "step {tick}");
+            assert_eq!(r.wanted_len(), fresh.wanted_len(), "step {tick}");
+            let (mut a, mut b) = (r.clone(), fresh.clone());
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            a.take_fair(300, 7, &mut x);
+            b.take_fair(300, 7, &mut y);
+            assert_eq!(x, y, "step {tick}");
+        }
+    }
+
+    /// 48 foci of radius 4, far apart (48 × 81 = 3 888 pending chunks), priorities 0–2 (or all
+    /// 0), resolved at tick 1.
+    fn many_apart(priorities: bool) -> Residency {
+        let mut r = res();
+        let foci: Vec<FocusView> = (0..48)
+            .map(|i| FocusView {
+                pos: Position::new(f64::from(i % 8) * 1000.0 + 5.0, f64::from(i / 8) * 1000.0),
+                radius: 4,
+                priority: if priorities { (i % 3) as u8 } else { 0 },
+            })
+            .collect();
+        r.set_foci(&foci);
+        r.resolve(1, &mut Vec::new());
+        assert_eq!(r.pending_len(), 48 * 81);
+        r
+    }
+
+    /// The fair deal costs what it deals, not the pending set: each focus's queue is built once
+    /// from its square, then a load looks at one queued chunk. (It used to look at every pending
+    /// chunk for the top priority, then at its focus's square, for every load: quadratic in the
+    /// budget when the pending set is large.)
+    #[test]
+    fn the_fair_deal_looks_at_what_it_deals_not_at_every_pending_chunk() {
+        let mut r = many_apart(true);
+        let (mut turn, mut loads) = (0, 0);
+        for tick in 2..=21 {
+            r.resolve(tick, &mut Vec::new());
+            let mut out = Vec::new();
+            r.take_fair(8, turn, &mut out);
+            assert_eq!(out.len(), 8);
+            turn = out[7].1;
+            loads += out.len() as u64;
+            out.into_iter().for_each(|(c, _)| r.mark_loaded(c));
+        }
+        assert!(
+            r.examined() <= 48 * 81 + loads,
+            "{} pending chunks looked at for {loads} loads",
+            r.examined()
+        );
+    }
+
+    /// The same for `"nearest"`: a small budget against a large pending set used to scan the
+    /// whole set once per load.
+    #[test]
+    fn the_nearest_take_looks_at_what_it_takes_not_at_every_pending_chunk() {
+        let mut r = many_apart(false);
+        let mut loads = 0;
+        for tick in 2..=21 {
+            r.resolve(tick, &mut Vec::new());
+            let mut out = Vec::new();
+            r.take_nearest(8, &mut out);
+            assert_eq!(out.len(), 8);
+            loads += out.len() as u64;
+            out.into_iter().for_each(|c| r.mark_loaded(c));
+        }
+        assert!(
+            r.examined() <= 48 * 81 + loads,
+            "{} pending chunks looked at for {loads} loads",
+            r.examined()
+        );
     }
 
     fn two(r: &mut Residency, a: Position, b: Position, radius: u32, tick: u64) -> Vec<ChunkPos> {
