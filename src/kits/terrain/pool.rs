@@ -169,6 +169,17 @@ struct Queue {
 }
 
 impl Queue {
+    /// Removes `job` if it is queued (the queue is in ascending `version`: one binary search).
+    fn take(&mut self, job: Job) -> bool {
+        match self.jobs.binary_search_by_key(&job.version, |j| j.version) {
+            Ok(i) if self.jobs[i] == job => {
+                self.jobs.remove(i);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Whether to wake a sleeping worker: one sleeps and there is work (a busy worker comes
     /// back to the queue by itself).
     fn wants_worker(&self) -> bool {
@@ -394,6 +405,13 @@ impl Pool {
         self.results.recv().ok()
     }
 
+    /// Takes `job` back from the queue if no worker has taken it yet (the tick, which must
+    /// commit it now, builds it itself rather than wait). Jobs are queued in dispatch order,
+    /// so the queue is in ascending `version` and one binary search finds it.
+    pub fn take_queued(&self, job: Job) -> bool {
+        self.shared.lock().take(job)
+    }
+
     /// Jobs queued and not yet taken by a worker.
     pub fn queued(&self) -> usize {
         self.shared.lock().jobs.len()
@@ -423,6 +441,23 @@ mod tests {
             chunk: ChunkPos::new(i, -i),
             version: i as u64,
         }
+    }
+
+    #[test]
+    fn a_queued_job_is_taken_back_and_one_a_worker_took_is_not() {
+        let job = |x: i64, version: u64| Job {
+            chunk: ChunkPos::new(x, 0),
+            version,
+        };
+        let mut q = Queue::default();
+        q.jobs.extend([job(0, 3), job(1, 4), job(2, 7), job(3, 9)]);
+        assert!(q.take(job(2, 7)));
+        assert!(!q.take(job(2, 7)), "taken once");
+        assert!(!q.take(job(5, 5)), "a job no longer queued (a worker has it)");
+        assert!(!q.take(job(9, 4)), "another chunk's version");
+        assert!(q.take(job(0, 3)));
+        let left: Vec<u64> = q.jobs.iter().map(|j| j.version).collect();
+        assert_eq!(left, [4, 9]);
     }
 
     #[test]

@@ -288,6 +288,13 @@ impl State {
             }
             waited = true;
             self.submit(); // the job may still be here
+            // No worker has taken it yet: build it here rather than wait for one to (the
+            // tick's thread works instead of sleeping; the same bytes either way).
+            let job = Job { chunk, version };
+            if self.pool.as_ref().is_some_and(|p| p.take_queued(job)) {
+                self.in_flight.remove(&chunk); // not done: `arrived` does not count it
+                return Some((self.build_here(chunk), waited));
+            }
             match self.pool.as_ref().and_then(Pool::recv) {
                 Some(done) => self.take(done),
                 // No worker left (cannot happen while the pool lives): build here.
