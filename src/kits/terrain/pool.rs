@@ -180,6 +180,15 @@ impl Queue {
         }
     }
 
+    /// Removes the first queued job if `due` says so.
+    fn take_front_if(&mut self, due: impl FnOnce(&Job) -> bool) -> Option<Job> {
+        if self.jobs.front().is_some_and(due) {
+            self.jobs.pop_front()
+        } else {
+            None
+        }
+    }
+
     /// Whether to wake a sleeping worker: one sleeps and there is work (a busy worker comes
     /// back to the queue by itself).
     fn wants_worker(&self) -> bool {
@@ -412,6 +421,12 @@ impl Pool {
         self.shared.lock().take(job)
     }
 
+    /// Takes the first queued job if `due` says it is wanted now (the tick, waiting for a
+    /// chunk a worker is building, builds the next one due rather than sleep).
+    pub fn take_front_if(&self, due: impl FnOnce(&Job) -> bool) -> Option<Job> {
+        self.shared.lock().take_front_if(due)
+    }
+
     /// Jobs queued and not yet taken by a worker.
     pub fn queued(&self) -> usize {
         self.shared.lock().jobs.len()
@@ -453,11 +468,30 @@ mod tests {
         q.jobs.extend([job(0, 3), job(1, 4), job(2, 7), job(3, 9)]);
         assert!(q.take(job(2, 7)));
         assert!(!q.take(job(2, 7)), "taken once");
-        assert!(!q.take(job(5, 5)), "a job no longer queued (a worker has it)");
+        assert!(
+            !q.take(job(5, 5)),
+            "a job no longer queued (a worker has it)"
+        );
         assert!(!q.take(job(9, 4)), "another chunk's version");
         assert!(q.take(job(0, 3)));
         let left: Vec<u64> = q.jobs.iter().map(|j| j.version).collect();
         assert_eq!(left, [4, 9]);
+    }
+
+    #[test]
+    fn the_first_queued_job_is_taken_only_when_it_is_due() {
+        let job = |x: i64, version: u64| Job {
+            chunk: ChunkPos::new(x, 0),
+            version,
+        };
+        let mut q = Queue::default();
+        assert_eq!(q.take_front_if(|_| true), None, "nothing queued");
+        q.jobs.extend([job(0, 3), job(1, 4)]);
+        assert_eq!(q.take_front_if(|j| j.version > 3), None, "not due");
+        assert_eq!(q.jobs.len(), 2, "left queued");
+        assert_eq!(q.take_front_if(|j| j.version == 3), Some(job(0, 3)));
+        assert_eq!(q.take_front_if(|_| true), Some(job(1, 4)));
+        assert!(q.jobs.is_empty());
     }
 
     #[test]
