@@ -288,9 +288,10 @@ impl State {
                 return Some((built.unwrap_or_else(|| self.build_here(chunk)), waited));
             }
             waited = true;
-            self.submit(); // the job may still be here
-                           // No worker has taken it yet: build it here rather than wait for one to (the
-                           // tick's thread works instead of sleeping; the same bytes either way).
+            // The job may still be here; if no worker has taken it yet, build it here rather
+            // than wait for one to (the tick's thread works instead of sleeping; the same bytes
+            // either way).
+            self.submit();
             let job = Job { chunk, version };
             if self.pool.as_ref().is_some_and(|p| p.take_queued(job)) {
                 self.in_flight.remove(&chunk); // not done: `arrived` does not count it
