@@ -404,7 +404,7 @@ impl Game {
                         .ok_or_else(|| {
                             GameError::Nav(format!("path needs the {} kit", crate::kits::nav::NAV))
                         })?;
-                    let outcome = nav.path(*from, *to);
+                    let outcome = nav.path_input(*from, *to);
                     e.emit(
                         crate::kits::nav::NAV_PATH,
                         crate::kits::nav::path_event(id, &outcome),

@@ -166,6 +166,94 @@ fn the_budget_answer_and_the_rust_service_agree_with_the_event() {
     assert_eq!(nav(&g).cell_of(Position::new(31.9, -0.1)), Cell::new(7, -1));
 }
 
+/// Three `path` queries from (2, 2) to (30, 2) (8 nodes each on open ground) stamped `tick`.
+fn three_queries(tick: u64, prefix: &str) -> Vec<Value> {
+    (1..=3)
+        .map(|i| {
+            json!({"tick": tick, "do": "path", "id": format!("{prefix}{i}"),
+                   "from": {"x": 2, "z": 2}, "to": {"x": 30, "z": 2}})
+        })
+        .collect()
+}
+
+#[test]
+fn the_path_inputs_of_one_tick_share_max_nodes() {
+    // maxNodes 20: the first query of tick 3 spends 8, the second 8, the third finds 4 left
+    // (budget); tick 4 starts afresh. An input file cannot make one tick search without end.
+    let mut g = game(&scene(json!({ "maxStep": 65535, "maxNodes": 20 }), 1));
+    let mut lines = three_queries(3, "a");
+    lines.extend(three_queries(4, "b"));
+    run(&mut g, &lines, 4);
+    let answers: Vec<(u64, String, String, u64)> = events(&g, "world.nav.path")
+        .into_iter()
+        .map(|(t, v)| {
+            (
+                t,
+                v["id"].as_str().unwrap().to_owned(),
+                v["status"].as_str().unwrap().to_owned(),
+                v["nodes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let row =
+        |t: u64, id: &str, status: &str, nodes: u64| (t, id.to_owned(), status.to_owned(), nodes);
+    assert_eq!(
+        answers,
+        vec![
+            row(3, "a1", "found", 8),
+            row(3, "a2", "found", 8),
+            row(3, "a3", "budget", 4),
+            row(4, "b1", "found", 8),
+            row(4, "b2", "found", 8),
+            row(4, "b3", "budget", 4),
+        ]
+    );
+    // The Rust service's own queries are the game's: each has the whole maxNodes.
+    let o = nav(&g).path(Position::new(2.0, 2.0), Position::new(30.0, 2.0));
+    assert_eq!(o.nodes, 8);
+}
+
+#[test]
+fn a_save_between_a_ticks_path_inputs_keeps_what_they_spent() {
+    // Saved after the first query of tick 3: the save records the 8 nodes spent, and the
+    // loaded game answers the rest of tick 3 as the uninterrupted run does.
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("save.json");
+    let nav_config = json!({ "maxStep": 65535, "maxNodes": 20 });
+    let queries = three_queries(3, "a");
+    let mut lines = vec![queries[0].clone()];
+    lines.push(json!({"tick": 3, "do": "save", "path": save.to_str().unwrap()}));
+    lines.extend(queries[1..].iter().cloned());
+    let mut whole = game(&scene(nav_config.clone(), 1));
+    run(&mut whole, &lines, 3);
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert_eq!(
+        doc["kits"]["world.nav"]["inputNodes"], 8,
+        "{}",
+        doc["kits"]["world.nav"]
+    );
+    let mut second = game(&scene(nav_config, 1));
+    second.load(&save).unwrap();
+    run(&mut second, &queries[1..], 3);
+    let answers = |g: &Game| -> Vec<Value> {
+        events(g, "world.nav.path")
+            .into_iter()
+            .filter(|(_, v)| v["id"] != "a1")
+            .map(|(_, v)| json!([v["id"], v["status"], v["nodes"]]))
+            .collect()
+    };
+    assert_eq!(
+        answers(&whole),
+        vec![json!(["a2", "found", 8]), json!(["a3", "budget", 4])]
+    );
+    assert_eq!(answers(&second), answers(&whole));
+    // A save made between ticks has nothing spent: the key is left out (older saves' bytes).
+    let between = dir.path().join("between.json");
+    whole.save(&between).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&between).unwrap()).unwrap();
+    assert!(doc["kits"]["world.nav"].get("inputNodes").is_none());
+}
+
 #[test]
 fn a_bad_path_input_is_an_error_naming_its_line() {
     let text = concat!(

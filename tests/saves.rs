@@ -1329,12 +1329,19 @@ fn check_and_load_agree_on_every_bad_save() {
             "kits.world.nav.agents[1].path[7]",
             Refuses,
         ),
-        // A search of maxNodes 4096 holds at most 4095 cells (the default 65 536: 65 535).
+        // A search of maxNodes 4096 holds at most 4095 cells (the default 65 536: 65 535); no
+        // game's holds more than 262 143 (the most maxNodes, 262 144), which check alone tells.
+        (
+            "nav_path_of_200000_cells",
+            Box::new(|v| n(v)["agents"][1]["path"] = row_path(200_000)),
+            "kits.world.nav.agents[1].path",
+            NeedsTheGame,
+        ),
         (
             "nav_path_of_500000_cells",
             Box::new(|v| n(v)["agents"][1]["path"] = row_path(500_000)),
             "kits.world.nav.agents[1].path",
-            NeedsTheGame,
+            Refuses,
         ),
         (
             "nav_path_one_past_max_nodes",

@@ -78,9 +78,12 @@ fn go(g: &mut Game, chunk: ChunkPos) {
 /// that nobody waits for lands a moment later; this waits up to 20 s for `want`).
 fn stored_eventually(dir: &Path, want: &[ChunkPos]) -> BTreeMap<ChunkPos, Diff> {
     for _ in 0..2000 {
-        let s = stored(dir);
-        if s.keys().copied().eq(want.iter().copied()) {
-            return s;
+        // The save thread may remove a region file between the listing and its read (an empty
+        // region goes): that read fails, and the next look sees the directory without it.
+        if let Some(s) = try_stored(dir) {
+            if s.keys().copied().eq(want.iter().copied()) {
+                return s;
+            }
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
@@ -101,12 +104,17 @@ fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 /// What the directory stores: chunk → diff.
 fn stored(dir: &Path) -> BTreeMap<ChunkPos, Diff> {
+    try_stored(dir).unwrap_or_else(|| panic!("{} could not be read", dir.display()))
+}
+
+/// [`stored`], or `None` if the directory could not be read (a file gone meanwhile).
+fn try_stored(dir: &Path) -> Option<BTreeMap<ChunkPos, Diff>> {
     let mut out = BTreeMap::new();
-    for r in store::read_dir(dir).unwrap() {
+    for r in store::read_dir(dir).ok()? {
         assert_eq!(r.decoded.damage, vec![], "{}", r.file);
         out.extend(r.decoded.chunks.into_iter().map(|(c, (_, d))| (c, d)));
     }
-    out
+    Some(out)
 }
 
 /// Applies an edit stamped with the next tick.

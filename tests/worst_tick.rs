@@ -84,7 +84,14 @@ fn every_case_passes_check_as_shipped_and_runs_two_ticks() {
                     "the cheap cap refuses them all"
                 )
             }
-            "district-one-chunk" => assert_eq!(count("world.district.materialised"), 1),
+            "limits-terrain-commit" => {
+                assert_eq!(
+                    count("world.terrain.built"),
+                    25,
+                    "tick 2 commits tick 1's loads"
+                )
+            }
+            "district-full-chunks" => assert_eq!(count("world.district.materialised"), 8),
             _ => {}
         }
         game.close()

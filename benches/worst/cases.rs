@@ -1,6 +1,6 @@
 //! The worst-tick cases (docs/performance.md#worst-tick): adversarial but legal scenes, mods and
 //! inputs, shipped beside this file (one directory a case), plus the few files too large to ship
-//! (a district of 1 000 000 entities, 1 024 ticket requests), written at run time.
+//! (a district of 250 000 entities, 1 024 ticket requests), written at run time.
 //!
 //! Shared by `examples/worst_tick.rs` (50 ticks a case, release build, each case its own
 //! process) and `tests/worst_tick.rs` (every shipped file checked, each case run for 2 ticks in a
@@ -61,23 +61,31 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "limits-terrain",
-        what: "world.terrain and world.nav at their maxima (256 cells a chunk, 64 workers, \
-               latency 64, maxNodes 4 194 304), radius 64 and no load budget",
+        what: "world.terrain and world.nav at their maxima (256 cells a chunk, 64 workers asked \
+               (one a core started), latency 64, maxNodes 262 144), radius 64 and no load budget",
     },
     Case {
-        name: "district-one-chunk",
-        what: "a district of 1 000 000 entities all at home in one chunk: loaded on tick 1, \
-               released on tick 10, loaded again on tick 20",
+        name: "limits-terrain-commit",
+        what: "the same with commitLatency 1: tick 2 commits every chunk tick 1 loaded, \
+               waiting for their generation",
+    },
+    Case {
+        name: "district-full-chunks",
+        what: "25 full chunks around the hero (each home to 10 000 district entities, 2 MiB of \
+               lines with data on every one, the most a chunk may be; 250 000 entities), radius \
+               2, budgetMs 4: \
+               4 full chunks materialised a tick, all 25 stored at once by a teleport on tick \
+               15, materialised again from tick 30",
     },
     Case {
         name: "nav-unreachable",
         what: "100 nav agents whose goals lie beyond chunks that are not built (each search \
-               floods the built ground), maxNodes 4 194 304",
+               floods the built ground), maxNodes 262 144; 20 such path inputs on ticks 8 and 30",
     },
 ];
 
 /// How big the generated files are: `Full` as measured, `Cheap` for a debug build (the test
-/// suite's two ticks; the district of 2 000 entities instead of 1 000 000).
+/// suite's two ticks; 20 district entities a chunk instead of 10 000).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
     /// As measured.
@@ -124,11 +132,12 @@ pub fn prepare(case: &str, dir: &Path, scale: Scale) -> Prepared {
     let inputs = dir.join("inputs.jsonl");
     match case {
         "tickets-inputs" => write_ticket_requests(&inputs),
-        "district-one-chunk" => write_crowd(
+        "district-full-chunks" => write_crowd(
             &dir.join("crowd.district.jsonl"),
+            2,
             match scale {
-                Scale::Full => 1_000_000,
-                Scale::Cheap => 2_000,
+                Scale::Full => 10_000,
+                Scale::Cheap => 20,
             },
         ),
         _ => {}
@@ -156,7 +165,7 @@ pub fn cheapen(case: &str, scene_path: &Path) {
                               {"step": 32, "radius": 63}, {"step": 64, "radius": 64}]);
             c["maxTicketChunks"] = json!(1000);
         }
-        "limits-terrain" => {
+        "limits-terrain" | "limits-terrain-commit" => {
             kit(&mut scene, "world.streaming")["config"]["radius"] = json!(2);
             let t = &mut kit(&mut scene, "world.terrain")["config"];
             t["cellsPerChunk"] = json!(16);
@@ -198,23 +207,26 @@ fn write_ticket_requests(path: &Path) {
     }
 }
 
-/// A district file of `n` entities, every one at home in chunk (0, 0) (positions inside the
-/// first 32 m square), one in ten with data.
-fn write_crowd(path: &Path, n: u32) {
+/// A district file of `n` entities at home in each chunk within `r` rings of chunk (0, 0)
+/// (chunks of 32 m, in row order), every line about 200 bytes with its `data` (so 10 000 of
+/// them come to just under the 2 MiB a chunk's lines may be).
+fn write_crowd(path: &Path, r: i64, n: u32) {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("district"));
-    for i in 0..n {
-        let (x, z) = (f64::from(i % 997) * 0.032, f64::from(i % 991) * 0.032);
-        if i % 10 == 0 {
-            writeln!(
-                out,
-                r#"{{"id": "e{i:07}", "tags": ["npc"], "position": {{"x": {x}, "z": {z}}}, "data": {{"mood": "crowded", "n": {i}}}}}"#
-            )
-        } else {
-            writeln!(
-                out,
-                r#"{{"id": "e{i:07}", "tags": ["prop"], "position": {{"x": {x}, "z": {z}}}}}"#
-            )
+    for cz in -r..=r {
+        for cx in -r..=r {
+            for i in 0..n {
+                let x = cx as f64 * 32.0 + f64::from(i % 997) * 0.032;
+                let z = cz as f64 * 32.0 + f64::from(i % 991) * 0.032;
+                let line = format!(
+                    r#"{{"id": "c{cx}_{cz}_{i:05}", "tags": ["npc"], "position": {{"x": {x}, "z": {z}}}, "data": {{"mood": "crowded", "n": {i}, "note": ""}}}}"#
+                );
+                let pad = 200usize.saturating_sub(line.len());
+                let line = line.replace(
+                    r#""note": """#,
+                    &format!(r#""note": "{}""#, "x".repeat(pad)),
+                );
+                writeln!(out, "{line}").expect("district");
+            }
         }
-        .expect("district");
     }
 }

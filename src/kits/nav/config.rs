@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::checked_number;
 
-/// Most nodes one query (and one tick's agents in all) may expand.
-pub const MAX_NODES: u32 = 4_194_304;
+/// Most nodes one query (and one tick's agents in all, and one tick's `path` inputs in all)
+/// may expand: about 80 ms of search at the worst measured cost per node (docs/nav.md#limits).
+pub const MAX_NODES: u32 = 262_144;
 /// The default per-query node budget.
 pub const DEFAULT_MAX_NODES: u32 = 65_536;
 /// The default climb between 4-neighbouring cells.
@@ -32,7 +33,7 @@ checked_number!(
     /// Nodes one query may expand: an integer 1..=[`MAX_NODES`].
     MaxNodes(u32),
     integer 1..=MAX_NODES,
-    "nodes one query may expand (and one tick's agents in all)"
+    "nodes one query may expand (and one tick's agents in all, and one tick's path inputs in all)"
 );
 
 /// `{ "maxStep": 256, "blocked": [1], "diagonal": false, "maxNodes": 65536 }`, every key
@@ -49,7 +50,8 @@ pub struct NavConfig {
     /// Whether walkers also step diagonally, at cost √2 (default false).
     #[serde(default)]
     pub diagonal: bool,
-    /// Nodes one query may expand, and one tick's agents in all (default 65536).
+    /// Nodes one query may expand, and one tick's agents in all, and one tick's `path` inputs
+    /// in all (default 65536).
     #[serde(default = "default_max_nodes")]
     pub max_nodes: MaxNodes,
 }
@@ -110,12 +112,12 @@ mod tests {
             (
                 json!({"maxNodes": 0}),
                 "kits[3].config.maxNodes",
-                "1..=4194304",
+                "1..=262144",
             ),
             (
-                json!({"maxNodes": 4194305}),
+                json!({"maxNodes": 262145}),
                 "kits[3].config.maxNodes",
-                "1..=4194304",
+                "1..=262144",
             ),
             (
                 json!({"blocked": [1, 256]}),
@@ -141,7 +143,7 @@ mod tests {
         assert_eq!(c.max_nodes.get(), 65_536);
         assert!(!c.diagonal && c.blocked.is_empty());
         let c = from_value::<NavConfig>(
-            &json!({"maxStep": 0, "blocked": [0, 255], "diagonal": true, "maxNodes": 4194304}),
+            &json!({"maxStep": 0, "blocked": [0, 255], "diagonal": true, "maxNodes": 262144}),
             "c",
         )
         .unwrap();

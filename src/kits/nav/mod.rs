@@ -108,6 +108,7 @@ impl NavKit {
                 changed: Default::default(),
                 moved: false,
                 nodes: 0,
+                input_nodes: 0,
             })),
             published: None,
         }
@@ -190,6 +191,7 @@ impl Kit for NavKit {
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
         let mut st = self.state.borrow_mut();
         st.tick(ctx.world, ctx.events);
+        st.input_nodes = 0; // the next tick's `path` inputs start afresh
         let nodes = st.nodes;
         drop(st);
         if self.published != Some(nodes) {
@@ -257,6 +259,23 @@ impl NavService for Handle {
         let limit = u64::from(st.max_nodes);
         drop(st); // a meter may run Lua, which may ask the service again
         search::search(&TerrainGround(&*terrain), &rules, from, to, limit, meter)
+    }
+
+    fn path_input(&self, from: Position, to: Position) -> Outcome {
+        let st = self.0.borrow();
+        let (from, to) = (st.grid.cell_of(from), st.grid.cell_of(to));
+        let Some(terrain) = st.terrain.clone() else {
+            return Outcome {
+                answer: Answer::Indeterminate(st.grid.chunk_of(from)),
+                nodes: 0,
+            };
+        };
+        let rules = st.rules.clone();
+        let left = u64::from(st.max_nodes).saturating_sub(st.input_nodes);
+        drop(st);
+        let outcome = search::search_unmetered(&TerrainGround(&*terrain), &rules, from, to, left);
+        self.0.borrow_mut().input_nodes += outcome.nodes;
+        outcome
     }
 
     fn cell_of(&self, pos: Position) -> Cell {

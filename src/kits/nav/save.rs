@@ -68,6 +68,14 @@ pub struct SaveSection {
     /// Whether any chunk was built, changed or released since the last agents' tick.
     #[serde(default)]
     pub moved: bool,
+    /// Nodes the `path` inputs stamped with the coming tick expanded before the save (they
+    /// share `maxNodes`); left out when 0.
+    #[serde(default, rename = "inputNodes", skip_serializing_if = "is_zero")]
+    pub input_nodes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A checked section.
@@ -76,6 +84,7 @@ pub(super) struct Prepared {
     turn: Option<EntityId>,
     changed: BTreeSet<ChunkPos>,
     moved: bool,
+    input_nodes: u64,
 }
 
 impl State {
@@ -98,6 +107,7 @@ impl State {
             turn: self.turn.clone(),
             changed: self.changed.iter().copied().map(chunk).collect(),
             moved: self.moved,
+            input_nodes: self.input_nodes,
         }
     }
 
@@ -108,11 +118,13 @@ impl State {
             turn: None,
             changed: BTreeSet::new(),
             moved: false,
+            input_nodes: 0,
         });
         self.agents = p.agents;
         self.turn = p.turn;
         self.changed = p.changed;
         self.moved = p.moved;
+        self.input_nodes = p.input_nodes;
     }
 }
 
@@ -229,7 +241,26 @@ pub(super) fn check(
         }
         changed.insert(chunk);
     }
+    if s.input_nodes > u64::from(super::config::MAX_NODES) {
+        return Err(Problem::new(
+            "inputNodes",
+            format!(
+                "expected at most {} (maxNodes at its largest), got {}",
+                super::config::MAX_NODES,
+                s.input_nodes
+            ),
+        ));
+    }
     // What this game adds: its maxNodes.
+    if s.input_nodes > u64::from(max_nodes) {
+        return Err(Problem::new(
+            "inputNodes",
+            format!(
+                "expected at most {max_nodes} (this game's maxNodes), got {}",
+                s.input_nodes
+            ),
+        ));
+    }
     let most = max_held_path(max_nodes);
     if let Some((i, a)) = agents
         .values()
@@ -243,6 +274,7 @@ pub(super) fn check(
         turn: s.turn,
         changed,
         moved: s.moved,
+        input_nodes: s.input_nodes,
     })
 }
 
@@ -353,6 +385,12 @@ mod tests {
                 json!({"agents": [], "changed": [{"x": 1, "z": 1}, {"x": 1, "z": 1}]}),
                 "changed[1]",
             ),
+            // More nodes spent by a tick's `path` inputs than maxNodes allows.
+            (json!({"agents": [], "inputNodes": 262145}), "inputNodes"),
+            (
+                json!({"agents": [], "inputNodes": -1}),
+                "kits.world.nav.inputNodes",
+            ),
             // A path that does not end at the goal.
             (
                 json!({"agents": [{"id": "a", "goal": {"x": 5, "z": 5},
@@ -383,7 +421,19 @@ mod tests {
                 .contains("expected at most 3 cells (a path found within maxNodes 4"),
             "{err}"
         );
-        assert_eq!(max_held_path(crate::kits::nav::MAX_NODES), 4_194_303);
+        assert_eq!(max_held_path(crate::kits::nav::MAX_NODES), 262_143);
         assert_eq!(max_held_path(65_536), 65_535);
+    }
+
+    #[test]
+    fn the_nodes_a_ticks_path_inputs_spent_are_at_most_this_games_max_nodes() {
+        let spent = |n: u64| json!({"agents": [], "inputNodes": n});
+        assert_eq!(parse_with(spent(20), 20).unwrap().input_nodes, 20);
+        let err = parse_with(spent(21), 20)
+            .err()
+            .expect("over this game's maxNodes");
+        assert_eq!(err.path, "inputNodes");
+        assert!(err.message.contains("this game's maxNodes"), "{err}");
+        assert!(parse(spent(262_144)).is_ok());
     }
 }

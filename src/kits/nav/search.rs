@@ -84,7 +84,12 @@ pub struct CellGrid {
 impl CellGrid {
     /// The chunk holding `cell`.
     pub fn chunk_of(&self, cell: Cell) -> ChunkPos {
-        let n = i64::from(self.cells);
+        Self::chunk_of_cells(self.cells, cell)
+    }
+
+    /// The chunk holding `cell`, with `cells` cells per chunk side.
+    pub fn chunk_of_cells(cells: u32, cell: Cell) -> ChunkPos {
+        let n = i64::from(cells);
         ChunkPos::new(cell.x.div_euclid(n), cell.z.div_euclid(n))
     }
 

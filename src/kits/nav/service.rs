@@ -53,6 +53,11 @@ pub trait NavService {
         to: Position,
         meter: &mut dyn FnMut() -> bool,
     ) -> Result<Outcome, Stopped>;
+    /// [`NavService::path`] as the `path` input asks it: the `path` inputs stamped with one
+    /// tick share `maxNodes` nodes in all, so a query searches with what the tick's earlier
+    /// ones left (`budget` with 0 nodes once they spent it all; an answer found before any
+    /// node, such as an unbuilt start, is given as ever). The next tick starts afresh.
+    fn path_input(&self, from: Position, to: Position) -> Outcome;
     /// The cell containing `pos` (the one `world.terrain`'s `heightAt` reads).
     fn cell_of(&self, pos: Position) -> Cell;
     /// The centre of `cell`, in metres.

@@ -60,13 +60,100 @@ impl Stuck {
     }
 }
 
+/// The cells an agent still has to step into, next first, and how many of them lie in each
+/// chunk (counted when first asked), so that a tick asks whether a path crosses a changed
+/// chunk in proportion to the chunks it crosses, not to its length.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Held {
+    cells: VecDeque<Cell>,
+    /// Cells per chunk, with the cells per chunk side they were counted with; `None` until
+    /// asked (a restored path, or one just found).
+    chunks: Option<(u32, BTreeMap<ChunkPos, u32>)>,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Self) -> bool {
+        self.cells == other.cells
+    }
+}
+
+impl From<Vec<Cell>> for Held {
+    fn from(cells: Vec<Cell>) -> Self {
+        Held {
+            cells: cells.into(),
+            chunks: None,
+        }
+    }
+}
+
+impl Held {
+    pub(super) fn front(&self) -> Option<&Cell> {
+        self.cells.front()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Cell> + '_ {
+        self.cells.iter()
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.cells.clear();
+        self.chunks = None;
+    }
+
+    /// Holds `cells` instead.
+    fn set(&mut self, cells: impl IntoIterator<Item = Cell>) {
+        self.cells.clear();
+        self.cells.extend(cells);
+        self.chunks = None;
+    }
+
+    /// Drops the next cell (stepped into).
+    fn pop_front(&mut self) -> Option<Cell> {
+        let c = self.cells.pop_front()?;
+        if let Some((n, counts)) = &mut self.chunks {
+            let chunk = CellGrid::chunk_of_cells(*n, c);
+            if let Some(k) = counts.get_mut(&chunk) {
+                *k -= 1;
+                if *k == 0 {
+                    counts.remove(&chunk);
+                }
+            }
+        }
+        Some(c)
+    }
+
+    /// Whether a cell of the path lies in one of `changed` (chunks of `n` cells a side).
+    fn crosses(&mut self, changed: &BTreeSet<ChunkPos>, n: u32) -> bool {
+        if changed.is_empty() || self.cells.is_empty() {
+            return false;
+        }
+        if self.chunks.as_ref().is_none_or(|(m, _)| *m != n) {
+            let mut counts = BTreeMap::new();
+            for c in &self.cells {
+                *counts.entry(CellGrid::chunk_of_cells(n, *c)).or_insert(0) += 1;
+            }
+            self.chunks = Some((n, counts));
+        }
+        let (_, counts) = self.chunks.as_ref().expect("counted above");
+        if changed.len() <= counts.len() {
+            changed.iter().any(|c| counts.contains_key(c))
+        } else {
+            counts.keys().any(|c| changed.contains(c))
+        }
+    }
+}
+
 /// One agent's state.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Agent {
     /// The goal cell its state is for.
     pub(super) goal: Cell,
     /// The cells still to step into, next first.
-    pub(super) path: VecDeque<Cell>,
+    pub(super) path: Held,
     /// The chunk its wait began on, while it waits on `indeterminate`.
     pub(super) waiting: Option<ChunkPos>,
     pub(super) stuck: Option<Stuck>,
@@ -78,7 +165,7 @@ impl Agent {
     fn new(goal: Cell) -> Self {
         Agent {
             goal,
-            path: VecDeque::new(),
+            path: Held::default(),
             waiting: None,
             stuck: None,
             arrived: false,
@@ -102,6 +189,9 @@ pub(super) struct State {
     pub(super) moved: bool,
     /// Nodes the agents expanded last tick (the variable `world.nav.nodes`).
     pub(super) nodes: u64,
+    /// Nodes the `path` inputs stamped with the coming tick expanded so far: they share
+    /// `maxNodes` (reset when the tick runs).
+    pub(super) input_nodes: u64,
 }
 
 /// The built terrain as the search reads it.
@@ -176,10 +266,7 @@ impl State {
             let stale = match agent.path.front() {
                 None => true,
                 Some(&next) => {
-                    agent
-                        .path
-                        .iter()
-                        .any(|c| changed.contains(&grid.chunk_of(*c)))
+                    agent.path.crosses(&changed, grid.cells)
                         || !search::is_edge(&ground, &self.rules, *here, next)
                 }
             };
@@ -192,7 +279,7 @@ impl State {
                 agent.path.clear();
                 match outcome.answer {
                     Answer::Found(p) => {
-                        agent.path.extend(p.into_iter().skip(1));
+                        agent.path.set(p.into_iter().skip(1));
                         agent.waiting = None;
                         agent.stuck = None;
                     }
@@ -285,6 +372,35 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_held_path_crosses_the_changed_chunks_its_cells_still_lie_in() {
+        // Chunks of 4 cells: the path steps east from (1, 0) through chunks (0, 0), (1, 0)
+        // and (2, 0).
+        let mut held = Held::from((1..10).map(|x| Cell::new(x, 0)).collect::<Vec<_>>());
+        let set = |c: &[(i64, i64)]| -> BTreeSet<ChunkPos> {
+            c.iter().map(|&(x, z)| ChunkPos::new(x, z)).collect()
+        };
+        assert!(!held.crosses(&set(&[]), 4));
+        assert!(!held.crosses(&set(&[(0, 1), (3, 0), (-1, 0)]), 4));
+        assert!(held.crosses(&set(&[(2, 0)]), 4));
+        assert!(held.crosses(&set(&[(0, 0)]), 4));
+        // Stepped past chunk (0, 0): its change no longer matters; (1, 0)'s still does.
+        for _ in 0..3 {
+            held.pop_front();
+        }
+        assert_eq!(held.front(), Some(&Cell::new(4, 0)));
+        assert!(!held.crosses(&set(&[(0, 0)]), 4));
+        assert!(held.crosses(&set(&[(1, 0)]), 4));
+        // Many changed chunks, few on the path (the counts are walked instead).
+        let many: BTreeSet<ChunkPos> = (3..100).map(|x| ChunkPos::new(x, 0)).collect();
+        assert!(!held.crosses(&many, 4));
+        let mut many = many;
+        many.insert(ChunkPos::new(2, 0));
+        assert!(held.crosses(&many, 4));
+        held.clear();
+        assert!(!held.crosses(&many, 4));
+    }
+
     fn state(ground: Drawn, max_nodes: u32) -> State {
         State {
             rules: rock_blocked(),
@@ -299,6 +415,7 @@ mod tests {
             changed: BTreeSet::new(),
             moved: false,
             nodes: 0,
+            input_nodes: 0,
         }
     }
 

@@ -109,13 +109,38 @@ impl Default for TerrainConfig {
 }
 
 impl TerrainConfig {
-    /// The worker threads to start.
+    /// The worker threads to start: [`worker_threads_for`] on this machine's cores.
     pub fn worker_threads(&self) -> usize {
-        match self.workers.0 {
-            0 => std::thread::available_parallelism()
-                .map_or(1, |n| n.get().saturating_sub(1))
-                .max(1),
-            n => n as usize,
-        }
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        worker_threads_for(self.workers.0, cores)
+    }
+}
+
+/// The worker threads `workers` (the config's value) starts on a machine of `cores` cores:
+/// 0 is the cores minus one, at least 1; any other value is at most `cores`. More threads than
+/// cores build nothing sooner (the bytes are the same for any count) and take the core the
+/// tick needs: 64 workers on 2 cores left the tick thread a 65th of the machine.
+pub fn worker_threads_for(workers: u32, cores: usize) -> usize {
+    let cores = cores.max(1);
+    match workers {
+        0 => cores.saturating_sub(1).max(1),
+        n => (n as usize).min(cores),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_start_at_most_one_thread_a_core() {
+        assert_eq!(worker_threads_for(64, 2), 2);
+        assert_eq!(worker_threads_for(3, 2), 2);
+        assert_eq!(worker_threads_for(1, 2), 1);
+        assert_eq!(worker_threads_for(0, 2), 1);
+        assert_eq!(worker_threads_for(0, 8), 7);
+        assert_eq!(worker_threads_for(0, 1), 1);
+        assert_eq!(worker_threads_for(64, 16), 16);
+        assert_eq!(worker_threads_for(5, 0), 1);
     }
 }

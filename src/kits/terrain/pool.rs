@@ -169,6 +169,26 @@ struct Queue {
 }
 
 impl Queue {
+    /// Removes `job` if it is queued (the queue is in ascending `version`: one binary search).
+    fn take(&mut self, job: Job) -> bool {
+        match self.jobs.binary_search_by_key(&job.version, |j| j.version) {
+            Ok(i) if self.jobs[i] == job => {
+                self.jobs.remove(i);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Removes the first queued job if `due` says so.
+    fn take_front_if(&mut self, due: impl FnOnce(&Job) -> bool) -> Option<Job> {
+        if self.jobs.front().is_some_and(due) {
+            self.jobs.pop_front()
+        } else {
+            None
+        }
+    }
+
     /// Whether to wake a sleeping worker: one sleeps and there is work (a busy worker comes
     /// back to the queue by itself).
     fn wants_worker(&self) -> bool {
@@ -394,6 +414,19 @@ impl Pool {
         self.results.recv().ok()
     }
 
+    /// Takes `job` back from the queue if no worker has taken it yet (the tick, which must
+    /// commit it now, builds it itself rather than wait). Jobs are queued in dispatch order,
+    /// so the queue is in ascending `version` and one binary search finds it.
+    pub fn take_queued(&self, job: Job) -> bool {
+        self.shared.lock().take(job)
+    }
+
+    /// Takes the first queued job if `due` says it is wanted now (the tick, waiting for a
+    /// chunk a worker is building, builds the next one due rather than sleep).
+    pub fn take_front_if(&self, due: impl FnOnce(&Job) -> bool) -> Option<Job> {
+        self.shared.lock().take_front_if(due)
+    }
+
     /// Jobs queued and not yet taken by a worker.
     pub fn queued(&self) -> usize {
         self.shared.lock().jobs.len()
@@ -423,6 +456,42 @@ mod tests {
             chunk: ChunkPos::new(i, -i),
             version: i as u64,
         }
+    }
+
+    #[test]
+    fn a_queued_job_is_taken_back_and_one_a_worker_took_is_not() {
+        let job = |x: i64, version: u64| Job {
+            chunk: ChunkPos::new(x, 0),
+            version,
+        };
+        let mut q = Queue::default();
+        q.jobs.extend([job(0, 3), job(1, 4), job(2, 7), job(3, 9)]);
+        assert!(q.take(job(2, 7)));
+        assert!(!q.take(job(2, 7)), "taken once");
+        assert!(
+            !q.take(job(5, 5)),
+            "a job no longer queued (a worker has it)"
+        );
+        assert!(!q.take(job(9, 4)), "another chunk's version");
+        assert!(q.take(job(0, 3)));
+        let left: Vec<u64> = q.jobs.iter().map(|j| j.version).collect();
+        assert_eq!(left, [4, 9]);
+    }
+
+    #[test]
+    fn the_first_queued_job_is_taken_only_when_it_is_due() {
+        let job = |x: i64, version: u64| Job {
+            chunk: ChunkPos::new(x, 0),
+            version,
+        };
+        let mut q = Queue::default();
+        assert_eq!(q.take_front_if(|_| true), None, "nothing queued");
+        q.jobs.extend([job(0, 3), job(1, 4)]);
+        assert_eq!(q.take_front_if(|j| j.version > 3), None, "not due");
+        assert_eq!(q.jobs.len(), 2, "left queued");
+        assert_eq!(q.take_front_if(|j| j.version == 3), Some(job(0, 3)));
+        assert_eq!(q.take_front_if(|_| true), Some(job(1, 4)));
+        assert!(q.jobs.is_empty());
     }
 
     #[test]

@@ -280,6 +280,7 @@ impl State {
                 .in_flight
                 .get(&chunk)
                 .filter(|f| f.version == version)?;
+            let flight_due = flight.commit_at;
             if flight.done.is_some() {
                 let flight = self.in_flight.remove(&chunk).expect("just found");
                 self.arrived -= 1;
@@ -287,7 +288,38 @@ impl State {
                 return Some((built.unwrap_or_else(|| self.build_here(chunk)), waited));
             }
             waited = true;
-            self.submit(); // the job may still be here
+            // The job may still be here; if no worker has taken it yet, build it here rather
+            // than wait for one to (the tick's thread works instead of sleeping; the same bytes
+            // either way).
+            self.submit();
+            let job = Job { chunk, version };
+            if self.pool.as_ref().is_some_and(|p| p.take_queued(job)) {
+                self.in_flight.remove(&chunk); // not done: `arrived` does not count it
+                return Some((self.build_here(chunk), waited));
+            }
+            // A worker has it. Its result may be back already; if not, build the next queued
+            // chunk due by the same tick meanwhile (this tick commits it too), and sleep only
+            // when none is left.
+            self.drain();
+            if self.in_flight.get(&chunk).is_some_and(|f| f.done.is_some()) {
+                continue;
+            }
+            let (in_flight, due) = (&self.in_flight, flight_due);
+            let next = self.pool.as_ref().and_then(|p| {
+                p.take_front_if(|j| {
+                    in_flight
+                        .get(&j.chunk)
+                        .is_some_and(|f| f.version == j.version && f.commit_at <= due)
+                })
+            });
+            if let Some(next) = next {
+                let built = self.build_here(next.chunk);
+                self.take(pool::Done {
+                    job: next,
+                    built: Some(built),
+                });
+                continue;
+            }
             match self.pool.as_ref().and_then(Pool::recv) {
                 Some(done) => self.take(done),
                 // No worker left (cannot happen while the pool lives): build here.
