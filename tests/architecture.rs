@@ -267,3 +267,155 @@ fn no_source_file_names_a_path_outside_the_repository() {
         }
     }
 }
+
+/// A kit's pure parts (a planner, a generator, a file format: no threads, no I/O, no host), by
+/// kit and by module under the kit (a file `x.rs` or a folder `x/`).
+const PURE: &[(&str, &[&str])] = &[
+    ("district", &["region", "index"]),
+    ("nav", &["search"]),
+    ("streaming", &["lod", "residency"]),
+    ("terrain", &["generate", "region"]),
+];
+
+/// What a pure part may name outside the pure set: the kit's settings types the planner is
+/// given (`Lod`, `LodLevel`, `MAX_LOD_LEVELS` of `streaming/config.rs`; `config` names no pure
+/// part, so this is no circle).
+const PURE_MAY_NAME: &[(&str, &str, &str)] = &[("streaming", "lod", "config")];
+
+/// The module path under its kit of a file of `src/kits/<kit>/` (`lod/area.rs` is `[lod, area]`,
+/// `lod/mod.rs` is `[lod]`, `mod.rs` is `[]`).
+fn kit_path(file: &Path) -> Option<(String, Vec<String>)> {
+    let rel = file.strip_prefix(src().join("kits")).ok()?;
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if parts.len() < 2 {
+        return None;
+    }
+    let kit = parts.remove(0);
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    Some((kit, parts))
+}
+
+/// The kit's modules (files and folders) a file names, by their first segment under the kit
+/// (`super::x`, `super::super::x`, `crate::kits::<kit>::x`); `mod` for an item of the kit's
+/// `mod.rs` itself.
+fn kit_modules_named(
+    kit: &str,
+    path: &[String],
+    code: &str,
+    modules: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let resolve = |target: Vec<String>, out: &mut BTreeSet<String>| match target.first() {
+        Some(first) if modules.contains(first) => {
+            out.insert(first.clone());
+        }
+        Some(_) => {
+            out.insert("mod".to_owned());
+        }
+        None => {}
+    };
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("super::") {
+        let before = rest[..i].chars().last();
+        let after_colons = rest[..i].ends_with("::");
+        rest = &rest[i..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') || after_colons {
+            rest = &rest["super::".len()..];
+            continue;
+        }
+        let mut ups = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            ups += 1;
+            rest = r;
+        }
+        let name = ident(rest);
+        if ups > path.len() || name.is_empty() {
+            continue;
+        }
+        let mut target: Vec<String> = path[..path.len() - ups].to_vec();
+        target.push(name);
+        resolve(target, &mut out);
+    }
+    let own = format!("crate::kits::{kit}::");
+    for (i, _) in code.match_indices(&own) {
+        resolve(vec![ident(&code[i + own.len()..])], &mut out);
+    }
+    out
+}
+
+#[test]
+fn a_kit_s_pure_parts_name_no_sibling_outside_the_pure_set() {
+    let mut problems = Vec::new();
+    for (kit, pure) in PURE {
+        let dir = src().join("kits").join(kit);
+        let mut files = Vec::new();
+        rust_files(&dir, &mut files);
+        files.sort();
+        let modules: BTreeSet<String> = files
+            .iter()
+            .filter_map(|f| kit_path(f))
+            .filter_map(|(_, p)| p.first().cloned())
+            .collect();
+        for part in *pure {
+            assert!(
+                modules.contains(*part),
+                "kits/{kit}: the pure part `{part}` of tests/architecture.rs is gone"
+            );
+        }
+        for f in &files {
+            let Some((_, path)) = kit_path(f) else {
+                continue;
+            };
+            let Some(first) = path.first() else { continue };
+            if !pure.contains(&first.as_str()) {
+                continue;
+            }
+            let text = code(&std::fs::read_to_string(f).unwrap());
+            for named in kit_modules_named(kit, &path, &text, &modules) {
+                let allowed = pure.contains(&named.as_str())
+                    || PURE_MAY_NAME.contains(&(*kit, first.as_str(), named.as_str()));
+                if !allowed {
+                    problems.push(format!(
+                        "{}: the pure part `{first}` of kits/{kit} names `{named}`",
+                        f.strip_prefix(src()).unwrap().display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_pure_check_sees_a_sibling() {
+    // The resolver finds what the rule is about: `super::state` from a kit's file, two levels
+    // up from a folder's file, and the kit's own path.
+    let modules: BTreeSet<String> = ["state", "lod", "config"].map(String::from).into();
+    let top = vec!["region".to_owned()];
+    let deep = vec!["lod".to_owned(), "area".to_owned()];
+    let named = |path: &[String], code: &str| kit_modules_named("k", path, code, &modules);
+    assert_eq!(
+        named(&top, "use super::state::Stored;"),
+        ["state".to_owned()].into()
+    );
+    assert_eq!(named(&deep, "use super::Area;"), ["lod".to_owned()].into());
+    assert_eq!(
+        named(&deep, "use super::super::config::Lod;"),
+        ["config".to_owned()].into()
+    );
+    assert_eq!(
+        named(&top, "crate::kits::k::GENERATOR"),
+        ["mod".to_owned()].into()
+    );
+    assert!(named(&top, "use crate::grid::ChunkPos;").is_empty());
+}

@@ -14,8 +14,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use super::region::{self, ChunkRecord, District, DistrictStamp, Entry, SceneRecord};
-use super::state::{entity_hash, State, Stored, DORMANT};
+use super::region::{self, ChunkRecord, District, DistrictStamp, Entry, SceneRecord, Stored};
+use super::state::{entity_hash, State, DORMANT};
 use crate::grid::ChunkPos;
 use crate::host::World;
 use crate::worlddir::store::{Outcome, Store, StoreError};

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::index::{parse_line, Stamp as FileStamp};
-use super::state::Stored;
 use crate::grid::ChunkPos;
 use crate::hash::Fnv1a64;
+use crate::host::Entity;
 use crate::worlddir::frame::{self, Kind, STAMP_LEN};
 use crate::worlddir::store::StoreKind;
 
@@ -87,6 +87,20 @@ impl std::fmt::Display for DistrictStamp {
             self.format, self.files, self.hash, self.chunk_size
         )
     }
+}
+
+/// One stored entity of a kept difference (what a record's entry holds; the kit's state keeps
+/// its kept differences as these too).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Stored {
+    /// Exactly as district line `i` describes it (in its home chunk).
+    Line(u32),
+    /// Anything else: its state, and its line and that line's hash when it is a district entity.
+    Entity {
+        line: Option<u32>,
+        base: u64,
+        entity: Box<Entity>,
+    },
 }
 
 /// One entry of a scene's record.
@@ -335,7 +349,6 @@ impl StoreKind for District {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::Entity;
     use crate::worlddir::frame::{decode, encode, Damage, Region, RegionPos};
 
     fn stamp() -> DistrictStamp {

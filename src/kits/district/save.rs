@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::state::{entity_hash, State, Stored};
+use super::region::Stored;
+use super::state::{entity_hash, State};
 use crate::grid::ChunkPos;
 use crate::host::{Entity, EntityId, Problem, World};
 

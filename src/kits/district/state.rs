@@ -12,6 +12,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Map, Value};
 
 use super::index::{parse_line, read_line, Index};
+use super::region::Stored;
 use crate::grid::{ChunkPos, Grid};
 use crate::hash::Fnv1a64;
 use crate::host::{Entity, EntityId, World};
@@ -34,19 +35,6 @@ pub(crate) struct Live {
     pub chunk: ChunkPos,
     /// Its spawn sequence number.
     pub seq: u64,
-}
-
-/// One stored entity of a kept difference.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Stored {
-    /// Exactly as district line `i` describes it (in its home chunk).
-    Line(u32),
-    /// Anything else: its state, and its line and that line's hash when it is a district entity.
-    Entity {
-        line: Option<u32>,
-        base: u64,
-        entity: Box<Entity>,
-    },
 }
 
 /// What one step did, for its event.

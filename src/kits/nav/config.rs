@@ -11,8 +11,7 @@ use crate::checked_number;
 pub const MAX_NODES: u32 = 262_144;
 /// The default per-query node budget.
 pub const DEFAULT_MAX_NODES: u32 = 65_536;
-/// The default climb between 4-neighbouring cells.
-pub const DEFAULT_MAX_STEP: u16 = 256;
+pub use super::search::DEFAULT_MAX_STEP;
 
 checked_number!(
     /// Height units a walker may climb (or descend) between 4-neighbouring cells: an integer

@@ -126,6 +126,10 @@ pub trait Ground {
     fn chunk(&self, chunk: ChunkPos) -> Option<Arc<ChunkData>>;
 }
 
+/// The default climb between 4-neighbouring cells ([`Rules::default`]; the kit's config's default
+/// `maxStep`).
+pub const DEFAULT_MAX_STEP: u16 = 256;
+
 /// The walking rules (the kit's config).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rules {
@@ -140,7 +144,7 @@ pub struct Rules {
 impl Default for Rules {
     fn default() -> Self {
         Rules {
-            max_step: super::config::DEFAULT_MAX_STEP,
+            max_step: DEFAULT_MAX_STEP,
             blocked: [false; 256],
             diagonal: false,
         }

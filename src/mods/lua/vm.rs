@@ -1,5 +1,6 @@
-//! The work budget of the patched Lua VM (`vendor/lua-5.4.7`, built by `build.rs`): the only
-//! unsafe code of the crate, a few C calls on a state's raw pointer.
+//! The work budget of the patched Lua VM (`vendor/lua-5.4.7`, built by `build.rs`): one of the
+//! crate's two modules with unsafe code (the other is the C ABI, `capi`), a few C calls on a
+//! state's raw pointer.
 //!
 //! The budget lives in the VM's global state: one unit per VM instruction, plus the work done
 //! outside the instruction count (bytes allocated, values moved by calls and returns, bytes
