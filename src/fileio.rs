@@ -9,6 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::json::Problem;
+use crate::worlddir::store::{Fs, RealFs};
 
 pub use crate::user_file::MAX_FILE_BYTES;
 
@@ -155,9 +156,6 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
-/// How many temporary names [`write_atomic`] tries.
-const TEMP_NAMES: u32 = 64;
-
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename over
 /// the target, fsync of the directory. On any failure the previous file is left as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
@@ -165,18 +163,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
 }
 
 /// [`write_atomic`] with a step run between the write and the rename (tests use it to simulate a
-/// crash there).
+/// crash there). The crate's one atomic write ([`crate::worlddir::store`]'s, its temporary file
+/// `.name.tmp-<pid>` made new), through [`ToolFs`].
 pub fn write_atomic_with(
     path: &Path,
     bytes: &[u8],
     before_rename: impl FnOnce(&Path) -> std::io::Result<()>,
 ) -> Result<(), FileError> {
-    use std::io::Write;
+    use crate::worlddir::store::{replace, Step, Temp, TEMP_NAMES};
     let file = display_name(path);
-    let io = |e: std::io::Error| FileError::Io {
-        file: file.clone(),
-        message: e.to_string(),
-    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -200,67 +195,53 @@ pub fn write_atomic_with(
             });
         }
     }
-    // The temporary file is made new (`O_EXCL`: a link or file planted at its name is never
-    // opened, so nothing is written through it). A name taken (a file a killed write left, a
-    // planted link) is removed — `remove_file` removes a link, not what it points to — and
-    // made new again; taken again at once, the next name is tried.
-    let pid = std::process::id();
-    let open_new = |tmp: &Path| {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(tmp)
-    };
-    let mut made = None;
-    for n in 0..TEMP_NAMES {
-        let suffix = if n == 0 {
-            String::new()
-        } else {
-            format!(".{n}")
-        };
-        let tmp = dir.join(format!(".{}.tmp-{pid}{suffix}", name.to_string_lossy()));
-        let opened = match open_new(&tmp) {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let _ = std::fs::remove_file(&tmp);
-                open_new(&tmp)
-            }
-            other => other,
-        };
-        match opened {
-            Ok(f) => {
-                made = Some((tmp, f));
-                break;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io(e)),
-        }
-    }
-    let Some((tmp, mut f)) = made else {
-        return Err(FileError::Io {
-            file: file.clone(),
-            message: format!(
-                "cannot make a temporary file next to it: .{}.tmp-{pid} and its {} next names \
+    replace(&ToolFs, &dir, name, bytes, Temp::Fresh, before_rename).map_err(|f| {
+        let message = match f.step {
+            Step::Named => format!(
+                "cannot make a temporary file next to it: .{}.tmp-{} and its {} next names \
                  are taken",
                 name.to_string_lossy(),
+                std::process::id(),
                 TEMP_NAMES - 1
             ),
-        });
-    };
-    let result = (|| {
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        before_rename(&tmp)?;
-        std::fs::rename(&tmp, path)?;
-        if let Ok(d) = std::fs::File::open(&dir) {
-            d.sync_all()?;
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+            _ => f.error.to_string(),
+        };
+        FileError::Io { file, message }
+    })
+}
+
+/// The file system the tool's own files are written through: the real one, the temporary file
+/// fsynced through a handle that only reads it (whatever mode the umask gave it), and a directory
+/// that cannot be opened (no read permission) left unsynced rather than failing the write.
+struct ToolFs;
+
+impl Fs for ToolFs {
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)
     }
-    result.map_err(io)
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        RealFs.write(path, bytes)
+    }
+
+    fn fsync(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::File::open(path)?.sync_all()
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        match std::fs::File::open(dir) {
+            Ok(d) => d.sync_all(),
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::remove_file(path)
+    }
 }
 
 #[cfg(test)]

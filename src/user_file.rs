@@ -64,42 +64,173 @@ pub fn name(path: &Path) -> String {
     crate::escape::escape(&path.display().to_string()).into_owned()
 }
 
-/// What a file type is, in words.
-pub(crate) fn kind(t: &FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_fifo() {
-            return "a FIFO (a named or unnamed pipe)";
+/// What a file is when it is not a regular file: the crate's one test of a file's type, with
+/// its two wordings (the tool's files say [`FileKind::words`], the world directory's region files
+/// [`FileKind::short`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A directory.
+    Directory,
+    /// A symbolic link (looked at without following it).
+    Symlink,
+    /// A FIFO (a named or unnamed pipe).
+    Fifo,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// A socket.
+    Socket,
+    /// Anything else that is not a regular file.
+    Other,
+}
+
+impl FileKind {
+    /// What `t` is, `None` for a regular file.
+    pub fn of(t: &FileType) -> Option<FileKind> {
+        if t.is_file() {
+            return None;
         }
-        if t.is_char_device() {
-            return "a character device";
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if t.is_fifo() {
+                return Some(FileKind::Fifo);
+            }
+            if t.is_char_device() {
+                return Some(FileKind::CharDevice);
+            }
+            if t.is_block_device() {
+                return Some(FileKind::BlockDevice);
+            }
+            if t.is_socket() {
+                return Some(FileKind::Socket);
+            }
         }
-        if t.is_block_device() {
-            return "a block device";
-        }
-        if t.is_socket() {
-            return "a socket";
+        Some(if t.is_dir() {
+            FileKind::Directory
+        } else if t.is_symlink() {
+            FileKind::Symlink
+        } else {
+            FileKind::Other
+        })
+    }
+
+    /// In words, for the tool's files (`a FIFO (a named or unnamed pipe)`, `a character
+    /// device`, …).
+    pub fn words(self) -> &'static str {
+        match self {
+            FileKind::Fifo => "a FIFO (a named or unnamed pipe)",
+            FileKind::CharDevice => "a character device",
+            FileKind::BlockDevice => "a block device",
+            FileKind::Socket => "a socket",
+            FileKind::Directory => "a directory",
+            FileKind::Symlink => "a symbolic link",
+            FileKind::Other => "something else (not a regular file)",
         }
     }
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else {
-        "something else (not a regular file)"
+
+    /// In short words, for the world directory's messages (`a FIFO`, `a device`, …).
+    pub fn short(self) -> &'static str {
+        match self {
+            FileKind::Fifo => "a FIFO",
+            FileKind::CharDevice | FileKind::BlockDevice => "a device",
+            FileKind::Socket => "a socket",
+            FileKind::Directory => "a directory",
+            FileKind::Symlink => "a symbolic link",
+            FileKind::Other => "not a regular file",
+        }
     }
 }
 
-/// Opens `path` for reading without blocking on a FIFO.
-fn open(path: &Path) -> std::io::Result<File> {
+/// What a file type is, in words ([`FileKind::words`]).
+pub(crate) fn kind(t: &FileType) -> &'static str {
+    FileKind::of(t).map_or("a regular file", FileKind::words)
+}
+
+/// Whether a final symbolic link is followed when a file is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// Followed: the file it names is read (a user's file given by its path).
+    Follow,
+    /// Refused, never read through (`O_NOFOLLOW`): a file the tool found in a directory it
+    /// owns (a region file, a journal).
+    Refuse,
+}
+
+/// A file as read by [`read_regular`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Regular {
+    /// A regular file of at most the cap: its bytes.
+    Bytes(Vec<u8>),
+    /// A regular file longer than the cap (read no further than the cap and one byte).
+    TooLarge,
+    /// Not a regular file: not read.
+    NotRegular(FileKind),
+}
+
+/// The one capped read of a file by its path: what is not a regular file is refused before it is
+/// opened and again through the opened handle, a file the opened handle says is past `cap` is
+/// refused unread, any other is read through the cap (never more than `cap + 1` bytes: a file
+/// that grows while it is read is still stopped there). Opened without blocking on a FIFO; a
+/// final link is followed or refused as `links` says (refused: a link is [`FileKind::Symlink`],
+/// also when one took the file's place since it was looked at). The module's steps.
+pub fn read_regular(path: &Path, cap: u64, links: Links) -> std::io::Result<Regular> {
+    // 1. Looked at. With links refused, a link goes on to the open on Unix, which refuses it
+    //    (`O_NOFOLLOW`), as it refuses a file replaced by a link since the look.
+    let look = match links {
+        Links::Follow => std::fs::metadata(path)?,
+        Links::Refuse => std::fs::symlink_metadata(path)?,
+    };
+    let t = look.file_type();
+    if let Some(kind) = FileKind::of(&t) {
+        if links == Links::Follow || cfg!(not(unix)) || !t.is_symlink() {
+            return Ok(Regular::NotRegular(kind));
+        }
+    }
+    // 2. Opened without blocking, and looked at again: what was opened, not what the name was
+    //    a moment ago.
+    let handle = match open(path, links) {
+        Ok(f) => f,
+        #[cfg(unix)]
+        Err(e) if links == Links::Refuse && e.raw_os_error() == Some(libc::ELOOP) => {
+            return Ok(Regular::NotRegular(FileKind::Symlink))
+        }
+        Err(e) => return Err(e),
+    };
+    let meta = handle.metadata()?;
+    if let Some(kind) = FileKind::of(&meta.file_type()) {
+        return Ok(Regular::NotRegular(kind));
+    }
+    // 3. A regular file that says it is past the cap is refused unread (a sparse file of 2 GiB
+    //    costs no disk, and reading it up to the cap would cost a gigabyte of memory each
+    //    time); one that says it is within is read through the cap all the same: it may grow.
+    if meta.len() > cap {
+        return Ok(Regular::TooLarge);
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    read_capped(handle, &mut bytes, cap)?;
+    if bytes.len() as u64 > cap {
+        return Ok(Regular::TooLarge);
+    }
+    Ok(Regular::Bytes(bytes))
+}
+
+/// Opens `path` for reading without blocking on a FIFO (and, with links refused, without
+/// following a final link).
+fn open(path: &Path, links: Links) -> std::io::Result<File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
+        options.custom_flags(match links {
+            Links::Follow => libc::O_NONBLOCK,
+            Links::Refuse => libc::O_NOFOLLOW | libc::O_NONBLOCK,
+        });
     }
+    #[cfg(not(unix))]
+    let _ = links;
     options.open(path)
 }
 
@@ -123,29 +254,28 @@ pub fn open_regular(path: &Path) -> Result<(File, std::fs::Metadata), ReadError>
         }
     };
     regular(&std::fs::metadata(path).map_err(io)?)?;
-    let handle = open(path).map_err(io)?;
+    let handle = open(path, Links::Follow).map_err(io)?;
     let meta = handle.metadata().map_err(io)?;
     regular(&meta)?;
     Ok((handle, meta))
 }
 
 /// The bytes of the regular file at `path` (links followed), at most `cap` of them; see the
-/// module's steps.
+/// module's steps ([`read_regular`]).
 pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
-    let (handle, meta) = open_regular(path)?;
     let file = name(path);
-    if meta.len() > cap {
-        return Err(ReadError::TooLarge { file, limit: cap });
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    read_capped(handle, &mut bytes, cap).map_err(|e| ReadError::Io {
+    let read = read_regular(path, cap, Links::Follow).map_err(|e| ReadError::Io {
         file: file.clone(),
         message: e.to_string(),
     })?;
-    if bytes.len() as u64 > cap {
-        return Err(ReadError::TooLarge { file, limit: cap });
+    match read {
+        Regular::Bytes(bytes) => Ok(bytes),
+        Regular::TooLarge => Err(ReadError::TooLarge { file, limit: cap }),
+        Regular::NotRegular(kind) => Err(ReadError::NotRegular {
+            file,
+            found: kind.words(),
+        }),
     }
-    Ok(bytes)
 }
 
 /// Reads `source` to its end or to `cap + 1` bytes, whichever comes first, into `bytes`:
