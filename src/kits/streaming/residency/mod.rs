@@ -1,0 +1,619 @@
+//! The residency: the kit's record of which chunks are loaded, wanted, pending and refused, kept
+//! up to date incrementally as foci move, and the queries each tick plans with (what is due for
+//! release, what to load next, what to evict) around any number of foci (SPEC §3, §11). Stateful,
+//! but plain data over [`Grid`] math with no host types, so it is unit-tested and benchmarked
+//! alone; the kit resolves the foci, asks the hooks and applies the answers.
+//!
+//! Work is proportional to what changed. Each chunk near a focus carries two counts: how many
+//! foci want it (ring `<= r`) and how many keep it (ring `<= r + 1`). When a focus moves to
+//! another chunk only the strips between its old and new squares are counted, so a walker crossing
+//! a chunk edge touches O(r) chunks whatever the number of other foci, and a focus that stays in
+//! its chunk touches none. A chunk whose counts cross zero is put on a *recheck* list; the refusal
+//! drop rules and the releases of the next tick look at that list only. Eviction candidates
+//! (loaded, unwanted, unrefused) are kept ordered by (last wanted, row order), so the cap picks
+//! one in O(log n) without scanning the loaded set.
+//!
+//! Choosing loads costs what is taken, not the pending set. Each focus counts the pending chunks
+//! of its square, and keeps a *queue* of them: a heap by (priority descending, squared distance
+//! from its own position, z, x), built from its square the first time a load is chosen for it
+//! after it moved, then kept: a chunk that becomes pending again, or whose priority changes, is
+//! pushed; a chunk that stops being pending stays behind and is skipped when it comes up. The
+//! `"fair"` deal pops the queue of the focus whose turn it is; `"nearest"` pops the least head
+//! over the queues of the foci with pending chunks (a chunk's nearest-first key is the least of
+//! its foci's distances, so the least head is the nearest pending chunk). Both give exactly the
+//! orders of the plain scans they replaced (the tests run them side by side).
+//!
+//! The parts: [`squares`] (the foci's squares and the counts they keep), [`queue`] (the pending
+//! chunks and the loads chosen from them), [`refusals`] (refusals held and dropped),
+//! [`readiness`] (builders, the readiness log, holes); this file the record itself, its
+//! resolution, loads, releases, eviction, clearing and restoring.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+use indexmap::IndexSet;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+use smallvec::SmallVec;
+
+use crate::grid::{Bounds, ChunkPos, Grid, Position};
+
+mod queue;
+mod readiness;
+mod refusals;
+mod squares;
+#[cfg(test)]
+mod testing;
+
+use queue::*;
+use squares::Rect;
+
+/// Which hook a refusal answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RefusalKind {
+    /// `world.chunk.load` was cancelled: the chunk stays unloaded.
+    Load,
+    /// `world.chunk.unload` was cancelled: the chunk stays loaded.
+    Unload,
+}
+
+/// A held refusal of one chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The hook that was cancelled.
+    pub kind: RefusalKind,
+    /// The id of the mod that cancelled it.
+    pub by: String,
+    /// Its reason.
+    pub reason: String,
+}
+
+/// A focus as the planner sees it: a position and the rings it wants.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FocusView {
+    /// Where the focus is (its chunk is the centre of its square).
+    pub pos: Position,
+    /// Rings wanted around the focus chunk.
+    pub radius: u32,
+    /// Its priority (SPEC §16): 0 but for a ticket that asked for more.
+    pub priority: u8,
+}
+
+impl FocusView {
+    /// A focus of priority 0.
+    pub fn new(pos: Position, radius: u32) -> Self {
+        FocusView {
+            pos,
+            radius,
+            priority: 0,
+        }
+    }
+}
+
+/// A focus in force: its view and its chunk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Slot {
+    view: FocusView,
+    centre: ChunkPos,
+}
+
+impl Slot {
+    fn want(&self) -> Rect {
+        Rect::around(self.centre, self.view.radius)
+    }
+    fn keep(&self) -> Rect {
+        Rect::around(self.centre, self.view.radius + 1)
+    }
+}
+
+/// The place of an id that is not in use.
+const FREE: u32 = u32::MAX;
+
+/// Which foci want a chunk (ring `<= r`, by id of the foci in force) and how many keep it
+/// (ring `<= r + 1`). The list makes the nearest-first key of a chunk cost the foci that want
+/// it, not every focus.
+#[derive(Debug, Clone, Default)]
+struct Cover {
+    wanted_by: SmallVec<[u32; 2]>,
+    keep: u32,
+    /// The highest priority of the foci in `wanted_by` (meaningless while it is empty).
+    prio: u8,
+}
+
+/// Loaded chunks, pending chunks, held refusals and eviction candidates around the foci.
+#[derive(Debug, Clone)]
+pub struct Residency {
+    grid: Grid,
+    bounds: Option<Bounds>,
+    loaded: BTreeSet<ChunkPos>,
+    refusals: BTreeMap<ChunkPos, Held>,
+    /// Held load refusals of chunks in the union.
+    load_refusals_wanted: usize,
+    /// Held unload refusals per mod id.
+    unload_refusals_by: BTreeMap<String, usize>,
+    /// The foci in force, in order (anchors, then tickets).
+    foci: Vec<Slot>,
+    /// Each focus's id (by place in `foci`). A focus keeps its id while it stays in force, even
+    /// when foci before it come or go, so the chunks counted for it (by id) stay counted.
+    ids: Vec<u32>,
+    /// Each id's place in `foci` ([`FREE`] for an id not in use).
+    place: Vec<u32>,
+    /// Ids not in use, to be used again.
+    free_ids: Vec<u32>,
+    /// Counts of the chunks within `r + 1` of some focus and inside the ground. Only looked up,
+    /// never iterated, so its hash order cannot leak.
+    cover: FxHashMap<ChunkPos, Cover>,
+    /// Chunks wanted by at least one focus.
+    union_len: usize,
+    /// Wanted, not loaded, not refused; in an order that depends only on what happened (never on
+    /// hashes), and taken from by the nearest-first key, which is a total order. Changed only
+    /// through [`Residency::pend`] and [`Residency::unpend`], which keep the counts below.
+    pending: IndexSet<ChunkPos, FxBuildHasher>,
+    /// Per focus id: how many pending chunks its square holds.
+    pending_in: Vec<u32>,
+    /// Per focus id: its queue of pending chunks, once built (dropped when the focus
+    /// moves, even within its chunk: its distances changed). Every pending chunk of the focus's
+    /// square has a true entry in a built queue.
+    queues: Vec<Option<Queue>>,
+    /// Queue entries and square chunks looked at while choosing loads (see
+    /// [`Residency::examined`]).
+    examined: u64,
+    /// Chunks counted in or out of a focus's squares (see [`Residency::recounted`]).
+    recounted: u64,
+    /// The last tick each loaded chunk outside the union was wanted (absent: 0).
+    last_wanted: FxHashMap<ChunkPos, u64>,
+    /// Loaded chunks outside the union holding no refusal, by (last wanted, row order).
+    evictable: BTreeSet<(u64, ChunkPos)>,
+    /// Chunks whose refusal may drop or which may be due for release at the next resolution.
+    recheck: BTreeSet<ChunkPos>,
+    /// The tick of the last resolution.
+    resolved_at: u64,
+    /// Wanted chunks that are ready (loaded and built by every builder, or load-refused).
+    ready: usize,
+    /// How many builders readiness waits for (at most 64).
+    builders: u32,
+    /// Which builders built each loaded chunk (bit `i`: builder `i`). Every loaded chunk has
+    /// an entry, so one hashed lookup also tells whether a chunk is loaded.
+    built: FxHashMap<ChunkPos, u64>,
+    /// Chunks whose readiness may have changed since the last [`Residency::swap_ready_log`]
+    /// (SPEC §17's hole count follows them rather than recounting), kept only once
+    /// [`Residency::track_readiness`] was called; past [`READY_LOG_MAX`] entries, or after a
+    /// change of every chunk at once, `ready_log_lost` says the log is not the whole story.
+    /// Each entry says whether that change can only have made the chunk ready (a load, a
+    /// build, a refusal held) rather than unready.
+    ready_log: Vec<(ChunkPos, bool)>,
+    ready_log_on: bool,
+    ready_log_lost: bool,
+}
+
+/// The most chunks [`Residency`]'s readiness log holds before it gives up (a full recount).
+pub const READY_LOG_MAX: usize = 1 << 16;
+
+impl Residency {
+    /// Nothing loaded, no focus.
+    pub fn new(grid: Grid, bounds: Option<Bounds>) -> Self {
+        Residency {
+            grid,
+            bounds,
+            loaded: BTreeSet::new(),
+            refusals: BTreeMap::new(),
+            load_refusals_wanted: 0,
+            unload_refusals_by: BTreeMap::new(),
+            foci: Vec::new(),
+            ids: Vec::new(),
+            place: Vec::new(),
+            free_ids: Vec::new(),
+            cover: FxHashMap::default(),
+            union_len: 0,
+            pending: IndexSet::default(),
+            pending_in: Vec::new(),
+            queues: Vec::new(),
+            examined: 0,
+            recounted: 0,
+            last_wanted: FxHashMap::default(),
+            evictable: BTreeSet::new(),
+            recheck: BTreeSet::new(),
+            resolved_at: 0,
+            ready: 0,
+            builders: 0,
+            built: FxHashMap::default(),
+            ready_log: Vec::new(),
+            ready_log_on: false,
+            ready_log_lost: true,
+        }
+    }
+
+    /// How many queued chunks (and chunks of a square, while a focus's queue is built) the
+    /// planner has looked at while choosing loads, since it was made: a deterministic measure
+    /// of the cost of [`Residency::take_nearest`] and [`Residency::take_fair`] for tests and
+    /// benches (each load costs the entries it skips plus one, never the whole pending set).
+    pub fn examined(&self) -> u64 {
+        self.examined
+    }
+
+    /// How many times a chunk was counted into or out of a focus's wanted or kept square since
+    /// the planner was made: a deterministic measure of what [`Residency::set_foci`] costs.
+    pub fn recounted(&self) -> u64 {
+        self.recounted
+    }
+
+    /// The grid.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+
+    /// The ground bounds.
+    pub fn bounds(&self) -> Option<&Bounds> {
+        self.bounds.as_ref()
+    }
+
+    /// The first focus in force.
+    pub fn focus(&self) -> Option<Position> {
+        self.foci.first().map(|s| s.view.pos)
+    }
+
+    /// The foci in force, in order.
+    pub fn foci(&self) -> impl ExactSizeIterator<Item = FocusView> + '_ {
+        self.foci.iter().map(|s| s.view)
+    }
+
+    /// Whether `chunk` is loaded.
+    pub fn is_loaded(&self, chunk: ChunkPos) -> bool {
+        self.loaded.contains(&chunk)
+    }
+
+    /// Loaded chunks in row order.
+    pub fn loaded(&self) -> impl ExactSizeIterator<Item = ChunkPos> + '_ {
+        self.loaded.iter().copied()
+    }
+
+    /// Held refusals in row order.
+    pub fn refusals(&self) -> impl Iterator<Item = (ChunkPos, &Held)> {
+        self.refusals.iter().map(|(c, h)| (*c, h))
+    }
+
+    /// How many chunks are pending.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// How many chunks the foci want (the union, inside the ground).
+    pub fn wanted_len(&self) -> usize {
+        self.union_len
+    }
+
+    /// Wanted chunks not held by a load refusal: what the resident cap is compared with.
+    pub fn wanted_unrefused(&self) -> usize {
+        self.union_len - self.load_refusals_wanted
+    }
+
+    /// Wanted chunks that are ready, and wanted chunks.
+    pub fn progress(&self) -> (usize, usize) {
+        (self.ready, self.union_len)
+    }
+
+    /// Unload refusals `by` holds.
+    pub fn unload_refusals_of(&self, by: &str) -> usize {
+        self.unload_refusals_by.get(by).copied().unwrap_or(0)
+    }
+
+    /// Whether some focus wants `chunk`.
+    pub fn is_wanted(&self, chunk: ChunkPos) -> bool {
+        self.cover
+            .get(&chunk)
+            .is_some_and(|c| !c.wanted_by.is_empty())
+    }
+
+    /// The last tick `chunk` was wanted, for a loaded chunk (the last resolution's tick while it
+    /// is wanted; 0 when never recorded).
+    pub fn last_wanted(&self, chunk: ChunkPos) -> u64 {
+        if self.is_wanted(chunk) {
+            self.resolved_at
+        } else {
+            self.last_wanted.get(&chunk).copied().unwrap_or(0)
+        }
+    }
+
+    /// The focus in force of id `id`.
+    fn slot(&self, id: u32) -> &Slot {
+        &self.foci[self.place[id as usize] as usize]
+    }
+
+    /// How many foci keep `c` (ring `<= r + 1`).
+    fn keep_count(&self, c: ChunkPos) -> u32 {
+        self.cover.get(&c).map_or(0, |c| c.keep)
+    }
+
+    /// The nearest-first key of a wanted chunk: the least squared distance from a focus that
+    /// wants it to its centre (SPEC §11); `+inf` for a chunk no focus wants.
+    fn key(&self, c: ChunkPos) -> f64 {
+        if let [only] = self.foci.as_slice() {
+            return self.grid.distance_sq(only.view.pos, c);
+        }
+        let Some(cover) = self.cover.get(&c) else {
+            return f64::INFINITY;
+        };
+        cover
+            .wanted_by
+            .iter()
+            .map(|&id| self.grid.distance_sq(self.slot(id).view.pos, c))
+            .min_by(f64::total_cmp)
+            .unwrap_or(f64::INFINITY)
+    }
+
+    /// A wanted chunk's priority: the highest of the foci that want it (SPEC §16).
+    fn priority(&self, c: ChunkPos) -> u8 {
+        match self.cover.get(&c) {
+            Some(cover) if !cover.wanted_by.is_empty() => cover.prio,
+            _ => 0,
+        }
+    }
+
+    /// The order of `"nearest"` (SPEC §16): priority descending, then §11's key, z, x. With
+    /// every priority 0 it is §11's order exactly.
+    fn order(&self, c: ChunkPos) -> (u8, u64, ChunkPos) {
+        (u8::MAX - self.priority(c), self.key(c).to_bits(), c)
+    }
+
+    /// Step 1 of a tick, after the foci are set: records the tick, applies the refusal drop
+    /// rules to the chunks whose counts crossed zero, and appends to `releases` (in row order)
+    /// the loaded chunks no focus keeps that hold no refusal. With no focus nothing is released
+    /// (those chunks wait for a focus) and load refusals lapse.
+    pub fn resolve(&mut self, tick: u64, releases: &mut Vec<ChunkPos>) {
+        self.resolved_at = tick;
+        if self.recheck.is_empty() {
+            return;
+        }
+        let mut waiting = Vec::new();
+        while let Some(c) = self.recheck.pop_first() {
+            let (wanted, kept) = (self.is_wanted(c), self.keep_count(c) > 0);
+            match self.refusal_kind(c) {
+                Some(RefusalKind::Load) if !wanted => {
+                    self.drop_refusal(c);
+                }
+                Some(RefusalKind::Unload) if kept => {
+                    self.drop_refusal(c);
+                }
+                _ => {}
+            }
+            if self.loaded.contains(&c) && !kept && !self.refusals.contains_key(&c) {
+                if self.foci.is_empty() {
+                    waiting.push(c);
+                } else {
+                    releases.push(c);
+                }
+            }
+        }
+        self.recheck.extend(waiting);
+    }
+
+    /// Records that `chunk` loaded.
+    pub fn mark_loaded(&mut self, chunk: ChunkPos) {
+        if !self.loaded.insert(chunk) {
+            return;
+        }
+        self.built.insert(chunk, 0);
+        self.touched(chunk, true);
+        self.unpend(chunk);
+        if self.is_wanted(chunk) {
+            if self.chunk_ready(chunk) {
+                self.ready += 1;
+            }
+        } else {
+            self.last_wanted.insert(chunk, self.resolved_at);
+            self.evictable.insert((self.resolved_at, chunk));
+        }
+    }
+
+    /// Records that `chunk` was released: it forgets its last-wanted tick and what was built.
+    pub fn mark_released(&mut self, chunk: ChunkPos) {
+        if !self.loaded.contains(&chunk) {
+            return;
+        }
+        let was_ready = self.is_wanted(chunk) && self.chunk_ready(chunk);
+        self.loaded.remove(&chunk);
+        self.built.remove(&chunk);
+        self.touched(chunk, false);
+        if was_ready {
+            self.ready -= 1;
+        }
+        if let Some(lw) = self.last_wanted.remove(&chunk) {
+            self.evictable.remove(&(lw, chunk));
+        } else {
+            self.evictable.remove(&(0, chunk));
+        }
+        if self.is_wanted(chunk) && !self.refusals.contains_key(&chunk) {
+            self.pend(chunk);
+        }
+    }
+
+    /// The next eviction candidate not in `asked`: a loaded chunk outside the union holding no
+    /// refusal, least recently wanted first (ties in row order). O(log n + |asked|).
+    pub fn eviction_candidate(&self, asked: &BTreeSet<ChunkPos>) -> Option<ChunkPos> {
+        self.evictable
+            .iter()
+            .map(|(_, c)| *c)
+            .find(|c| !asked.contains(c))
+    }
+
+    /// Forgets everything (leaving a scene): returns the chunks that were loaded, in row order.
+    /// Builders stay registered.
+    pub fn clear(&mut self) -> Vec<ChunkPos> {
+        let released = std::mem::take(&mut self.loaded).into_iter().collect();
+        let (grid, bounds, builders) = (self.grid, self.bounds, self.builders);
+        let (mut log, on) = (std::mem::take(&mut self.ready_log), self.ready_log_on);
+        *self = Residency::new(grid, bounds);
+        self.builders = builders;
+        log.clear();
+        (self.ready_log, self.ready_log_on) = (log, on);
+        released
+    }
+
+    /// Replaces the whole state (loading a save): the loaded chunks, refusals, foci in force,
+    /// last-wanted ticks and the tick of the last resolution. Every loaded or refused chunk is
+    /// rechecked at the next resolution.
+    pub fn restore(
+        &mut self,
+        loaded: BTreeSet<ChunkPos>,
+        refusals: BTreeMap<ChunkPos, Held>,
+        foci: &[FocusView],
+        last_wanted: BTreeMap<ChunkPos, u64>,
+        tick: u64,
+    ) {
+        self.clear();
+        self.resolved_at = tick;
+        for h in refusals.values() {
+            if h.kind == RefusalKind::Unload {
+                *self.unload_refusals_by.entry(h.by.clone()).or_default() += 1;
+            }
+        }
+        self.recheck.extend(loaded.iter().copied());
+        self.recheck.extend(refusals.keys().copied());
+        for c in &loaded {
+            if !refusals.contains_key(c) {
+                let lw = last_wanted.get(c).copied().unwrap_or(0);
+                self.last_wanted.insert(*c, lw);
+                self.evictable.insert((lw, *c));
+            } else if let Some(lw) = last_wanted.get(c) {
+                self.last_wanted.insert(*c, *lw);
+            }
+        }
+        self.built = loaded.iter().map(|c| (*c, 0)).collect();
+        self.loaded = loaded;
+        self.refusals = refusals;
+        // Every loaded chunk starts outside the union (an eviction candidate at its saved
+        // last-wanted tick); counting the foci moves the wanted ones in.
+        self.set_foci(foci);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+
+    /// A chunk released while still wanted (the resident cap's eviction, a service's
+    /// `release`) is pending again, to load again nearest-first; an unwanted one is not
+    /// (cargo-mutants: the `!` before the refusal test deleted was missed).
+    #[test]
+    fn a_chunk_released_while_wanted_is_pending_again() {
+        let mut r = res();
+        fill(&mut r, Position::new(10.0, 10.0), 1);
+        assert_eq!(r.pending_len(), 0);
+        let c = ChunkPos::new(1, 0);
+        r.mark_released(c);
+        assert_eq!(r.pending(), [c]);
+        assert!(!r.is_loaded(c));
+        r.set_foci(&[FocusView::new(Position::new(10_000.0, 10.0), 1)]);
+        let far = ChunkPos::new(0, 1);
+        r.mark_released(far);
+        assert!(!r.pending().contains(&far), "no longer wanted");
+    }
+
+    /// A restore counts each mod's unload refusals, and only those (cargo-mutants: the kind's
+    /// test made `!=` was missed).
+    #[test]
+    fn a_restore_counts_each_mods_unload_refusals_only() {
+        let mut r = res();
+        let held = |kind, by: &str| Held {
+            kind,
+            by: by.into(),
+            reason: "saved".into(),
+        };
+        let (a, b, c) = (
+            ChunkPos::new(0, 0),
+            ChunkPos::new(5, 5),
+            ChunkPos::new(1, 0),
+        );
+        let refusals = BTreeMap::from([
+            (a, held(RefusalKind::Unload, "keeper")),
+            (b, held(RefusalKind::Load, "blocker")),
+            (c, held(RefusalKind::Unload, "keeper")),
+        ]);
+        let loaded = BTreeSet::from([a, c]);
+        let foci = [FocusView::new(Position::new(10.0, 10.0), 1)];
+        r.restore(loaded, refusals, &foci, BTreeMap::new(), 7);
+        assert_eq!(r.unload_refusals_of("keeper"), 2);
+        assert_eq!(r.unload_refusals_of("blocker"), 0);
+    }
+
+    /// After a restore, the loaded chunks no focus wants are eviction candidates in the order
+    /// of their saved last-wanted ticks, and a chunk holding an unload refusal never is
+    /// (cargo-mutants: the refusal test's `!` deleted was missed).
+    #[test]
+    fn a_restore_orders_eviction_by_last_wanted_and_leaves_refused_chunks_out() {
+        let mut r = res();
+        let (a, b, c) = (
+            ChunkPos::new(0, 0),
+            ChunkPos::new(1, 0),
+            ChunkPos::new(2, 0),
+        );
+        let refusals = BTreeMap::from([(
+            b,
+            Held {
+                kind: RefusalKind::Unload,
+                by: "keeper".into(),
+                reason: "saved".into(),
+            },
+        )]);
+        let last_wanted = BTreeMap::from([(a, 5), (b, 1), (c, 3)]);
+        let far = [FocusView::new(Position::new(10_000.0, 10.0), 1)];
+        r.restore(BTreeSet::from([a, b, c]), refusals, &far, last_wanted, 9);
+        assert_eq!(r.eviction_candidate(&BTreeSet::new()), Some(c));
+        assert_eq!(r.eviction_candidate(&BTreeSet::from([c])), Some(a));
+        assert_eq!(r.eviction_candidate(&BTreeSet::from([a, c])), None);
+        assert_eq!((r.last_wanted(a), r.last_wanted(b)), (5, 1));
+    }
+
+    #[test]
+    fn releases_only_beyond_radius_plus_one_in_row_order() {
+        let mut r = res();
+        fill(&mut r, Position::new(8.0, 8.0), 1);
+        let mut out = Vec::new();
+        // One chunk east: the west column is at ring 2 = radius + 1, kept.
+        r.update_view(Some(Position::new(40.0, 8.0)), 1, &mut out);
+        assert!(out.is_empty());
+        // Two chunks east: the west column is at ring 3.
+        r.update_view(Some(Position::new(72.0, 8.0)), 1, &mut out);
+        assert_eq!(
+            out,
+            [
+                ChunkPos::new(-1, -1),
+                ChunkPos::new(-1, 0),
+                ChunkPos::new(-1, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn eviction_candidates_are_ordered_by_last_wanted_then_row_order() {
+        let mut r = res();
+        // Focus at chunk (1,0) on tick 1, (0,0) on tick 2, (0,1) on tick 3, radius 0.
+        for (tick, x, z) in [(1, 48.0, 16.0), (2, 16.0, 16.0), (3, 16.0, 48.0)] {
+            let mut out = Vec::new();
+            r.set_foci(&[FocusView::new(Position::new(x, z), 0)]);
+            r.resolve(tick, &mut out);
+            let mut batch = Vec::new();
+            r.take_nearest(1, &mut batch);
+            batch.into_iter().for_each(|c| r.mark_loaded(c));
+        }
+        assert_eq!(r.last_wanted(ChunkPos::new(1, 0)), 1);
+        assert_eq!(r.last_wanted(ChunkPos::new(0, 0)), 2);
+        assert_eq!(r.last_wanted(ChunkPos::new(0, 1)), 3, "wanted now");
+        let none = BTreeSet::new();
+        assert_eq!(r.eviction_candidate(&none), Some(ChunkPos::new(1, 0)));
+        let asked = BTreeSet::from([ChunkPos::new(1, 0)]);
+        assert_eq!(
+            r.eviction_candidate(&asked),
+            Some(ChunkPos::new(0, 0)),
+            "asked: the next"
+        );
+        r.hold(ChunkPos::new(1, 0), refusal(RefusalKind::Unload));
+        assert_eq!(
+            r.eviction_candidate(&none),
+            Some(ChunkPos::new(0, 0)),
+            "refused: the next"
+        );
+        r.mark_released(ChunkPos::new(0, 0));
+        assert_eq!(r.eviction_candidate(&none), None);
+    }
+}
