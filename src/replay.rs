@@ -25,7 +25,7 @@ use crate::game::{Game, GameError};
 use crate::host::{Engine, Event};
 use crate::json::{from_value, Problem};
 use crate::kits::builtin_catalog;
-use crate::kits::terrain::store::Capped;
+use crate::worlddir::store::{read_capped, Capped};
 
 /// The `format` of a recording.
 pub const REPLAY_FORMAT: &str = "world-streaming-replay";
@@ -525,7 +525,7 @@ impl Recording {
                     };
                     // Never through a link, never blocking on a FIFO, never past the cap.
                     let max = crate::kits::terrain::region::MAX_FILE_LEN;
-                    let bytes = match crate::kits::terrain::store::read_capped(&path, max) {
+                    let bytes = match read_capped(&path, max) {
                         Ok(Capped::Bytes(b)) => b,
                         Ok(Capped::TooLarge) => {
                             return Err(io(format!(

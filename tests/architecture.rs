@@ -419,3 +419,42 @@ fn the_pure_check_sees_a_sibling() {
     );
     assert!(named(&top, "use crate::grid::ChunkPos;").is_empty());
 }
+
+#[test]
+fn no_source_file_holds_more_than_a_thousand_lines_of_code() {
+    // Lines of code: not blank, not only a comment, before the file's test module (tests beside
+    // the code do not count). A file past it holds several topics: split it by topic (as
+    // `streaming/lod/`, `streaming/residency/` and `worlddir/store/` are), or say in
+    // ARCHITECTURE.md why it is one concept and raise the limit for it here.
+    const LIMIT: usize = 1000;
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut over = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let end = [
+            "#[cfg(test)]\nmod tests",
+            "#[cfg(test)]\npub(crate) mod tests",
+        ]
+        .iter()
+        .filter_map(|m| text.find(m))
+        .min()
+        .unwrap_or(text.len());
+        let lines = text[..end]
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("//"))
+            .count();
+        if lines > LIMIT {
+            over.push(format!(
+                "{}: {lines} lines of code",
+                f.strip_prefix(src()).unwrap().display()
+            ));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "over {LIMIT} lines of code:\n{}",
+        over.join("\n")
+    );
+}

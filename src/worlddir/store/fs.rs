@@ -354,6 +354,7 @@ pub(super) fn op(what: &str, path: &Path, e: std::io::Error) -> std::io::Error {
 mod tests {
     use super::super::testing::*;
     use super::super::*;
+    use super::no_follow;
     use std::path::Path;
 
     #[cfg(unix)]

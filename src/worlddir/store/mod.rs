@@ -18,16 +18,16 @@
 //!
 //! Without a directory the thread keeps the records in memory only (the game save carries them).
 //!
-//! The tick also keeps an index of the chunks that have a record ([`Index`]), changed before each
+//! The tick also keeps an index of the chunks that have a record (`handle.rs`), changed before each
 //! write or replacement is sent: a worker asks the thread only for a chunk the index holds, so a
 //! world with few edits costs the workers no message for the chunks without one (a LOD block
 //! samples up to 4096 chunks).
 //!
-//! By concern: [`error`] (why a directory cannot be used, a write that failed), [`fs`] (the
-//! `Fs` seam, the capped read that never follows a link, the atomic rewrite), [`scan`] (reading
-//! a directory's region files and the journal's images over them), [`journal`] (its bytes),
-//! [`aside`] (keeping a damaged file aside), [`lock`] (the directory's lock, shared by one
-//! game's kits), [`handle`] (the tick's [`Store`] and the workers' [`Reader`]), [`owner`] (the
+//! By concern: `error.rs` (why a directory cannot be used, a write that failed), `fs.rs` (the
+//! `Fs` seam, the capped read that never follows a link, the atomic rewrite), `scan.rs` (reading
+//! a directory's region files and the journal's images over them), `journal.rs` (its bytes),
+//! `aside.rs` (keeping a damaged file aside), `lock.rs` (the directory's lock, shared by one
+//! game's kits), `handle.rs` (the tick's [`Store`] and the workers' [`Reader`]), `owner.rs` (the
 //! save thread itself).
 
 mod aside;
@@ -43,8 +43,8 @@ mod testing;
 
 pub use aside::{aside_name, copy_aside, MAX_ASIDE_NAMES};
 pub use error::{StoreError, WriteFailure};
-pub(crate) use fs::{no_follow, replace, Step, Temp, TEMP_NAMES};
 pub use fs::{read_capped, write_atomic, Capped, FaultyFs, Fs, FsOp, RealFs};
+pub(crate) use fs::{replace, Step, Temp, TEMP_NAMES};
 pub use handle::{Outcome, Reader, Started, Store};
 pub use journal::{decode_journal, encode_journal, JOURNAL_MAGIC, JOURNAL_VERSION};
 pub use lock::{GameToken, GAME_TOKEN, LOCK_FILE};

@@ -21,9 +21,9 @@
 //!   the blocks loaded, released or built, the chunks whose readiness changed), never to the
 //!   area of a level; a change larger than a few thousand blocks is noted as a rectangle.
 //!
-//! The parts: [`area`] (the rectangle algebra, blocks and their ring distance), [`tiles`]
-//! (8 × 8 bit masks), [`wanted`] (the wanted and pending blocks of each level), [`load`] (the
-//! loads' order and the no-hole release), [`holes`] (the count of chunks seen by nothing); this
+//! The parts: `area.rs` (the rectangle algebra, blocks and their ring distance), `tiles.rs`
+//! (8 × 8 bit masks), `wanted.rs` (the wanted and pending blocks of each level), `load.rs` (the
+//! loads' order and the no-hole release), `holes.rs` (the count of chunks seen by nothing); this
 //! file the plan itself: its state, its levels and foci, and what the kit reads of it.
 
 use std::cell::Cell;

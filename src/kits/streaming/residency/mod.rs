@@ -23,9 +23,9 @@
 //! its foci's distances, so the least head is the nearest pending chunk). Both give exactly the
 //! orders of the plain scans they replaced (the tests run them side by side).
 //!
-//! The parts: [`squares`] (the foci's squares and the counts they keep), [`queue`] (the pending
-//! chunks and the loads chosen from them), [`refusals`] (refusals held and dropped),
-//! [`readiness`] (builders, the readiness log, holes); this file the record itself, its
+//! The parts: `squares.rs` (the foci's squares and the counts they keep), `queue.rs` (the pending
+//! chunks and the loads chosen from them), `refusals.rs` (refusals held and dropped),
+//! `readiness.rs` (builders, the readiness log, holes); this file the record itself, its
 //! resolution, loads, releases, eviction, clearing and restoring.
 
 use std::cmp::Reverse;
