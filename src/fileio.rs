@@ -164,7 +164,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
 
 /// [`write_atomic`] with a step run between the write and the rename (tests use it to simulate a
 /// crash there). The crate's one atomic write ([`crate::worlddir::store`]'s, its temporary file
-/// `.name.tmp-<pid>` made new), through [`ToolFs`].
+/// `.name.tmp-<pid>` made new), through `ToolFs`.
 pub fn write_atomic_with(
     path: &Path,
     bytes: &[u8],
