@@ -169,13 +169,12 @@ pub enum Regular {
     NotRegular(FileKind),
 }
 
-/// The one capped read of a file by its path: what is not a regular file is refused before it is
-/// opened and again through the opened handle, a file the opened handle says is past `cap` is
-/// refused unread, any other is read through the cap (never more than `cap + 1` bytes: a file
-/// that grows while it is read is still stopped there). Opened without blocking on a FIFO; a
-/// final link is followed or refused as `links` says (refused: a link is [`FileKind::Symlink`],
-/// also when one took the file's place since it was looked at). The module's steps.
-pub fn read_regular(path: &Path, cap: u64, links: Links) -> std::io::Result<Regular> {
+/// Steps 1 and 2 of the module: the regular file at `path` opened, and what the handle says of
+/// it; or what it is instead.
+fn open_checked(
+    path: &Path,
+    links: Links,
+) -> std::io::Result<Result<(File, std::fs::Metadata), FileKind>> {
     // 1. Looked at. With links refused, a link goes on to the open on Unix, which refuses it
     //    (`O_NOFOLLOW`), as it refuses a file replaced by a link since the look.
     let look = match links {
@@ -185,7 +184,7 @@ pub fn read_regular(path: &Path, cap: u64, links: Links) -> std::io::Result<Regu
     let t = look.file_type();
     if let Some(kind) = FileKind::of(&t) {
         if links == Links::Follow || cfg!(not(unix)) || !t.is_symlink() {
-            return Ok(Regular::NotRegular(kind));
+            return Ok(Err(kind));
         }
     }
     // 2. Opened without blocking, and looked at again: what was opened, not what the name was
@@ -194,14 +193,28 @@ pub fn read_regular(path: &Path, cap: u64, links: Links) -> std::io::Result<Regu
         Ok(f) => f,
         #[cfg(unix)]
         Err(e) if links == Links::Refuse && e.raw_os_error() == Some(libc::ELOOP) => {
-            return Ok(Regular::NotRegular(FileKind::Symlink))
+            return Ok(Err(FileKind::Symlink))
         }
         Err(e) => return Err(e),
     };
     let meta = handle.metadata()?;
-    if let Some(kind) = FileKind::of(&meta.file_type()) {
-        return Ok(Regular::NotRegular(kind));
-    }
+    Ok(match FileKind::of(&meta.file_type()) {
+        Some(kind) => Err(kind),
+        None => Ok((handle, meta)),
+    })
+}
+
+/// The one capped read of a file by its path: what is not a regular file is refused before it is
+/// opened and again through the opened handle, a file the opened handle says is past `cap` is
+/// refused unread, any other is read through the cap (never more than `cap + 1` bytes: a file
+/// that grows while it is read is still stopped there). Opened without blocking on a FIFO; a
+/// final link is followed or refused as `links` says (refused: a link is [`FileKind::Symlink`],
+/// also when one took the file's place since it was looked at). The module's steps.
+pub fn read_regular(path: &Path, cap: u64, links: Links) -> std::io::Result<Regular> {
+    let (handle, meta) = match open_checked(path, links)? {
+        Ok(opened) => opened,
+        Err(kind) => return Ok(Regular::NotRegular(kind)),
+    };
     // 3. A regular file that says it is past the cap is refused unread (a sparse file of 2 GiB
     //    costs no disk, and reading it up to the cap would cost a gigabyte of memory each
     //    time); one that says it is within is read through the cap all the same: it may grow.
@@ -239,25 +252,14 @@ fn open(path: &Path, links: Links) -> std::io::Result<File> {
 /// itself, through its own cap.
 pub fn open_regular(path: &Path) -> Result<(File, std::fs::Metadata), ReadError> {
     let file = name(path);
-    let io = |e: std::io::Error| ReadError::Io {
+    let opened = open_checked(path, Links::Follow).map_err(|e| ReadError::Io {
         file: file.clone(),
         message: e.to_string(),
-    };
-    let regular = |meta: &std::fs::Metadata| {
-        if meta.is_file() {
-            Ok(())
-        } else {
-            Err(ReadError::NotRegular {
-                file: file.clone(),
-                found: kind(&meta.file_type()),
-            })
-        }
-    };
-    regular(&std::fs::metadata(path).map_err(io)?)?;
-    let handle = open(path, Links::Follow).map_err(io)?;
-    let meta = handle.metadata().map_err(io)?;
-    regular(&meta)?;
-    Ok((handle, meta))
+    })?;
+    opened.map_err(|kind| ReadError::NotRegular {
+        file,
+        found: kind.words(),
+    })
 }
 
 /// The bytes of the regular file at `path` (links followed), at most `cap` of them; see the
@@ -343,5 +345,36 @@ mod tests {
     #[test]
     fn names_are_escaped() {
         assert_eq!(name(Path::new("a\u{1b}[2J.json")), "a\\u{1b}[2J.json");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_is_followed_or_refused_as_asked_and_kinds_have_both_wordings() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t");
+        std::fs::write(&target, b"abc").unwrap();
+        let link = dir.path().join("l");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert_eq!(
+            read_regular(&link, 10, Links::Follow).unwrap(),
+            Regular::Bytes(b"abc".to_vec())
+        );
+        assert_eq!(
+            read_regular(&link, 10, Links::Refuse).unwrap(),
+            Regular::NotRegular(FileKind::Symlink)
+        );
+        assert_eq!(
+            read_regular(&target, 2, Links::Refuse).unwrap(),
+            Regular::TooLarge
+        );
+        let dev = FileKind::of(&std::fs::metadata("/dev/zero").unwrap().file_type()).unwrap();
+        assert_eq!(
+            (dev.words(), dev.short()),
+            ("a character device", "a device")
+        );
+        assert_eq!(
+            FileKind::of(&std::fs::metadata(&target).unwrap().file_type()),
+            None
+        );
     }
 }
