@@ -576,7 +576,7 @@ impl Overrides {
     }
 
     /// Whether a key of SPEC §16 is set.
-    pub fn uses_round_three(&self) -> bool {
+    pub fn uses_scheduling(&self) -> bool {
         self.schedule.is_some() || self.look_ahead_ticks.is_some() || self.hole_ring.is_some()
     }
 
@@ -667,7 +667,7 @@ impl StreamingConfig {
     }
 
     /// Whether the config sets a key of SPEC §16.
-    pub fn uses_round_three(&self) -> bool {
+    pub fn uses_scheduling(&self) -> bool {
         self.schedule.is_some() || self.look_ahead_ticks.is_some() || self.hole_ring.is_some()
     }
 
@@ -756,7 +756,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod round_two {
+mod many_foci_keys {
     use super::*;
     use crate::json::from_value;
     use serde_json::json;
@@ -827,7 +827,7 @@ mod round_two {
 }
 
 #[cfg(test)]
-mod round_three {
+mod scheduling_keys {
     use super::*;
     use crate::json::from_value;
     use serde_json::json;
@@ -900,8 +900,8 @@ mod round_three {
             (s.schedule, s.look_ahead_ticks, s.hole_ring),
             (Schedule::Fair, 5, 3)
         );
-        assert!(c.uses_round_three() && layer.uses_round_three());
-        assert!(!StreamingConfig::default().uses_round_three());
+        assert!(c.uses_scheduling() && layer.uses_scheduling());
+        assert!(!StreamingConfig::default().uses_scheduling());
     }
 }
 
