@@ -198,7 +198,8 @@ impl StreamingService for Handle {
 
     fn predicted(&self) -> Option<Vec<Position>> {
         let st = self.0.borrow();
-        st.uses_scheduling().then(|| st.predicted().map(|v| v.pos).collect())
+        st.uses_scheduling()
+            .then(|| st.predicted().map(|v| v.pos).collect())
     }
 
     fn holes(&self) -> (u64, u64) {
