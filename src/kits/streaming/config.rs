@@ -841,7 +841,7 @@ mod many_foci_keys {
     use serde_json::json;
 
     #[test]
-    fn the_new_keys_default_to_one_focus_no_cap_and_256_refusals() {
+    fn the_many_foci_keys_default_to_one_focus_no_cap_and_256_refusals() {
         let s = StreamingConfig::default().settings(Overrides::default(), Overrides::default());
         assert_eq!(
             (s.focus, s.max_loaded, s.max_refusals_per_mod),
@@ -868,7 +868,7 @@ mod many_foci_keys {
     }
 
     #[test]
-    fn the_new_keys_are_checked_with_their_paths() {
+    fn the_many_foci_keys_are_checked_with_their_paths() {
         for (v, key, expected) in [
             (
                 json!({"focus": "everyone"}),
