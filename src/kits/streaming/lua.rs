@@ -71,6 +71,8 @@ const FUNCTIONS: &[(&str, Fun)] = &[
     ("release", release),
     ("focus", focus),
     ("radius", radius),
+    // The setters, as their settings declare them (`config.rs`); `setLod` reads a list of
+    // tables with a function of its own.
     (LUA_SETTERS[0].name, setter::<0>),
     (LUA_SETTERS[1].name, setter::<1>),
     (LUA_SETTERS[2].name, setter::<2>),
