@@ -276,6 +276,102 @@ macro_rules! checked_number {
     };
 }
 
+/// A settings key that may be left out but is never `null` (SPEC §2: `null` is no value of it):
+/// present, it is `Some` of the value's own reading, so `null` gets the value's own error
+/// ("expected …, got null"). A value whose type reads `null` itself (`maxLoaded: null`, no cap)
+/// is `Some` of that. For `#[serde(deserialize_with = "…")]` on an `Option` field.
+pub fn not_null<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// The schema of a settings field `Option<T>` that is left out when unset (a transform for
+/// `#[schemars(transform = …)]`): `T`'s own schema (its `$ref`), not "T or null", since `null`
+/// is no value of the key ([`not_null`]); with `default`, the value in force when the key is
+/// left out.
+pub fn optional_setting(schema: &mut schemars::Schema, default: Option<Value>) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    let mut out = serde_json::Map::new();
+    for (key, value) in std::mem::take(object) {
+        match value {
+            Value::Array(items) if key == "anyOf" => {
+                for item in items {
+                    match item {
+                        Value::Object(m) if m.get("type") != Some(&Value::from("null")) => {
+                            out.extend(m);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            value => {
+                out.insert(key, value);
+            }
+        }
+    }
+    if let Some(default) = default {
+        out.insert("default".to_owned(), default);
+    }
+    *object = out;
+}
+
+/// Declares a kit's config, each setting once: its field, its JSON key, its type (whose own
+/// `checked_number!` holds its range, message and schema bounds), its default and its doc (with
+/// any further field attribute). It yields the struct (every key optional, an unknown key an
+/// error), its [`Default`] (the declared defaults, which reading and the schema's `default`
+/// use) and `KEYS`, the keys in the order of the file, which `tests/manifests.rs` holds each
+/// `kit.json` to.
+///
+/// ```ignore
+/// config_settings! {
+///     /// The kit's `config` object.
+///     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+///     pub struct NavConfig {
+///         /// Height units a walker may climb (default 256).
+///         max_step "maxStep": MaxStep = MaxStep(DEFAULT_MAX_STEP),
+///     }
+/// }
+/// ```
+#[macro_export]
+#[doc(hidden)]
+macro_rules! config_settings {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[$field_meta:meta])*
+                $field:ident $key:literal : $ty:ty = $default:expr
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+        pub struct $name {
+            $(
+                $(#[$field_meta])*
+                #[serde(rename = $key)]
+                pub $field: $ty,
+            )*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name {
+                    $($field: $default,)*
+                }
+            }
+        }
+
+        impl $name {
+            /// The config's keys, in the order of the file.
+            pub const KEYS: &'static [&'static str] = &[$($key),*];
+        }
+    };
+}
+
 /// `v` as a JSON number, written without a fraction when it is integral (`8`, not `8.0`), as
 /// the files of SPEC §9 show coordinates.
 pub fn number(v: f64) -> Value {

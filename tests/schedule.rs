@@ -455,7 +455,7 @@ fn a_load_refusal_is_no_hole() {
 }
 
 #[test]
-fn the_new_keys_are_checked_in_config_layers_and_mods() {
+fn the_scheduling_keys_are_checked_in_config_layers_and_mods() {
     let err = scene_error(&scene(json!({ "holeRing": 9 }), json!([])));
     assert!(
         err.contains("kits[2].config.holeRing: expected an integer 0..=8, got 9"),

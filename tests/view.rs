@@ -252,7 +252,12 @@ fn check_frames_against_the_engine(recording: &Recording) -> ViewData {
         rebuilt_variables.retain(|k, _| timing(k));
         assert_eq!(rebuilt_variables, variables, "variables at tick {tick}");
         assert_eq!(rebuilt.scene, state["scene"], "scene at tick {tick}");
-        check_round3_against_the_state(&rebuilt, state, tick, terrain.then_some(heights));
+        check_predicted_holes_and_entities_against_the_state(
+            &rebuilt,
+            state,
+            tick,
+            terrain.then_some(heights),
+        );
         // The frame lists exactly the step's events of the recording.
         if tick > 0 {
             let step = &recording.steps[tick - 1];
@@ -301,7 +306,7 @@ fn state_with_entities(game: &Game) -> Value {
 
 /// What SPEC §15 and §16 add to a frame, against the state document of the same tick.
 /// `built`: with a terrain builder, the chunks built (else every loaded chunk is ready).
-fn check_round3_against_the_state(
+fn check_predicted_holes_and_entities_against_the_state(
     rebuilt: &Rebuilt,
     state: &Value,
     tick: usize,

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::checked_number;
+use crate::{checked_number, config_settings};
 
 /// Most ticks between write-backs.
 pub const MAX_FLUSH_EVERY: u64 = 2_147_483_647;
@@ -16,35 +16,20 @@ checked_number!(
     "ticks between write-backs; 0: only on release, save and close"
 );
 
-fn default_flush() -> FlushEvery {
-    FlushEvery(600)
-}
-
-/// The kit's `config` object.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DistrictConfig {
-    /// The district files: a path (relative to the scene file) for the first scene, or
-    /// `{scene, file}`.
-    #[serde(default)]
-    pub districts: Vec<DistrictEntry>,
-    /// Where differences are kept in region files (SPEC §15), relative to the scene file; the
-    /// same directory `world.terrain` may use. Without it they live in memory and in game saves.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub world_dir: Option<String>,
-    /// With `worldDir`: write back on every tick that is a multiple of it (0: only on release,
-    /// game save and close). Default 600.
-    #[serde(default = "default_flush")]
-    pub flush_every_ticks: FlushEvery,
-}
-
-impl Default for DistrictConfig {
-    fn default() -> Self {
-        DistrictConfig {
-            districts: Vec::new(),
-            world_dir: None,
-            flush_every_ticks: default_flush(),
-        }
+config_settings! {
+    /// The kit's `config` object.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    pub struct DistrictConfig {
+        /// The district files: a path (relative to the scene file) for the first scene, or
+        /// `{scene, file}`.
+        districts "districts": Vec<DistrictEntry> = Vec::new(),
+        /// Where differences are kept in region files (SPEC §15), relative to the scene file; the
+        /// same directory `world.terrain` may use. Without it they live in memory and in game saves.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        world_dir "worldDir": Option<String> = None,
+        /// With `worldDir`: write back on every tick that is a multiple of it (0: only on release,
+        /// game save and close). Default 600.
+        flush_every_ticks "flushEveryTicks": FlushEvery = FlushEvery(600),
     }
 }
 

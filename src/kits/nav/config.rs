@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::checked_number;
+use crate::{checked_number, config_settings};
 
 /// Most nodes one query (and one tick's agents in all, and one tick's `path` inputs in all)
 /// may expand: about 80 ms of search at the worst measured cost per node (docs/nav.md#limits).
@@ -35,42 +35,20 @@ checked_number!(
     "nodes one query may expand (and one tick's agents in all, and one tick's path inputs in all)"
 );
 
-/// `{ "maxStep": 256, "blocked": [1], "diagonal": false, "maxNodes": 65536 }`, every key
-/// optional.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct NavConfig {
-    /// Height units a walker may climb between 4-neighbouring cells (default 256).
-    #[serde(default = "default_max_step")]
-    pub max_step: MaxStep,
-    /// Materials no walker may enter (default none).
-    #[serde(default)]
-    pub blocked: Vec<Material>,
-    /// Whether walkers also step diagonally, at cost √2 (default false).
-    #[serde(default)]
-    pub diagonal: bool,
-    /// Nodes one query may expand, and one tick's agents in all, and one tick's `path` inputs
-    /// in all (default 65536).
-    #[serde(default = "default_max_nodes")]
-    pub max_nodes: MaxNodes,
-}
-
-fn default_max_step() -> MaxStep {
-    MaxStep(DEFAULT_MAX_STEP)
-}
-
-fn default_max_nodes() -> MaxNodes {
-    MaxNodes(DEFAULT_MAX_NODES)
-}
-
-impl Default for NavConfig {
-    fn default() -> Self {
-        NavConfig {
-            max_step: default_max_step(),
-            blocked: Vec::new(),
-            diagonal: false,
-            max_nodes: default_max_nodes(),
-        }
+config_settings! {
+    /// `{ "maxStep": 256, "blocked": [1], "diagonal": false, "maxNodes": 65536 }`, every key
+    /// optional.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    pub struct NavConfig {
+        /// Height units a walker may climb between 4-neighbouring cells (default 256).
+        max_step "maxStep": MaxStep = MaxStep(DEFAULT_MAX_STEP),
+        /// Materials no walker may enter (default none).
+        blocked "blocked": Vec<Material> = Vec::new(),
+        /// Whether walkers also step diagonally, at cost √2 (default false).
+        diagonal "diagonal": bool = false,
+        /// Nodes one query may expand, and one tick's agents in all, and one tick's `path` inputs
+        /// in all (default 65536).
+        max_nodes "maxNodes": MaxNodes = MaxNodes(DEFAULT_MAX_NODES),
     }
 }
 

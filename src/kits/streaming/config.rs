@@ -151,6 +151,17 @@ pub struct Lod {
 }
 
 impl Lod {
+    /// No level (the default).
+    pub const EMPTY: Lod = Lod {
+        len: 0,
+        levels: [LodLevel { step: 0, radius: 0 }; MAX_LOD_LEVELS],
+    };
+
+    /// Checks a `lod` list given as JSON, or says what was expected (`[1].step: expected …`).
+    pub fn parse(v: &serde_json::Value) -> Result<Lod, String> {
+        crate::json::from_value(v, "").map_err(|p| p.to_string())
+    }
+
     /// The levels, finest first (level 1 is index 0).
     pub fn levels(&self) -> &[LodLevel] {
         &self.levels[..usize::from(self.len)]
@@ -348,235 +359,349 @@ impl BudgetMs {
     }
 }
 
-/// The kit config: `{ "chunkSize": 32, "radius": 2, "budgetMs": 4 }`, every key optional.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct StreamingConfig {
-    /// Side of a chunk in metres (default 32).
-    #[serde(default = "default_chunk_size")]
-    pub chunk_size: ChunkSize,
-    /// Rings of chunks wanted around the focus chunk (default 2).
-    #[serde(default = "default_radius")]
-    pub radius: Radius,
-    /// Loads per tick = `max(1, floor(budgetMs))` (default 4).
-    #[serde(default = "default_budget")]
-    pub budget_ms: BudgetMs,
-    /// `"player"` (one focus, default) or `"players"` (one per anchor).
-    #[serde(default)]
-    pub focus: FocusMode,
-    /// The resident cap (default `null`: none).
-    #[serde(default = "no_cap")]
-    pub max_loaded: MaxLoaded,
-    /// Unload refusals one mod may hold (default 256).
-    #[serde(default = "default_max_refusals")]
-    pub max_refusals_per_mod: MaxRefusals,
-    /// `"nearest"` (default) or `"fair"` (SPEC §16). Absent is not `"nearest"`: only a scene
-    /// that sets a §16 key shows §16's outputs.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "Schedule", extend("default" = "nearest"))]
-    pub schedule: Option<Schedule>,
-    /// Ticks ahead moving anchors are predicted (default 0: none).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "LookAheadTicks", extend("default" = 0))]
-    pub look_ahead_ticks: Option<LookAheadTicks>,
-    /// Ring counted for holes (default 1).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "HoleRing", extend("default" = 1))]
-    pub hole_ring: Option<HoleRing>,
-    /// Levels of detail beyond the radius (SPEC §17; default none).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "Lod", extend("default" = []))]
-    pub lod: Option<Lod>,
-    /// LOD block loads per tick (default 4).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "LodBudget", extend("default" = 4))]
-    pub lod_budget: Option<LodBudget>,
-    /// The most chunks the held tickets may want together (default 65 536). The kit config's
-    /// alone: neither a scene layer nor a mod sets it.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "MaxTicketChunks", extend("default" = 65536))]
-    pub max_ticket_chunks: Option<MaxTicketChunks>,
+/// How a Lua setter of the `streaming` table reads its one argument (`lua.rs` reads it with the
+/// bridge of [`crate::script`], then checks it with the setting's own parser, so a bad value
+/// reads as it would in a scene file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LuaArg {
+    /// A number (or a string), checked by the parser: `setRadius(3)`.
+    Checked,
+    /// A word: `setFocus("players")`.
+    Word,
+    /// `nil` is the setting's `null`, else a number: `setMaxLoaded(nil)`.
+    NilOrChecked,
+    /// Read by a function of its own in `lua.rs` (`setLod` takes a list of tables).
+    ByHand,
 }
 
-fn no_cap() -> MaxLoaded {
-    MaxLoaded(None)
-}
-fn default_max_refusals() -> MaxRefusals {
-    MaxRefusals(256)
-}
-
-fn default_chunk_size() -> ChunkSize {
-    ChunkSize(32.0)
-}
-fn default_radius() -> Radius {
-    Radius(2)
-}
-fn default_budget() -> BudgetMs {
-    BudgetMs(4.0)
+/// One Lua setter of the `streaming` table, as its setting declares it.
+pub(crate) struct LuaSetter {
+    /// The Lua name (`setRadius`).
+    pub name: &'static str,
+    /// The key it sets (`radius`): the tests hold the setters to [`Overrides::KEYS`].
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub key: &'static str,
+    /// How its argument is read.
+    pub arg: LuaArg,
+    /// The argument (as JSON) checked by the setting's parser: overrides setting that key
+    /// alone.
+    pub parse: fn(&serde_json::Value) -> Result<Overrides, String>,
 }
 
-impl Default for StreamingConfig {
-    fn default() -> Self {
-        StreamingConfig {
-            chunk_size: default_chunk_size(),
-            radius: default_radius(),
-            budget_ms: default_budget(),
-            focus: FocusMode::Player,
-            max_loaded: no_cap(),
-            max_refusals_per_mod: default_max_refusals(),
-            schedule: None,
-            look_ahead_ticks: None,
-            hole_ring: None,
-            lod: None,
-            lod_budget: None,
-            max_ticket_chunks: None,
+/// Declares the streaming settings, each once: its field, JSON key, type (whose own
+/// `checked_number!` or parser holds its range, message and schema), default and doc. A setting
+/// a layer or mod may set (`=> { … }`) also declares its override's doc, its Lua setter and
+/// its value in [`Settings`]. From that one declaration come the [`StreamingConfig`] field
+/// (and its default, in [`Default`], when reading and in the schema), the [`Overrides`] field,
+/// [`Overrides::over`], the [`Settings`] field and its resolution (mod over layer over config
+/// over default), [`LUA_SETTERS`] and the key lists `tests/manifests.rs` checks each
+/// `kit.json` against.
+///
+/// `always` keys are held by every config (their default when left out); `optional` keys
+/// (SPEC §16, §17, the ticket cap) are `None` when left out, so that a scene that does not set
+/// them keeps its earlier outputs (docs/reference/config.md#outputs-that-appear-only-when-used).
+/// Every `always` key comes before every `optional` one, in the order of the files. A config
+/// reads a left-out key from its [`Default`] (`#[serde(default)]` on the struct), and the
+/// schema's `default` of a key is that value, or the declared one for an `optional` key
+/// ([`crate::json::optional_setting`]).
+macro_rules! settings {
+    // Inner rules. Where an item of a layered setting names nothing of its `=> { … }` block but
+    // the field, the block's `$lua` is passed along (a repetition needs a variable of its depth)
+    // and dropped here.
+    (@or $over:expr, $under:expr, $lua:literal) => {
+        $over.or($under)
+    };
+    (@key $key:literal, $lua:literal) => {
+        $key
+    };
+    (
+        $(#[doc = $config_doc:literal])* config;
+        $(#[doc = $overrides_doc:literal])* overrides;
+        $(#[doc = $settings_doc:literal])* settings;
+        always {$(
+            $(#[doc = $doc:literal])*
+            $field:ident $key:literal : $ty:ty = $default:expr
+            $(=> {
+                $(#[doc = $odoc:literal])+
+                lua $lua:literal $arg:ident;
+                $(#[doc = $sdoc:literal])+
+                $sfield:ident : $sty:ty = $conv:expr
+            })?;
+        )*}
+        optional {$(
+            $(#[doc = $o_doc:literal])*
+            $o_field:ident $o_key:literal : $o_ty:ty = $o_default:expr
+            $(=> {
+                $(#[doc = $o_odoc:literal])+
+                lua $o_lua:literal $o_arg:ident;
+                $(#[doc = $o_sdoc:literal])+
+                $o_sfield:ident : $o_sty:ty = $o_conv:expr
+            })?;
+        )*}
+    ) => {
+        $(#[doc = $config_doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+        #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+        pub struct StreamingConfig {
+            $(
+                $(#[doc = $doc])*
+                #[serde(rename = $key)]
+                pub $field: $ty,
+            )*
+            $(
+                $(#[doc = $o_doc])*
+                #[serde(
+                    rename = $o_key,
+                    deserialize_with = "not_null",
+                    skip_serializing_if = "Option::is_none"
+                )]
+                #[schemars(transform = |s: &mut schemars::Schema| {
+                    crate::json::optional_setting(s, serde_json::to_value($o_default).ok())
+                })]
+                pub $o_field: Option<$o_ty>,
+            )*
         }
+
+        impl Default for StreamingConfig {
+            fn default() -> Self {
+                StreamingConfig {
+                    $($field: $default,)*
+                    $($o_field: None,)*
+                }
+            }
+        }
+
+        impl StreamingConfig {
+            /// The config's keys, in the order of the file.
+            pub const KEYS: &'static [&'static str] = &[$($key,)* $($o_key,)*];
+
+            /// The settings in force, before the LOD levels are cut to the radius: each the
+            /// overrides' `o` where set, else this config's, else its default.
+            fn in_force(&self, o: Overrides) -> Settings {
+                Settings {
+                    $($(
+                        $sfield: ($conv)(o.$field.unwrap_or(self.$field)),
+                    )?)*
+                    $($(
+                        $o_sfield: ($o_conv)(o.$o_field.or(self.$o_field).unwrap_or($o_default)),
+                    )?)*
+                }
+            }
+        }
+
+        $(#[doc = $overrides_doc])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        pub struct Overrides {
+            $($(
+                $(#[doc = $odoc])+
+                #[serde(
+                    rename = $key,
+                    default,
+                    deserialize_with = "not_null",
+                    skip_serializing_if = "Option::is_none"
+                )]
+                #[schemars(transform = |s: &mut schemars::Schema| crate::json::optional_setting(s, None))]
+                pub $field: Option<$ty>,
+            )?)*
+            $($(
+                $(#[doc = $o_odoc])+
+                #[serde(
+                    rename = $o_key,
+                    default,
+                    deserialize_with = "not_null",
+                    skip_serializing_if = "Option::is_none"
+                )]
+                #[schemars(transform = |s: &mut schemars::Schema| crate::json::optional_setting(s, None))]
+                pub $o_field: Option<$o_ty>,
+            )?)*
+        }
+
+        impl Overrides {
+            /// The keys a scene layer or a mod may set, in the order of the file.
+            pub const KEYS: &'static [&'static str] = &[
+                $($(settings!(@key $key, $lua),)?)*
+                $($(settings!(@key $o_key, $o_lua),)?)*
+            ];
+
+            /// `self` where set, else `under`.
+            pub fn over(self, under: Overrides) -> Overrides {
+                Overrides {
+                    $($($field: settings!(@or self.$field, under.$field, $lua),)?)*
+                    $($($o_field: settings!(@or self.$o_field, under.$o_field, $o_lua),)?)*
+                }
+            }
+        }
+
+        $(#[doc = $settings_doc])*
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        pub struct Settings {
+            $($(
+                $(#[doc = $sdoc])+
+                pub $sfield: $sty,
+            )?)*
+            $($(
+                $(#[doc = $o_sdoc])+
+                pub $o_sfield: $o_sty,
+            )?)*
+        }
+
+        /// The Lua setters of the `streaming` table, one per setting a mod may set, in the
+        /// order of the settings (`lua.rs` lists each in its table).
+        pub(crate) const LUA_SETTERS: &[LuaSetter] = &[
+            $($(LuaSetter {
+                name: $lua,
+                key: $key,
+                arg: LuaArg::$arg,
+                parse: |v| {
+                    <$ty>::parse(v).map(|x| Overrides {
+                        $field: Some(x),
+                        ..Overrides::default()
+                    })
+                },
+            },)?)*
+            $($(LuaSetter {
+                name: $o_lua,
+                key: $o_key,
+                arg: LuaArg::$o_arg,
+                parse: |v| {
+                    <$o_ty>::parse(v).map(|x| Overrides {
+                        $o_field: Some(x),
+                        ..Overrides::default()
+                    })
+                },
+            },)?)*
+        ];
+    };
+}
+
+settings! {
+    /// The kit config: `{ "chunkSize": 32, "radius": 2, "budgetMs": 4 }`, every key optional.
+    config;
+    /// What a scene layer or a mod may set: everything but `chunkSize`. An absent key overrides
+    /// nothing; `maxLoaded: null` means "no cap" and does override.
+    overrides;
+    /// The settings in force for one tick.
+    settings;
+
+    always {
+        /// Side of a chunk in metres (default 32).
+        chunk_size "chunkSize": ChunkSize = ChunkSize(32.0);
+
+        /// Rings of chunks wanted around the focus chunk (default 2).
+        radius "radius": Radius = Radius(2) => {
+            /// Overrides the radius.
+            lua "setRadius" Checked;
+            /// Rings wanted.
+            radius: u32 = Radius::get
+        };
+
+        /// Loads per tick = `max(1, floor(budgetMs))` (default 4).
+        budget_ms "budgetMs": BudgetMs = BudgetMs(4.0) => {
+            /// Overrides the load budget.
+            lua "setBudgetMs" Checked;
+            /// Loads per tick.
+            loads_per_tick: usize = BudgetMs::loads_per_tick
+        };
+
+        /// `"player"` (one focus, default) or `"players"` (one per anchor).
+        focus "focus": FocusMode = FocusMode::Player => {
+            /// Overrides the focus mode.
+            lua "setFocus" Word;
+            /// One focus or one per anchor.
+            focus: FocusMode = std::convert::identity
+        };
+
+        /// The resident cap (default `null`: none).
+        max_loaded "maxLoaded": MaxLoaded = MaxLoaded(None) => {
+            /// Overrides the resident cap (`null`: no cap).
+            lua "setMaxLoaded" NilOrChecked;
+            /// The resident cap.
+            max_loaded: Option<usize> = MaxLoaded::cap
+        };
+
+        /// Unload refusals one mod may hold (default 256).
+        max_refusals_per_mod "maxRefusalsPerMod": MaxRefusals = MaxRefusals(256) => {
+            /// Overrides the per-mod refusal cap.
+            lua "setMaxRefusalsPerMod" Checked;
+            /// Unload refusals one mod may hold.
+            max_refusals_per_mod: usize = MaxRefusals::count
+        };
+    }
+
+    optional {
+        /// `"nearest"` (default) or `"fair"` (SPEC §16). Absent is not `"nearest"`: only a scene
+        /// that sets a §16 key shows §16's outputs.
+        schedule "schedule": Schedule = Schedule::Nearest => {
+            /// Overrides the schedule.
+            lua "setSchedule" Word;
+            /// How the budget is shared.
+            schedule: Schedule = std::convert::identity
+        };
+
+        /// Ticks ahead moving anchors are predicted (default 0: none).
+        look_ahead_ticks "lookAheadTicks": LookAheadTicks = LookAheadTicks(0) => {
+            /// Overrides the look-ahead.
+            lua "setLookAheadTicks" Checked;
+            /// Ticks ahead moving anchors are predicted.
+            look_ahead_ticks: u32 = LookAheadTicks::get
+        };
+
+        /// Ring counted for holes (default 1).
+        hole_ring "holeRing": HoleRing = HoleRing(1) => {
+            /// Overrides the hole ring.
+            lua "setHoleRing" Checked;
+            /// Ring counted for holes.
+            hole_ring: u32 = HoleRing::get
+        };
+
+        /// Levels of detail beyond the radius (SPEC §17; default none).
+        lod "lod": Lod = Lod::EMPTY => {
+            /// Replaces the LOD levels whole (`[]`: none).
+            lua "setLod" ByHand;
+            /// The LOD levels in force: those reaching farther than `radius` (SPEC §17).
+            lod: Lod = std::convert::identity
+        };
+
+        /// LOD block loads per tick (default 4).
+        lod_budget "lodBudget": LodBudget = LodBudget(4) => {
+            /// Overrides the LOD budget.
+            lua "setLodBudget" Checked;
+            /// LOD block loads per tick.
+            lod_budget: usize = LodBudget::loads
+        };
+
+        /// The most chunks the held tickets may want together (default 65 536). The kit config's
+        /// alone: neither a scene layer nor a mod sets it.
+        max_ticket_chunks "maxTicketChunks": MaxTicketChunks =
+            MaxTicketChunks(DEFAULT_MAX_TICKET_CHUNKS);
     }
 }
 
-/// What a scene layer or a mod may set: everything but `chunkSize`. An absent key overrides
-/// nothing; `maxLoaded: null` means "no cap" and does override.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Overrides {
-    /// Overrides the radius.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "Radius")]
-    pub radius: Option<Radius>,
-    /// Overrides the load budget.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "BudgetMs")]
-    pub budget_ms: Option<BudgetMs>,
-    /// Overrides the focus mode.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "FocusMode")]
-    pub focus: Option<FocusMode>,
-    /// Overrides the resident cap (`null`: no cap).
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "MaxLoaded")]
-    pub max_loaded: Option<MaxLoaded>,
-    /// Overrides the per-mod refusal cap.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "MaxRefusals")]
-    pub max_refusals_per_mod: Option<MaxRefusals>,
-    /// Overrides the schedule.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "Schedule")]
-    pub schedule: Option<Schedule>,
-    /// Overrides the look-ahead.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "LookAheadTicks")]
-    pub look_ahead_ticks: Option<LookAheadTicks>,
-    /// Overrides the hole ring.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "HoleRing")]
-    pub hole_ring: Option<HoleRing>,
-    /// Replaces the LOD levels whole (`[]`: none).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "Lod")]
-    pub lod: Option<Lod>,
-    /// Overrides the LOD budget.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "LodBudget")]
-    pub lod_budget: Option<LodBudget>,
+impl MaxLoaded {
+    /// The cap as a count of chunks (`None`: no cap).
+    pub fn cap(self) -> Option<usize> {
+        self.0.map(|n| n as usize)
+    }
 }
 
-/// A key that may be left out but is never `null` (SPEC §2: `null` is no value of it): the
-/// value's own error, "expected …, got null", names it.
-pub(crate) fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
+impl MaxRefusals {
+    /// The refusals one mod may hold, as a count.
+    pub fn count(self) -> usize {
+        self.0 as usize
+    }
 }
 
-/// A key that is present (even as `null`) is `Some`.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<MaxLoaded>, D::Error> {
-    MaxLoaded::deserialize(d).map(Some)
+impl LodBudget {
+    /// The LOD block loads per tick, as a count.
+    pub fn loads(self) -> usize {
+        self.0 as usize
+    }
 }
 
 impl Overrides {
-    /// `self` where set, else `under`.
-    pub fn over(self, under: Overrides) -> Overrides {
-        Overrides {
-            radius: self.radius.or(under.radius),
-            budget_ms: self.budget_ms.or(under.budget_ms),
-            focus: self.focus.or(under.focus),
-            max_loaded: self.max_loaded.or(under.max_loaded),
-            max_refusals_per_mod: self.max_refusals_per_mod.or(under.max_refusals_per_mod),
-            schedule: self.schedule.or(under.schedule),
-            look_ahead_ticks: self.look_ahead_ticks.or(under.look_ahead_ticks),
-            hole_ring: self.hole_ring.or(under.hole_ring),
-            lod: self.lod.or(under.lod),
-            lod_budget: self.lod_budget.or(under.lod_budget),
-        }
-    }
-
-    /// Whether a key of SPEC §16 is set.
-    pub fn uses_round_three(&self) -> bool {
+    /// Whether a key of SPEC §16 (scheduling) is set.
+    pub fn uses_scheduling(&self) -> bool {
         self.schedule.is_some() || self.look_ahead_ticks.is_some() || self.hole_ring.is_some()
     }
 
@@ -586,61 +711,15 @@ impl Overrides {
     }
 }
 
-/// The settings in force for one tick.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Settings {
-    /// Rings wanted.
-    pub radius: u32,
-    /// Loads per tick.
-    pub loads_per_tick: usize,
-    /// One focus or one per anchor.
-    pub focus: FocusMode,
-    /// The resident cap.
-    pub max_loaded: Option<usize>,
-    /// Unload refusals one mod may hold.
-    pub max_refusals_per_mod: usize,
-    /// How the budget is shared.
-    pub schedule: Schedule,
-    /// Ticks ahead moving anchors are predicted.
-    pub look_ahead_ticks: u32,
-    /// Ring counted for holes.
-    pub hole_ring: u32,
-    /// The LOD levels in force: those reaching farther than `radius` (SPEC §17).
-    pub lod: Lod,
-    /// LOD block loads per tick.
-    pub lod_budget: usize,
-}
+/// Reads a settings key that may be left out but is never `null` (see [`crate::json::not_null`]).
+pub(crate) use crate::json::not_null;
 
 impl StreamingConfig {
     /// The settings in force: mod overrides over the scene layer over this config.
     pub fn settings(&self, layer: Overrides, mods: Overrides) -> Settings {
-        let o = mods.over(layer);
-        Settings {
-            radius: o.radius.unwrap_or(self.radius).0,
-            loads_per_tick: o.budget_ms.unwrap_or(self.budget_ms).loads_per_tick(),
-            focus: o.focus.unwrap_or(self.focus),
-            max_loaded: o
-                .max_loaded
-                .unwrap_or(self.max_loaded)
-                .0
-                .map(|n| n as usize),
-            max_refusals_per_mod: o
-                .max_refusals_per_mod
-                .unwrap_or(self.max_refusals_per_mod)
-                .0 as usize,
-            schedule: o.schedule.or(self.schedule).unwrap_or_default(),
-            look_ahead_ticks: o
-                .look_ahead_ticks
-                .or(self.look_ahead_ticks)
-                .map_or(0, |v| v.0),
-            hole_ring: o.hole_ring.or(self.hole_ring).map_or(1, |v| v.0),
-            lod: o
-                .lod
-                .or(self.lod)
-                .unwrap_or_default()
-                .above(o.radius.unwrap_or(self.radius).0),
-            lod_budget: o.lod_budget.or(self.lod_budget).map_or(4, |v| v.0 as usize),
-        }
+        let mut s = self.in_force(mods.over(layer));
+        s.lod = s.lod.above(s.radius);
+        s
     }
 
     /// Whether the config, a layer or the mods may set LOD levels (SPEC §17): only then does
@@ -666,8 +745,8 @@ impl StreamingConfig {
         }
     }
 
-    /// Whether the config sets a key of SPEC §16.
-    pub fn uses_round_three(&self) -> bool {
+    /// Whether the config sets a key of SPEC §16 (scheduling).
+    pub fn uses_scheduling(&self) -> bool {
         self.schedule.is_some() || self.look_ahead_ticks.is_some() || self.hole_ring.is_some()
     }
 
@@ -756,13 +835,13 @@ mod tests {
 }
 
 #[cfg(test)]
-mod round_two {
+mod many_foci_keys {
     use super::*;
     use crate::json::from_value;
     use serde_json::json;
 
     #[test]
-    fn the_new_keys_default_to_one_focus_no_cap_and_256_refusals() {
+    fn the_many_foci_keys_default_to_one_focus_no_cap_and_256_refusals() {
         let s = StreamingConfig::default().settings(Overrides::default(), Overrides::default());
         assert_eq!(
             (s.focus, s.max_loaded, s.max_refusals_per_mod),
@@ -789,7 +868,7 @@ mod round_two {
     }
 
     #[test]
-    fn the_new_keys_are_checked_with_their_paths() {
+    fn the_many_foci_keys_are_checked_with_their_paths() {
         for (v, key, expected) in [
             (
                 json!({"focus": "everyone"}),
@@ -827,7 +906,7 @@ mod round_two {
 }
 
 #[cfg(test)]
-mod round_three {
+mod scheduling_keys {
     use super::*;
     use crate::json::from_value;
     use serde_json::json;
@@ -900,8 +979,8 @@ mod round_three {
             (s.schedule, s.look_ahead_ticks, s.hole_ring),
             (Schedule::Fair, 5, 3)
         );
-        assert!(c.uses_round_three() && layer.uses_round_three());
-        assert!(!StreamingConfig::default().uses_round_three());
+        assert!(c.uses_scheduling() && layer.uses_scheduling());
+        assert!(!StreamingConfig::default().uses_scheduling());
     }
 }
 

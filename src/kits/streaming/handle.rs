@@ -160,7 +160,7 @@ impl StreamingService for Handle {
 
     fn set(&self, _by: &ModId, overrides: Overrides) {
         let mut st = self.0.borrow_mut();
-        st.round3_used |= overrides.uses_round_three();
+        st.scheduling_used |= overrides.uses_scheduling();
         st.lod_used |= overrides.lod.is_some_and(|l| !l.is_empty());
         st.overrides = overrides.over(st.overrides);
     }
@@ -198,7 +198,8 @@ impl StreamingService for Handle {
 
     fn predicted(&self) -> Option<Vec<Position>> {
         let st = self.0.borrow();
-        st.round3().then(|| st.predicted().map(|v| v.pos).collect())
+        st.uses_scheduling()
+            .then(|| st.predicted().map(|v| v.pos).collect())
     }
 
     fn holes(&self) -> (u64, u64) {
@@ -208,7 +209,7 @@ impl StreamingService for Handle {
 
     fn hole_chunks(&self) -> Option<Vec<ChunkPos>> {
         let st = self.0.borrow();
-        st.round3().then(|| {
+        st.uses_scheduling().then(|| {
             if st.active {
                 st.residency
                     .hole_chunks(st.anchor_foci, st.settings().hole_ring)
@@ -302,7 +303,7 @@ impl StreamingService for Handle {
                 z: t.at.z,
                 radius: t.radius,
                 ticks_left: t.until.saturating_sub(st.now),
-                priority: st.round3().then_some(t.priority),
+                priority: st.uses_scheduling().then_some(t.priority),
             })
             .collect()
     }

@@ -15,11 +15,9 @@ use crate::script::{
     UNITS_PER_TABLE,
 };
 
-use super::config::MAX_RADIUS;
+use super::config::{LuaArg, LUA_SETTERS, MAX_RADIUS};
 use super::{
-    BudgetMs, ChunkSubscription, FocusMode, HoleRing, Lod, LodBudget, LookAheadTicks, MaxLoaded,
-    MaxRefusals, Overrides, Priority, Radius, Refusal, Schedule, StreamingService, TicketError,
-    STREAMING,
+    ChunkSubscription, Lod, Overrides, Priority, Refusal, StreamingService, TicketError, STREAMING,
 };
 
 /// The table, as the kit's catalog entry registers it.
@@ -73,16 +71,18 @@ const FUNCTIONS: &[(&str, Fun)] = &[
     ("release", release),
     ("focus", focus),
     ("radius", radius),
-    ("setRadius", set_radius),
-    ("setBudgetMs", set_budget_ms),
-    ("setFocus", set_focus),
-    ("setMaxLoaded", set_max_loaded),
-    ("setMaxRefusalsPerMod", set_max_refusals_per_mod),
-    ("setSchedule", set_schedule),
-    ("setLookAheadTicks", set_look_ahead_ticks),
-    ("setHoleRing", set_hole_ring),
-    ("setLod", set_lod),
-    ("setLodBudget", set_lod_budget),
+    // The setters, as their settings declare them (`config.rs`); `setLod` reads a list of
+    // tables with a function of its own.
+    (LUA_SETTERS[0].name, setter::<0>),
+    (LUA_SETTERS[1].name, setter::<1>),
+    (LUA_SETTERS[2].name, setter::<2>),
+    (LUA_SETTERS[3].name, setter::<3>),
+    (LUA_SETTERS[4].name, setter::<4>),
+    (LUA_SETTERS[5].name, setter::<5>),
+    (LUA_SETTERS[6].name, setter::<6>),
+    (LUA_SETTERS[7].name, setter::<7>),
+    (LUA_SETTERS[8].name, set_lod),
+    (LUA_SETTERS[9].name, setter::<9>),
     ("lodLoaded", lod_loaded),
     ("predicted", predicted),
     ("holes", holes),
@@ -187,52 +187,6 @@ fn radius(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answe
     Ok(ok(lua, i64::from(s.radius())))
 }
 
-fn set_radius(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
-    let radius = checked(&arg(args, 0), Radius::parse)?;
-    s.set_radius(&ctx.id, radius);
-    Ok(ok(lua, ()))
-}
-
-fn set_budget_ms(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
-    let budget = checked(&arg(args, 0), BudgetMs::parse)?;
-    s.set_budget_ms(&ctx.id, budget);
-    Ok(ok(lua, ()))
-}
-
-fn set_focus(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
-    let focus = word(&arg(args, 0), FocusMode::parse)?;
-    let overrides = Overrides {
-        focus: Some(focus),
-        ..Overrides::default()
-    };
-    set_override(lua, s, ctx, overrides)
-}
-
-fn set_max_loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
-    let cap = match arg(args, 0) {
-        Value::Nil => MaxLoaded::new(None).expect("null is always a cap"),
-        v => checked(&v, MaxLoaded::parse)?,
-    };
-    let overrides = Overrides {
-        max_loaded: Some(cap),
-        ..Overrides::default()
-    };
-    set_override(lua, s, ctx, overrides)
-}
-
-fn set_max_refusals_per_mod(
-    lua: &Lua,
-    s: &dyn StreamingService,
-    ctx: &Ctx,
-    args: &MultiValue,
-) -> Answer {
-    let overrides = Overrides {
-        max_refusals_per_mod: Some(checked(&arg(args, 0), MaxRefusals::parse)?),
-        ..Overrides::default()
-    };
-    set_override(lua, s, ctx, overrides)
-}
-
 fn request(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
     let id = ticket_id(&arg(args, 0))?;
     let at = position_arg(&arg(args, 1))?;
@@ -255,36 +209,6 @@ fn request(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> A
         Err(e @ TicketError::OverCap { .. }) => ok(lua, (Value::Nil, e.to_string())),
         Err(e) => return Err(e.to_string()),
     })
-}
-
-fn set_schedule(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
-    let schedule = word(&arg(args, 0), Schedule::parse)?;
-    let overrides = Overrides {
-        schedule: Some(schedule),
-        ..Overrides::default()
-    };
-    set_override(lua, s, ctx, overrides)
-}
-
-fn set_look_ahead_ticks(
-    lua: &Lua,
-    s: &dyn StreamingService,
-    ctx: &Ctx,
-    args: &MultiValue,
-) -> Answer {
-    let overrides = Overrides {
-        look_ahead_ticks: Some(checked(&arg(args, 0), LookAheadTicks::parse)?),
-        ..Overrides::default()
-    };
-    set_override(lua, s, ctx, overrides)
-}
-
-fn set_hole_ring(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
-    let overrides = Overrides {
-        hole_ring: Some(checked(&arg(args, 0), HoleRing::parse)?),
-        ..Overrides::default()
-    };
-    set_override(lua, s, ctx, overrides)
 }
 
 /// `streaming.setLod({{step = 2, radius = 24}, …})` (SPEC §17): replaces the levels whole
@@ -321,20 +245,11 @@ fn set_lod(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) ->
             break; // far past the limit: the check below says so
         }
     }
-    let lod: Lod =
-        crate::json::from_value(&serde_json::Value::Array(list), "").map_err(|p| p.to_string())?;
+    let lod = Lod::parse(&serde_json::Value::Array(list))?;
     lod.check_against(s.radius())
         .map_err(|(path, message)| format!("{path}: {message}"))?;
     let overrides = Overrides {
         lod: Some(lod),
-        ..Overrides::default()
-    };
-    set_override(lua, s, ctx, overrides)
-}
-
-fn set_lod_budget(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
-    let overrides = Overrides {
-        lod_budget: Some(checked(&arg(args, 0), LodBudget::parse)?),
         ..Overrides::default()
     };
     set_override(lua, s, ctx, overrides)
@@ -426,6 +341,23 @@ fn on_chunk(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -
     Ok(lua.create_userdata(handle).and_then(|ud| ok(lua, ud)))
 }
 
+/// A setting's Lua setter (`streaming.setRadius(3)`), as [`LUA_SETTERS`]`[I]` declares it:
+/// its argument read as the setting says and checked by the setting's own parser.
+fn setter<const I: usize>(
+    lua: &Lua,
+    s: &dyn StreamingService,
+    ctx: &Ctx,
+    args: &MultiValue,
+) -> Answer {
+    let setter = &LUA_SETTERS[I];
+    let overrides = match (setter.arg, arg(args, 0)) {
+        (LuaArg::Word, v) => word(&v, setter.parse)?,
+        (LuaArg::NilOrChecked, Value::Nil) => (setter.parse)(&serde_json::Value::Null)?,
+        (LuaArg::Checked | LuaArg::NilOrChecked | LuaArg::ByHand, v) => checked(&v, setter.parse)?,
+    };
+    set_override(lua, s, ctx, overrides)
+}
+
 /// Sets one of the mod's overrides (from the next tick, saved with the game).
 fn set_override(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, overrides: Overrides) -> Answer {
     s.set(&ctx.id, overrides);
@@ -498,5 +430,24 @@ impl UserData for Subscription {
             }
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_a_mod_may_set_has_its_setter_once() {
+        let keys: Vec<&str> = LUA_SETTERS.iter().map(|s| s.key).collect();
+        assert_eq!(keys, Overrides::KEYS);
+        for setter in LUA_SETTERS {
+            let listed = FUNCTIONS.iter().filter(|(n, _)| *n == setter.name).count();
+            assert_eq!(listed, 1, "{} in the table", setter.name);
+        }
+        let mut names: Vec<&str> = FUNCTIONS.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), FUNCTIONS.len(), "no name twice");
     }
 }

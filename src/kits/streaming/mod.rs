@@ -567,7 +567,7 @@ impl StreamingKit {
             pending: st.residency.pending_len(),
             progress: st.residency.progress(),
             over: st.over_capacity,
-            holes: st.round3().then_some((st.holes, st.hole_ticks)),
+            holes: st.uses_scheduling().then_some((st.holes, st.hole_ticks)),
             lod: st
                 .uses_lod()
                 .then(|| (st.lod.loaded_len(), st.lod_holes, st.lod_hole_ticks)),
@@ -797,7 +797,7 @@ impl Kit for StreamingKit {
         host.variables.set(VAR_PENDING, 0u64);
         host.variables.set(VAR_PROGRESS, 0.0);
         host.variables.set(VAR_OVER_CAPACITY, 0u64);
-        if self.state.borrow().round3() {
+        if self.state.borrow().uses_scheduling() {
             host.variables.set(VAR_HOLES, 0u64);
             host.variables.set(VAR_HOLE_TICKS, 0u64);
         }
@@ -812,7 +812,7 @@ impl Kit for StreamingKit {
     /// else what round 2 wrote, byte for byte.
     fn save_version(&self) -> u32 {
         let st = self.state.borrow();
-        if st.round3() || st.uses_lod() {
+        if st.uses_scheduling() || st.uses_lod() {
             crate::host::save::SAVE_VERSION
         } else {
             crate::host::save::BASE_SAVE_VERSION

@@ -233,8 +233,8 @@ impl State {
                 .filter(|l| l.tick > 0)
                 .collect(),
             over_capacity: self.over_capacity,
-            turn: self.round3().then_some(self.turn as u64),
-            history: self.round3().then(|| {
+            turn: self.uses_scheduling().then_some(self.turn as u64),
+            history: self.uses_scheduling().then(|| {
                 self.history
                     .iter()
                     .map(|(id, at)| SavedAnchor {
@@ -243,7 +243,7 @@ impl State {
                     })
                     .collect()
             }),
-            hole_ticks: self.round3().then_some(self.hole_ticks),
+            hole_ticks: self.uses_scheduling().then_some(self.hole_ticks),
             lod_steps: lod.as_ref().and_then(|list| self.lod_steps(list)),
             lod,
             lod_hole_ticks: self.uses_lod().then_some(self.lod_hole_ticks),
@@ -374,7 +374,7 @@ impl State {
         self.predicted_foci = p.predicted;
         self.turn = p.turn;
         self.history = p.history;
-        self.round3_used = p.hole_ticks.is_some();
+        self.scheduling_used = p.hole_ticks.is_some();
         self.hole_ticks = p.hole_ticks.unwrap_or(0);
         self.over_capacity = p.over_capacity;
         self.foci_dirty = true;

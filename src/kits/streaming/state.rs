@@ -67,7 +67,7 @@ pub(crate) struct State {
     pub(crate) holes: u64,
     pub(crate) hole_ticks: u64,
     /// A mod set a §16 key, a request carried `priority`, or a save said so.
-    pub(crate) round3_used: bool,
+    pub(crate) scheduling_used: bool,
     /// The LOD blocks (SPEC §17).
     pub(crate) lod: LodPlan,
     /// `world.lod.holes` at the end of the last tick and their running sum (saved).
@@ -107,7 +107,7 @@ impl State {
             history: Vec::new(),
             holes: 0,
             hole_ticks: 0,
-            round3_used: false,
+            scheduling_used: false,
             lod: LodPlan::new(Grid::new(config.chunk_size.get()), None),
             lod_holes: 0,
             lod_hole_ticks: 0,
@@ -130,10 +130,10 @@ impl State {
     /// Whether the scene uses SPEC §16 (a key in the config, a layer or a mod's `set`, or a
     /// request's `priority`): only then does the state show `predicted`, ticket priorities and
     /// the hole variables, so that every earlier output stays byte for byte.
-    pub(crate) fn round3(&self) -> bool {
-        self.round3_used
-            || self.config.uses_round_three()
-            || self.layers.values().any(Overrides::uses_round_three)
+    pub(crate) fn uses_scheduling(&self) -> bool {
+        self.scheduling_used
+            || self.config.uses_scheduling()
+            || self.layers.values().any(Overrides::uses_scheduling)
     }
 
     /// The predicted foci in force (after the non-ticket ones).
@@ -189,7 +189,7 @@ impl State {
             ));
             return result;
         }
-        self.round3_used |= priority.is_some();
+        self.scheduling_used |= priority.is_some();
         self.foci_dirty = true;
         result
     }

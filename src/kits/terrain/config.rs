@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::checked_number;
+use crate::{checked_number, config_settings};
 
 /// Most cells per chunk side.
 pub const MAX_CELLS: u32 = 256;
@@ -45,32 +45,6 @@ checked_number!(
     { "type": "integer", "minimum": 0, "description": "the world seed" }
 );
 
-/// `{ "seed": 7, "cellsPerChunk": 32, "workers": 0, "commitLatency": 2 }`, every key optional.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TerrainConfig {
-    /// The world seed (default 0).
-    #[serde(default = "default_seed")]
-    pub seed: Seed,
-    /// Cells per chunk side (default 32).
-    #[serde(default = "default_cells")]
-    pub cells_per_chunk: CellsPerChunk,
-    /// Worker threads (default 0: the available cores minus one, at least 1).
-    #[serde(default = "default_workers")]
-    pub workers: Workers,
-    /// Ticks from a chunk's load to its commit (default 2).
-    #[serde(default = "default_latency")]
-    pub commit_latency: CommitLatency,
-    /// Where modified chunks are kept (SPEC §13), relative to the scene file; without it they
-    /// live in memory and in game saves.
-    #[serde(default)]
-    pub world_dir: Option<String>,
-    /// Write back modified chunks on every tick that is a multiple of it (0: only on release,
-    /// game save and close). Default 600.
-    #[serde(default = "default_flush")]
-    pub flush_every_ticks: FlushEvery,
-}
-
 checked_number!(
     /// Ticks between write-backs: an integer 0..=[`MAX_FLUSH_EVERY`] (0: never periodically).
     FlushEvery(u64),
@@ -78,33 +52,24 @@ checked_number!(
     "ticks between write-backs; 0: only on release, save and close"
 );
 
-fn default_flush() -> FlushEvery {
-    FlushEvery(600)
-}
-
-fn default_seed() -> Seed {
-    Seed(0)
-}
-fn default_cells() -> CellsPerChunk {
-    CellsPerChunk(32)
-}
-fn default_workers() -> Workers {
-    Workers(0)
-}
-fn default_latency() -> CommitLatency {
-    CommitLatency(2)
-}
-
-impl Default for TerrainConfig {
-    fn default() -> Self {
-        TerrainConfig {
-            seed: default_seed(),
-            cells_per_chunk: default_cells(),
-            workers: default_workers(),
-            commit_latency: default_latency(),
-            world_dir: None,
-            flush_every_ticks: default_flush(),
-        }
+config_settings! {
+    /// `{ "seed": 7, "cellsPerChunk": 32, "workers": 0, "commitLatency": 2 }`, every key optional.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    pub struct TerrainConfig {
+        /// The world seed (default 0).
+        seed "seed": Seed = Seed(0),
+        /// Cells per chunk side (default 32).
+        cells_per_chunk "cellsPerChunk": CellsPerChunk = CellsPerChunk(32),
+        /// Worker threads (default 0: the available cores minus one, at least 1).
+        workers "workers": Workers = Workers(0),
+        /// Ticks from a chunk's load to its commit (default 2).
+        commit_latency "commitLatency": CommitLatency = CommitLatency(2),
+        /// Where modified chunks are kept (SPEC §13), relative to the scene file; without it they
+        /// live in memory and in game saves.
+        world_dir "worldDir": Option<String> = None,
+        /// Write back modified chunks on every tick that is a multiple of it (0: only on release,
+        /// game save and close). Default 600.
+        flush_every_ticks "flushEveryTicks": FlushEvery = FlushEvery(600),
     }
 }
 
