@@ -168,7 +168,7 @@ mod tests {
         }
         let other = Event {
             tick: 2,
-            event: crate::kits::terrain::TERRAIN_CHANGED.into(),
+            event: "world.other".into(),
             data: json!({"x": 1, "z": 2, "count": 3}).into(),
         };
         assert_eq!(DistrictEvent::from_event(&other), None);
