@@ -157,6 +157,8 @@ impl Kit for NavKit {
             return;
         }
         if let Some((_, at)) = TerrainEvent::changed(event) {
+            // A changed LOD block's `(x, z)` is taken as a chunk too, as the kit always did
+            // (changing that would change which agents plan again, so the nodes they count).
             st.changed.insert(at);
             st.moved = true;
         } else if event.event == TERRAIN_BUILT || event.event == TERRAIN_CHANGED {
