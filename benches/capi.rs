@@ -18,8 +18,8 @@ use world_streaming::capi::{
 };
 use world_streaming::files::inputs::{Action, InputLine};
 use world_streaming::game::Game;
-use world_streaming::grid::Position;
-use world_streaming::host::{EntityId, Event};
+use world_streaming::grid::{ChunkPos, Position};
+use world_streaming::host::{block_hash_values, chunk_hash_data, EntityId, Event, EventData};
 use world_streaming::kits::builtin_catalog;
 
 const ANCHORS: usize = 100;
@@ -147,11 +147,24 @@ fn json_frame(game: WsGame, f: u64, out: &mut Vec<WsChunkEvent>) {
     ok(unsafe { ws_string_free(json) });
     out.clear();
     out.extend(events.into_iter().filter_map(|v| {
-        let event = Event {
+        let data = &v["data"];
+        let mut event = Event {
             tick: v["tick"].as_u64()?,
             event: v["event"].as_str()?.to_owned().into(),
-            data: v["data"].clone().into(),
+            data: data.clone().into(),
         };
+        // A host reading JSON parses the built hash from its 16 hex digits itself (the typed
+        // readers read the number the event carries).
+        if let Some(hex) = data["hash"].as_str() {
+            let hash = u64::from_str_radix(hex, 16).ok()?;
+            let at = ChunkPos::new(data["x"].as_i64()?, data["z"].as_i64()?);
+            event.data = match data["level"].as_u64() {
+                None => chunk_hash_data(at, hash),
+                Some(level) => {
+                    EventData::LevelXzHash(block_hash_values(u32::try_from(level).ok()?, at, hash))
+                }
+            };
+        }
         chunk_event(&event)
     }));
 }

@@ -1,4 +1,5 @@
-//! `include/world_streaming.h` is generated from `src/capi.rs` by cbindgen (with `cbindgen.toml`)
+//! `include/world_streaming.h` is generated from `src/capi/` by cbindgen (with `cbindgen.toml`;
+//! it reads `mod.rs`, then each file its `mod` lines name)
 //! and committed, so C, C++, C#, Godot and Unreal users read it without a Rust toolchain. This
 //! test generates it again and fails when the committed one drifts; `WS_BLESS=1 cargo test
 //! --test capi_header` rewrites it.
@@ -10,9 +11,9 @@ fn generate() -> String {
     let config = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
     let bindings = cbindgen::Builder::new()
         .with_config(config)
-        .with_src(root.join("src/capi.rs"))
+        .with_src(root.join("src/capi/mod.rs"))
         .generate()
-        .expect("cbindgen parses src/capi.rs");
+        .expect("cbindgen parses src/capi/");
     let mut out = Vec::new();
     bindings.write(&mut out);
     String::from_utf8(out).expect("the header is UTF-8")
@@ -35,7 +36,7 @@ fn the_committed_header_is_what_cbindgen_generates() {
             .position(|(a, b)| a != b)
             .unwrap_or(committed.lines().count().min(fresh.lines().count()));
         panic!(
-            "include/world_streaming.h drifted from src/capi.rs (first difference at line {}):\n\
+            "include/world_streaming.h drifted from src/capi/ (first difference at line {}):\n\
              committed: {:?}\n\
              generated: {:?}\n\
              regenerate it with: WS_BLESS=1 cargo test --test capi_header",
@@ -48,8 +49,14 @@ fn the_committed_header_is_what_cbindgen_generates() {
 
 #[test]
 fn the_header_declares_every_exported_function() {
-    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/capi.rs"))
-        .expect("src/capi.rs");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/capi");
+    let mut source = String::new();
+    for entry in std::fs::read_dir(&dir).expect("src/capi/") {
+        let path = entry.expect("a file of src/capi/").path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            source += &std::fs::read_to_string(&path).expect("a source file");
+        }
+    }
     let header = generate();
     let exported: Vec<&str> = source
         .split("extern \"C\" fn ")

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use world_streaming::grid::ChunkPos;
 use world_streaming::host::{Ctx, Event, Kit, KitError, KitManifest, KitSpec, Problem, Services};
 use world_streaming::kits::streaming::{ChunkSubscription, StreamingService, STREAMING};
-use world_streaming::kits::terrain::{TerrainService, TERRAIN, TERRAIN_CHANGED};
+use world_streaming::kits::terrain::{TerrainEvent, TerrainService, TERRAIN};
 
 /// The kit: one collider (here: the chunk's highest cell) per built, live chunk.
 pub struct ColliderKit {
@@ -95,14 +95,11 @@ impl Kit for ColliderKit {
     }
 
     fn on_event(&mut self, event: &Event, ctx: &mut Ctx<'_>) {
-        // A dirty chunk (an edit in it or on its edge): its collider is made again.
-        if event.event != TERRAIN_CHANGED {
-            return;
-        }
-        let (Some(x), Some(z)) = (event.data["x"].as_i64(), event.data["z"].as_i64()) else {
+        // A dirty chunk (an edit in it or on its edge): its collider is made again. The terrain
+        // kit's reader says which (level 0: a chunk, not a LOD block).
+        let Some((0, chunk)) = TerrainEvent::changed(event) else {
             return;
         };
-        let chunk = ChunkPos::new(x, z);
         let terrain = ctx.services.get::<dyn TerrainService>(TERRAIN);
         let mut live = self.live.borrow_mut();
         if let (Some(data), true) = (

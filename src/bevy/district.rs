@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::grid::Position;
 use crate::host::{Entity as KitEntity, EntityId, Tags};
-use crate::kits::district::{MATERIALISED, STORED, STREAMED};
+use crate::kits::district::{DistrictEvent, STREAMED};
 
 use super::resource::WorldStreaming;
 
@@ -52,10 +52,7 @@ pub(crate) fn mirror_districts(
     if !ws.config.mirror_districts {
         return;
     }
-    let moved = ws
-        .events
-        .iter()
-        .any(|e| e.event == MATERIALISED || e.event == STORED);
+    let moved = ws.events.iter().any(DistrictEvent::moves_entities);
     if !moved && !ws.districts_dirty {
         return;
     }

@@ -4,9 +4,8 @@
 use ::bevy::prelude::*;
 
 use crate::grid::ChunkPos;
-use crate::host::Event;
-use crate::kits::streaming::{ChunkEvent, CHUNK_LOADED, CHUNK_UNLOADED};
-use crate::kits::terrain::TERRAIN_BUILT;
+use crate::kits::streaming::ChunkEvent;
+use crate::kits::terrain::TerrainEvent;
 
 use super::resource::WorldStreaming;
 
@@ -36,7 +35,7 @@ pub struct ChunkUnloaded {
 pub struct TerrainBuilt {
     /// The chunk.
     pub chunk: ChunkPos,
-    /// FNV-1a 64 of the chunk's bytes (SPEC §12), as the event's `hash` says it.
+    /// FNV-1a 64 of the chunk's bytes (SPEC §12), as the event carries it.
     pub hash: u64,
     /// The kit tick it belongs to.
     pub tick: u64,
@@ -55,35 +54,16 @@ pub(crate) fn tick_kit(
     ws.steps += 1;
     let events = ws.game.engine_mut().take_events();
     for e in &events {
-        match &*e.event {
-            CHUNK_LOADED | CHUNK_UNLOADED => {
-                if let Some((chunk, is_loaded)) = e.chunk() {
-                    let tick = e.tick;
-                    if is_loaded {
-                        loaded.write(ChunkLoaded { chunk, tick });
-                    } else {
-                        unloaded.write(ChunkUnloaded { chunk, tick });
-                    }
-                }
+        let tick = e.tick;
+        if let Some((chunk, is_loaded)) = e.chunk() {
+            if is_loaded {
+                loaded.write(ChunkLoaded { chunk, tick });
+            } else {
+                unloaded.write(ChunkUnloaded { chunk, tick });
             }
-            TERRAIN_BUILT => {
-                if let Some(m) = built_of(e) {
-                    built.write(m);
-                }
-            }
-            _ => {}
+        } else if let Some((chunk, hash)) = TerrainEvent::built(e) {
+            built.write(TerrainBuilt { chunk, hash, tick });
         }
     }
     ws.events = events;
-}
-
-/// A `world.terrain.built {x, z, hash}` event as a message (the hash is 16 hex digits).
-fn built_of(e: &Event) -> Option<TerrainBuilt> {
-    let coord = |k: &str| e.data.get(k).and_then(serde_json::Value::as_i64);
-    let hash = e.data.get("hash")?.as_str()?;
-    Some(TerrainBuilt {
-        chunk: ChunkPos::new(coord("x")?, coord("z")?),
-        hash: u64::from_str_radix(hash, 16).ok()?,
-        tick: e.tick,
-    })
 }

@@ -10,7 +10,7 @@ use world_streaming::files::inputs::Inputs;
 use world_streaming::game::Game;
 use world_streaming::grid::ChunkPos;
 use world_streaming::host::{Engine, MOD_ERROR};
-use world_streaming::kits::streaming::{StreamingService, CAPACITY, TICKET_READY};
+use world_streaming::kits::streaming::{StreamingEvent, StreamingService};
 use world_streaming::kits::streaming::{CHUNK_LOADED, CHUNK_UNLOADED};
 use world_streaming::kits::terrain::{TerrainService, TERRAIN};
 
@@ -64,13 +64,17 @@ pub fn run() -> anyhow::Result<()> {
         let count = |name: &str| events.iter().filter(|e| e.event == name).count();
         let mut notes = Vec::new();
         for e in events {
-            match e.event.as_ref() {
-                TICKET_READY => notes.push(format!("ticket {} ready", e.data["id"])),
-                CAPACITY => notes.push(format!(
-                    "over capacity: {} wanted, cap {}",
-                    e.data["wanted"], e.data["cap"]
-                )),
-                MOD_ERROR => notes.push(format!("mod.error {}", e.data["message"])),
+            match StreamingEvent::from_event(e) {
+                // The id as the event's JSON writes it (quoted).
+                Some(StreamingEvent::TicketReady(id)) => {
+                    notes.push(format!("ticket {} ready", serde_json::Value::String(id)))
+                }
+                Some(StreamingEvent::Capacity { wanted, cap }) => {
+                    notes.push(format!("over capacity: {wanted} wanted, cap {cap}"))
+                }
+                _ if e.event == MOD_ERROR => {
+                    notes.push(format!("mod.error {}", e.data["message"]))
+                }
                 _ => {}
             }
         }

@@ -35,14 +35,15 @@ pub enum EventData {
         /// `z`.
         z: Value,
     },
-    /// `{"x": x, "z": z, "hash": hash}`, held as three values.
+    /// `{"x": x, "z": z, "hash": hash}`, held as two values and the hash (its number and its
+    /// text).
     XzHash {
         /// `x`.
         x: Value,
         /// `z`.
         z: Value,
         /// `hash`.
-        hash: Value,
+        hash: Hashed,
     },
     /// `{"level": level, "x": x, "z": z}` (a block of a level of detail, SPEC §17), held as
     /// three values.
@@ -55,14 +56,43 @@ pub enum EventData {
         z: Value,
     },
     /// `{"level": level, "x": x, "z": z, "hash": hash}` (a built block of a level of detail,
-    /// SPEC §17): the four values in that order, boxed (made off the tick by a worker, and an
-    /// event no larger than with three values inline).
-    LevelXzHash(Box<[Value; 4]>),
+    /// SPEC §17): the three values in that order and the hash, boxed (made off the tick by a
+    /// worker, and an event no larger than with three values inline).
+    LevelXzHash(Box<([Value; 3], Hashed)>),
     /// Any other payload.
     Json(Value),
 }
 
 static NULL: Value = Value::Null;
+
+/// A hash an event carries, typed: its number, and the text the event's JSON writes (16
+/// lowercase hex digits, [`hash_hex`]), made once. A listener reads the number
+/// ([`EventData::hash`]); nothing reads the text back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hashed {
+    value: u64,
+    text: Value,
+}
+
+impl Hashed {
+    /// `value` and its text.
+    pub fn new(value: u64) -> Hashed {
+        Hashed {
+            value,
+            text: Value::String(hash_hex(value)),
+        }
+    }
+
+    /// The number.
+    pub fn value(&self) -> u64 {
+        self.value
+    }
+
+    /// The text, as the event's JSON holds it.
+    pub fn text(&self) -> &Value {
+        &self.text
+    }
+}
 
 impl EventData {
     /// The field `key`, if present.
@@ -73,18 +103,28 @@ impl EventData {
             (EventData::Xz { .. }, _) => None,
             (EventData::XzHash { x, .. }, "x") => Some(x),
             (EventData::XzHash { z, .. }, "z") => Some(z),
-            (EventData::XzHash { hash, .. }, "hash") => Some(hash),
+            (EventData::XzHash { hash, .. }, "hash") => Some(hash.text()),
             (EventData::XzHash { .. }, _) => None,
             (EventData::LevelXz { level, .. }, "level") => Some(level),
             (EventData::LevelXz { x, .. }, "x") => Some(x),
             (EventData::LevelXz { z, .. }, "z") => Some(z),
             (EventData::LevelXz { .. }, _) => None,
-            (EventData::LevelXzHash(v), "level") => Some(&v[0]),
-            (EventData::LevelXzHash(v), "x") => Some(&v[1]),
-            (EventData::LevelXzHash(v), "z") => Some(&v[2]),
-            (EventData::LevelXzHash(v), "hash") => Some(&v[3]),
+            (EventData::LevelXzHash(v), "level") => Some(&v.0[0]),
+            (EventData::LevelXzHash(v), "x") => Some(&v.0[1]),
+            (EventData::LevelXzHash(v), "z") => Some(&v.0[2]),
+            (EventData::LevelXzHash(v), "hash") => Some(v.1.text()),
             (EventData::LevelXzHash(_), _) => None,
             (EventData::Json(v), _) => v.get(key),
+        }
+    }
+
+    /// The hash a built payload carries ([`EventData::XzHash`], [`EventData::LevelXzHash`]) as a
+    /// number; `None` for any other payload (a JSON payload's text is not read back).
+    pub fn hash(&self) -> Option<u64> {
+        match self {
+            EventData::XzHash { hash, .. } => Some(hash.value()),
+            EventData::LevelXzHash(v) => Some(v.1.value()),
+            _ => None,
         }
     }
 
@@ -93,14 +133,14 @@ impl EventData {
         match self {
             EventData::Xz { x, z } => serde_json::json!({ "x": x, "z": z }),
             EventData::XzHash { x, z, hash } => {
-                serde_json::json!({ "x": x, "z": z, "hash": hash })
+                serde_json::json!({ "x": x, "z": z, "hash": hash.text() })
             }
             EventData::LevelXz { level, x, z } => {
                 serde_json::json!({ "level": level, "x": x, "z": z })
             }
             EventData::LevelXzHash(v) => {
-                let [level, x, z, hash] = &**v;
-                serde_json::json!({ "level": level, "x": x, "z": z, "hash": hash })
+                let [level, x, z] = &v.0;
+                serde_json::json!({ "level": level, "x": x, "z": z, "hash": v.1.text() })
             }
             EventData::Json(v) => v.clone(),
         }
@@ -173,7 +213,7 @@ impl Serialize for EventData {
                 let mut m = s.serialize_map(Some(3))?;
                 m.serialize_entry("x", x)?;
                 m.serialize_entry("z", z)?;
-                m.serialize_entry("hash", hash)?;
+                m.serialize_entry("hash", hash.text())?;
                 m.end()
             }
             EventData::LevelXz { level, x, z } => {
@@ -185,9 +225,10 @@ impl Serialize for EventData {
             }
             EventData::LevelXzHash(v) => {
                 let mut m = s.serialize_map(Some(4))?;
-                for (key, value) in ["level", "x", "z", "hash"].into_iter().zip(&**v) {
+                for (key, value) in ["level", "x", "z"].into_iter().zip(&v.0) {
                     m.serialize_entry(key, value)?;
                 }
+                m.serialize_entry("hash", v.1.text())?;
                 m.end()
             }
             EventData::Json(v) => v.serialize(s),
@@ -300,25 +341,31 @@ pub fn chunk_data(chunk: crate::grid::ChunkPos) -> EventData {
 }
 
 /// `{"x": x, "z": z, "hash": "…"}`: the payload of `world.terrain.built`, the hash as
-/// [`hash_hex`] writes it.
+/// [`hash_hex`] writes it (and carried as a number, [`EventData::hash`]).
 pub fn chunk_hash_data(chunk: crate::grid::ChunkPos, hash: u64) -> EventData {
     EventData::XzHash {
         x: Value::from(chunk.x),
         z: Value::from(chunk.z),
-        hash: Value::String(hash_hex(hash)),
+        hash: Hashed::new(hash),
     }
 }
 
 /// The values of `{"level": level, "x": x, "z": z, "hash": "…"}`, the payload of
 /// `world.terrain.lod.built` (SPEC §17) as [`EventData::LevelXzHash`] holds them, the hash as
-/// [`hash_hex`] writes it.
-pub fn block_hash_values(level: u32, block: crate::grid::ChunkPos, hash: u64) -> Box<[Value; 4]> {
-    Box::new([
-        Value::from(level),
-        Value::from(block.x),
-        Value::from(block.z),
-        Value::String(hash_hex(hash)),
-    ])
+/// [`hash_hex`] writes it (and carried as a number, [`EventData::hash`]).
+pub fn block_hash_values(
+    level: u32,
+    block: crate::grid::ChunkPos,
+    hash: u64,
+) -> Box<([Value; 3], Hashed)> {
+    Box::new((
+        [
+            Value::from(level),
+            Value::from(block.x),
+            Value::from(block.z),
+        ],
+        Hashed::new(hash),
+    ))
 }
 
 /// A hash as events and saves write it: 16 lowercase hex digits (as `format!("{hash:016x}")`

@@ -4,7 +4,8 @@
 //! released (after them); only differences from the district files are kept, in memory and in
 //! game saves.
 //!
-//! - [`config`]: the district files and the world directory;
+//! - [`config`]: the district files and the world directory; [`events`]: the names of the
+//!   events it emits, their payloads, and reading them back ([`DistrictEvent`]);
 //! - [`index`]: the pure JSON Lines reader and the index by home chunk;
 //! - `state.rs`: live entities by chunk, kept differences, materialise and store;
 //! - `save.rs`: the save section;
@@ -14,6 +15,7 @@
 //! - this file: the kit, which subscribes to the streaming kit's load and release stages.
 
 pub mod config;
+pub mod events;
 pub mod index;
 mod lua;
 mod persist;
@@ -30,7 +32,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::grid::{ChunkPos, Grid};
 use crate::host::{
@@ -42,6 +44,7 @@ use crate::kits::streaming::{ChunkStage, ChunkSubscription, StreamingService, ST
 
 use crate::worlddir::store::{Fs, GameToken, RealFs, Store, GAME_TOKEN};
 pub use config::{DistrictConfig, DistrictEntry};
+pub use events::{DistrictEvent, ERROR, MATERIALISED, STORED};
 pub use persist::DistrictStoreError;
 pub use region::{ChunkRecord, District, DistrictStamp};
 pub use save::SaveSection;
@@ -60,12 +63,6 @@ pub fn read_dir(dir: &std::path::Path) -> Result<Vec<DistrictReport>, DistrictSt
 
 /// The kit and service id.
 pub const DISTRICT: &str = "world.district";
-/// Event: a chunk's stored entities were spawned `{x, z, count}` (count > 0).
-pub const MATERIALISED: &str = "world.district.materialised";
-/// Event: a chunk's streamed entities were stored `{x, z, count}` (count > 0).
-pub const STORED: &str = "world.district.stored";
-/// Event: a district line could not be brought back `{x, z, message}`.
-pub const ERROR: &str = "world.district.error";
 /// Variable: live streamed entities.
 pub const VAR_LIVE: &str = "world.district.live";
 /// Variable: stored entities.
@@ -318,20 +315,17 @@ impl DistrictKit {
                 if let Err(DistrictStoreError::Unsaved { failures, .. }) = result {
                     for f in failures {
                         let origin = f.region.origin();
-                        ctx.events.emit(
-                            ERROR,
-                            json!({
-                                "x": origin.x,
-                                "z": origin.z,
-                                "region": f.file,
-                                "chunks": f.chunks,
-                                "message": format!(
-                                    "cannot write {}: {}; its differences are kept in memory \
-                                     and written at the next write back",
-                                    f.file, f.message
-                                ),
-                            }),
-                        );
+                        let error = DistrictEvent::WriteError {
+                            origin,
+                            message: format!(
+                                "cannot write {}: {}; its differences are kept in memory and \
+                                 written at the next write back",
+                                f.file, f.message
+                            ),
+                            region: f.file,
+                            chunks: f.chunks as u64,
+                        };
+                        ctx.events.emit(ERROR, error.data());
                     }
                 }
             }
@@ -392,13 +386,12 @@ impl DistrictKit {
     fn emit_errors(state: &RefCell<State>, emit: &mut dyn FnMut(&'static str, Value)) {
         let errors = std::mem::take(&mut state.borrow_mut().errors);
         for (c, message) in errors {
-            emit(ERROR, json!({ "x": c.x, "z": c.z, "message": message }));
+            emit(
+                ERROR,
+                DistrictEvent::ReadError { chunk: c, message }.value(),
+            );
         }
     }
-}
-
-fn count_data(c: ChunkPos, n: usize) -> Value {
-    json!({ "x": c.x, "z": c.z, "count": n })
 }
 
 impl Kit for DistrictKit {
@@ -492,7 +485,11 @@ impl Kit for DistrictKit {
                 let (c, n) = st.borrow_mut().materialise(ctx.world(), chunk);
                 DistrictKit::emit_errors(&st, &mut |e, d| ctx.emit(e, d));
                 if n > 0 {
-                    ctx.emit(MATERIALISED, count_data(c, n));
+                    let count = n as u64;
+                    ctx.emit(
+                        MATERIALISED,
+                        DistrictEvent::Materialised { chunk: c, count }.value(),
+                    );
                 }
             }),
         ));
@@ -502,7 +499,14 @@ impl Kit for DistrictKit {
             Box::new(move |ctx, chunk, _| {
                 let (c, n) = st.borrow_mut().release(ctx.world(), chunk);
                 if n > 0 {
-                    ctx.emit(STORED, count_data(c, n));
+                    ctx.emit(
+                        STORED,
+                        DistrictEvent::Stored {
+                            chunk: c,
+                            count: n as u64,
+                        }
+                        .value(),
+                    );
                 }
             }),
         ));
@@ -548,7 +552,11 @@ impl Kit for DistrictKit {
         let loaded = |c: ChunkPos| streaming.as_ref().is_some_and(|s| s.is_loaded(c));
         let stored = self.state.borrow_mut().end_tick(ctx.world, loaded);
         for (c, n) in stored {
-            ctx.events.emit(STORED, count_data(c, n));
+            let stored = DistrictEvent::Stored {
+                chunk: c,
+                count: n as u64,
+            };
+            ctx.events.emit(STORED, stored.data());
         }
         self.write_back(ctx);
         self.publish(ctx);

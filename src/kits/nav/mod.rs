@@ -3,12 +3,15 @@
 //! (`nav.path`) and the input `path {id, from, to}`; agents (entities tagged `agent` with
 //! `data.goal`) walk one cell a tick, waiting while their route is not built.
 //!
-//! - [`config`]: the settings; [`service`]: the face other kits see, and its event names;
+//! - [`config`]: the settings; [`service`]: the face other kits see; [`events`]: the names of
+//!   the events it emits, their payloads, and reading them back ([`NavEvent`]);
 //! - [`search`]: the pure cell graph and A* (no host);
 //! - `state.rs`: the agents' tick; `save.rs`: the save section;
-//! - this file: the kit, which hears the terrain's changes and ticks the agents.
+//! - this file: the kit, which hears the terrain's changes (through [`TerrainEvent`]) and ticks
+//!   the agents.
 
 pub mod config;
+pub mod events;
 mod lua;
 mod save;
 pub mod search;
@@ -27,15 +30,13 @@ use crate::host::{
 };
 use crate::json::from_value;
 use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
-use crate::kits::terrain::{TerrainService, TERRAIN, TERRAIN_BUILT, TERRAIN_CHANGED};
+use crate::kits::terrain::{TerrainEvent, TerrainService, TERRAIN, TERRAIN_BUILT, TERRAIN_CHANGED};
 
 pub use config::{MaxNodes, MaxStep, NavConfig, MAX_NODES};
+pub use events::{path_event, NavEvent, AGENT_ARRIVED, AGENT_STUCK, AGENT_WAITING, NAV_PATH};
 pub use save::SaveSection;
 pub use search::{Answer, Cell, CellGrid, Outcome, Rules, Stopped, DIAGONAL_COST};
-pub use service::{
-    answer_data, path_event, AgentView, NavService, AGENT_ARRIVED, AGENT_STUCK, AGENT_TAG,
-    AGENT_WAITING, NAV_PATH,
-};
+pub use service::{answer_data, AgentView, NavService, AGENT_TAG};
 use state::{State, TerrainGround};
 
 /// The kit and service id.
@@ -155,12 +156,12 @@ impl Kit for NavKit {
             }
             return;
         }
-        if event.event == TERRAIN_CHANGED {
-            if let (Some(x), Some(z)) = (event.data["x"].as_i64(), event.data["z"].as_i64()) {
-                st.changed.insert(crate::grid::ChunkPos::new(x, z));
-            }
+        if let Some((_, at)) = TerrainEvent::changed(event) {
+            // A changed LOD block's `(x, z)` is taken as a chunk too, as the kit always did
+            // (changing that would change which agents plan again, so the nodes they count).
+            st.changed.insert(at);
             st.moved = true;
-        } else if event.event == TERRAIN_BUILT {
+        } else if event.event == TERRAIN_BUILT || event.event == TERRAIN_CHANGED {
             st.moved = true;
         }
     }

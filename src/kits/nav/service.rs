@@ -1,5 +1,5 @@
-//! The `world.nav` service: what mods, the game and other kits may ask of the kit, and the names
-//! of what it emits. Reach it through the service registry as `Rc<dyn NavService>`.
+//! The `world.nav` service: what mods, the game and other kits may ask of the kit (the names of
+//! what it emits are in `events.rs`). Reach it through the service registry as `Rc<dyn NavService>`.
 
 use serde_json::{json, Value};
 
@@ -8,17 +8,6 @@ use crate::host::EntityId;
 
 use super::search::{Answer, Cell, Outcome, Stopped};
 
-/// Event: the answer to a `path {id, from, to}` input: `{id, status, nodes}` plus `path` (a
-/// list of `{x, z}` cells, start to goal) when `found`, or `x`, `z` (the chunk not built) when
-/// `indeterminate`.
-pub const NAV_PATH: &str = "world.nav.path";
-/// Event: an agent's search met a chunk that is not built `{id, x, z}` (once per wait).
-pub const AGENT_WAITING: &str = "world.agent.waiting";
-/// Event: an agent stands on its goal's cell `{id}` (once per goal).
-pub const AGENT_ARRIVED: &str = "world.agent.arrived";
-/// Event: an agent's goal is proven unreachable or out of one query's budget `{id, status}`
-/// (`none` or `budget`; once, then retried only after terrain is built, changed or released).
-pub const AGENT_STUCK: &str = "world.agent.stuck";
 /// The tag that makes an entity an agent.
 pub const AGENT_TAG: &str = "agent";
 
@@ -87,12 +76,4 @@ pub fn answer_data(outcome: &Outcome) -> serde_json::Map<String, Value> {
         Answer::None | Answer::Budget => {}
     }
     m
-}
-
-/// The `world.nav.path` payload of query `id`: `{id, status, nodes, path | x, z}`.
-pub fn path_event(id: &str, outcome: &Outcome) -> Value {
-    let mut m = serde_json::Map::new();
-    m.insert("id".into(), json!(id));
-    m.extend(answer_data(outcome));
-    Value::Object(m)
 }

@@ -39,8 +39,9 @@ use crate::grid::{ChunkPos, Position};
 use crate::host::{EntityId, EventBus, World};
 use crate::kits::terrain::{ChunkData, TerrainService};
 
+use super::events::{AGENT_ARRIVED, AGENT_STUCK, AGENT_WAITING};
 use super::search::{self, Answer, Cell, CellGrid, Ground, Rules};
-use super::service::{AGENT_ARRIVED, AGENT_STUCK, AGENT_TAG, AGENT_WAITING};
+use super::service::AGENT_TAG;
 
 /// Why an agent stopped planning until terrain moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

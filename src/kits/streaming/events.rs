@@ -1,11 +1,11 @@
-//! The streaming kit's vocabulary: the events it emits, the hooks it asks, and reading a chunk
-//! event back as typed data. The host knows none of these names; every kit owns its own.
+//! The streaming kit's vocabulary: the events it emits, the hooks it asks, and reading an event
+//! back as typed data ([`ChunkEvent`] for the chunk and block events, [`StreamingEvent`] for
+//! every event). The host knows none of these names; every kit owns its own.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use super::{LOD_LOADED, LOD_UNLOADED};
 use crate::grid::ChunkPos;
-use crate::host::{Event, EventData};
+use crate::host::{chunk_data, Event, EventData};
 
 /// Emitted when a chunk became live: `{x, z}`.
 pub const CHUNK_LOADED: &str = "world.chunk.loaded";
@@ -15,6 +15,140 @@ pub const CHUNK_UNLOADED: &str = "world.chunk.unloaded";
 pub const HOOK_CHUNK_LOAD: &str = "world.chunk.load";
 /// Asked before a loaded chunk is released: `{x, z}`.
 pub const HOOK_CHUNK_UNLOAD: &str = "world.chunk.unload";
+/// Event: a LOD block loaded `{level, x, z}` (level 1 = the first `lod` entry).
+pub const LOD_LOADED: &str = "world.lod.loaded";
+/// Event: a LOD block released `{level, x, z}`.
+pub const LOD_UNLOADED: &str = "world.lod.unloaded";
+/// Event: a ticket's square is ready `{id}` (once per ticket, after the tick's other events).
+pub const TICKET_READY: &str = "world.ticket.ready";
+/// Event: a ticket request was refused by the ticket cap `{id, reason}`, whoever asked (where
+/// the request was made; see docs/many-foci.md#the-ticket-cap).
+pub const TICKET_REFUSED: &str = "world.ticket.refused";
+/// Event: the wanted chunks outnumber the cap `{wanted, cap}` (when that state starts).
+pub const CAPACITY: &str = "world.streaming.capacity";
+
+/// Every event name of the kit (the hooks are not events).
+pub const NAMES: &[&str] = &[
+    CHUNK_LOADED,
+    CHUNK_UNLOADED,
+    LOD_LOADED,
+    LOD_UNLOADED,
+    TICKET_READY,
+    TICKET_REFUSED,
+    CAPACITY,
+];
+
+/// One event of the streaming kit, typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamingEvent {
+    /// `world.chunk.loaded`.
+    ChunkLoaded(ChunkPos),
+    /// `world.chunk.unloaded`.
+    ChunkUnloaded(ChunkPos),
+    /// `world.lod.loaded`: a block of `level` (1 = the first `lod` entry).
+    LodLoaded {
+        /// The level.
+        level: u32,
+        /// The block.
+        block: ChunkPos,
+    },
+    /// `world.lod.unloaded`.
+    LodUnloaded {
+        /// The level.
+        level: u32,
+        /// The block.
+        block: ChunkPos,
+    },
+    /// `world.ticket.ready`: the ticket's id.
+    TicketReady(String),
+    /// `world.ticket.refused`: the ticket's id and why.
+    TicketRefused {
+        /// The id asked for.
+        id: String,
+        /// Why.
+        reason: String,
+    },
+    /// `world.streaming.capacity`: the wanted chunks and the cap they outnumber.
+    Capacity {
+        /// Chunks wanted.
+        wanted: u64,
+        /// The cap.
+        cap: u64,
+    },
+}
+
+impl StreamingEvent {
+    /// The event as typed data when it is one of the kit's; `None` for any other event.
+    pub fn from_event(event: &Event) -> Option<StreamingEvent> {
+        if let Some((chunk, loaded)) = event.chunk() {
+            return Some(if loaded {
+                StreamingEvent::ChunkLoaded(chunk)
+            } else {
+                StreamingEvent::ChunkUnloaded(chunk)
+            });
+        }
+        if let Some((level, block, loaded)) = event.block() {
+            return Some(if loaded {
+                StreamingEvent::LodLoaded { level, block }
+            } else {
+                StreamingEvent::LodUnloaded { level, block }
+            });
+        }
+        let data = &event.data;
+        let text = |k: &str| Some(data.get(k)?.as_str()?.to_owned());
+        Some(match &*event.event {
+            TICKET_READY => StreamingEvent::TicketReady(text("id")?),
+            TICKET_REFUSED => StreamingEvent::TicketRefused {
+                id: text("id")?,
+                reason: text("reason")?,
+            },
+            CAPACITY => StreamingEvent::Capacity {
+                wanted: data.get("wanted")?.as_u64()?,
+                cap: data.get("cap")?.as_u64()?,
+            },
+            _ => return None,
+        })
+    }
+
+    /// The event's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StreamingEvent::ChunkLoaded(_) => CHUNK_LOADED,
+            StreamingEvent::ChunkUnloaded(_) => CHUNK_UNLOADED,
+            StreamingEvent::LodLoaded { .. } => LOD_LOADED,
+            StreamingEvent::LodUnloaded { .. } => LOD_UNLOADED,
+            StreamingEvent::TicketReady(_) => TICKET_READY,
+            StreamingEvent::TicketRefused { .. } => TICKET_REFUSED,
+            StreamingEvent::Capacity { .. } => CAPACITY,
+        }
+    }
+
+    /// The payload the kit emits it with.
+    pub fn data(&self) -> EventData {
+        match self {
+            StreamingEvent::ChunkLoaded(c) | StreamingEvent::ChunkUnloaded(c) => chunk_data(*c),
+            StreamingEvent::LodLoaded { level, block }
+            | StreamingEvent::LodUnloaded { level, block } => block_data(*level, *block),
+            StreamingEvent::TicketReady(id) => json!({ "id": id }).into(),
+            StreamingEvent::TicketRefused { id, reason } => {
+                json!({ "id": id, "reason": reason }).into()
+            }
+            StreamingEvent::Capacity { wanted, cap } => {
+                json!({ "wanted": wanted, "cap": cap }).into()
+            }
+        }
+    }
+}
+
+/// `{"level": level, "x": x, "z": z}`: the payload of the LOD block events (built without
+/// allocating).
+pub fn block_data(level: u32, block: ChunkPos) -> EventData {
+    EventData::LevelXz {
+        level: Value::from(level),
+        x: Value::from(block.x),
+        z: Value::from(block.z),
+    }
+}
 
 /// Reads the streaming kit's chunk events: `event.chunk()` (with this trait in scope, as the
 /// prelude has it).

@@ -15,7 +15,7 @@
 
 pub mod config;
 pub mod dormancy;
-mod events;
+pub mod events;
 pub mod foci;
 mod handle;
 pub mod lod;
@@ -45,7 +45,10 @@ pub use config::{
     LookAheadTicks, MaxLoaded, MaxRefusals, MaxTicketChunks, Overrides, Priority, Radius, Schedule,
     Settings, StreamingConfig,
 };
-pub use events::{ChunkEvent, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
+pub use events::{
+    ChunkEvent, StreamingEvent, CAPACITY, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD,
+    HOOK_CHUNK_UNLOAD, LOD_LOADED, LOD_UNLOADED, TICKET_READY, TICKET_REFUSED,
+};
 use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
 use handle::Handle;
@@ -77,18 +80,6 @@ pub const VAR_LOD_LOADED: &str = "world.lod.loaded";
 pub const VAR_LOD_HOLES: &str = "world.lod.holes";
 /// Variable: the running sum of `world.lod.holes` over the ticks (saved).
 pub const VAR_LOD_HOLE_TICKS: &str = "world.lod.holeTicks";
-/// Event: a LOD block loaded `{level, x, z}` (level 1 = the first `lod` entry).
-pub const LOD_LOADED: &str = "world.lod.loaded";
-/// Event: a LOD block released `{level, x, z}`.
-pub const LOD_UNLOADED: &str = "world.lod.unloaded";
-/// Event: a ticket's square is ready `{id}` (once per ticket, after the tick's other events).
-pub const TICKET_READY: &str = "world.ticket.ready";
-/// Event: a ticket request was refused by the ticket cap `{id, reason}`, whoever asked (where
-/// the request was made; see docs/many-foci.md#the-ticket-cap).
-pub const TICKET_REFUSED: &str = "world.ticket.refused";
-/// Event: the wanted chunks outnumber the cap `{wanted, cap}` (when that state starts).
-pub const CAPACITY: &str = "world.streaming.capacity";
-
 /// The kit's manifest, read from `kit.json` beside this file.
 pub fn manifest() -> KitManifest {
     serde_json::from_str(include_str!("kit.json")).expect("kit.json is a valid manifest")
@@ -128,12 +119,7 @@ pub fn check_save_section(
 
 /// The payload of `world.lod.loaded` / `unloaded`: `{level, x, z}` (level 1 = index 0).
 fn lod_data(k: usize, b: ChunkPos) -> crate::host::EventData {
-    // The fast path of `{level, x, z}`: no map is built (the same JSON, SPEC §17).
-    crate::host::EventData::LevelXz {
-        level: (k as u64 + 1).into(),
-        x: b.x.into(),
-        z: b.z.into(),
-    }
+    events::block_data(k as u32 + 1, b)
 }
 
 /// Block `b` of level index `k` (level `k + 1`) of `step`, loaded or released.

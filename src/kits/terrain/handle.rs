@@ -49,11 +49,10 @@ impl TerrainService for Handle {
         let result = st.edit(at, height, material);
         if let Err(reason) = result {
             let (chunk, _, _) = st.cell_of(at);
-            st.outbox.borrow_mut().push((
-                EDIT_REFUSED.into(),
-                serde_json::json!({ "x": chunk.x, "z": chunk.z, "reason": reason.to_string() })
-                    .into(),
-            ));
+            let refused = TerrainEvent::EditRefused { chunk, reason };
+            st.outbox
+                .borrow_mut()
+                .push((EDIT_REFUSED.into(), refused.data()));
         }
         result
     }

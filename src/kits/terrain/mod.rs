@@ -4,7 +4,8 @@
 //! is the same whatever the threads did. The kit registers as a builder, so readiness (§11)
 //! waits for terrain.
 //!
-//! - [`config`]: the settings; [`service`]: the face other kits see, and its event names;
+//! - [`config`]: the settings; [`service`]: the face other kits see; [`events`]: the names of
+//!   the events it emits, their payloads, and reading them back ([`TerrainEvent`]);
 //! - [`generate`]: the pure generator (heights and materials from the seed);
 //! - [`pool`]: the worker threads and their queues; [`store`]: the save thread and its region
 //!   files, [`region`] their format (pure);
@@ -13,6 +14,7 @@
 //! - this file: the kit.
 
 pub mod config;
+pub mod events;
 pub mod generate;
 mod handle;
 mod lua;
@@ -43,14 +45,14 @@ pub use config::{
     CellsPerChunk, CommitLatency, FlushEvery, Seed, TerrainConfig, Workers, MAX_CELLS,
     MAX_COMMIT_LATENCY, MAX_FLUSH_EVERY, MAX_WORKERS,
 };
+pub use events::{
+    TerrainEvent, EDIT_REFUSED, TERRAIN_BUILT, TERRAIN_CHANGED, TERRAIN_ERROR, TERRAIN_LOD_BUILT,
+};
 pub use generate::{ChunkData, Generator, GENERATOR_VERSION};
 use handle::Handle;
 use pool::Pool;
 pub use save::{check_save_section, SaveSection, SavedChunk, SavedEdits};
-pub use service::{
-    hash_text, BuiltCallback, EditRefused, TerrainService, EDIT_REFUSED, TERRAIN_BUILT,
-    TERRAIN_CHANGED, TERRAIN_ERROR, TERRAIN_LOD_BUILT, VAR_WAITS,
-};
+pub use service::{hash_text, BuiltCallback, EditRefused, TerrainService, VAR_WAITS};
 use state::State;
 use store::Store;
 
@@ -236,10 +238,11 @@ impl TerrainKit {
         let dirty = std::mem::take(&mut st.blocks.dirty);
         let at = ctx.tick + st.config.commit_latency.get();
         for key in dirty {
-            ctx.events.emit(
-                TERRAIN_CHANGED,
-                serde_json::json!({ "x": key.1.x, "z": key.1.z, "level": key.0 }),
-            );
+            let changed = TerrainEvent::Changed {
+                level: key.0,
+                at: key.1,
+            };
+            ctx.events.emit(TERRAIN_CHANGED, changed.data());
             let step = st.blocks.slots.get(&key).and_then(|s| {
                 let built = s.built.as_ref().map(|(step, _)| *step);
                 built.or(s.flight.as_ref().map(|f| f.step))
@@ -254,10 +257,11 @@ impl TerrainKit {
     fn report_errors(&mut self, ctx: &mut Ctx<'_>) {
         let errors = std::mem::take(&mut self.state.borrow_mut().errors);
         for e in errors {
-            ctx.events.emit(
-                TERRAIN_ERROR,
-                serde_json::json!({ "x": e.chunk.x, "z": e.chunk.z, "message": e.message }),
-            );
+            let error = TerrainEvent::ReadError {
+                chunk: e.chunk,
+                message: e.message,
+            };
+            ctx.events.emit(TERRAIN_ERROR, error.data());
         }
     }
 
@@ -268,7 +272,8 @@ impl TerrainKit {
         }
         let dirty = std::mem::take(&mut self.state.borrow_mut().dirty);
         for c in dirty {
-            ctx.events.emit(TERRAIN_CHANGED, crate::host::chunk_data(c));
+            let changed = TerrainEvent::Changed { level: 0, at: c };
+            ctx.events.emit(TERRAIN_CHANGED, changed.data());
         }
     }
 
@@ -305,20 +310,17 @@ impl TerrainKit {
             if let Err(store::StoreError::Unsaved { failures, .. }) = result {
                 for f in failures {
                     let origin = f.region.origin();
-                    ctx.events.emit(
-                        TERRAIN_ERROR,
-                        serde_json::json!({
-                            "x": origin.x,
-                            "z": origin.z,
-                            "region": f.file,
-                            "chunks": f.chunks,
-                            "message": format!(
-                                "cannot write {}: {}; its edits are kept in memory and written \
-                                 at the next write back",
-                                f.file, f.message
-                            ),
-                        }),
-                    );
+                    let error = TerrainEvent::WriteError {
+                        origin,
+                        message: format!(
+                            "cannot write {}: {}; its edits are kept in memory and written at \
+                             the next write back",
+                            f.file, f.message
+                        ),
+                        region: f.file,
+                        chunks: f.chunks as u64,
+                    };
+                    ctx.events.emit(TERRAIN_ERROR, error.data());
                 }
             }
         }

@@ -127,7 +127,7 @@ pub struct BuiltBlock {
     pub data: Arc<ChunkData>,
     /// The payload of its `world.terrain.lod.built` event, `{level, x, z, hash}`
     /// ([`EventData::LevelXzHash`]'s values: 8 bytes to carry).
-    pub event: Box<[serde_json::Value; 4]>,
+    pub event: Box<([serde_json::Value; 3], crate::host::Hashed)>,
 }
 
 /// A built block.

@@ -1,5 +1,5 @@
-//! The `world.terrain` service: what other kits, mods and tests may ask of the kit, and the
-//! names of what it emits. Reach it through the service registry as `Rc<dyn TerrainService>`.
+//! The `world.terrain` service: what other kits, mods and tests may ask of the kit (the names
+//! of what it emits are in `events.rs`). Reach it through the service registry as `Rc<dyn TerrainService>`.
 
 use std::sync::Arc;
 
@@ -7,21 +7,8 @@ use crate::grid::{ChunkPos, Position};
 
 use super::ChunkData;
 
-/// Event: a chunk's terrain was committed `{x, z, hash}` (hash: 16 hex digits of FNV-1a 64).
-pub const TERRAIN_BUILT: &str = "world.terrain.built";
-/// Event: a LOD block's terrain was committed `{level, x, z, hash}` (SPEC §17).
-pub const TERRAIN_LOD_BUILT: &str = "world.terrain.lod.built";
 /// Variable: how many commits had to wait for their worker.
 pub const VAR_WAITS: &str = "world.terrain.waits";
-/// Event: an edit was refused `{x, z, reason}` (SPEC §13).
-pub const EDIT_REFUSED: &str = "world.terrain.edit.refused";
-/// Event: a built chunk must be rebuilt `{x, z}` (an edit in it or on its edge), once per tick.
-pub const TERRAIN_CHANGED: &str = "world.terrain.changed";
-/// Event: stored edits could not be read `{x, z, message}` (the chunk loads as generated), or a
-/// region could not be written back `{x, z, region, chunks, message}` (`x`, `z`: the region's
-/// first chunk; `region`: its file; `chunks`: how many of its chunks are not on disk; the edits
-/// are kept in memory and written by the next write back that succeeds).
-pub const TERRAIN_ERROR: &str = "world.terrain.error";
 
 /// A callback told of each committed chunk: `(chunk, hash)`.
 pub type BuiltCallback = Box<dyn FnMut(ChunkPos, u64)>;

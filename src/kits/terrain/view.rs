@@ -14,15 +14,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{json, Value};
 
 use crate::grid::ChunkPos;
-use crate::host::view::{
-    block_payload, chunk_payload, metres, put, Fields, FrameCtx, LayerCapture, PageIds, ViewLayer,
-};
+use crate::host::view::{metres, put, Fields, FrameCtx, LayerCapture, PageIds, ViewLayer};
 use crate::host::Engine;
-use crate::kits::streaming::{
-    StreamingService, CHUNK_LOADED, CHUNK_UNLOADED, LOD_LOADED, LOD_UNLOADED, STREAMING,
-};
+use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
 
-use super::{ChunkData, TerrainService, TERRAIN, TERRAIN_CHANGED, VAR_WAITS};
+use super::{ChunkData, TerrainEvent, TerrainService, TERRAIN, VAR_WAITS};
 
 /// The layer, as the kit's catalog entry registers it.
 pub const LAYER: ViewLayer = ViewLayer {
@@ -77,30 +73,16 @@ impl LayerCapture for Capture {
         let mut reshaped_blocks = BTreeSet::new();
         let mut block_events = Vec::new();
         for e in ctx.events {
-            if let Some((level, b)) = block_payload(&e.data) {
-                if e.event == LOD_LOADED || e.event == LOD_UNLOADED {
-                    block_events.push((e.event == LOD_LOADED, level, b));
+            if let Some((level, b, loaded)) = e.block() {
+                block_events.push((loaded, level, b));
+            } else if let Some((level, at)) = TerrainEvent::changed(e) {
+                if level == 0 {
+                    reshaped.insert(at);
+                } else {
+                    reshaped_blocks.insert((level, at));
                 }
-                continue;
-            }
-            if e.event == TERRAIN_CHANGED {
-                if let (Some(level), Some(x), Some(z)) = (
-                    e.data["level"].as_u64(),
-                    e.data["x"].as_i64(),
-                    e.data["z"].as_i64(),
-                ) {
-                    if let Ok(level) = u32::try_from(level) {
-                        reshaped_blocks.insert((level, ChunkPos::new(x, z)));
-                    }
-                }
-            }
-            if let Some(c) = chunk_payload(&e.data) {
-                if e.event == TERRAIN_CHANGED {
-                    reshaped.insert(c);
-                }
-                if e.event == CHUNK_LOADED || e.event == CHUNK_UNLOADED {
-                    evented.insert(c);
-                }
+            } else if let Some((c, _)) = e.chunk() {
+                evented.insert(c);
             }
         }
         // The page forgets a height when its chunk leaves the loaded set, by an event or a
