@@ -271,7 +271,13 @@ fn citing_files() -> Vec<PathBuf> {
     .map(|d| repo().join(d))
     .filter(|d| d.is_dir())
     .collect();
-    for f in ["README.md", "ARCHITECTURE.md", "Cargo.toml", "build.rs", "cbindgen.toml"] {
+    for f in [
+        "README.md",
+        "ARCHITECTURE.md",
+        "Cargo.toml",
+        "build.rs",
+        "cbindgen.toml",
+    ] {
         if repo().join(f).is_file() {
             out.push(repo().join(f));
         }
@@ -315,7 +321,10 @@ fn book_citations(text: &str) -> Vec<(usize, String, Option<String>)> {
                 .take_while(|&(_, c)| path_char(c))
                 .last()
                 .map_or(at, |(j, _)| j);
-            let token: String = line[start..].chars().take_while(|&c| path_char(c)).collect();
+            let token: String = line[start..]
+                .chars()
+                .take_while(|&c| path_char(c))
+                .collect();
             // Only a path to a Markdown file: `docs/` alone, `docs/*.md` or a directory is prose.
             let Some(md_end) = token.find(".md").map(|e| e + 3) else {
                 continue;
@@ -356,7 +365,10 @@ fn every_citation_of_the_book_in_code_tests_and_docs_names_a_chapter_and_heading
                 continue;
             };
             if !target.starts_with(&root) {
-                bad.push(format!("{}:{line}: {file} leaves the repository", rel(&path)));
+                bad.push(format!(
+                    "{}:{line}: {file} leaves the repository",
+                    rel(&path)
+                ));
                 continue;
             }
             if let Some(anchor) = anchor.filter(|a| !a.is_empty()) {
