@@ -1,4 +1,4 @@
-//! What one node of a `world.nav` search costs (docs/nav.md#the-node-budgets-maximum): floods
+//! What one node of a `world.nav` search costs (docs/nav.md#limits): floods
 //! that expand every built cell, timed in the thread's CPU time (the machine may be shared), so
 //! the largest `maxNodes` can be chosen from a cost per node.
 //!

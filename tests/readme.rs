@@ -258,3 +258,137 @@ fn the_readme_stays_a_short_page() {
         "the README opens with the two commands"
     );
 }
+
+/// The files whose text may cite the book: the code, tests, benchmarks, examples, the C header
+/// and the bindings, scripts, the manifest, the README, ARCHITECTURE.md and the book itself
+/// (`target/` and `vendor/` aside), in path order.
+fn citing_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack: Vec<PathBuf> = [
+        "src", "tests", "benches", "examples", "include", "bindings", "fuzz", "scripts", "docs",
+    ]
+    .iter()
+    .map(|d| repo().join(d))
+    .filter(|d| d.is_dir())
+    .collect();
+    for f in [
+        "README.md",
+        "ARCHITECTURE.md",
+        "Cargo.toml",
+        "build.rs",
+        "cbindgen.toml",
+    ] {
+        if repo().join(f).is_file() {
+            out.push(repo().join(f));
+        }
+    }
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if name != "target" && name != "vendor" && !name.starts_with('.') {
+                    stack.push(path);
+                }
+            } else if [
+                ".rs", ".md", ".h", ".c", ".cs", ".js", ".json", ".sh", ".toml", ".lua", ".py",
+            ]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every `docs/….md` or `docs/….md#anchor` that `text` names, with its line: the citations of the
+/// book in comments, strings and prose (`docs/reference/tick.md#the-release-step`), and links to
+/// the book from outside it. A path that starts with `../` is relative to the citing file.
+fn book_citations(text: &str) -> Vec<(usize, String, Option<String>)> {
+    let path_char = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut from = 0;
+        while let Some(i) = line[from..].find("docs/") {
+            let at = from + i;
+            from = at + 5;
+            let start = line[..at]
+                .char_indices()
+                .rev()
+                .take_while(|&(_, c)| path_char(c))
+                .last()
+                .map_or(at, |(j, _)| j);
+            let token: String = line[start..]
+                .chars()
+                .take_while(|&c| path_char(c))
+                .collect();
+            // Only a path to a Markdown file: `docs/` alone, `docs/*.md` or a directory is prose.
+            let Some(md_end) = token.find(".md").map(|e| e + 3) else {
+                continue;
+            };
+            let file = token[..md_end].to_owned();
+            if !file.starts_with("docs/") && !file.starts_with("../") && !file.starts_with("./") {
+                continue;
+            }
+            let rest = &line[start + md_end..];
+            let anchor = rest.strip_prefix('#').map(|r| {
+                r.chars()
+                    .take_while(|&c| c.is_alphanumeric() || c == '-' || c == '_')
+                    .collect::<String>()
+            });
+            out.push((n + 1, file, anchor));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_citation_of_the_book_in_code_tests_and_docs_names_a_chapter_and_heading_it_has() {
+    let root = repo().canonicalize().unwrap();
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for path in citing_files() {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue; // not UTF-8: no citation in it
+        };
+        for (line, file, anchor) in book_citations(&text) {
+            let target = if file.starts_with("docs/") {
+                repo().join(&file)
+            } else {
+                path.parent().unwrap().join(&file)
+            };
+            let Ok(target) = target.canonicalize() else {
+                bad.push(format!("{}:{line}: {file}: no such file", rel(&path)));
+                continue;
+            };
+            if !target.starts_with(&root) {
+                bad.push(format!(
+                    "{}:{line}: {file} leaves the repository",
+                    rel(&path)
+                ));
+                continue;
+            }
+            if let Some(anchor) = anchor.filter(|a| !a.is_empty()) {
+                let heads = headings(&std::fs::read_to_string(&target).unwrap());
+                if !heads.contains(&anchor) {
+                    bad.push(format!(
+                        "{}:{line}: {file}#{anchor}: {} has no such heading",
+                        rel(&path),
+                        rel(&target)
+                    ));
+                    continue;
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "citations of the book that do not resolve:\n{}",
+        bad.join("\n")
+    );
+    assert!(checked >= 20, "only {checked} citations found");
+}
