@@ -1,5 +1,5 @@
-//! The Bevy plugin's cost per fixed step with 100 anchors (SPEC §19: under 10 µs beyond the
-//! kit's own tick), the same scene driven side by side:
+//! The Bevy plugin's cost per fixed step with 100 anchors (docs/reference/engines.md#engine-goals:
+//! under 10 µs beyond the kit's own tick), the same scene driven side by side:
 //! - `api`: through the Rust API: the 100 moves as one input, one tick, the events drained and
 //!   read as typed chunk events (what a hand-written integration does);
 //! - `plugin_fixed_step`: one run of Bevy's `FixedMain` schedule: a game system moving the 100

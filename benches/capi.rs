@@ -1,11 +1,11 @@
-//! The C ABI's per-frame path (SPEC §19): a frame that moves 100 anchors, runs one tick and
-//! drains the chunk events, three ways on the same world: through the C functions
-//! (`ws_game_move`, `ws_game_tick`, `ws_game_drain_chunk_events`, called as the extern fns a C
-//! program links), through the Rust API (`Game::apply` of a move input, `Game::tick`,
+//! The C ABI's per-frame path (docs/reference/engines.md#the-hot-path): a frame that moves 100
+//! anchors, runs one tick and drains the chunk events, three ways on the same world: through the C
+//! functions (`ws_game_move`, `ws_game_tick`, `ws_game_drain_chunk_events`, called as the extern
+//! fns a C program links), through the Rust API (`Game::apply` of a move input, `Game::tick`,
 //! `take_events` read with `capi::chunk_event`), and through today's JSON path (format each
-//! move line, `ws_game_apply`, `ws_game_drain_events`, parse the array). §19 asks C ≤ 2× Rust.
-//! A second group times the 100 moves alone (the boundary's own cost, without the tick).
-//! `cargo bench --bench capi`.
+//! move line, `ws_game_apply`, `ws_game_drain_events`, parse the array).
+//! docs/reference/engines.md#engine-goals asks C ≤ 2× Rust. A second group times the 100 moves
+//! alone (the boundary's own cost, without the tick). `cargo bench --bench capi`.
 
 use std::ffi::{c_char, CStr, CString};
 use std::path::Path;

@@ -1,9 +1,10 @@
-//! `world.district` (SPEC §15): starting a world of 1 000 000 district entities over 10 000
-//! chunks (the index only: nothing materialised) and the bytes it holds per unloaded entity,
-//! counted by a counting global allocator; materialising one chunk of 100 district entities and
-//! storing it, each timed alone; a tick that loads one chunk of 100 entities; a steady tick with
-//! 1 000 and with 1 000 000 district entities; a drive through the million-entity world at radius
-//! 8, its live count printed against the loaded chunks. `cargo bench --bench district`.
+//! `world.district` (docs/reference/district.md#district-scale-goals): starting a world of
+//! 1 000 000 district entities over 10 000 chunks (the index only: nothing materialised) and the
+//! bytes it holds per unloaded entity, counted by a counting global allocator; materialising one
+//! chunk of 100 district entities and storing it, each timed alone; a tick that loads one chunk of
+//! 100 entities; a steady tick with 1 000 and with 1 000 000 district entities; a drive through the
+//! million-entity world at radius 8, its live count printed against the loaded chunks.
+//! `cargo bench --bench district`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;

@@ -1,6 +1,6 @@
-//! `world.nav` (SPEC §18): a 256 × 256-cell search over 64 built chunks of 32 cells (the goal:
-//! under 5 ms), on open ground and through a serpentine of walls that makes it visit nearly
-//! every cell; and one tick of 100 agents all re-planning. `cargo bench --bench nav`.
+//! `world.nav` (docs/reference/nav.md#nav-goals): a 256 × 256-cell search over 64 built chunks of
+//! 32 cells (the goal: under 5 ms), on open ground and through a serpentine of walls that makes it
+//! visit nearly every cell; and one tick of 100 agents all re-planning. `cargo bench --bench nav`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

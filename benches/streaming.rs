@@ -5,9 +5,9 @@
 //! 16 / 64, everything loaded), `entities` (0 / 100 000 / 1 000 000 streamable entities), `drive`
 //! (30 m/s at 60 ticks/s, chunkSize 32, radius 8 / 32, budget 4, with and without mods),
 //! `teleport` (a 100-chunk jump at radius 32), `hooks` (one hook ask with 1 / 100 JSON mods and 1
-//! Lua mod), `anchors` (SPEC §11: 100 anchors standing still, 1 of 100 walking, against one
-//! player and against the baseline extended to the union; a drive under `maxLoaded` 10 000 that
-//! evicts on every load).
+//! Lua mod), `anchors` (docs/reference/streaming.md#anchors: 100 anchors standing still, 1 of 100
+//! walking, against one player and against the baseline extended to the union; a drive under
+//! `maxLoaded` 10 000 that evicts on every load).
 
 #[path = "common/baseline.rs"]
 mod baseline;
@@ -371,8 +371,8 @@ fn anchors(c: &mut Criterion) {
     g.finish();
 }
 
-/// SPEC §16's bar: a steady tick with 100 anchors under `"fair"` and look-ahead against the same
-/// under `"nearest"` without, side by side in one run.
+/// The bar (docs/reference/streaming.md#scheduling-goals): a steady tick with 100 anchors under
+/// `"fair"` and look-ahead against the same under `"nearest"` without, side by side in one run.
 fn schedule(c: &mut Criterion) {
     let mut g = c.benchmark_group("schedule");
     g.measurement_time(Duration::from_secs(4));

@@ -1,8 +1,8 @@
-//! `world.terrain` (SPEC §12): generation cost, worker-pool throughput with 1 and 2 workers, and
-//! the tick's own cost on a drive with terrain on and off (the work is off the tick), timed in
-//! lockstep A/B (group "terrain drive") and in the old sequential loop (group "terrain drive,
-//! sequential (old loop)"). `cargo bench --bench terrain`; the drives alone:
-//! `cargo bench --bench terrain -- 'terrain drive'`.
+//! `world.terrain` (docs/reference/terrain.md#the-generator): generation cost, worker-pool
+//! throughput with 1 and 2 workers, and the tick's own cost on a drive with terrain on and off (the
+//! work is off the tick), timed in lockstep A/B (group "terrain drive") and in the old sequential
+//! loop (group "terrain drive, sequential (old loop)"). `cargo bench --bench terrain`; the drives
+//! alone: `cargo bench --bench terrain -- 'terrain drive'`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

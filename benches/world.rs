@@ -1,6 +1,6 @@
-//! World files (SPEC §13): writing back 1 000 modified chunks (each region rewritten whole,
-//! with its fsyncs), building a modified vs an unmodified chunk on a worker (generation plus the
-//! save thread's answer), and the bytes a one-cell edit costs on disk.
+//! World files (docs/reference/world-dir.md#write-back): writing back 1 000 modified chunks (each
+//! region rewritten whole, with its fsyncs), building a modified vs an unmodified chunk on a worker
+//! (generation plus the save thread's answer), and the bytes a one-cell edit costs on disk.
 //! `cargo bench --bench world`.
 
 use std::time::Duration;

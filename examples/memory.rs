@@ -1,5 +1,5 @@
-//! Memory per loaded chunk and per anchor (SPEC §11), measured with a counting allocator:
-//! `cargo run --release --example memory`. The README quotes its output.
+//! Memory per loaded chunk and per anchor (docs/reference/streaming.md#the-resident-cap), measured
+//! with a counting allocator: `cargo run --release --example memory`. The README quotes its output.
 //!
 //! - per loaded chunk: one player at radius 32 (4 225 chunks loaded), minus the same game before
 //!   its first tick, over the chunks loaded;

@@ -81,14 +81,15 @@ typedef enum WsStatus {
   // The scene does not enable the `world.terrain` kit (`ws_game_terrain`).
   WS_STATUS_NO_TERRAIN = 19,
   // No live entity has that id (`ws_game_entity_data`): never spawned, despawned, or stored
-  // with its chunk (SPEC §15).
+  // with its chunk (docs/reference/engine.md#entity-data).
   WS_STATUS_NO_SUCH_ENTITY = 20,
 } WsStatus;
 
 // A game handle. 0 is never a game; every other value names at most one game, ever.
 typedef uint64_t WsGame;
 
-// One chunk event (SPEC §19) as `ws_game_drain_chunk_events` hands it out: no JSON.
+// One chunk event (docs/reference/engines.md#the-hot-path) as `ws_game_drain_chunk_events` hands
+// it out: no JSON.
 typedef struct WsChunkEvent {
   // One of the `WS_CHUNK_EVENT_*` kinds.
   int32_t kind;
@@ -98,11 +99,12 @@ typedef struct WsChunkEvent {
   int64_t x;
   // Row of the chunk (or block).
   int64_t z;
-  // FNV-1a 64 of the built bytes for `BUILT` and `LOD_BUILT` (SPEC §12), else 0.
+  // FNV-1a 64 of the built bytes for `BUILT` and `LOD_BUILT`
+  // (docs/reference/terrain.md#chunk-content), else 0.
   uint64_t hash;
 } WsChunkEvent;
 
-// One chunk: the `{x, z}` of SPEC §1.
+// One chunk: the `{x, z}` of docs/reference/grid.md#chunks-and-chunkof.
 typedef struct WsChunk {
   // Column (east-west).
   int64_t x;
@@ -131,9 +133,10 @@ const char *ws_status_name(int32_t status);
 // to be one of them.
 enum WsStatus ws_string_free(char *s);
 
-// Builds a game from scene JSON text (SPEC §9's scene file) with the built-in kits; mod paths
-// in the scene are relative to `base_dir` (`"."` for the current directory). The first scene is
-// entered; no tick has run.
+// Builds a game from scene JSON text (the scene file,
+// docs/reference/files-and-cli.md#the-scene-file) with the built-in kits; mod paths in the scene
+// are relative to `base_dir` (`"."` for the current directory). The first scene is entered; no
+// tick has run.
 //
 // # Safety
 // `scene_json` and `base_dir` are null or NUL-terminated strings; `out_game` and `out_error`
@@ -152,11 +155,12 @@ enum WsStatus ws_game_new(const char *scene_json,
 // `out_error` is null or writable.
 enum WsStatus ws_game_free(WsGame game, char **out_error);
 
-// Applies one input line, in the inputs file's format (SPEC §9):
+// Applies one input line, in the inputs file's format
+// (docs/reference/files-and-cli.md#the-inputs-file):
 // `{"tick": 1, "do": "move", "entity": "hero", "to": {"x": 40, "z": 8}}`. An input stamped `t`
 // belongs before tick `t`, so a line stamped later than the next tick to run is refused
-// (`WS_STATUS_BAD_INPUT`); apply it after ticking up to `t - 1`. `save`/`load` paths are
-// relative to the process's current directory.
+// (`WS_STATUS_BAD_INPUT`); apply it after ticking up to `t - 1`. `save`/`load` paths are relative
+// to the process's current directory.
 //
 // # Safety
 // `line` is null or a NUL-terminated string; `out_error` null or writable.
@@ -196,13 +200,12 @@ enum WsStatus ws_game_move(WsGame game,
 // `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
 enum WsStatus ws_game_drain_log(WsGame game, char **out_json, char **out_error);
 
-// The state document of SPEC §9 as compact JSON (`{"tick": 5, "scene": …, "loaded": […], …}`).
+// The state document of docs/reference/files-and-cli.md#the-state-document as compact JSON
+// (`{"tick": 5, "scene": …, "loaded": […], …}`).
 //
 // # Safety
 // `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
-enum WsStatus ws_game_state(WsGame game,
-                            char **out_json,
-                            char **out_error);
+enum WsStatus ws_game_state(WsGame game, char **out_json, char **out_error);
 
 // A numeric engine variable, e.g. `world.chunks.pending` (0 before tick 1).
 //
@@ -257,20 +260,24 @@ enum WsStatus ws_game_is_loaded(WsGame game,
                                 bool *out_loaded,
                                 char **out_error);
 
-// Whether `entity` is an anchor whose focus is ready (SPEC §11: every chunk of its square
-// inside the ground loaded or held by a load refusal): the loading gate before play. An entity
-// that is not an anchor (not tagged `player`, not controlled) or does not exist is not ready.
+// Whether `entity` is an anchor whose focus is ready (docs/reference/streaming.md#readiness: every
+// chunk of its square inside the ground loaded or held by a load refusal): the loading gate before
+// play. An entity that is not an anchor (not tagged `player`, not controlled) or does not exist is
+// not ready.
 //
 // # Safety
 // `entity` is null or a NUL-terminated string; `out_ready` and `out_error` null or writable.
 enum WsStatus ws_game_ready(WsGame game, const char *entity, bool *out_ready, char **out_error);
 
-// Whether the ticket `id` (an input `{"do": "request", …}`, SPEC §11) is ready; an unknown id
-// is not.
+// Whether the ticket `id` (an input `{"do": "request", …}`, docs/reference/streaming.md#readiness)
+// is ready; an unknown id is not.
 //
 // # Safety
 // `id` is null or a NUL-terminated string; `out_ready` and `out_error` null or writable.
-enum WsStatus ws_game_ticket_ready(WsGame game, const char *id, bool *out_ready, char **out_error);
+enum WsStatus ws_game_ticket_ready(WsGame game,
+                                   const char *id,
+                                   bool *out_ready,
+                                   char **out_error);
 
 // The loaded chunks in row order (`loaded()`). `*out_count` always receives how many there are;
 // they are written to `out` when `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing
@@ -295,15 +302,15 @@ enum WsStatus ws_game_pending(WsGame game,
                               char **out_error);
 
 // Copies the cells of built chunk `(x, z)` (`level` 0) or of the built LOD block `(x, z)` of
-// `level` (≥ 1, SPEC §17) in row order (cell `(i, j)`, `i` east, `j` north, at `j *
-// cellsPerChunk + i`): heights (0..=65535) to `heights`, materials to `materials`. The buffer
-// contract of [`ws_game_loaded`]: `*out_cells` always receives `cellsPerChunk²`; the cells are
-// written when `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing written).
-// Either buffer may be null to skip it; both null with `capacity` 0 asks the count. A chunk
-// that is not built (not loaded yet, still generating, released) is `WS_STATUS_NOT_BUILT`; a
-// scene without `world.terrain` is `WS_STATUS_NO_TERRAIN`. The bytes FNV-1a 64 hashes (SPEC
-// §12, the `hash` of the built event) are the heights as little-endian `u16`, then the
-// materials.
+// `level` (≥ 1, docs/reference/terrain.md#lod-blocks-built-by-terrain) in row order (cell
+// `(i, j)`, `i` east, `j` north, at `j * cellsPerChunk + i`): heights (0..=65535) to `heights`,
+// materials to `materials`. The buffer contract of [`ws_game_loaded`]: `*out_cells` always
+// receives `cellsPerChunk²`; the cells are written when `capacity` is enough (else
+// `WS_STATUS_BUFFER_TOO_SMALL`, nothing written). Either buffer may be null to skip it; both null
+// with `capacity` 0 asks the count. A chunk that is not built (not loaded yet, still generating,
+// released) is `WS_STATUS_NOT_BUILT`; a scene without `world.terrain` is `WS_STATUS_NO_TERRAIN`.
+// The bytes FNV-1a 64 hashes (docs/reference/terrain.md#chunk-content, the `hash` of the built
+// event) are the heights as little-endian `u16`, then the materials.
 //
 // # Safety
 // `heights` and `materials` are null or valid for `capacity` writes; `out_cells` and
@@ -318,19 +325,19 @@ enum WsStatus ws_game_terrain(WsGame game,
                               uintptr_t *out_cells,
                               char **out_error);
 
-// Replaces the `data` of live entity `entity` (SPEC §15) with the JSON object `json`, as a
-// `set` input stamped with the next tick would (`{"tick": next, "do": "set", "entity": …,
-// "data": json}`); `null` clears it. Text that is not JSON, not an object (or `null`), or over
-// 4 KiB serialized is `WS_STATUS_BAD_INPUT`; an entity that is not live is
-// `WS_STATUS_INPUT_FAILED` (the messages a `set` line gets).
+// Replaces the `data` of live entity `entity` (docs/reference/engine.md#entity-data) with the JSON
+// object `json`, as a `set` input stamped with the next tick would
+// (`{"tick": next, "do": "set", "entity": …, "data": json}`); `null` clears it. Text that is not
+// JSON, not an object (or `null`), or over 4 KiB serialized is `WS_STATUS_BAD_INPUT`; an entity
+// that is not live is `WS_STATUS_INPUT_FAILED` (the messages a `set` line gets).
 //
 // # Safety
 // `entity` and `json` are null or NUL-terminated strings; `out_error` null or writable.
 enum WsStatus ws_game_set_data(WsGame game, const char *entity, const char *json, char **out_error);
 
-// The `data` of live entity `entity` (SPEC §15) as compact JSON: an object, or `null` when it
-// has none. An entity that is not live (never spawned, despawned, or stored with its chunk)
-// is `WS_STATUS_NO_SUCH_ENTITY`.
+// The `data` of live entity `entity` (docs/reference/engine.md#entity-data) as compact JSON: an
+// object, or `null` when it has none. An entity that is not live (never spawned, despawned, or
+// stored with its chunk) is `WS_STATUS_NO_SUCH_ENTITY`.
 //
 // # Safety
 // `entity` is null or a NUL-terminated string; `out_json` and `out_error` null or writable;

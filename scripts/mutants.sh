@@ -12,7 +12,8 @@
 # The tests run against each mutant are the ones that hold the planner, hooks and saves to the
 # contract with independent expectations; tests/invariants.rs is left out (the reference test in
 # tests/reference.rs checks everything it does against an independent planner, in half the time).
-# SPEC §11 (anchors, tickets, the cap) is held by tests/reference_foci.rs and tests/many_foci*.rs.
+# docs/reference/streaming.md#the-resident-cap (anchors, tickets, the cap) is held by
+# tests/reference_foci.rs and tests/many_foci*.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo-mutants >/dev/null; then

@@ -1,6 +1,7 @@
 //! A game: a scene file made running. Builds the engine from a scene file (kits, mods, entities,
-//! first scene), applies inputs with the run loop of SPEC §10, and reports the state; saves and
-//! loads. This is what the command line drives, and what tests use.
+//! first scene), applies inputs with the run loop of docs/reference/tick.md#inputs-before-ticks,
+//! and reports the state; saves and loads. This is what the command line drives, and what tests
+//! use.
 
 use std::path::Path;
 use std::rc::Rc;
@@ -74,7 +75,8 @@ pub enum GameError {
     #[error("edits lost: {0}")]
     Unsaved(crate::kits::terrain::store::StoreError),
     /// [`Game::close`] could not write every district difference back to the world directory
-    /// (SPEC §15): the regions not written, with their paths and how many chunks each.
+    /// (docs/reference/district.md#district-persistence): the regions not written, with their paths
+    /// and how many chunks each.
     #[error("district differences lost: {0}")]
     DistrictUnsaved(crate::kits::district::DistrictStoreError),
     /// `run_until_ready` ran out of ticks.
@@ -208,7 +210,8 @@ impl Game {
             mods::install(mod_files, &mut engine, scene.seed, &log).map_err(GameError::Files)?;
         let entities = std::mem::take(&mut scene.entities);
         let control = scene.control.clone();
-        // Ids are unique across the scene and its districts (SPEC §15).
+        // Ids are unique across the scene and its districts
+        // (docs/reference/district.md#district-files).
         if let Some(d) = engine.service::<dyn DistrictService>(DISTRICT) {
             let clashes: Vec<FileError> = entities
                 .iter()
@@ -463,9 +466,9 @@ impl Game {
     }
 
     /// Requests (or replaces) preload ticket `id` from the next tick: a focus at `at` with its
-    /// own `radius` for `ticks` tick plans (SPEC §11). Refused by the ticket cap
-    /// (`maxTicketChunks`), it is [`GameError::Streaming`] with the reason, and the event
-    /// `world.ticket.refused` comes at the next input or tick.
+    /// own `radius` for `ticks` tick plans (docs/reference/streaming.md#tickets). Refused by the
+    /// ticket cap (`maxTicketChunks`), it is [`GameError::Streaming`] with the reason, and the
+    /// event `world.ticket.refused` comes at the next input or tick.
     pub fn request_around(
         &mut self,
         id: &str,
@@ -479,8 +482,8 @@ impl Game {
             .map_err(|e| GameError::Streaming(e.to_string()))
     }
 
-    /// Replaces the `data` of live entity `id` (SPEC §15; `None` clears it), as a `set` input
-    /// does: at most 4 KiB serialized; kits hear of the change at once.
+    /// Replaces the `data` of live entity `id` (docs/reference/engine.md#entity-data; `None` clears
+    /// it), as a `set` input does: at most 4 KiB serialized; kits hear of the change at once.
     pub fn set_data(
         &mut self,
         id: &str,
@@ -493,7 +496,8 @@ impl Game {
         Ok(())
     }
 
-    /// [`Game::request_around`] with a `priority` (0..=255, SPEC §16): higher loads first.
+    /// [`Game::request_around`] with a `priority` (0..=255,
+    /// docs/reference/streaming.md#priorities): higher loads first.
     pub fn request_around_with_priority(
         &mut self,
         id: &str,
@@ -513,9 +517,10 @@ impl Game {
         self.streaming.as_ref().is_some_and(|s| s.drop_ticket(id))
     }
 
-    /// Sets the `world.terrain` cell containing `at` (SPEC §13), as an `edit` input stamped
-    /// with the next tick would: events it causes carry that tick. A chunk that is not built
-    /// refuses (the `world.terrain.edit.refused` event is emitted too): [`GameError::Terrain`].
+    /// Sets the `world.terrain` cell containing `at` (docs/reference/terrain.md#edits), as an
+    /// `edit` input stamped with the next tick would: events it causes carry that tick. A chunk
+    /// that is not built refuses (the `world.terrain.edit.refused` event is emitted too):
+    /// [`GameError::Terrain`].
     pub fn edit(
         &mut self,
         at: crate::grid::Position,
@@ -541,7 +546,7 @@ impl Game {
             .unwrap_or_default()
     }
 
-    /// Whether `entity` is an anchor whose focus is ready (SPEC §11).
+    /// Whether `entity` is an anchor whose focus is ready (docs/reference/streaming.md#readiness).
     pub fn ready(&self, entity: &str) -> bool {
         self.streaming
             .as_ref()
@@ -555,7 +560,8 @@ impl Game {
         self.run_until_ready_with(entity, max_ticks, &Inputs::default())
     }
 
-    /// [`Game::run_until_ready`] applying `inputs` with the run loop of SPEC §10 on the way.
+    /// [`Game::run_until_ready`] applying `inputs` with the run loop of
+    /// docs/reference/tick.md#inputs-before-ticks on the way.
     pub fn run_until_ready_with(
         &mut self,
         entity: &str,
@@ -601,8 +607,9 @@ impl Game {
         Ok(next)
     }
 
-    /// The run loop of SPEC §10: while the tick counter is below `target`, apply every input
-    /// stamped at most `counter + 1` (re-reading the counter after each), then run the next tick.
+    /// The run loop of docs/reference/tick.md#inputs-before-ticks: while the tick counter is below
+    /// `target`, apply every input stamped at most `counter + 1` (re-reading the counter after
+    /// each), then run the next tick.
     pub fn run(&mut self, inputs: &Inputs, target: u64) -> Result<(), GameError> {
         self.run_with(inputs, target, |_: &Engine, _| {})
     }
@@ -656,7 +663,7 @@ impl Game {
         Ok(())
     }
 
-    /// The state document of SPEC §9.
+    /// The state document of docs/reference/files-and-cli.md#the-state-document.
     pub fn state(&self) -> StateDoc {
         let s = self.streaming.as_ref();
         let active = self.engine.active_scene().is_some();

@@ -1,6 +1,6 @@
-//! Grid math of SPEC §1: positions, chunk coordinates, ring distance, the nearest-first order and
-//! ground bounds. Plain values and functions, no host types, so the planner can be tested and
-//! benchmarked alone.
+//! Grid math of docs/reference/grid.md: positions, chunk coordinates, ring distance, the
+//! nearest-first order and ground bounds. Plain values and functions, no host types, so the planner
+//! can be tested and benchmarked alone.
 
 use std::cmp::Ordering;
 
@@ -123,8 +123,9 @@ impl Grid {
         c.clamp(-limit, limit) as i64
     }
 
-    /// Squared distance from `focus` to the centre of `chunk`, computed exactly as SPEC §1 says:
-    /// plain multiplications and additions, no `sqrt`, no fused multiply-add.
+    /// Squared distance from `focus` to the centre of `chunk`, computed exactly as
+    /// docs/reference/grid.md#nearest-first-order says: plain multiplications and additions, no
+    /// `sqrt`, no fused multiply-add.
     pub fn distance_sq(&self, focus: Position, chunk: ChunkPos) -> f64 {
         let dx = (chunk.x as f64 + 0.5) * self.size - focus.x;
         let dz = (chunk.z as f64 + 0.5) * self.size - focus.z;
@@ -142,7 +143,8 @@ impl Grid {
     pub fn overlaps(&self, chunk: ChunkPos, bounds: Option<&Bounds>) -> bool {
         let Some(b) = bounds else { return true };
         let s = self.size;
-        // `x + 1` on integers (SPEC §10), saturating for chunk coordinates read from files.
+        // `x + 1` on integers (docs/reference/grid.md#ground-bounds), saturating for chunk
+        // coordinates read from files.
         let (x0, x1) = (chunk.x as f64 * s, chunk.x.saturating_add(1) as f64 * s);
         let (z0, z1) = (chunk.z as f64 * s, chunk.z.saturating_add(1) as f64 * s);
         x0 < b.max_x && b.min_x < x1 && z0 < b.max_z && b.min_z < z1

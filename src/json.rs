@@ -276,10 +276,11 @@ macro_rules! checked_number {
     };
 }
 
-/// A settings key that may be left out but is never `null` (SPEC §2: `null` is no value of it):
-/// present, it is `Some` of the value's own reading, so `null` gets the value's own error
-/// ("expected …, got null"). A value whose type reads `null` itself (`maxLoaded: null`, no cap)
-/// is `Some` of that. For `#[serde(deserialize_with = "…")]` on an `Option` field.
+/// A settings key that may be left out but is never `null` (docs/reference/config.md#the-kit-entry:
+/// `null` is no value of it): present, it is `Some` of the value's own reading, so `null` gets the
+/// value's own error ("expected …, got null"). A value whose type reads `null` itself
+/// (`maxLoaded: null`, no cap) is `Some` of that. For `#[serde(deserialize_with = "…")]` on an
+/// `Option` field.
 pub fn not_null<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
@@ -373,7 +374,7 @@ macro_rules! config_settings {
 }
 
 /// `v` as a JSON number, written without a fraction when it is integral (`8`, not `8.0`), as
-/// the files of SPEC §9 show coordinates.
+/// the files of docs/reference/grid.md#numbers-in-output-files show coordinates.
 pub fn number(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 9.0e15 {
         Value::from(v as i64)

@@ -8,9 +8,11 @@ pub const MAX_ID_LEN: usize = 256;
 pub const MAX_REASON_LEN: usize = 1024;
 /// Most entities a scene file (and so a save) may hold.
 pub const MAX_ENTITIES: usize = 1_000_000;
-/// Largest `data` of an entity (SPEC §15), in bytes of its compact JSON serialization.
+/// Largest `data` of an entity (docs/reference/engine.md#entity-data), in bytes of its compact JSON
+/// serialization.
 pub const MAX_DATA_BYTES: usize = 4096;
-/// Largest district file (SPEC §15): read once, sequentially, never held whole.
+/// Largest district file (docs/reference/district.md#district-files): read once, sequentially,
+/// never held whole.
 pub const MAX_DISTRICT_BYTES: u64 = 1024 * 1024 * 1024;
 /// How many times its compact JSON a common writer may make of a text: a space after each `:`
 /// and `,` (one byte becomes two) and every non-ASCII or control character as `\uXXXX` (a

@@ -80,7 +80,8 @@ pub struct RecordedMod {
     pub text: String,
 }
 
-/// A region file of the world directory as the recorded run found it (SPEC §13).
+/// A region file of the world directory as the recorded run found it
+/// (docs/reference/world-dir.md#region-files).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedFile {
@@ -90,9 +91,9 @@ pub struct RecordedFile {
     pub hex: String,
 }
 
-/// A district file of `world.district` (SPEC §15) as the recorded run read it. A replay writes
-/// `text` to a file of its own temporary directory and runs on that: `file` is only shown in
-/// messages, never opened.
+/// A district file of `world.district` (docs/reference/district.md#district-files) as the recorded
+/// run read it. A replay writes `text` to a file of its own temporary directory and runs on that:
+/// `file` is only shown in messages, never opened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedDistrict {
@@ -712,8 +713,9 @@ impl Recording {
 
     /// Checks the embedded district files against the scene before anything runs: one for each
     /// district the scene's config names, each matching its stamp (length and FNV-1a 64: a
-    /// text altered or damaged is caught here), each line a district entity (SPEC §15), at most
-    /// [`MAX_FILE_BYTES`] together. Duplicate ids are the kit's to find when the replay starts.
+    /// text altered or damaged is caught here), each line a district entity
+    /// (docs/reference/district.md#district-files), at most [`MAX_FILE_BYTES`] together. Duplicate
+    /// ids are the kit's to find when the replay starts.
     pub fn check_districts(&self, file: &str) -> Result<(), FileError> {
         use crate::escape::escape;
         let bad =

@@ -148,7 +148,8 @@ fn a_big_scene_loads_within_5x_its_size_and_keeps_a_few_hundred_bytes_per_entity
 
 #[test]
 fn a_started_district_world_holds_under_64_bytes_per_unloaded_entity() {
-    // SPEC §15: 50 000 district entities over 500 chunks, none loaded (the focus is elsewhere).
+    // docs/reference/district.md#district-scale-goals: 50 000 district entities over 500 chunks,
+    // none loaded (the focus is elsewhere).
     let dir = tempfile::tempdir().unwrap();
     let mut text = String::new();
     for c in 0..500i64 {
@@ -193,8 +194,8 @@ fn a_started_district_world_holds_under_64_bytes_per_unloaded_entity() {
 
 #[test]
 fn a_steady_tick_with_levels_of_detail_allocates_nothing() {
-    // SPEC §17: with `lod`, a tick in which nothing moved plans nothing and the hole count is
-    // kept, not recounted: no allocation either, with one player and with two.
+    // docs/reference/lod.md#lod-levels: with `lod`, a tick in which nothing moved plans nothing and
+    // the hole count is kept, not recounted: no allocation either, with one player and with two.
     for two in [false, true] {
         let mut entities = vec![
             serde_json::json!({ "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } }),

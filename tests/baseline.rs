@@ -65,7 +65,8 @@ fn the_baseline_streams_exactly_like_the_kit() {
     assert_eq!(naive_dormant, kit_dormant);
 }
 
-/// Three players who split up and meet again, one riding the car: the union of §11.
+/// Three players who split up and meet again, one riding the car: the union of
+/// docs/reference/streaming.md#the-wanted-union.
 fn party(catalog: &KitCatalog) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(

@@ -1,6 +1,6 @@
-//! SPEC §19, the Bevy plugin: headless apps (`MinimalPlugins`, no window, no GPU) with time
-//! advanced by hand, each scenario also run through the Rust API (`Game`) and compared tick by
-//! tick. Run with `cargo test --features bevy --test bevy`.
+//! docs/reference/engines.md#the-bevy-plugin, the Bevy plugin: headless apps (`MinimalPlugins`, no
+//! window, no GPU) with time advanced by hand, each scenario also run through the Rust API (`Game`)
+//! and compared tick by tick. Run with `cargo test --features bevy --test bevy`.
 
 use std::path::Path;
 

@@ -197,10 +197,11 @@ fn the_book_c_example_compiles_and_runs() {
     assert!(out.contains("loaded 9"), "{out}");
 }
 
-/// The round-3 functions (SPEC §19) from C: a drive across `examples/scenes/terrain.json` moved
-/// with `ws_game_move`, its chunk events drained as structs, every built chunk's cells read into
-/// a mesh-sized buffer and hashed (FNV-1a 64, SPEC §12) against its built event; entity data;
-/// and the new functions' refusals.
+/// The round-3 functions (docs/reference/engines.md#the-hot-path) from C: a drive across
+/// `examples/scenes/terrain.json` moved with `ws_game_move`, its chunk events drained as structs,
+/// every built chunk's cells read into a mesh-sized buffer and hashed (FNV-1a 64,
+/// docs/reference/terrain.md#chunk-content) against its built event; entity data; and the new
+/// functions' refusals.
 #[test]
 fn a_terrain_drive_reads_every_built_chunk_back_with_its_event_hash() {
     let out = build_and_run(&repo().join("tests/c/terrain_drive.c"), &[repo()]);

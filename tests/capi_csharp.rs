@@ -75,7 +75,7 @@ fn the_csharp_binding_drives_the_seed_example_a_terrain_drive_and_the_error_path
         out.status.code()
     );
     for line in [
-        "seed example: every number as SPEC §8 has it",
+        "seed example: every number as docs/reference/tick.md#the-worked-example has it",
         "read back and hashed",
         "WS_STATUS_NO_TERRAIN",
         "WS_STATUS_INVALID_UTF8",

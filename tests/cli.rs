@@ -655,8 +655,8 @@ fn profile_reports_tick_percentiles_and_each_mods_handler_time() {
 
 #[test]
 fn save_and_load_paths_are_relative_to_the_current_directory() {
-    // SPEC §10: `save`/`load` paths are relative to the current directory, wherever the inputs
-    // file is.
+    // docs/reference/files-and-cli.md#save-and-load-paths: `save`/`load` paths are relative to the
+    // current directory, wherever the inputs file is.
     let root = tempfile::tempdir().unwrap();
     let (cwd, scenes, inputs) = (
         root.path().join("cwd"),
@@ -745,7 +745,8 @@ fn a_json_rule_with_a_hook_and_no_cancel_is_valid_but_check_and_run_warn_about_i
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         String::from_utf8(out.stderr).unwrap()
     };
-    // SPEC §10: `cancel` defaults to false, so the file is valid (exit 0) …
+    // docs/reference/hooks.md#json-mods: `cancel` defaults to false, so the file is valid (exit
+    // 0) …
     let e = stderr(bin().arg("check").arg(&silent).output().unwrap());
     // … but the mistake is in sight.
     assert!(
@@ -822,7 +823,8 @@ fn relative_save_paths_follow_the_current_directory_and_run_says_so_when_it_is_n
     let e = String::from_utf8(out.stderr).unwrap();
     assert!(
         e.contains(
-            "line 1: path: \"rel.save.json\" is relative to the current directory (SPEC §10)"
+            "line 1: path: \"rel.save.json\" is relative to the current directory \
+             (docs/reference/files-and-cli.md#save-and-load-paths)"
         ),
         "{e}"
     );
@@ -830,7 +832,7 @@ fn relative_save_paths_follow_the_current_directory_and_run_says_so_when_it_is_n
         !e.contains("line 2"),
         "an absolute path is not warned about: {e}"
     );
-    // SPEC §10: the save lands in the current directory.
+    // docs/reference/files-and-cli.md#save-and-load-paths: the save lands in the current directory.
     assert!(elsewhere.join("rel.save.json").is_file());
     assert!(!inputs_dir.join("rel.save.json").exists());
     // Run from the inputs file's directory, there is nothing to warn about.

@@ -1,5 +1,6 @@
-//! SPEC §15, `world.district`: one test per rule. Each builds a world in a temporary directory
-//! (a scene file and its district files) and drives it through the `Game` API or the CLI.
+//! docs/reference/district.md, `world.district`: one test per rule. Each builds a world in a
+//! temporary directory (a scene file and its district files) and drives it through the `Game` API
+//! or the CLI.
 
 mod common;
 
@@ -598,7 +599,8 @@ fn bad_district_files_are_errors_at_start_naming_file_and_line() {
             json!({}),
             "d.jsonl line 1",
         ),
-        // SPEC §10: `rides` never forms a loop; the line that closes one is named.
+        // docs/reference/engine.md#rides: `rides` never forms a loop; the line that closes one is
+        // named.
         (
             vec![
                 r#"{"id": "a", "position": {"x": 1, "z": 1}, "rides": "b"}"#.into(),
@@ -631,7 +633,8 @@ fn bad_district_files_are_errors_at_start_naming_file_and_line() {
     world(dir.path(), &[("d.jsonl", chain)], json!({}));
     let (code, err) = cli_run(dir.path());
     assert_eq!(code, 0, "{err}");
-    // SPEC §9: every error found, in file and line order, each file and line named.
+    // docs/reference/files-and-cli.md#check: every error found, in file and line order, each file
+    // and line named.
     let dir = tempfile::tempdir().unwrap();
     let bad = vec![
         line("a", 1.0, 1.0, &[], None),
@@ -1080,8 +1083,9 @@ fn a_save_after_a_district_line_could_not_be_read_loads() {
     assert_eq!(game.state(), state);
 }
 
-/// SPEC §15 (every id once) and §6 (a corrupt save is a clear error): a district section that
-/// disagrees with itself, with the district files or with the save's own world is refused,
+/// docs/reference/district.md#district-files (every id once) and
+/// docs/reference/saves.md#what-a-load-checks (a corrupt save is a clear error): a district section
+/// that disagrees with itself, with the district files or with the save's own world is refused,
 /// naming the JSON path, and the game is unchanged.
 #[test]
 fn a_district_section_that_disagrees_with_its_world_is_refused() {

@@ -1,7 +1,7 @@
-//! SPEC §15, `world.district`, as a property: random walks of the hero, moves (into loaded and
-//! unloaded chunks), tags, `set`s, despawns, and saves loaded into a fresh game keep every
-//! district entity exactly once, live or stored, with its last state. The expectation is a
-//! model of its own (each entity's last position, tags and data, or gone), never the product's.
+//! docs/reference/district.md, `world.district`, as a property: random walks of the hero, moves
+//! (into loaded and unloaded chunks), tags, `set`s, despawns, and saves loaded into a fresh game
+//! keep every district entity exactly once, live or stored, with its last state. The expectation is
+//! a model of its own (each entity's last position, tags and data, or gone), never the product's.
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -1,8 +1,8 @@
-//! SPEC §15 "Persistence" with a world directory: `world.district`'s kept differences (and the
-//! live entities standing in each chunk) written as district records in region files of their
-//! own (`d.<x>.<z>.wsd`), with §13's write-back policy, failures, damage, locks and crash safety.
-//! Each test builds a world in a temporary directory and drives it through the `Game` API or
-//! the CLI.
+//! docs/reference/district.md#district-persistence with a world directory: `world.district`'s kept
+//! differences (and the live entities standing in each chunk) written as district records in region
+//! files of their own (`d.<x>.<z>.wsd`), with the write-back policy
+//! (docs/reference/world-dir.md#write-back), failures, damage, locks and crash safety. Each test
+//! builds a world in a temporary directory and drives it through the `Game` API or the CLI.
 
 mod common;
 

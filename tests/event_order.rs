@@ -1,7 +1,7 @@
-//! The engine delivers events in the order of a single queue (SPEC's event rules): what a kit
-//! emits while an event is delivered comes after every event already waiting; changed
-//! entities are told before the next event is delivered, and what that emits waits its turn
-//! too. The log lists the events in delivery order.
+//! The engine delivers events in the order of a single queue
+//! (docs/reference/engine.md#event-delivery): what a kit emits while an event is delivered comes
+//! after every event already waiting; changed entities are told before the next event is delivered,
+//! and what that emits waits its turn too. The log lists the events in delivery order.
 
 use std::cell::RefCell;
 use std::rc::Rc;

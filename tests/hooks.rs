@@ -1,4 +1,5 @@
-//! Cancellable hooks answered by JSON and Lua mods, and held refusals (SPEC §4).
+//! Cancellable hooks answered by JSON and Lua mods, and held refusals
+//! (docs/reference/hooks.md#held-refusals).
 
 mod common;
 

@@ -1,6 +1,6 @@
-//! SPEC §17, levels of detail, through the game: the keys and their checks, the events after
-//! the chunk events, `lodLoaded`, the state's `lod`, the variables, saves, leaving a scene, and
-//! the terrain built for each block (cells equal to the full-resolution cells, edits included).
+//! docs/reference/lod.md, levels of detail, through the game: the keys and their checks, the events
+//! after the chunk events, `lodLoaded`, the state's `lod`, the variables, saves, leaving a scene,
+//! and the terrain built for each block (cells equal to the full-resolution cells, edits included).
 
 mod common;
 
@@ -58,8 +58,8 @@ fn blocks_load_within_lod_budget_after_the_chunk_events_nearest_first() {
         .unwrap();
     assert!(last_chunk < first_lod, "{tick1:?}");
     // Player at (16, 16), chunk (0, 0). Block (0, 0) (chunks 0..=1) lies wholly inside the
-    // radius-1 square, so it is carved out (SPEC §17); the nearest centres of the others:
-    // (0, -1) and (-1, 0) at 16² + 48², tied, by z then x.
+    // radius-1 square, so it is carved out (docs/reference/lod.md#wanted-blocks); the nearest
+    // centres of the others: (0, -1) and (-1, 0) at 16² + 48², tied, by z then x.
     let loaded = events_named(&g, "world.lod.loaded");
     assert_eq!(
         loaded,
@@ -306,7 +306,7 @@ fn mods_replace_the_levels_whole() {
     );
 }
 
-// ---- world.terrain builds the blocks (SPEC §17) ----
+// ---- world.terrain builds the blocks (docs/reference/terrain.md#lod-blocks-built-by-terrain) ----
 
 use world_streaming::kits::terrain::{ChunkData, Generator, TerrainService, TERRAIN};
 
@@ -330,9 +330,10 @@ fn terrain(g: &Game) -> std::rc::Rc<dyn TerrainService> {
 }
 
 /// The terrain scene with level 1 of radius 2 (its area chunks -2..=3), so that level-2 block
-/// (-1, -1) (chunks -4..=-1) reaches beyond it and is wanted (SPEC §17's carve), after 10
-/// ticks; and level-1 block (-1, -1), built. Cell (0, 0) of chunk (-1, -1) (metres -32..-28,
-/// in the square) is that block's cell (4, 4) and level-2 block (-1, -1)'s cell (6, 6).
+/// (-1, -1) (chunks -4..=-1) reaches beyond it and is wanted (the carve,
+/// docs/reference/lod.md#wanted-blocks), after 10 ticks; and level-1 block (-1, -1), built. Cell
+/// (0, 0) of chunk (-1, -1) (metres -32..-28, in the square) is that block's cell (4, 4) and
+/// level-2 block (-1, -1)'s cell (6, 6).
 fn sampled_blocks() -> (Game, std::sync::Arc<ChunkData>) {
     let mut scene = terrain_scene(1);
     scene["kits"][2]["config"]["lod"][0]["radius"] = json!(2);
@@ -728,7 +729,7 @@ fn the_same_events_and_hashes_with_one_and_four_workers() {
     assert_eq!(logs[1], logs[2]);
 }
 
-// ---- The measured goals (SPEC §17), on the shipped example ----
+// ---- The measured goals (docs/reference/lod.md#lod-goals), on the shipped example ----
 
 /// What a drive measured, tick by tick.
 struct Drive {
@@ -932,8 +933,8 @@ fn the_shipped_drive_has_the_same_events_and_hashes_with_one_and_four_workers() 
     assert_eq!(logs[0], logs[1]);
 }
 
-/// SPEC §17: LOD blocks are not asked the hooks, never held by refusals, not counted by
-/// `maxLoaded`, and only non-ticket foci want them.
+/// docs/reference/lod.md#blocks-are-not-chunks: LOD blocks are not asked the hooks, never held by
+/// refusals, not counted by `maxLoaded`, and only non-ticket foci want them.
 #[test]
 fn blocks_skip_the_hooks_and_the_cap_and_tickets_want_none() {
     let dir = tempfile::tempdir().unwrap();

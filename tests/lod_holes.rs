@@ -1,7 +1,7 @@
-//! SPEC §17's `world.lod.holes`, kept up to date by the kit from what changed (docs/lod.md, "The
-//! tick with and without LOD"), against a count made here from the services every tick: random
-//! scenes with one or two players, world.terrain building chunks and blocks with its commit
-//! latency, random moves, teleports and scene changes (leave, enter again).
+//! The `world.lod.holes` (docs/reference/lod.md#lod-holes), kept up to date by the kit from what
+//! changed (docs/lod.md, "The tick with and without LOD"), against a count made here from the
+//! services every tick: random scenes with one or two players, world.terrain building chunks and
+//! blocks with its commit latency, random moves, teleports and scene changes (leave, enter again).
 
 mod common;
 
@@ -13,8 +13,8 @@ use world_streaming::grid::{ChunkPos, Grid};
 use world_streaming::kits::streaming::{StreamingService, STREAMING};
 use world_streaming::kits::terrain::{TerrainService, TERRAIN};
 
-/// The holes as §17 defines them, from the services: chunks within `r_last` of a player's
-/// focus seen by no chunk loaded and built and no block loaded and built.
+/// The holes as docs/reference/lod.md#lod-holes defines them, from the services: chunks within
+/// `r_last` of a player's focus seen by no chunk loaded and built and no block loaded and built.
 fn holes_here(g: &world_streaming::game::Game, levels: &[(u32, i64)], r_last: i64) -> u64 {
     let s = g
         .engine()

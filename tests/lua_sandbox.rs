@@ -310,7 +310,7 @@ fn a_mod_of_many_runaway_handlers_runs_away_once_an_ask() {
 }
 
 /// Two mods may share an id (`a/m.lua`, `b/m.lua`): one's runaway does not silence the other,
-/// whose cancel still wins (SPEC §4).
+/// whose cancel still wins (docs/reference/hooks.md#mod-order-and-the-first-cancel).
 #[test]
 fn a_runaway_does_not_silence_another_mod_of_the_same_id() {
     let dir = tempfile::tempdir().unwrap();

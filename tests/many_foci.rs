@@ -1,5 +1,5 @@
-//! SPEC §11, rule by rule, with hand-computed expectations: several players, preload tickets,
-//! readiness, the resident cap and the per-mod refusal cap.
+//! docs/reference/streaming.md, rule by rule, with hand-computed expectations: several players,
+//! preload tickets, readiness, the resident cap and the per-mod refusal cap.
 
 mod common;
 

@@ -1,8 +1,9 @@
-//! Edge cases an independent review of SPEC §11/§12 found, each a test that failed before its
-//! fix: a mod that releases refusals from its unload handler cannot make evictions trade places
-//! forever; a ticket requested from an `onBuilt` callback counts from the next tick; a ticket
-//! stamped ahead starts counting with `focus: "players"` too; leaving and entering between two
-//! ticks over the cap is no new capacity event.
+//! Edge cases an independent review of docs/reference/streaming.md, docs/reference/terrain.md
+//! found, each a test that failed before its fix: a mod that releases refusals from its unload
+//! handler cannot make evictions trade places forever; a ticket requested from an `onBuilt`
+//! callback counts from the next tick; a ticket stamped ahead starts counting with
+//! `focus: "players"` too; leaving and entering between two ticks over the cap is no new capacity
+//! event.
 
 mod common;
 use common::{apply, game_in, run};
@@ -132,7 +133,7 @@ fn leave_enter_between_over_capacity_ticks() {
 
 /// Found by tests/reference_foci.rs: a ticket that expired outside a scene put the tickets left
 /// back into the plan, so `pending()` (and `world.chunks.pending`) listed chunks with no scene
-/// active, against SPEC §10.
+/// active, against docs/reference/tick.md#no-active-scene.
 #[test]
 fn outside_a_scene_nothing_is_pending_even_when_a_ticket_expires() {
     let s = json!({
@@ -160,9 +161,9 @@ fn outside_a_scene_nothing_is_pending_even_when_a_ticket_expires() {
     assert_eq!(g.state().foci.len(), 2, "the entry, then the ticket");
 }
 
-/// Found by tests/reference_foci.rs: a ticket requested outside a scene is kept (SPEC §11), but
-/// a save holding one was refused ("leaving a scene drops the tickets"): the game could not be
-/// loaded back.
+/// Found by tests/reference_foci.rs: a ticket requested outside a scene is kept
+/// (docs/reference/streaming.md#tickets), but a save holding one was refused ("leaving a scene
+/// drops the tickets"): the game could not be loaded back.
 #[test]
 fn a_save_made_outside_a_scene_with_a_ticket_loads_and_continues() {
     let dir = tempfile::tempdir().unwrap();

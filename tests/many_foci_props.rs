@@ -1,7 +1,7 @@
-//! SPEC §11 as properties: random scenes with several anchors, tickets, a resident cap and mods
-//! that refuse, checked after every tick, and saved at a random tick then loaded into a fresh
-//! engine that must continue exactly. Also: a save written by world.streaming 1.5.0 still loads
-//! and continues exactly as 1.5.0 ran it.
+//! docs/reference/streaming.md as properties: random scenes with several anchors, tickets, a
+//! resident cap and mods that refuse, checked after every tick, and saved at a random tick then
+//! loaded into a fresh engine that must continue exactly. Also: a save written by world.streaming
+//! 1.5.0 still loads and continues exactly as 1.5.0 ran it.
 
 mod common;
 
@@ -105,9 +105,9 @@ fn chunk_of(x: f64, z: f64) -> Chunk {
     ((x / 16.0).floor() as i64, (z / 16.0).floor() as i64)
 }
 
-/// Checks the §11 invariants after a tick: the loaded set lies within `r + 1` of a focus (or
-/// of a ticket that counted this tick) or holds an unload refusal, never exceeds the cap, and
-/// nothing pending is loaded.
+/// Checks the many-foci invariants (docs/reference/streaming.md#the-resident-cap) after a tick: the
+/// loaded set lies within `r + 1` of a focus (or of a ticket that counted this tick) or holds an
+/// unload refusal, never exceeds the cap, and nothing pending is loaded.
 fn check_tick(
     g: &Game,
     case: &Case,

@@ -1,7 +1,7 @@
-//! `world.nav` (SPEC §18) through the game: the `path` input and its `world.nav.path` answer on
-//! real terrain (the seed tutorial's missing bridge, a wall proven only when built), `nav.path`
-//! from Lua charged per node, agents that wait, walk and arrive, a save that continues exactly,
-//! and the same paths whatever the terrain's worker count.
+//! `world.nav` (docs/reference/nav.md) through the game: the `path` input and its `world.nav.path`
+//! answer on real terrain (the seed tutorial's missing bridge, a wall proven only when built),
+//! `nav.path` from Lua charged per node, agents that wait, walk and arrive, a save that continues
+//! exactly, and the same paths whatever the terrain's worker count.
 
 mod common;
 

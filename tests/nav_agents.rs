@@ -1,8 +1,8 @@
-//! SPEC §18's measured goals that are counts, not times: 100 agents re-planning on one tick
-//! stay within the tick's node budget (and, with a budget too small for all of them, every one
-//! still gets its plan in turn, never more than `maxNodes` a tick); and the agents' paths — the
-//! cells each holds, tick by tick, and where each stands — are the same on every run and with
-//! any number of terrain workers.
+//! The measured goals (docs/reference/nav.md#nav-goals) that are counts, not times: 100 agents
+//! re-planning on one tick stay within the tick's node budget (and, with a budget too small for all
+//! of them, every one still gets its plan in turn, never more than `maxNodes` a tick); and the
+//! agents' paths — the cells each holds, tick by tick, and where each stands — are the same on
+//! every run and with any number of terrain workers.
 
 mod common;
 

@@ -1,7 +1,7 @@
-//! SPEC §18's search as a property: on random grids (walls of a blocked material, heights that
-//! `maxStep` may or may not climb, chunks not built, a world bounded by rock or by nothing
-//! built, diagonals on and off, budgets that run out) the product's search gives exactly the
-//! answer and the node count of a plain reference A* written here on its own: an open *list*
+//! The search (docs/reference/nav.md) as a property: on random grids (walls of a blocked material,
+//! heights that `maxStep` may or may not climb, chunks not built, a world bounded by rock or by
+//! nothing built, diagonals on and off, budgets that run out) the product's search gives exactly
+//! the answer and the node count of a plain reference A* written here on its own: an open *list*
 //! scanned for the least `(f, g descending, z, x)` on every pop, maps for `g`, parents and the
 //! closed set. The product's open set (whatever structure it uses) must pop the same nodes in
 //! the same order, so the same path, the same first chunk met and the same node count.
@@ -88,7 +88,7 @@ impl Ground for World {
     }
 }
 
-/// The reference A*, straight from SPEC §18 and `docs/nav.md`.
+/// The reference A*, straight from docs/reference/nav.md#the-search-order and `docs/nav.md`.
 fn reference(
     w: &World,
     max_step: u16,
@@ -110,7 +110,8 @@ fn reference(
     if w.cell(to).1 == WALL {
         return (Answer::None, 0);
     }
-    let sqrt2: f64 = "1.4142135623730951".parse().unwrap(); // SPEC §18, as written there
+    // docs/reference/nav.md#the-search-order, as written there
+    let sqrt2: f64 = "1.4142135623730951".parse().unwrap();
     let h = |c: Cell| {
         let dx = (c.x - to.x).abs() as f64;
         let dz = (c.z - to.z).abs() as f64;

@@ -392,3 +392,31 @@ fn every_citation_of_the_book_in_code_tests_and_docs_names_a_chapter_and_heading
     );
     assert!(checked >= 20, "only {checked} citations found");
 }
+
+#[test]
+fn no_citation_names_a_numbered_section_of_a_document_the_repository_does_not_hold() {
+    // The contract is the book: code, tests and docs cite `docs/reference/<chapter>.md#<anchor>`
+    // (checked above), never a section number of the design document the kit was first built
+    // from, which a clone of the repository does not have.
+    let mut found = Vec::new();
+    for path in citing_files() {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            let numbered = line
+                .match_indices('\u{a7}')
+                .any(|(i, s)| line[i + s.len()..].starts_with(|c: char| c.is_ascii_digit()));
+            if numbered || line.contains("SPEC \u{a7}") {
+                found.push(format!("{}:{}: {}", rel(&path), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "{} citations of numbered sections; cite the book's chapter and heading instead \
+         (docs/reference/index.md#citing-a-rule):\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}

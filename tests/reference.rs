@@ -1,4 +1,5 @@
-//! The kit against a reference planner written from SPEC §1–§6 and §10 alone, tick by tick.
+//! The kit against a reference planner written from the round-1 rules (docs/reference/grid.md,
+//! docs/reference/tick.md, docs/reference/hooks.md, docs/reference/saves.md) alone, tick by tick.
 //!
 //! The reference keeps no incremental state: every tick it resolves the focus from its own copy
 //! of the entities, applies the refusal drop rules, releases in row order, sorts the whole wanted
@@ -885,8 +886,9 @@ proptest! {
     }
 }
 
-/// The reference is not vacuous: on a fixed scene it predicts the seed example of SPEC §8 and a
-/// radius-3, budget-1 order worked out by hand (the kit's linear-scan path).
+/// The reference is not vacuous: on a fixed scene it predicts the seed example of
+/// docs/reference/tick.md#the-worked-example and a radius-3, budget-1 order worked out by hand (the
+/// kit's linear-scan path).
 #[test]
 fn the_reference_itself_reproduces_hand_worked_orders() {
     let mut s = Scenario {

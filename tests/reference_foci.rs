@@ -1,5 +1,6 @@
-//! SPEC §11 against a reference planner of its own, tick by tick (what tests/reference.rs is for
-//! §1–§6 and §10).
+//! docs/reference/streaming.md against a reference planner of its own, tick by tick (what
+//! tests/reference.rs is for the round-1 rules (docs/reference/grid.md, docs/reference/tick.md,
+//! docs/reference/hooks.md, docs/reference/saves.md)).
 //!
 //! The reference keeps no incremental state and shares no code with the product: every tick it
 //! lists the anchors (`focus: "players"`) or the one player (`"player"`) from its own copy of the
@@ -290,7 +291,7 @@ struct Reference {
     control: Option<String>,
     scene: Option<usize>,
     last_moved: Option<Xz>,
-    /// The last non-ticket foci (§11 "previous foci").
+    /// The last non-ticket foci (docs/reference/tick.md#focus-resolution).
     previous: Vec<Xz>,
     /// The anchor each of them is the focus of (none for `player.moved` or a previous focus).
     anchor_ids: Vec<Option<String>>,

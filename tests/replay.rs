@@ -220,7 +220,8 @@ fn a_replay_that_saves_writes_nothing_where_it_runs() {
     );
     assert!(
         work.join("mid.save.json").is_file(),
-        "the run saved in its current directory (SPEC §10)"
+        "the run saved in its current directory \
+         (docs/reference/files-and-cli.md#save-and-load-paths)"
     );
     std::fs::remove_file(work.join("mid.save.json")).unwrap();
     let out = bin()
@@ -386,7 +387,8 @@ fn run_record_refuses_saves_and_loads_its_replay_could_not_run() {
     assert!(!outside.exists());
     let left: Vec<_> = std::fs::read_dir(&work).unwrap().collect();
     assert_eq!(left.len(), 1, "only in.jsonl: {left:?}");
-    // Without --record the same inputs run (SPEC §10 lets a run save where it likes).
+    // Without --record the same inputs run (docs/reference/files-and-cli.md#save-and-load-paths
+    // lets a run save where it likes).
     bin()
         .current_dir(&work)
         .arg("run")

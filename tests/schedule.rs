@@ -1,6 +1,6 @@
-//! SPEC §16, rule by rule, with hand-computed expectations: ticket priorities, the `"fair"`
-//! deal and its turn, look-ahead's predicted foci, holes, the new keys, saves version 3, and the
-//! measured bars as counts.
+//! docs/reference/streaming.md, rule by rule, with hand-computed expectations: ticket priorities,
+//! the `"fair"` deal and its turn, look-ahead's predicted foci, holes, the new keys, saves version
+//! 3, and the measured bars as counts.
 
 mod common;
 
@@ -119,7 +119,8 @@ fn nearest_is_section_11_order_when_priorities_are_equal() {
 #[test]
 fn a_higher_priority_ticket_loads_before_anything_of_a_lower_one() {
     let (mut g, mut inputs) = three_foci("nearest", Some(3));
-    // The ticket sits in the east this time: by §11's key it would come after both players.
+    // The ticket sits in the east this time: by the key (docs/reference/streaming.md#tickets) it
+    // would come after both players.
     inputs[0] = request(1, "t", 656.0, 16.0, 1, Some(3));
     run(&mut g, &inputs, 10);
     let ticket: BTreeSet<(i64, i64)> = (19..=21)
@@ -127,7 +128,12 @@ fn a_higher_priority_ticket_loads_before_anything_of_a_lower_one() {
         .collect();
     let first: BTreeSet<(i64, i64)> = loads(&g)[..9].iter().map(|(_, x, z)| (*x, *z)).collect();
     assert_eq!(first, ticket, "the ticket's 9 chunks come first");
-    assert_eq!(loads(&g)[9], (10, 0, 0), "then §11's order");
+    assert_eq!(
+        loads(&g)[9],
+        (10, 0, 0),
+        "then the order \
+                                          (docs/reference/streaming.md#the-nearest-first-key)"
+    );
     // `pending` lists in that order under both schedules; the ticket shows its priority.
     let s = state(&g);
     assert_eq!(s["tickets"][0]["priority"], json!(3));
@@ -148,7 +154,8 @@ fn a_chunk_takes_the_highest_priority_of_the_foci_whose_squares_hold_it() {
 #[test]
 fn without_a_section_16_key_nothing_new_shows() {
     let (mut g, inputs) = three_foci("nearest", None);
-    // `schedule` is a §16 key: use a scene without it.
+    // `schedule` is a scheduling key (docs/reference/config.md#outputs-that-appear-only-when-used):
+    // use a scene without it.
     let mut plain = game(&scene(
         json!({ "focus": "players", "radius": 1, "budgetMs": 1 }),
         json!([player("a", 16.0, 16.0), player("b", 336.0, 16.0)]),
@@ -598,7 +605,8 @@ fn a_version_2_save_loads_with_turn_0_no_history_and_no_hole_ticks() {
 // ---------------------------------------------------------------------------------------------
 // The fair deal against an independent model, and the starvation bar.
 
-/// The deal of SPEC §16 written plainly: foci with priorities, a pending set, a turn.
+/// The deal of docs/reference/streaming.md#the-fair-schedule written plainly: foci with priorities,
+/// a pending set, a turn.
 fn model_deal(
     grid: &Grid,
     foci: &[FocusView],

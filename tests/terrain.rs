@@ -1,5 +1,6 @@
-//! `world.terrain` (SPEC §12): byte-identical generation, the deterministic commit whatever the
-//! threads do, the eviction race, regeneration, convergence, shutdown, save/load mid-generation.
+//! `world.terrain` (docs/reference/terrain.md#the-generator): byte-identical generation, the
+//! deterministic commit whatever the threads do, the eviction race, regeneration, convergence,
+//! shutdown, save/load mid-generation.
 
 mod common;
 

@@ -239,7 +239,8 @@ fn check_frames_against_the_engine(recording: &Recording) -> ViewData {
             .collect();
         assert_eq!(dormant, expected, "dormant at tick {tick}");
         // `world.terrain.waits` counts the commits that waited for a worker thread: it depends
-        // on thread timing (SPEC §12), so two runs need not agree on it.
+        // on thread timing (docs/reference/terrain.md#the-commit), so two runs need not agree on
+        // it.
         let timing = |k: &String| k != "world.terrain.waits";
         let variables: BTreeMap<String, Value> = state["variables"]
             .as_object()
@@ -304,8 +305,9 @@ fn state_with_entities(game: &Game) -> Value {
     state
 }
 
-/// What SPEC §15 and §16 add to a frame, against the state document of the same tick.
-/// `built`: with a terrain builder, the chunks built (else every loaded chunk is ready).
+/// What docs/reference/district.md#materialising, docs/reference/streaming.md#priorities add to a
+/// frame, against the state document of the same tick. `built`: with a terrain builder, the chunks
+/// built (else every loaded chunk is ready).
 fn check_predicted_holes_and_entities_against_the_state(
     rebuilt: &Rebuilt,
     state: &Value,
@@ -323,10 +325,14 @@ fn check_predicted_holes_and_entities_against_the_state(
         "predicted foci at tick {tick}"
     );
     // The hole cells: as many as `world.chunks.holes` counts (present exactly when the scene
-    // uses §16), none of them loaded and built (a built chunk has a height) or load-refused.
+    // uses scheduling, docs/reference/config.md#outputs-that-appear-only-when-used), none of them
+    // loaded and built (a built chunk has a height) or load-refused.
     match state["variables"].get("world.chunks.holes") {
         Some(n) => {
-            let holes = rebuilt.holes.as_ref().expect("§16 scene: holes carried");
+            let holes = rebuilt.holes.as_ref().expect(
+                "scheduling scene \
+                (docs/reference/config.md#outputs-that-appear-only-when-used): holes carried",
+            );
             assert_eq!(
                 holes.len() as u64,
                 n.as_u64().unwrap(),
@@ -354,7 +360,12 @@ fn check_predicted_holes_and_entities_against_the_state(
                 assert!(!ready, "{h} is ready, not a hole, at tick {tick}");
             }
         }
-        None => assert_eq!(rebuilt.holes, None, "no §16: no holes at tick {tick}"),
+        None => assert_eq!(
+            rebuilt.holes, None,
+            "no scheduling \
+            (docs/reference/config.md#outputs-that-appear-only-when-used): no holes at tick \
+            {tick}"
+        ),
     }
     let entities: BTreeMap<String, Value> = rebuilt
         .entities
@@ -386,7 +397,8 @@ fn the_frames_rebuild_every_ticks_state_of_the_example_runs() {
     }
 }
 
-/// A run of SPEC §11: two players far apart (`focus: "players"`) and a preload ticket.
+/// A run of docs/reference/streaming.md#anchors: two players far apart (`focus: "players"`) and a
+/// preload ticket.
 fn many_foci_recording(dir: &Path) -> Recording {
     let scene = json!({
         "kits": [
@@ -845,8 +857,9 @@ fn stepping_in_chromium_shows_the_replays_state_at_each_tick() {
     std::fs::write(&shot, png).unwrap();
     eprintln!("screenshot of the page at tick 39: {}", shot.display());
 
-    // The party example (SPEC §11: three players in two vehicles, a resident cap, a ticket far
-    // away from tick 85): the same checks on its way and while the ticket is held.
+    // The party example (docs/reference/streaming.md#anchors: three players in two vehicles, a
+    // resident cap, a ticket far away from tick 85): the same checks on its way and while the
+    // ticket is held.
     let party = record_example("party", None);
     let (_dir, file) = write_page(&party, "party");
     let mut page = browser.page(1280, 1000);
@@ -1046,7 +1059,8 @@ fn a_10000_tick_radius_32_replay_opens_and_jumps_to_its_end() {
     );
 }
 
-/// What §11 and §12 add is drawn: the foci of two players and a ticket (the engine's own §11
+/// What docs/reference/streaming.md#anchors, docs/reference/terrain.md#off-the-tick add is drawn:
+/// the foci of two players and a ticket (the engine's own docs/reference/streaming.md#tickets
 /// state) and terrain heights (from a probe, until a terrain kit is built in).
 #[test]
 fn foci_tickets_and_terrain_heights_are_drawn_when_the_run_has_them() {
@@ -1168,7 +1182,7 @@ fn terrain_heights_follow_edits() {
         .any(|h| (h[0], h[1]) == (0.0, 0.0)));
 }
 
-// ---- SPEC §16: predicted foci and holes ----
+// ---- docs/reference/streaming.md#holes: predicted foci and holes ----
 
 const HOLE_RGB: [u64; 3] = [0xff, 0x2d, 0x55];
 const PREDICTED_RGB: [u64; 3] = [0x00, 0xf0, 0xa8];
@@ -1213,7 +1227,8 @@ fn the_frames_carry_the_predicted_foci_and_the_hole_cells() {
             assert!(predicted > 0, "no predicted focus carried");
         }
     }
-    // Without a §16 key no hole list is carried (the state has no hole variables either).
+    // Without a scheduling key (docs/reference/config.md#outputs-that-appear-only-when-used) no
+    // hole list is carried (the state has no hole variables either).
     let data = check_frames_against_the_engine(&record_example("drive", None));
     assert!(data.frames.iter().all(|f| f.holes.is_none()));
 }
@@ -1263,7 +1278,10 @@ fn pixels_at_metres(page: &mut chromium::Page<'_>, at: &[[f64; 2]], size: f64) -
 fn check_holes_and_predicted_at(page: &mut chromium::Page<'_>, recording: &Recording, tick: u64) {
     let (_dir, game) = game_at(recording, tick);
     let streaming = game.streaming().unwrap();
-    let holes = streaming.hole_chunks().expect("a §16 scene");
+    let holes = streaming.hole_chunks().expect(
+        "a scheduling scene \
+        (docs/reference/config.md#outputs-that-appear-only-when-used)",
+    );
     let (count, _) = streaming.holes();
     assert_eq!(
         holes.len() as u64,
@@ -1330,7 +1348,7 @@ fn check_holes_and_predicted_at(page: &mut chromium::Page<'_>, recording: &Recor
     // The predicted foci: a disc of their own colour where the state has them.
     let predicted: Vec<[f64; 2]> = streaming
         .predicted()
-        .expect("a §16 scene")
+        .expect("a scheduling scene (docs/reference/config.md#outputs-that-appear-only-when-used)")
         .iter()
         .map(|p| [p.x, p.z])
         .collect();
@@ -1388,7 +1406,7 @@ fn predicted_foci_and_holes_are_drawn_in_chromium() {
     eprintln!("view-lookahead.png: tick {} with {} holes", most.1, most.0);
 }
 
-// ---- SPEC §15: live entities ----
+// ---- docs/reference/district.md#streamed-entities: live entities ----
 
 const PLAYER_RGB: [u64; 3] = [0xff, 0x4f, 0xd8];
 const VEHICLE_RGB: [u64; 3] = [0x3a, 0xd7, 0xff];
@@ -1531,7 +1549,8 @@ fn entities_are_drawn_where_they_stand_in_chromium() {
     let start = first_tick_with_a_loaded_chunk(&recording);
     check_page_at(&mut page, &recording, start);
     check_entities_at(&mut page, &recording, start);
-    // No §16 key: no hole or prediction in the legend.
+    // No scheduling key (docs/reference/config.md#outputs-that-appear-only-when-used): no hole or
+    // prediction in the legend.
     for id in ["legend-holes", "legend-predicted"] {
         let hidden = format!("document.getElementById('{id}').hidden");
         assert_eq!(page.eval(&hidden), json!(true), "{id}");

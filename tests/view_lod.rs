@@ -1,12 +1,12 @@
-//! The replay viewer with levels of detail (SPEC §17): the frames carry the loaded LOD blocks
-//! per level, whether each is ready, and (with `world.terrain`) its mean height, checked tick
-//! by tick against the game's own state (`state().lod`, the streaming service's readiness, the
-//! cells of each block read from the terrain service and averaged here) on a drive with `lod
-//! [{2,24},{8,96}]`, an edit under a block and a save loaded back, with and without terrain; a
-//! run without `lod` carries none of it; and in a real headless Chromium the page draws the
-//! blocks under the chunks, coarser levels under finer ones, shaded by level and height, a
-//! block not built hatched and outlined, the counts per level, and the block under the pointer
-//! as text. A screenshot goes to `target/view-lod.png`.
+//! The replay viewer with levels of detail (docs/reference/engines.md#the-viewer): the frames carry
+//! the loaded LOD blocks per level, whether each is ready, and (with `world.terrain`) its mean
+//! height, checked tick by tick against the game's own state (`state().lod`, the streaming
+//! service's readiness, the cells of each block read from the terrain service and averaged here) on
+//! a drive with `lod [{2,24},{8,96}]`, an edit under a block and a save loaded back, with and
+//! without terrain; a run without `lod` carries none of it; and in a real headless Chromium the
+//! page draws the blocks under the chunks, coarser levels under finer ones, shaded by level and
+//! height, a block not built hatched and outlined, the counts per level, and the block under the
+//! pointer as text. A screenshot goes to `target/view-lod.png`.
 
 #[path = "common/chromium.rs"]
 mod chromium;

@@ -1,9 +1,9 @@
-//! The replay viewer with `world.nav` (SPEC §18): the frames carry every agent's goal, held
-//! path, wait and stuck mark, checked tick by tick against the game's own state (the kit's
-//! save section, read from the engine of a second run, never from the viewer); a run without
-//! the kit carries none of it; and in a real headless Chromium the page draws each agent in
-//! its state's colour, its path as a line over the cells, the chunk a waiting agent waits for,
-//! the counts, and the pointer's agent as text (its id is HTML). A screenshot goes to
+//! The replay viewer with `world.nav` (docs/reference/engines.md#the-viewer): the frames carry
+//! every agent's goal, held path, wait and stuck mark, checked tick by tick against the game's own
+//! state (the kit's save section, read from the engine of a second run, never from the viewer); a
+//! run without the kit carries none of it; and in a real headless Chromium the page draws each
+//! agent in its state's colour, its path as a line over the cells, the chunk a waiting agent waits
+//! for, the counts, and the pointer's agent as text (its id is HTML). A screenshot goes to
 //! `target/view-nav.png`.
 
 #[path = "common/chromium.rs"]
@@ -179,7 +179,8 @@ fn the_frames_carry_every_agents_path_and_wait_as_the_game_holds_them() {
 
 #[test]
 fn a_run_without_world_nav_carries_no_agent_field() {
-    // Entities tagged `agent` with a goal, but no kit: nothing of §18 in the page's data.
+    // Entities tagged `agent` with a goal, but no kit: nothing of
+    // docs/reference/engines.md#the-viewer in the page's data.
     let dir = tempfile::tempdir().unwrap();
     let scene = json!({
         "kits": [

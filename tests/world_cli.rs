@@ -1,7 +1,8 @@
-//! `world-streaming world inspect DIR` and `world verify DIR` (SPEC §13): region files written
-//! with `region::encode` into a temporary directory, then damaged in the ways a disk or a
-//! killed process damages them; `verify` names each damaged record or header and exits 1,
-//! `inspect` lists every region and record, and neither touches the directory.
+//! `world-streaming world inspect DIR` and `world verify DIR`
+//! (docs/reference/world-dir.md#inspect-and-verify): region files written with `region::encode`
+//! into a temporary directory, then damaged in the ways a disk or a killed process damages them;
+//! `verify` names each damaged record or header and exits 1, `inspect` lists every region and
+//! record, and neither touches the directory.
 
 mod common;
 use common::bin;

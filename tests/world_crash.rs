@@ -1,9 +1,9 @@
-//! Crash safety of region writes (SPEC §13: "a region file killed mid-flush opens as the old or
-//! the new image, never a mix"). The test re-runs its own binary as a child that rewrites one
-//! region file forever, image after image, and kills it with SIGKILL at seeded random moments;
-//! after each kill the file must be exactly one image the child had started or finished, the
-//! only debris a `.tmp` file, which opening leaves alone (opening changes nothing on disk) and
-//! the save thread's first write removes.
+//! Crash safety of region writes (docs/reference/world-dir.md#atomic-rewrites: "a region file
+//! killed mid-flush opens as the old or the new image, never a mix"). The test re-runs its own
+//! binary as a child that rewrites one region file forever, image after image, and kills it with
+//! SIGKILL at seeded random moments; after each kill the file must be exactly one image the child
+//! had started or finished, the only debris a `.tmp` file, which opening leaves alone (opening
+//! changes nothing on disk) and the save thread's first write removes.
 //!
 //! Half the rounds write through `store::write_atomic`, half through the save thread
 //! (`Store::flush`), which is what the game uses.

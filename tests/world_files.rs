@@ -1,6 +1,7 @@
-//! Edits and the world directory (SPEC §13): edits and their refusals, modified vs dirty, write
-//! back, the round trip through region files and through a game save in a fresh process,
-//! damaged files, stamps, and random edit/flush/release/reload sequences against a model.
+//! Edits and the world directory (docs/reference/terrain.md#edit-refusals): edits and their
+//! refusals, modified vs dirty, write back, the round trip through region files and through a game
+//! save in a fresh process, damaged files, stamps, and random edit/flush/release/reload sequences
+//! against a model.
 
 mod common;
 

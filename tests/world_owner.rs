@@ -1,8 +1,9 @@
-//! One owner per world directory, and no silent loss (SPEC §13, issue 22): a game holds its
-//! `worldDir`'s lock (`session.lock`) as long as it lives, a second game — in this process or
-//! another — is refused with a clear error, `world verify|inspect` read without it; a write back
-//! that fails is a `world.terrain.error` event, retried, and edits still not written when the
-//! game ends fail the run (exit 1) naming every region file and how many chunks.
+//! One owner per world directory, and no silent loss (docs/reference/world-dir.md#what-is-stored,
+//! issue 22): a game holds its `worldDir`'s lock (`session.lock`) as long as it lives, a second
+//! game — in this process or another — is refused with a clear error, `world verify|inspect` read
+//! without it; a write back that fails is a `world.terrain.error` event, retried, and edits still
+//! not written when the game ends fail the run (exit 1) naming every region file and how many
+//! chunks.
 
 mod common;
 

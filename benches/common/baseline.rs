@@ -1,10 +1,11 @@
 //! The baseline the benchmarks compare against: the straightforward per-tick reconcile that the
 //! seed `chunk_streaming_server.txt` describes, as a kit with the same id, hooks, events and
 //! dormancy semantics as `world.streaming`. Every tick it rebuilds one wanted set from every
-//! focus's square (the union of SPEC §11 with `focus: "players"`), diffs it against the loaded
-//! set with hash sets, sorts the missing chunks by their nearest focus, and rescans every entity
-//! for dormancy. No tickets and no cap. It is deliberately naive; `tests/baseline.rs` checks that it produces the
-//! same events as the real kit, so the comparison is fair.
+//! focus's square (the union of docs/reference/streaming.md#the-wanted-union with
+//! `focus: "players"`), diffs it against the loaded set with hash sets, sorts the missing chunks by
+//! their nearest focus, and rescans every entity for dormancy. No tickets and no cap. It is
+//! deliberately naive; `tests/baseline.rs` checks that it produces the same events as the real kit,
+//! so the comparison is fair.
 
 use std::collections::{HashMap, HashSet};
 

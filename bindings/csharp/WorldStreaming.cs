@@ -245,7 +245,8 @@ namespace WorldStreamingKit
         /// <summary>The Lua mods' log lines since the last drain, as a JSON array.</summary>
         public string DrainLog() { return Json(WorldStreamingNative.ws_game_drain_log); }
 
-        /// <summary>The state document (SPEC §9) as JSON.</summary>
+        /// <summary>The state document (docs/reference/files-and-cli.md#the-state-document) as
+        /// JSON.</summary>
         public string State() { return Json(WorldStreamingNative.ws_game_state); }
 
         /// <summary>Moves an entity, as a move input stamped with the next tick (no JSON).</summary>
@@ -331,7 +332,8 @@ namespace WorldStreamingKit
             return loaded;
         }
 
-        /// <summary>Whether the anchor's focus is ready (SPEC §11).</summary>
+        /// <summary>Whether the anchor's focus is ready
+        /// (docs/reference/streaming.md#readiness).</summary>
         public bool Ready(string entity)
         {
             bool ready;
@@ -340,7 +342,7 @@ namespace WorldStreamingKit
             return ready;
         }
 
-        /// <summary>Whether the ticket is ready (SPEC §11).</summary>
+        /// <summary>Whether the ticket is ready (docs/reference/streaming.md#readiness).</summary>
         public bool TicketReady(string id)
         {
             bool ready;

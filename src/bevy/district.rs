@@ -1,5 +1,6 @@
-//! [`DistrictEntity`]: the live streamed entities of `world.district` (SPEC §15) as Bevy
-//! entities, spawned when the kit materialises them and despawned when it stores them.
+//! [`DistrictEntity`]: the live streamed entities of `world.district`
+//! (docs/reference/district.md#streamed-entities) as Bevy entities, spawned when the kit
+//! materialises them and despawned when it stores them.
 
 use ::bevy::prelude::*;
 use serde_json::{Map, Value};
@@ -21,7 +22,7 @@ pub struct DistrictEntity {
     pub tags: Tags,
     /// Its position, in metres (the `Transform` holds it as `f32`).
     pub position: Position,
-    /// Its `data` (SPEC §15), if any.
+    /// Its `data` (docs/reference/engine.md#entity-data), if any.
     pub data: Option<Map<String, Value>>,
 }
 

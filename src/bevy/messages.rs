@@ -35,7 +35,8 @@ pub struct ChunkUnloaded {
 pub struct TerrainBuilt {
     /// The chunk.
     pub chunk: ChunkPos,
-    /// FNV-1a 64 of the chunk's bytes (SPEC §12), as the event carries it.
+    /// FNV-1a 64 of the chunk's bytes (docs/reference/terrain.md#chunk-content), as the event
+    /// carries it.
     pub hash: u64,
     /// The kit tick it belongs to.
     pub tick: u64,

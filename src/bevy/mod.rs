@@ -1,11 +1,13 @@
-//! The Bevy plugin (SPEC §19, feature `bevy`): a scene made running inside a Bevy app.
+//! The Bevy plugin (docs/reference/engines.md#the-bevy-plugin, feature `bevy`): a scene made
+//! running inside a Bevy app.
 //!
 //! [`WorldStreamingPlugin`] builds a [`crate::game::Game`] from a scene file or text and ticks it
 //! once per `FixedUpdate` step. Entities carrying a [`StreamingAnchor`] have their `Transform`
 //! translation written into the kit before it ticks; the kit's chunk events come out as the
 //! messages [`ChunkLoaded`], [`ChunkUnloaded`] and [`TerrainBuilt`]; `world.district` entities
-//! (SPEC §15) are Bevy entities with a [`DistrictEntity`] component while they are live; and the
-//! game itself (its streaming and terrain services) is the non-send resource [`WorldStreaming`].
+//! (docs/reference/district.md#streamed-entities) are Bevy entities with a [`DistrictEntity`]
+//! component while they are live; and the game itself (its streaming and terrain services) is the
+//! non-send resource [`WorldStreaming`].
 //!
 //! ```no_run
 //! use bevy::prelude::*;

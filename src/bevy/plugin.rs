@@ -19,10 +19,10 @@ use super::resource::WorldStreaming;
 pub struct StreamingPluginConfig {
     /// The tags of the kit entity made for a [`super::StreamingAnchor`] whose id the scene
     /// does not hold (default `["player"]`: with `focus: "players"` every such anchor is a
-    /// focus, SPEC §11).
+    /// focus, docs/reference/streaming.md#anchors).
     pub anchor_tags: Vec<String>,
-    /// Whether live streamed entities (SPEC §15) are spawned as Bevy entities with a
-    /// [`super::DistrictEntity`] component (default `true`).
+    /// Whether live streamed entities (docs/reference/district.md#streamed-entities) are spawned as
+    /// Bevy entities with a [`super::DistrictEntity`] component (default `true`).
     pub mirror_districts: bool,
 }
 

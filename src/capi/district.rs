@@ -2,11 +2,11 @@
 
 use super::*;
 
-/// Replaces the `data` of live entity `entity` (SPEC §15) with the JSON object `json`, as a
-/// `set` input stamped with the next tick would (`{"tick": next, "do": "set", "entity": …,
-/// "data": json}`); `null` clears it. Text that is not JSON, not an object (or `null`), or over
-/// 4 KiB serialized is `WS_STATUS_BAD_INPUT`; an entity that is not live is
-/// `WS_STATUS_INPUT_FAILED` (the messages a `set` line gets).
+/// Replaces the `data` of live entity `entity` (docs/reference/engine.md#entity-data) with the JSON
+/// object `json`, as a `set` input stamped with the next tick would
+/// (`{"tick": next, "do": "set", "entity": …, "data": json}`); `null` clears it. Text that is not
+/// JSON, not an object (or `null`), or over 4 KiB serialized is `WS_STATUS_BAD_INPUT`; an entity
+/// that is not live is `WS_STATUS_INPUT_FAILED` (the messages a `set` line gets).
 ///
 /// # Safety
 /// `entity` and `json` are null or NUL-terminated strings; `out_error` null or writable.
@@ -61,9 +61,9 @@ pub unsafe extern "C" fn ws_game_set_data(
     }
 }
 
-/// The `data` of live entity `entity` (SPEC §15) as compact JSON: an object, or `null` when it
-/// has none. An entity that is not live (never spawned, despawned, or stored with its chunk)
-/// is `WS_STATUS_NO_SUCH_ENTITY`.
+/// The `data` of live entity `entity` (docs/reference/engine.md#entity-data) as compact JSON: an
+/// object, or `null` when it has none. An entity that is not live (never spawned, despawned, or
+/// stored with its chunk) is `WS_STATUS_NO_SUCH_ENTITY`.
 ///
 /// # Safety
 /// `entity` is null or a NUL-terminated string; `out_json` and `out_error` null or writable;

@@ -3,9 +3,10 @@
 
 use super::*;
 
-/// Builds a game from scene JSON text (SPEC §9's scene file) with the built-in kits; mod paths
-/// in the scene are relative to `base_dir` (`"."` for the current directory). The first scene is
-/// entered; no tick has run.
+/// Builds a game from scene JSON text (the scene file,
+/// docs/reference/files-and-cli.md#the-scene-file) with the built-in kits; mod paths in the scene
+/// are relative to `base_dir` (`"."` for the current directory). The first scene is entered; no
+/// tick has run.
 ///
 /// # Safety
 /// `scene_json` and `base_dir` are null or NUL-terminated strings; `out_game` and `out_error`
@@ -64,11 +65,12 @@ pub unsafe extern "C" fn ws_game_free(game: WsGame, out_error: *mut *mut c_char)
     }
 }
 
-/// Applies one input line, in the inputs file's format (SPEC §9):
+/// Applies one input line, in the inputs file's format
+/// (docs/reference/files-and-cli.md#the-inputs-file):
 /// `{"tick": 1, "do": "move", "entity": "hero", "to": {"x": 40, "z": 8}}`. An input stamped `t`
 /// belongs before tick `t`, so a line stamped later than the next tick to run is refused
-/// (`WS_STATUS_BAD_INPUT`); apply it after ticking up to `t - 1`. `save`/`load` paths are
-/// relative to the process's current directory.
+/// (`WS_STATUS_BAD_INPUT`); apply it after ticking up to `t - 1`. `save`/`load` paths are relative
+/// to the process's current directory.
 ///
 /// # Safety
 /// `line` is null or a NUL-terminated string; `out_error` null or writable.
@@ -220,7 +222,8 @@ pub unsafe extern "C" fn ws_game_drain_log(
     }
 }
 
-/// The state document of SPEC §9 as compact JSON (`{"tick": 5, "scene": …, "loaded": […], …}`).
+/// The state document of docs/reference/files-and-cli.md#the-state-document as compact JSON
+/// (`{"tick": 5, "scene": …, "loaded": […], …}`).
 ///
 /// # Safety
 /// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
@@ -388,7 +391,8 @@ mod tests {
             tick(by_move, 1);
             assert_eq!(drain_json(by_line), drain_json(by_move), "tick {t}");
         }
-        // Every byte of the state but the worker waits (thread timing, SPEC §12).
+        // Every byte of the state but the worker waits (thread timing,
+        // docs/reference/terrain.md#the-commit).
         let state = |g| {
             with_game(g, |g: &mut Game| {
                 let mut v = serde_json::to_value(g.state()).unwrap();

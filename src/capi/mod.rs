@@ -1,7 +1,7 @@
-//! The C ABI (SPEC §14): how Godot, Unity, Unreal or any C program drive a game through the
-//! `cdylib`/`staticlib` builds of this crate. `include/world_streaming.h` is generated from this
-//! folder by cbindgen (`WS_BLESS=1 cargo test --test capi_header` rewrites it; the test fails when
-//! it drifts).
+//! The C ABI (docs/reference/engines.md#c-abi-rules): how Godot, Unity, Unreal or any C program
+//! drive a game through the `cdylib`/`staticlib` builds of this crate. `include/world_streaming.h`
+//! is generated from this folder by cbindgen (`WS_BLESS=1 cargo test --test capi_header` rewrites
+//! it; the test fails when it drifts).
 //!
 //! The rules every function keeps:
 //! - A game is a [`WsGame`] handle: a number, never a pointer. Handles live in a registry of the
@@ -313,8 +313,8 @@ mod tests {
         assert_eq!(unknown.to_str().unwrap(), "WS_STATUS_UNKNOWN");
     }
 
-    /// The numbers are the contract (SPEC §14, §19: `WS_STATUS_NOT_BUILT` is 16): C and C#
-    /// callers compare against them, so none may move.
+    /// The numbers are the contract (docs/reference/engines.md#status-codes: `WS_STATUS_NOT_BUILT`
+    /// is 16): C and C# callers compare against them, so none may move.
     #[test]
     fn every_status_keeps_its_number() {
         let all = [

@@ -60,9 +60,10 @@ pub unsafe extern "C" fn ws_game_is_loaded(
     }
 }
 
-/// Whether `entity` is an anchor whose focus is ready (SPEC §11: every chunk of its square
-/// inside the ground loaded or held by a load refusal): the loading gate before play. An entity
-/// that is not an anchor (not tagged `player`, not controlled) or does not exist is not ready.
+/// Whether `entity` is an anchor whose focus is ready (docs/reference/streaming.md#readiness: every
+/// chunk of its square inside the ground loaded or held by a load refusal): the loading gate before
+/// play. An entity that is not an anchor (not tagged `player`, not controlled) or does not exist is
+/// not ready.
 ///
 /// # Safety
 /// `entity` is null or a NUL-terminated string; `out_ready` and `out_error` null or writable.
@@ -86,8 +87,8 @@ pub unsafe extern "C" fn ws_game_ready(
     }
 }
 
-/// Whether the ticket `id` (an input `{"do": "request", …}`, SPEC §11) is ready; an unknown id
-/// is not.
+/// Whether the ticket `id` (an input `{"do": "request", …}`, docs/reference/streaming.md#readiness)
+/// is ready; an unknown id is not.
 ///
 /// # Safety
 /// `id` is null or a NUL-terminated string; `out_ready` and `out_error` null or writable.

@@ -2,8 +2,9 @@
 
 use super::*;
 
-/// The built LOD block `(x, z)` of `level` (≥ 1, SPEC §17): the one place `ws_game_terrain`
-/// asks for a block.
+/// The built LOD block `(x, z)` of `level` (≥ 1,
+/// docs/reference/terrain.md#lod-blocks-built-by-terrain): the one place `ws_game_terrain` asks for
+/// a block.
 fn lod_block_data(
     terrain: &dyn TerrainService,
     level: u32,
@@ -14,15 +15,15 @@ fn lod_block_data(
 }
 
 /// Copies the cells of built chunk `(x, z)` (`level` 0) or of the built LOD block `(x, z)` of
-/// `level` (≥ 1, SPEC §17) in row order (cell `(i, j)`, `i` east, `j` north, at `j *
-/// cellsPerChunk + i`): heights (0..=65535) to `heights`, materials to `materials`. The buffer
-/// contract of [`ws_game_loaded`]: `*out_cells` always receives `cellsPerChunk²`; the cells are
-/// written when `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing written).
-/// Either buffer may be null to skip it; both null with `capacity` 0 asks the count. A chunk
-/// that is not built (not loaded yet, still generating, released) is `WS_STATUS_NOT_BUILT`; a
-/// scene without `world.terrain` is `WS_STATUS_NO_TERRAIN`. The bytes FNV-1a 64 hashes (SPEC
-/// §12, the `hash` of the built event) are the heights as little-endian `u16`, then the
-/// materials.
+/// `level` (≥ 1, docs/reference/terrain.md#lod-blocks-built-by-terrain) in row order (cell
+/// `(i, j)`, `i` east, `j` north, at `j * cellsPerChunk + i`): heights (0..=65535) to `heights`,
+/// materials to `materials`. The buffer contract of [`ws_game_loaded`]: `*out_cells` always
+/// receives `cellsPerChunk²`; the cells are written when `capacity` is enough (else
+/// `WS_STATUS_BUFFER_TOO_SMALL`, nothing written). Either buffer may be null to skip it; both null
+/// with `capacity` 0 asks the count. A chunk that is not built (not loaded yet, still generating,
+/// released) is `WS_STATUS_NOT_BUILT`; a scene without `world.terrain` is `WS_STATUS_NO_TERRAIN`.
+/// The bytes FNV-1a 64 hashes (docs/reference/terrain.md#chunk-content, the `hash` of the built
+/// event) are the heights as little-endian `u16`, then the materials.
 ///
 /// # Safety
 /// `heights` and `materials` are null or valid for `capacity` writes; `out_cells` and
@@ -179,7 +180,8 @@ mod tests {
         free_game(game);
     }
 
-    /// LOD blocks through the C ABI (SPEC §17, §19): their loaded and built events drained as
+    /// LOD blocks through the C ABI (docs/reference/terrain.md#lod-blocks-built-by-terrain,
+    /// docs/reference/engines.md#the-hot-path): their loaded and built events drained as
     /// `WsChunkEvent`s with their level, and a built block's cells read back with
     /// `ws_game_terrain(level)`, equal to the block the terrain holds and hashing to its event.
     #[test]

@@ -56,11 +56,11 @@ pub enum WsStatus {
     /// The scene does not enable the `world.terrain` kit (`ws_game_terrain`).
     NoTerrain = 19,
     /// No live entity has that id (`ws_game_entity_data`): never spawned, despawned, or stored
-    /// with its chunk (SPEC §15).
+    /// with its chunk (docs/reference/engine.md#entity-data).
     NoSuchEntity = 20,
 }
 
-/// One chunk: the `{x, z}` of SPEC §1.
+/// One chunk: the `{x, z}` of docs/reference/grid.md#chunks-and-chunkof.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WsChunk {
@@ -85,7 +85,8 @@ pub const WS_CHUNK_EVENT_LOD_UNLOADED: i32 = 5;
 /// `world.terrain.lod.built {level, x, z, hash}`.
 pub const WS_CHUNK_EVENT_LOD_BUILT: i32 = 6;
 
-/// One chunk event (SPEC §19) as `ws_game_drain_chunk_events` hands it out: no JSON.
+/// One chunk event (docs/reference/engines.md#the-hot-path) as `ws_game_drain_chunk_events` hands
+/// it out: no JSON.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WsChunkEvent {
@@ -97,7 +98,8 @@ pub struct WsChunkEvent {
     pub x: i64,
     /// Row of the chunk (or block).
     pub z: i64,
-    /// FNV-1a 64 of the built bytes for `BUILT` and `LOD_BUILT` (SPEC §12), else 0.
+    /// FNV-1a 64 of the built bytes for `BUILT` and `LOD_BUILT`
+    /// (docs/reference/terrain.md#chunk-content), else 0.
     pub hash: u64,
 }
 

@@ -1,9 +1,10 @@
 //! `world-streaming world inspect DIR` and `world-streaming world verify DIR`: what a world
-//! directory (`worldDir`, SPEC §13, §15) holds and whether every region file in it is sound: the
-//! terrain's (`r.<x>.<z>.wsr`) and the district kit's (`d.<x>.<z>.wsd`), each kind with its own
-//! stamp. Both only read ([`worlddir::store::read_dir`]): unlike opening the directory for a game,
-//! nothing is removed, copied aside or rewritten. The rest (a `.damaged` copy, a `.tmp` left by a
-//! killed flush, the journals) is ignored.
+//! directory (`worldDir`, docs/reference/world-dir.md#what-is-stored,
+//! docs/reference/district.md#district-persistence) holds and whether every region file in it is
+//! sound: the terrain's (`r.<x>.<z>.wsr`) and the district kit's (`d.<x>.<z>.wsd`), each kind with
+//! its own stamp. Both only read ([`worlddir::store::read_dir`]): unlike opening the directory for
+//! a game, nothing is removed, copied aside or rewritten. The rest (a `.damaged` copy, a `.tmp`
+//! left by a killed flush, the journals) is ignored.
 //!
 //! Exit status: 0 ok (for `verify`: every header and record is sound and every region of a kind
 //! has the same stamp), 1 bad input (a damaged file, or a directory that cannot be read), 2 usage.

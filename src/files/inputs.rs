@@ -1,5 +1,6 @@
-//! The inputs file (SPEC §9): JSON Lines, one `{"tick": N, "do": ACTION, …}` a line, ticks
-//! non-decreasing. Every line is checked for shape before tick 1; a bad line names its number.
+//! The inputs file (docs/reference/files-and-cli.md#the-inputs-file): JSON Lines, one
+//! `{"tick": N, "do": ACTION, …}` a line, ticks non-decreasing. Every line is checked for shape
+//! before tick 1; a bad line names its number.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -94,7 +95,8 @@ pub enum Action {
         /// The vehicle.
         vehicle: EntityId,
     },
-    /// Replaces an entity's `data` (SPEC §15): any JSON object of at most 4 KiB serialized.
+    /// Replaces an entity's `data` (docs/reference/engine.md#entity-data): any JSON object of at
+    /// most 4 KiB serialized.
     #[serde(rename = "set")]
     Set {
         /// The entity (live when the input is applied).
@@ -131,7 +133,8 @@ pub enum Action {
         /// Chunk row.
         z: i64,
     },
-    /// Saves the game (a relative path is relative to the current directory, SPEC §10).
+    /// Saves the game (a relative path is relative to the current directory,
+    /// docs/reference/files-and-cli.md#save-and-load-paths).
     #[serde(rename = "save")]
     Save {
         /// Where.
@@ -145,7 +148,7 @@ pub enum Action {
         path: String,
     },
     /// Requests (or replaces) a preload ticket: a focus at `at` with its own radius, counting in
-    /// ticks `tick ..= tick + ticks - 1` (SPEC §11).
+    /// ticks `tick ..= tick + ticks - 1` (docs/reference/streaming.md#ticket-ticks).
     #[serde(rename = "request")]
     Request {
         /// The ticket id, 1..=64 characters.
@@ -156,7 +159,7 @@ pub enum Action {
         radius: Radius,
         /// How many tick plans it counts in.
         ticks: TicketTicks,
-        /// Its priority, 0..=255 (SPEC §16; absent: 0).
+        /// Its priority, 0..=255 (docs/reference/streaming.md#priorities; absent: 0).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         priority: Option<Priority>,
     },
@@ -166,8 +169,8 @@ pub enum Action {
         /// The ticket id.
         ticket: String,
     },
-    /// Sets the cell of `world.terrain` containing `at` (SPEC §13); a chunk that is not built
-    /// refuses with a `world.terrain.edit.refused` event.
+    /// Sets the cell of `world.terrain` containing `at` (docs/reference/terrain.md#edits); a chunk
+    /// that is not built refuses with a `world.terrain.edit.refused` event.
     #[serde(rename = "edit")]
     Edit {
         /// Where (`y` is ignored).
@@ -178,9 +181,9 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         material: Option<u8>,
     },
-    /// Asks `world.nav` for a path from the cell of `from` to the cell of `to` (SPEC §18); the
-    /// answer is a `world.nav.path {id, status, nodes, path | x, z}` event stamped with this
-    /// input's tick.
+    /// Asks `world.nav` for a path from the cell of `from` to the cell of `to`
+    /// (docs/reference/nav.md#queries); the answer is a
+    /// `world.nav.path {id, status, nodes, path | x, z}` event stamped with this input's tick.
     #[serde(rename = "path")]
     Path {
         /// The query's name, echoed by the answer (1..=256 bytes).
@@ -229,7 +232,8 @@ pub struct Inputs {
     /// The inputs in file order.
     pub lines: Vec<NumberedInput>,
     /// The directory relative `save`/`load` paths are resolved against; `None` (the default)
-    /// means the current directory, as SPEC §10 says (a replay sets a temporary directory).
+    /// means the current directory, as docs/reference/files-and-cli.md#save-and-load-paths says (a
+    /// replay sets a temporary directory).
     pub dir: Option<std::path::PathBuf>,
 }
 
@@ -287,7 +291,8 @@ impl Inputs {
     }
 
     /// Reads and parses the inputs file at `path`. Its relative `save`/`load` paths are relative
-    /// to the current directory (SPEC §10); set [`Inputs::dir`] to resolve them elsewhere.
+    /// to the current directory (docs/reference/files-and-cli.md#save-and-load-paths); set
+    /// [`Inputs::dir`] to resolve them elsewhere.
     pub fn read(path: &std::path::Path) -> Result<Inputs, Vec<FileError>> {
         let file = super::display_name(path);
         let text = super::read_text(path).map_err(|e| vec![e])?;
@@ -303,9 +308,10 @@ impl Inputs {
     }
 
     /// Warnings for `save`/`load` inputs with a relative path when the current directory is not
-    /// the inputs file's (`inputs_path`): SPEC §10 resolves them against the current directory,
-    /// which surprises whoever expects them next to the file (as mod paths are next to the
-    /// scene). One `warning: FILE: line N: path: …` line each.
+    /// the inputs file's (`inputs_path`): docs/reference/files-and-cli.md#save-and-load-paths
+    /// resolves them against the current directory, which surprises whoever expects them next to
+    /// the file (as mod paths are next to the scene). One `warning: FILE: line N: path: …` line
+    /// each.
     pub fn path_warnings(&self, inputs_path: &std::path::Path) -> Vec<String> {
         let here = std::env::current_dir().and_then(|d| d.canonicalize()).ok();
         let parent = inputs_path.parent().filter(|p| !p.as_os_str().is_empty());
@@ -324,7 +330,8 @@ impl Inputs {
             if std::path::Path::new(path).is_relative() {
                 out.push(format!(
                     "warning: {}: line {}: path: {path:?} is relative to the current directory \
-                     (SPEC §10), {}, not to this file's directory",
+                     (docs/reference/files-and-cli.md#save-and-load-paths), {}, not to this file's \
+                     directory",
                     self.file,
                     l.line,
                     here.as_deref()
@@ -613,7 +620,8 @@ impl Inputs {
             scene.entities.iter().map(|e| (e.id.as_str(), ())).collect();
         let mut despawned: BTreeMap<&str, usize> = BTreeMap::new();
         let scenes: Vec<String> = scene.scene_defs().into_iter().map(|s| s.id).collect();
-        // District entities (SPEC §15) come and go with their chunks: only the run knows them.
+        // District entities (docs/reference/district.md#materialising) come and go with their
+        // chunks: only the run knows them.
         let mut known_world = !scene
             .kits
             .iter()

@@ -1,5 +1,5 @@
-//! The public file formats of SPEC §9 (scene, inputs, state, saves) and their schemas. Reading
-//! and writing them safely is [`crate::fileio`]'s, re-exported here.
+//! The public file formats of docs/reference/files-and-cli.md (scene, inputs, state, saves) and
+//! their schemas. Reading and writing them safely is [`crate::fileio`]'s, re-exported here.
 
 pub mod inputs;
 pub mod save;

@@ -1,5 +1,6 @@
-//! The save file (SPEC §6): the document is the host's ([`crate::host::save`]); this room reads
-//! and checks it as a file, with the Lua mods' storage rules and each kit's section check.
+//! The save file (docs/reference/saves.md#the-save-document): the document is the host's
+//! ([`crate::host::save`]); this room reads and checks it as a file, with the Lua mods' storage
+//! rules and each kit's section check.
 
 use serde_json::Value;
 

@@ -1,5 +1,5 @@
-//! The scene file (SPEC §9): kits and their config, mods, scenes, entities and the controlled
-//! character. Parsed in full and checked before anything runs.
+//! The scene file (docs/reference/files-and-cli.md#the-scene-file): kits and their config, mods,
+//! scenes, entities and the controlled character. Parsed in full and checked before anything runs.
 
 use std::collections::HashSet;
 

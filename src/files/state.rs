@@ -1,5 +1,5 @@
-//! The state document (SPEC §9): what the game looks like after the last tick, keys and orders
-//! exactly as specified.
+//! The state document (docs/reference/files-and-cli.md#the-state-document): what the game looks
+//! like after the last tick, keys and orders exactly as specified.
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
@@ -42,19 +42,25 @@ pub struct StateDoc {
     pub variables: IndexMap<String, Value>,
     /// Ids of entities tagged `dormant`, sorted.
     pub dormant: Vec<String>,
-    /// The foci in force (SPEC §11): anchors (or the one focus) in order, then tickets in id
-    /// order. After §9's keys, so that a round-1 reader sees its keys in their order.
+    /// The foci in force (docs/reference/streaming.md#the-foci-in-force): anchors (or the one
+    /// focus) in order, then tickets in id order. After the keys
+    /// (docs/reference/files-and-cli.md#the-state-document), so that a round-1 reader sees its keys
+    /// in their order.
     pub foci: Vec<FocusXZ>,
     /// Held tickets, in id order.
     pub tickets: Vec<TicketInfo>,
-    /// The predicted foci in force (SPEC §16), anchor order; only when the scene uses §16.
+    /// The predicted foci in force (docs/reference/config.md#outputs-that-appear-only-when-used),
+    /// anchor order; only when the scene uses scheduling
+    /// (docs/reference/config.md#outputs-that-appear-only-when-used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted: Option<Vec<FocusXZ>>,
-    /// The loaded LOD blocks per level (SPEC §17), level 1 first, each in row order; only when
-    /// the scene uses `lod`.
+    /// The loaded LOD blocks per level (docs/reference/lod.md#lod-service-state-and-saves), level 1
+    /// first, each in row order; only when the scene uses `lod`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lod: Option<Vec<Vec<ChunkPos>>>,
-    /// The `world.district` counts (SPEC §15); absent when the kit is not enabled.
+    /// The `world.district` counts
+    /// (docs/reference/district.md#district-state-variables-and-events); absent when the kit is not
+    /// enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub district: Option<DistrictCounts>,
 }

@@ -67,8 +67,8 @@ pub struct Entity {
     /// The vehicle it rides, if any. A link to an entity that no longer exists counts as absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rides: Option<EntityId>,
-    /// What a game keeps about the entity (SPEC §15): any JSON object of at most
-    /// [`crate::limits::MAX_DATA_BYTES`] serialized; absent when it has none.
+    /// What a game keeps about the entity (docs/reference/engine.md#entity-data): any JSON object
+    /// of at most [`crate::limits::MAX_DATA_BYTES`] serialized; absent when it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub data: Option<EntityData>,
@@ -315,8 +315,9 @@ impl World {
             })
     }
 
-    /// The anchors of `focus: "players"` (SPEC §11): every entity tagged `player` in spawn order,
-    /// then the controlled character if it exists and is not tagged `player`.
+    /// The anchors of `focus: "players"` (docs/reference/streaming.md#anchors): every entity tagged
+    /// `player` in spawn order, then the controlled character if it exists and is not tagged
+    /// `player`.
     pub fn anchors(&self) -> impl Iterator<Item = &Entity> {
         let control = self
             .control
@@ -346,7 +347,8 @@ impl World {
     }
 
     /// [`World::spawn`], keeping a `rides` link to an entity that does not exist (it counts as
-    /// absent, as in a save): what a kit brings back from storage (SPEC §15).
+    /// absent, as in a save): what a kit brings back from storage
+    /// (docs/reference/district.md#storing).
     pub fn spawn_restored(&mut self, entity: Entity) -> Result<(), EntityError> {
         self.spawn_as(entity, true)
     }

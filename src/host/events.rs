@@ -45,8 +45,8 @@ pub enum EventData {
         /// `hash`.
         hash: Hashed,
     },
-    /// `{"level": level, "x": x, "z": z}` (a block of a level of detail, SPEC §17), held as
-    /// three values.
+    /// `{"level": level, "x": x, "z": z}` (a block of a level of detail,
+    /// docs/reference/lod.md#blocks), held as three values.
     LevelXz {
         /// `level`.
         level: Value,
@@ -56,8 +56,9 @@ pub enum EventData {
         z: Value,
     },
     /// `{"level": level, "x": x, "z": z, "hash": hash}` (a built block of a level of detail,
-    /// SPEC §17): the three values in that order and the hash, boxed (made off the tick by a
-    /// worker, and an event no larger than with three values inline).
+    /// docs/reference/terrain.md#lod-blocks-built-by-terrain): the three values in that order and
+    /// the hash, boxed (made off the tick by a worker, and an event no larger than with three
+    /// values inline).
     LevelXzHash(Box<([Value; 3], Hashed)>),
     /// Any other payload.
     Json(Value),
@@ -351,8 +352,9 @@ pub fn chunk_hash_data(chunk: crate::grid::ChunkPos, hash: u64) -> EventData {
 }
 
 /// The values of `{"level": level, "x": x, "z": z, "hash": "…"}`, the payload of
-/// `world.terrain.lod.built` (SPEC §17) as [`EventData::LevelXzHash`] holds them, the hash as
-/// [`hash_hex`] writes it (and carried as a number, [`EventData::hash`]).
+/// `world.terrain.lod.built` (docs/reference/terrain.md#lod-blocks-built-by-terrain) as
+/// [`EventData::LevelXzHash`] holds them, the hash as [`hash_hex`] writes it (and carried as a
+/// number, [`EventData::hash`]).
 pub fn block_hash_values(
     level: u32,
     block: crate::grid::ChunkPos,

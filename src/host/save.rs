@@ -103,10 +103,11 @@ pub fn check_alone(
 
 /// The `format` value every save carries.
 pub const SAVE_FORMAT: &str = "world-streaming-save";
-/// The newest save version this build reads and writes. Version 2 (SPEC §11) adds the
-/// streaming kit's foci, tickets, last-wanted ticks and capacity state; version 3 (SPEC round 3)
-/// adds optional kit sections and fields (`world.district`; §16: ticket priorities, predicted
-/// foci, the `"fair"` turn, look-ahead's history, `holeTicks`). Versions 1 and 2 still load.
+/// The newest save version this build reads and writes. Version 2
+/// (docs/reference/saves.md#the-streaming-section) adds the streaming kit's foci, tickets,
+/// last-wanted ticks and capacity state; version 3 (round 3) adds optional kit sections and fields
+/// (`world.district`; docs/reference/streaming.md#look-ahead: ticket priorities, predicted foci,
+/// the `"fair"` turn, look-ahead's history, `holeTicks`). Versions 1 and 2 still load.
 pub const SAVE_VERSION: u32 = 3;
 /// The version a save is written with when no enabled kit needs a newer one
 /// ([`crate::host::Kit::save_version`]): a game without round-3 kits writes what it always wrote.

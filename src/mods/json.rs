@@ -41,7 +41,8 @@ pub struct JsonMod {
     /// Which asks the rule answers: a pattern or a list of patterns; absent = any.
     #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
     pub matches: Option<Matches>,
-    /// Whether the rule cancels the matching asks (default false, SPEC §10).
+    /// Whether the rule cancels the matching asks (default false,
+    /// docs/reference/hooks.md#json-mods).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel: Option<bool>,
     /// The reason recorded with a refusal (default "").
@@ -64,7 +65,7 @@ pub struct JsonRule {
     /// Which asks it answers: a pattern or a list of patterns; absent = any.
     #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
     pub matches: Option<Matches>,
-    /// Whether it cancels the matching asks (default false, SPEC §10).
+    /// Whether it cancels the matching asks (default false, docs/reference/hooks.md#json-mods).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel: Option<bool>,
     /// The reason recorded with a refusal (default "").
@@ -281,10 +282,12 @@ impl JsonMod {
     }
 
     /// What is valid but almost surely a mistake: a rule with a `hook` and no `cancel` answers
-    /// nothing (`cancel` defaults to false, SPEC §10). `check` and `run` print these as warnings.
+    /// nothing (`cancel` defaults to false, docs/reference/hooks.md#json-mods). `check` and `run`
+    /// print these as warnings.
     pub fn warnings(&self) -> Vec<Problem> {
         let message = "a rule with a `hook` and no `cancel` answers nothing (`cancel` defaults \
-                       to false, SPEC §10): write \"cancel\": true to refuse, or \"cancel\": false \
+                       to false, docs/reference/hooks.md#json-mods): write \"cancel\": true to \
+                       refuse, or \"cancel\": false \
                        to say it only watches";
         let mut out = Vec::new();
         if self.hook.is_some() && self.cancel.is_none() {

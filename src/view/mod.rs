@@ -1,8 +1,9 @@
-//! The replay viewer (SPEC §14): `world-streaming view REPLAY --out view.html` writes one
-//! self-contained page (inline JS and CSS, the data embedded, no network) that shows a recorded
-//! run tick by tick — the grid with loaded, pending, load-refused and unload-refused chunks, the
-//! foci, tickets, dormant entities and terrain heights when the run has them, and each tick's
-//! events — with Start / Pause / Reset / Step, a tick slider and keys.
+//! The replay viewer (docs/reference/engines.md#the-viewer):
+//! `world-streaming view REPLAY --out view.html` writes one self-contained page (inline JS and CSS,
+//! the data embedded, no network) that shows a recorded run tick by tick — the grid with loaded,
+//! pending, load-refused and unload-refused chunks, the foci, tickets, dormant entities and terrain
+//! heights when the run has them, and each tick's events — with Start / Pause / Reset / Step, a
+//! tick slider and keys.
 //!
 //! A recording holds the scene, mods and inputs, not the states, so the viewer re-runs it in the
 //! engine (as `replay` does), checks every tick's digest against the recording (a page of a run
@@ -77,10 +78,11 @@ pub fn terrain_height(game: &Game, chunk: ChunkPos) -> Option<f64> {
     crate::kits::terrain::view::chunk_height(game.engine(), chunk)
 }
 
-/// The height of a LOD block (SPEC §17) of `level` (1 = the first `lod` entry): the mean of
-/// its built cells, rounded down as [`terrain_height`]'s; `None` while the block is not built or
-/// without `world.terrain` ([`crate::kits::terrain::view::block_height`]). [`capture`] asks it
-/// of every loaded block when it is given a chunk probe.
+/// The height of a LOD block (docs/reference/terrain.md#lod-blocks-built-by-terrain) of `level` (1
+/// = the first `lod` entry): the mean of its built cells, rounded down as [`terrain_height`]'s;
+/// `None` while the block is not built or without `world.terrain`
+/// ([`crate::kits::terrain::view::block_height`]). [`capture`] asks it of every loaded block when
+/// it is given a chunk probe.
 pub fn terrain_block_height(game: &Game, level: u32, block: ChunkPos) -> Option<f64> {
     crate::kits::terrain::view::block_height(game.engine(), level, block)
 }

@@ -29,8 +29,8 @@ pub struct ViewData {
     pub ids: Vec<String>,
     /// One frame per tick run, after the frame of the state before tick 1.
     pub frames: Vec<Frame>,
-    /// With `world.nav` (SPEC §18): the terrain's cells per chunk side, to place the agents'
-    /// path cells (cell `(x, z)`'s centre is `((x + 0.5)·s, (z + 0.5)·s)`, `s = chunkSize /
+    /// With `world.nav` (docs/reference/nav.md): the terrain's cells per chunk side, to place the
+    /// agents' path cells (cell `(x, z)`'s centre is `((x + 0.5)·s, (z + 0.5)·s)`, `s = chunkSize /
     /// cellsPerChunk`). Absent without the kit.
     #[serde(rename = "cellsPerChunk", skip_serializing_if = "Option::is_none")]
     pub cells_per_chunk: Option<u32>,
@@ -92,12 +92,13 @@ pub struct Frame {
         deserialize_with = "present"
     )]
     pub scene: Option<Value>,
-    /// The predicted foci of SPEC §16 (the state's `predicted`), when they changed: `[x0, z0,
-    /// …]` in metres, anchor order.
+    /// The predicted foci of docs/reference/streaming.md#look-ahead (the state's `predicted`), when
+    /// they changed: `[x0, z0, …]` in metres, anchor order.
     #[serde(rename = "p", skip_serializing_if = "Option::is_none")]
     pub predicted: Option<Vec<f64>>,
-    /// The hole cells of SPEC §16 (the chunks `world.chunks.holes` counts), when they changed:
-    /// flat, row order. Never set when the scene does not use §16.
+    /// The hole cells of docs/reference/streaming.md#holes (the chunks `world.chunks.holes`
+    /// counts), when they changed: flat, row order. Never set when the scene does not use
+    /// scheduling (docs/reference/config.md#outputs-that-appear-only-when-used).
     #[serde(rename = "o", skip_serializing_if = "Option::is_none")]
     pub holes: Option<Vec<i64>>,
     /// Live entities that appeared or changed other than by moving: `[id, kind, x, z, tags,
@@ -112,14 +113,15 @@ pub struct Frame {
     /// The entities no longer live (ids as in `n`).
     #[serde(rename = "nr", skip_serializing_if = "Vec::is_empty")]
     pub entities_removed: Vec<usize>,
-    /// The state's `district` counts `[live, stored]` (SPEC §15), when they changed.
+    /// The state's `district` counts `[live, stored]`
+    /// (docs/reference/district.md#district-state-variables-and-events), when they changed.
     #[serde(rename = "c", skip_serializing_if = "Option::is_none")]
     pub district: Option<[u64; 2]>,
-    /// `world.nav`'s agents (SPEC §18) whose state appeared or changed other than by stepping:
-    /// `[id, goalX, goalZ, path, wait, stuck, arrived]`, `id` an index into [`ViewData::ids`],
-    /// the goal a cell, `path` the cells still to step into (flat `[x0, z0, …]`, next first),
-    /// `wait` the chunk `[x, z]` its wait is on or `null`, `stuck` `"none"` / `"budget"` or
-    /// `null`, `arrived` a boolean.
+    /// `world.nav`'s agents (docs/reference/nav.md#agents) whose state appeared or changed other
+    /// than by stepping: `[id, goalX, goalZ, path, wait, stuck, arrived]`, `id` an index into
+    /// [`ViewData::ids`], the goal a cell, `path` the cells still to step into (flat `[x0, z0, …]`,
+    /// next first), `wait` the chunk `[x, z]` its wait is on or `null`, `stuck` `"none"` /
+    /// `"budget"` or `null`, `arrived` a boolean.
     #[serde(rename = "a", skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<Value>,
     /// Agents whose only change is that their path lost its first cells (they stepped):
@@ -129,11 +131,11 @@ pub struct Frame {
     /// Agents whose state the kit dropped (no goal any more, or gone).
     #[serde(rename = "ar", skip_serializing_if = "Vec::is_empty")]
     pub agents_removed: Vec<usize>,
-    /// SPEC §17, only in a run that uses `lod`: the step (block side in chunks) of each level
-    /// (level 1 first) when they changed, `null` for a level that still holds blocks but is no
-    /// longer in force. The blocks follow the tick's `world.lod.loaded` / `unloaded` events
-    /// (written `[name, x, z, level]`), which load a block not built and without a height, and
-    /// the fields below.
+    /// docs/reference/config.md#outputs-that-appear-only-when-used, only in a run that uses `lod`:
+    /// the step (block side in chunks) of each level (level 1 first) when they changed, `null` for
+    /// a level that still holds blocks but is no longer in force. The blocks follow the tick's
+    /// `world.lod.loaded` / `unloaded` events (written `[name, x, z, level]`), which load a block
+    /// not built and without a height, and the fields below.
     #[serde(rename = "ls", skip_serializing_if = "Option::is_none")]
     pub lod_steps: Option<Vec<Option<u32>>>,
     /// LOD blocks loaded that the events do not account for (a `load` of a save): flat

@@ -1,6 +1,7 @@
-//! The region file framing (SPEC §13), pure: encoding and decoding, no I/O. A region file holds
-//! the records of 32×32 chunk columns of one [`Kind`] (terrain's modified chunks, a district's
-//! kept differences); the kind says what a record's payload and the file's stamp are.
+//! The region file framing (docs/reference/world-dir.md#region-files), pure: encoding and decoding,
+//! no I/O. A region file holds the records of 32×32 chunk columns of one [`Kind`] (terrain's
+//! modified chunks, a district's kept differences); the kind says what a record's payload and the
+//! file's stamp are.
 //!
 //! ```text
 //! region header   magic (the kind's), format version, flags, the kind's 24-byte stamp, the

@@ -1,5 +1,5 @@
-//! The world directory's machinery (SPEC §13), shared by every kit that keeps records there
-//! (`world.terrain`'s modified chunks, `world.district`'s kept differences):
+//! The world directory's machinery (docs/reference/world-dir.md), shared by every kit that keeps
+//! records there (`world.terrain`'s modified chunks, `world.district`'s kept differences):
 //!
 //! - [`frame`]: the region file framing, pure: a header, a table chunk → record, a free list, a
 //!   header CRC-32, and records each with its own header and CRC-32 over an (LZ4-compressed when

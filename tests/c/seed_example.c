@@ -1,5 +1,5 @@
-/* The seed's worked example (SPEC §8) through the C ABI, with a save and a reload into a fresh
- * game. Built and run by tests/capi_c.rs (under valgrind in CI):
+/* The seed's worked example (docs/reference/tick.md#the-worked-example) through the C ABI, with a
+ * save and a reload into a fresh game. Built and run by tests/capi_c.rs (under valgrind in CI):
  *   seed_example DIR      DIR: a directory for the save file
  * Exits 0 when every number matches, 1 naming the first check that failed. */
 #include <stdio.h>
@@ -114,7 +114,8 @@ int main(int argc, char **argv) {
     error = NULL;
     report(ws_game_pending(game, chunks, 16, &count, &error), &error, "ws_game_pending");
     CHECK(count == 7);
-    /* Readiness (SPEC §11): the hero's square is not all loaded yet. */
+    /* Readiness (docs/reference/streaming.md#readiness): the hero's square is not all loaded
+     * yet. */
     CHECK(!ready(game, "hero"));
 
     /* Ticks 2-5 (with the seed's input at tick 5): 9 loaded, (1,1) is, (2,0) is not. */
@@ -185,7 +186,8 @@ int main(int argc, char **argv) {
     ws_string_free(a);
     ws_string_free(b);
 
-    /* A preload ticket far away (SPEC §11): not ready until its square is loaded. */
+    /* A preload ticket far away (docs/reference/streaming.md#readiness): not ready until its square
+     * is loaded. */
     error = NULL;
     report(ws_game_apply(fresh, "{\"tick\": 9, \"do\": \"request\", \"id\": \"gate\", "
                                 "\"at\": {\"x\": 1000, \"z\": 1000}, \"radius\": 1, \"ticks\": 20}",

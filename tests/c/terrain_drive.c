@@ -1,9 +1,10 @@
-/* A drive across examples/scenes/terrain.json through the round-3 C functions (SPEC §19): the
- * hero moved every tick with ws_game_move, the chunk events drained as WsChunkEvent structs, and
- * for every chunk built a mesh-sized height buffer filled by ws_game_terrain whose FNV-1a 64
- * (SPEC §12: the heights as little-endian u16, then the materials) must be the built event's
- * hash. Then entity data, and the new functions' refusals. Built and run by tests/capi_c.rs
- * (under valgrind in CI, where a leak or a bad read fails the test):
+/* A drive across examples/scenes/terrain.json through the round-3 C functions
+ * (docs/reference/engines.md#the-hot-path): the hero moved every tick with ws_game_move, the chunk
+ * events drained as WsChunkEvent structs, and for every chunk built a mesh-sized height buffer
+ * filled by ws_game_terrain whose FNV-1a 64 (docs/reference/terrain.md#chunk-content: the heights
+ * as little-endian u16, then the materials) must be the built event's hash. Then entity data, and
+ * the new functions' refusals. Built and run by tests/capi_c.rs (under valgrind in CI, where a leak
+ * or a bad read fails the test):
  *   terrain_drive REPO      REPO: the crate (for examples/scenes/terrain.json)
  * Exits 0 when every check holds, 1 naming those that failed. */
 #include <stdio.h>
@@ -49,8 +50,8 @@ static void expect_(int line, const char *call, WsStatus status, WsStatus expect
     CHECK(ws_string_free(error) == WS_STATUS_OK);
 }
 
-/* FNV-1a 64 of a chunk's bytes, as SPEC §12 defines them: the heights as little-endian u16,
- * then the materials. */
+/* FNV-1a 64 of a chunk's bytes, as docs/reference/terrain.md#chunk-content defines them: the
+ * heights as little-endian u16, then the materials. */
 static uint64_t chunk_hash(const uint16_t *heights, const uint8_t *materials, size_t cells) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < cells; i++) {

@@ -52,8 +52,8 @@ pub fn run(game: &mut Game, lines: &[Value], target: u64) {
 }
 
 /// The game's state as JSON without `world.terrain.waits`, which counts the commits that
-/// waited for a worker thread (SPEC §12: timing, not state): what two runs of the same game
-/// must agree on.
+/// waited for a worker thread (docs/reference/terrain.md#the-commit: timing, not state): what two
+/// runs of the same game must agree on.
 pub fn state_without_timing(game: &Game) -> Value {
     let mut v = serde_json::to_value(game.state()).unwrap();
     if let Some(vars) = v["variables"].as_object_mut() {

@@ -1,8 +1,9 @@
 // The C# binding (bindings/csharp/WorldStreaming.cs) driven as a Unity game would: the seed's
-// worked example (SPEC §8), a drive across examples/scenes/terrain.json with every built chunk's
-// heights read back and hashed (FNV-1a 64, SPEC §12) against its event, entity data, and the
-// error paths, all through the WorldStreaming wrapper. Compiled with mcs (C# 7) and run with mono
-// by tests/capi_csharp.rs:
+// worked example (docs/reference/tick.md#the-worked-example), a drive across
+// examples/scenes/terrain.json with every built chunk's heights read back and hashed (FNV-1a 64,
+// docs/reference/terrain.md#chunk-content) against its event, entity data, and the error paths, all
+// through the WorldStreaming wrapper. Compiled with mcs (C# 7) and run with mono by
+// tests/capi_csharp.rs:
 //   mono WorldStreamingTest.exe REPO DIR      REPO: the crate; DIR: a scratch directory
 // Exits 0 when every check holds, 1 naming those that failed.
 using System;
@@ -80,11 +81,11 @@ static class WorldStreamingTest
             }
             Check(game.DrainLog() == "[]", "no mod log");
         }
-        Console.WriteLine("seed example: every number as SPEC §8 has it");
+        Console.WriteLine("seed example: every number as docs/reference/tick.md#the-worked-example has it");
     }
 
-    /// <summary>FNV-1a 64 of a chunk's bytes (SPEC §12): the heights as little-endian u16, then
-    /// the materials.</summary>
+    /// <summary>FNV-1a 64 of a chunk's bytes (docs/reference/terrain.md#chunk-content): the heights
+    /// as little-endian u16, then the materials.</summary>
     static ulong ChunkHash(ushort[] heights, byte[] materials, int cells)
     {
         ulong h = 0xcbf29ce484222325UL;

@@ -1,5 +1,5 @@
-//! `world.district`'s settings (SPEC §15): the district files, each for a scene, the world
-//! directory and how often differences are written back to it.
+//! `world.district`'s settings (docs/reference/district.md#district-files): the district files,
+//! each for a scene, the world directory and how often differences are written back to it.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -23,8 +23,9 @@ config_settings! {
         /// The district files: a path (relative to the scene file) for the first scene, or
         /// `{scene, file}`.
         districts "districts": Vec<DistrictEntry> = Vec::new(),
-        /// Where differences are kept in region files (SPEC §15), relative to the scene file; the
-        /// same directory `world.terrain` may use. Without it they live in memory and in game saves.
+        /// Where differences are kept in region files
+        /// (docs/reference/district.md#district-persistence), relative to the scene file; the same
+        /// directory `world.terrain` may use. Without it they live in memory and in game saves.
         #[serde(skip_serializing_if = "Option::is_none")]
         world_dir "worldDir": Option<String> = None,
         /// With `worldDir`: write back on every tick that is a multiple of it (0: only on release,

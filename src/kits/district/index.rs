@@ -1,6 +1,6 @@
-//! District files (SPEC §15), free of the host: one entity a line (JSON Lines), read once,
-//! sequentially, and indexed by home chunk as file offsets, never as entities. A line is read
-//! again (one seek, one read) when its chunk loads.
+//! District files (docs/reference/district.md#district-files), free of the host: one entity a line
+//! (JSON Lines), read once, sequentially, and indexed by home chunk as file offsets, never as
+//! entities. A line is read again (one seek, one read) when its chunk loads.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Seek, SeekFrom};
@@ -64,8 +64,8 @@ pub enum IndexError {
     More(usize),
 }
 
-/// The most errors [`Builder::finish`] tells (SPEC §9: `check` tells every error found; a
-/// file of a million bad lines is told by its first ones and a count).
+/// The most errors [`Builder::finish`] tells (docs/reference/files-and-cli.md#check: `check` tells
+/// every error found; a file of a million bad lines is told by its first ones and a count).
 pub const MAX_ERRORS: usize = 20;
 
 /// Parses and checks one district line (without its newline): at most
@@ -396,9 +396,9 @@ impl Builder {
         id_hash(id)
     }
 
-    /// SPEC §10: `rides` links never form a loop. District entities ride each other only
-    /// through their lines (a scene entity rides only entities of its own file), so a loop is
-    /// one among the lines. Each loop's error names the line that closes it (its last line
+    /// docs/reference/engine.md#rides: `rides` links never form a loop. District entities ride each
+    /// other only through their lines (a scene entity rides only entities of its own file), so a
+    /// loop is one among the lines. Each loop's error names the line that closes it (its last line
     /// read), as the scene file's check does for its own.
     fn loops(&self, sorted: &[(u64, u32)]) -> Vec<(u32, IndexError)> {
         let next: BTreeMap<u32, (u32, &str)> = self

@@ -1,8 +1,8 @@
-//! The `district` table of a Lua mod (SPEC §15): one Rust function per Lua function, listed in
-//! [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list), built with the
-//! bridge of [`crate::script`] and registered in the kit's catalog entry as [`TABLE`]. Data
-//! crosses as plain tables: a JSON object is a table with string keys, an array a sequence
-//! `{1, 2, …}`.
+//! The `district` table of a Lua mod (docs/reference/district.md#district-data): one Rust function
+//! per Lua function, listed in [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against
+//! that list), built with the bridge of [`crate::script`] and registered in the kit's catalog entry
+//! as [`TABLE`]. Data crosses as plain tables: a JSON object is a table with string keys, an array
+//! a sequence `{1, 2, …}`.
 
 use std::rc::{Rc, Weak};
 

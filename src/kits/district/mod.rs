@@ -1,7 +1,7 @@
-//! `world.district` (SPEC §15): entities that stream with their chunks. District files (JSON
-//! Lines) are indexed at start by home chunk, as file offsets; a chunk's entities are spawned when
-//! it loads (before `world.chunk.loaded` and the `onChunk` callbacks) and stored when it is
-//! released (after them); only differences from the district files are kept, in memory and in
+//! `world.district` (docs/reference/district.md): entities that stream with their chunks. District
+//! files (JSON Lines) are indexed at start by home chunk, as file offsets; a chunk's entities are
+//! spawned when it loads (before `world.chunk.loaded` and the `onChunk` callbacks) and stored when
+//! it is released (after them); only differences from the district files are kept, in memory and in
 //! game saves.
 //!
 //! - [`config`]: the district files and the world directory; [`events`]: the names of the
@@ -296,11 +296,12 @@ impl DistrictKit {
         move |c| streaming.as_ref().is_some_and(|s| s.is_loaded(c))
     }
 
-    /// The write-back of the tick's end (SPEC §15, §13's policy): on a multiple of
-    /// `flushEveryTicks`, hears the last write back's outcome, periodic or on release (each
-    /// region not written is a `world.district.error`) and sends every change (with the
-    /// regions to try again); on another tick that released or stored into a chunk, sends
-    /// every change.
+    /// The write-back of the tick's end (the policy,
+    /// docs/reference/district.md#district-persistence, docs/reference/world-dir.md#write-back): on
+    /// a multiple of `flushEveryTicks`, hears the last write back's outcome, periodic or on release
+    /// (each region not written is a `world.district.error`) and sends every change (with the
+    /// regions to try again); on another tick that released or stored into a chunk, sends every
+    /// change.
     fn write_back(&mut self, ctx: &mut Ctx<'_>) {
         let loaded = self.loaded_fn();
         let mut st = self.state.borrow_mut();
@@ -424,9 +425,10 @@ impl Kit for DistrictKit {
             let name = crate::user_file::name(path);
             // A regular file, checked before and after opening (a FIFO swapped in between
             // never blocks the start); the index reads it through its own cap. A file that
-            // cannot be opened is an error told with the others (SPEC §9: every error found).
-            // A file that says it is past the cap is refused unread (the read stops at the cap
-            // all the same, should it grow).
+            // cannot be opened is an error told with the others
+            // (docs/reference/files-and-cli.md#check: every error found). A file that says it is
+            // past the cap is refused unread (the read stops at the cap all the same, should it
+            // grow).
             let cap = crate::limits::MAX_DISTRICT_BYTES;
             let opened = crate::user_file::open_regular(path)
                 .map_err(|e| format!("{e} (a district file)"))

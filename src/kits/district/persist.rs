@@ -1,6 +1,6 @@
-//! `world.district` with a world directory (SPEC §15 "Persistence"): the kept differences, and
-//! the live entities standing in each chunk, written as district records (`region.rs`) by the
-//! shared save thread of [`crate::worlddir::store`].
+//! `world.district` with a world directory (docs/reference/district.md#district-persistence): the
+//! kept differences, and the live entities standing in each chunk, written as district records
+//! (`region.rs`) by the shared save thread of [`crate::worlddir::store`].
 //!
 //! What is written is an *image*: per chunk and scene, what the chunk stores (its kept
 //! difference, or its district lines when it has none) followed by the live streamed entities

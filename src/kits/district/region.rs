@@ -1,7 +1,8 @@
-//! The district kind of region file (SPEC §15 "Persistence"; bytes in the book, "World files"):
-//! a file kind of its own, `d.<x>.<z>.wsd`, in §13's framing ([`crate::worlddir::frame`]): one
-//! record per chunk that is not as its district lines describe it, holding, per scene, what the
-//! chunk stores and the live entities standing in it. Pure: no I/O.
+//! The district kind of region file (docs/reference/district.md#district-persistence; bytes in the
+//! book, "World files"): a file kind of its own, `d.<x>.<z>.wsd`, in the framing
+//! (docs/reference/world-dir.md#what-is-stored) ([`crate::worlddir::frame`]): one record per chunk
+//! that is not as its district lines describe it, holding, per scene, what the chunk stores and the
+//! live entities standing in it. Pure: no I/O.
 //!
 //! The stamp (24 bytes in the header): the payload format (u32), how many district files
 //! (u32), FNV-1a 64 over their lengths and hashes (u64), and the chunk size (f64). A

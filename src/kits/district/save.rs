@@ -318,12 +318,12 @@ impl State {
         })
     }
 
-    /// SPEC §15, every id once: the section agrees with itself, with the district files and
-    /// with the save's world (each field alone was checked already). A live district entity is
-    /// in the world as its line; every district entity of the world is listed live; a stored
-    /// entity is nowhere else; a despawned id is a district id held nowhere; and (differences
-    /// kept in the save) `stored` counts no more than the records and the untouched lines hold
-    /// and no less than the records.
+    /// docs/reference/district.md#district-files, every id once: the section agrees with itself,
+    /// with the district files and with the save's world (each field alone was checked already). A
+    /// live district entity is in the world as its line; every district entity of the world is
+    /// listed live; a stored entity is nowhere else; a despawned id is a district id held nowhere;
+    /// and (differences kept in the save) `stored` counts no more than the records and the
+    /// untouched lines hold and no less than the records.
     fn check_whole(&self, world: &World, s: Saved<'_>, in_dir: bool) -> Result<(), Problem> {
         let Saved {
             live,

@@ -1,7 +1,8 @@
-//! The kit's state (SPEC §15): the index of the district files, the live streamed entities by
-//! chunk, the kept differences by (scene, chunk), the despawned district ids; and the two steps
-//! that move entities between the world and storage: materialise (a chunk loads) and store (a
-//! chunk is released, or a streamed entity ends a tick in a chunk that is not loaded).
+//! The kit's state (docs/reference/district.md#district-files): the index of the district files,
+//! the live streamed entities by chunk, the kept differences by (scene, chunk), the despawned
+//! district ids; and the two steps that move entities between the world and storage: materialise (a
+//! chunk loads) and store (a chunk is released, or a streamed entity ends a tick in a chunk that is
+//! not loaded).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,5 +1,6 @@
-//! `world.nav`'s settings (SPEC §18): `maxStep`, `blocked`, `diagonal`, `maxNodes`, each range
-//! declared once (its check, message and schema bounds come from the one `checked_number!`).
+//! `world.nav`'s settings (docs/reference/nav.md#nav-settings): `maxStep`, `blocked`, `diagonal`,
+//! `maxNodes`, each range declared once (its check, message and schema bounds come from the one
+//! `checked_number!`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

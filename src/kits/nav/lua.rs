@@ -1,8 +1,8 @@
-//! The `nav` table of a Lua mod (SPEC §18): one Rust function per Lua function, listed in
-//! [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list), built with the
-//! bridge of [`crate::script`] and registered in the kit's catalog entry as [`TABLE`]. A search
-//! is charged to the mod's budget as it runs: [`NODE_UNITS`] per node expanded, so a mod cannot
-//! make the host search for longer than its own budget allows.
+//! The `nav` table of a Lua mod (docs/reference/nav.md#queries): one Rust function per Lua
+//! function, listed in [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that
+//! list), built with the bridge of [`crate::script`] and registered in the kit's catalog entry as
+//! [`TABLE`]. A search is charged to the mod's budget as it runs: [`NODE_UNITS`] per node expanded,
+//! so a mod cannot make the host search for longer than its own budget allows.
 
 use std::rc::{Rc, Weak};
 

@@ -1,5 +1,5 @@
-//! `world.nav` (SPEC §18): paths over what is built, and `indeterminate` when the answer needs a
-//! chunk that is not built yet. Queries come from Rust ([`NavService::path`]), Lua
+//! `world.nav` (docs/reference/nav.md): paths over what is built, and `indeterminate` when the
+//! answer needs a chunk that is not built yet. Queries come from Rust ([`NavService::path`]), Lua
 //! (`nav.path`) and the input `path {id, from, to}`; agents (entities tagged `agent` with
 //! `data.goal`) walk one cell a tick, waiting while their route is not built.
 //!

@@ -1,6 +1,6 @@
-//! The path search of `world.nav` (SPEC §18), pure: the cell graph of *built* chunks and A* over
-//! it, with no host, no threads and no clock, so the same ground gives the same answer on every
-//! machine.
+//! The path search of `world.nav` (docs/reference/nav.md#the-search-order), pure: the cell graph of
+//! *built* chunks and A* over it, with no host, no threads and no clock, so the same ground gives
+//! the same answer on every machine.
 //!
 //! **Cells.** A cell is a terrain cell in global integer coordinates: with `n` cells per chunk
 //! side, cell `(x, z)` is cell `(x.rem_euclid(n), z.rem_euclid(n))` of chunk
@@ -151,7 +151,7 @@ impl Default for Rules {
     }
 }
 
-/// A search's answer (SPEC §18).
+/// A search's answer (docs/reference/nav.md#the-answers).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     /// A cheapest path over built cells, from the start cell to the goal cell (both included).

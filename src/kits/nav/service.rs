@@ -32,7 +32,7 @@ pub struct AgentView {
 /// What `world.nav` offers.
 pub trait NavService {
     /// Searches a path from the cell of `from` to the cell of `to` over the built terrain,
-    /// expanding at most `maxNodes` nodes (SPEC §18).
+    /// expanding at most `maxNodes` nodes (docs/reference/nav.md#queries).
     fn path(&self, from: Position, to: Position) -> Outcome;
     /// [`NavService::path`], asking `meter` once per node expanded; it stops the search when it
     /// answers false (a mod's budget is spent).

@@ -1,10 +1,10 @@
 //! The kit's state, shared between the kit (which ticks the agents) and the service handle:
 //! the rules, the cell grid, the terrain it reads, and each agent's held path and wait.
 //!
-//! **Agents** (SPEC §18). Each tick, the entities tagged `agent` whose `data.goal` is
-//! `{x, z}` (two finite numbers, metres) are visited in entity (spawn) order, starting at the
-//! one whose turn it is (below). For each, with `here` the cell of its position and `goal` the
-//! cell of its goal:
+//! **Agents** (docs/reference/nav.md#agents). Each tick, the entities tagged `agent` whose
+//! `data.goal` is `{x, z}` (two finite numbers, metres) are visited in entity (spawn) order,
+//! starting at the one whose turn it is (below). For each, with `here` the cell of its position and
+//! `goal` the cell of its goal:
 //! 1. A new goal (another cell than the one it held) drops its path, wait and stuck mark.
 //! 2. `here == goal`: `world.agent.arrived {id}` once per goal; nothing else.
 //! 3. It re-plans when it holds no path, when a cell of its path lies in a chunk that changed

@@ -1,5 +1,6 @@
-//! `world.streaming` settings: the kit config (SPEC §2), the per-scene layer, mod overrides, and the
-//! precedence between them (mod > scene layer > kit config).
+//! `world.streaming` settings: the kit config (docs/reference/config.md#streaming-settings), the
+//! per-scene layer, mod overrides, and the precedence between them (mod > scene layer > kit
+//! config).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,7 +34,8 @@ checked_number!(
 );
 
 checked_number!(
-    /// The resident cap: `null` (no cap) or an integer 1..=[`MAX_LOADED`] (SPEC §11).
+    /// The resident cap: `null` (no cap) or an integer 1..=[`MAX_LOADED`]
+    /// (docs/reference/streaming.md#the-resident-cap).
     MaxLoaded(Option<u32>),
     null or integer 1..=MAX_LOADED,
     "most chunks loaded at once (held unload refusals included); null: no cap"
@@ -55,8 +57,9 @@ checked_number!(
 );
 
 checked_number!(
-    /// How many ticks ahead each moving anchor is predicted (SPEC §16): an integer
-    /// 0..=[`MAX_LOOK_AHEAD`]; 0 predicts nothing.
+    /// How many ticks ahead each moving anchor is predicted
+    /// (docs/reference/streaming.md#look-ahead): an integer 0..=[`MAX_LOOK_AHEAD`]; 0 predicts
+    /// nothing.
     LookAheadTicks(u32),
     integer 0..=MAX_LOOK_AHEAD,
     "ticks ahead a moving anchor's focus is predicted (0: none)"
@@ -64,22 +67,23 @@ checked_number!(
 
 checked_number!(
     /// The ring around each player's focus chunk whose chunks count as holes when not ready
-    /// (SPEC §16): an integer 0..=[`MAX_HOLE_RING`].
+    /// (docs/reference/streaming.md#holes): an integer 0..=[`MAX_HOLE_RING`].
     HoleRing(u32),
     integer 0..=MAX_HOLE_RING,
     "ring around each player's focus chunk counted for world.chunks.holes"
 );
 
 checked_number!(
-    /// A ticket's priority (SPEC §16): an integer 0..=255; higher loads first.
+    /// A ticket's priority (docs/reference/streaming.md#priorities): an integer 0..=255; higher
+    /// loads first.
     Priority(u32),
     integer 0..=255,
     "higher-priority chunks load before lower ones (default 0)"
 );
 
 checked_number!(
-    /// LOD block loads per tick (SPEC §17): an integer 0..=[`MAX_LOD_BUDGET`], separate from the
-    /// chunk budget.
+    /// LOD block loads per tick (docs/reference/lod.md#block-order-and-budget): an integer
+    /// 0..=[`MAX_LOD_BUDGET`], separate from the chunk budget.
     LodBudget(u32),
     integer 0..=MAX_LOD_BUDGET,
     "LOD block loads per tick, separate from the chunk budget"
@@ -141,9 +145,10 @@ pub struct LodLevel {
     pub radius: u32,
 }
 
-/// The `lod` list (SPEC §17): at most [`MAX_LOD_LEVELS`] levels, steps powers of two strictly
-/// ascending, radii strictly ascending (above the effective radius: checked where the radius is
-/// known, see [`Lod::check_against`]). A fixed array, so the settings stay `Copy`.
+/// The `lod` list (docs/reference/lod.md#lod-levels): at most [`MAX_LOD_LEVELS`] levels, steps
+/// powers of two strictly ascending, radii strictly ascending (above the effective radius: checked
+/// where the radius is known, see [`Lod::check_against`]). A fixed array, so the settings stay
+/// `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Lod {
     len: u8,
@@ -267,7 +272,7 @@ impl JsonSchema for Lod {
             "type": "array",
             "items": item,
             "maxItems": MAX_LOD_LEVELS,
-            "description": "levels of detail beyond the radius (SPEC §17): steps powers of two ascending, radii strictly ascending and above the radius"
+            "description": "levels of detail beyond the radius (docs/reference/lod.md#lod-levels): steps powers of two ascending, radii strictly ascending and above the radius"
         })
     }
 }
@@ -286,10 +291,11 @@ pub const MAX_TICKET_CHUNKS: u32 = 1_000_000;
 /// `maxTicketChunks` when the config leaves it out.
 pub const DEFAULT_MAX_TICKET_CHUNKS: u32 = 65_536;
 
-/// Whose positions the grid streams around (SPEC §11).
+/// Whose positions the grid streams around (docs/reference/streaming.md#the-foci-in-force).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub enum FocusMode {
-    /// One focus: the player's vehicle, else the player, else the last `player.moved` (§3).
+    /// One focus: the player's vehicle, else the player, else the last `player.moved`
+    /// (docs/reference/tick.md#focus-resolution).
     #[default]
     #[serde(rename = "player")]
     Player,
@@ -312,10 +318,11 @@ impl FocusMode {
     }
 }
 
-/// How the load budget is shared (SPEC §16).
+/// How the load budget is shared (docs/reference/streaming.md#priorities).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub enum Schedule {
-    /// Pending chunks by priority, then §11's nearest-first key.
+    /// Pending chunks by priority, then the nearest-first key
+    /// (docs/reference/streaming.md#the-nearest-first-key).
     #[default]
     #[serde(rename = "nearest")]
     Nearest,
@@ -398,12 +405,12 @@ pub(crate) struct LuaSetter {
 /// `kit.json` against.
 ///
 /// `always` keys are held by every config (their default when left out); `optional` keys
-/// (SPEC §16, §17, the ticket cap) are `None` when left out, so that a scene that does not set
-/// them keeps its earlier outputs (docs/reference/config.md#outputs-that-appear-only-when-used).
-/// Every `always` key comes before every `optional` one, in the order of the files. A config
-/// reads a left-out key from its [`Default`] (`#[serde(default)]` on the struct), and the
-/// schema's `default` of a key is that value, or the declared one for an `optional` key
-/// ([`crate::json::optional_setting`]).
+/// (docs/reference/config.md#outputs-that-appear-only-when-used, docs/reference/lod.md#lod-levels,
+/// the ticket cap) are `None` when left out, so that a scene that does not set them keeps its
+/// earlier outputs (docs/reference/config.md#outputs-that-appear-only-when-used). Every `always`
+/// key comes before every `optional` one, in the order of the files. A config reads a left-out key
+/// from its [`Default`] (`#[serde(default)]` on the struct), and the schema's `default` of a key is
+/// that value, or the declared one for an `optional` key ([`crate::json::optional_setting`]).
 macro_rules! settings {
     // Inner rules. Where an item of a layered setting names nothing of its `=> { … }` block but
     // the field, the block's `$lua` is passed along (a repetition needs a variable of its depth)
@@ -630,8 +637,10 @@ settings! {
     }
 
     optional {
-        /// `"nearest"` (default) or `"fair"` (SPEC §16). Absent is not `"nearest"`: only a scene
-        /// that sets a §16 key shows §16's outputs.
+        /// `"nearest"` (default) or `"fair"` (docs/reference/streaming.md#the-fair-schedule).
+        /// Absent is not `"nearest"`: only a scene that sets a scheduling key
+        /// (docs/reference/config.md#outputs-that-appear-only-when-used) shows the outputs
+        /// (docs/reference/config.md#outputs-that-appear-only-when-used).
         schedule "schedule": Schedule = Schedule::Nearest => {
             /// Overrides the schedule.
             lua "setSchedule" Word;
@@ -655,11 +664,12 @@ settings! {
             hole_ring: u32 = HoleRing::get
         };
 
-        /// Levels of detail beyond the radius (SPEC §17; default none).
+        /// Levels of detail beyond the radius (docs/reference/lod.md#lod-levels; default none).
         lod "lod": Lod = Lod::EMPTY => {
             /// Replaces the LOD levels whole (`[]`: none).
             lua "setLod" ByHand;
-            /// The LOD levels in force: those reaching farther than `radius` (SPEC §17).
+            /// The LOD levels in force: those reaching farther than `radius`
+            /// (docs/reference/lod.md#lod-levels).
             lod: Lod = std::convert::identity
         };
 
@@ -700,7 +710,8 @@ impl LodBudget {
 }
 
 impl Overrides {
-    /// Whether a key of SPEC §16 (scheduling) is set.
+    /// Whether a key of docs/reference/config.md#outputs-that-appear-only-when-used (scheduling) is
+    /// set.
     pub fn uses_scheduling(&self) -> bool {
         self.schedule.is_some() || self.look_ahead_ticks.is_some() || self.hole_ring.is_some()
     }
@@ -722,8 +733,9 @@ impl StreamingConfig {
         s
     }
 
-    /// Whether the config, a layer or the mods may set LOD levels (SPEC §17): only then does
-    /// the state show `lod` and the LOD variables.
+    /// Whether the config, a layer or the mods may set LOD levels
+    /// (docs/reference/lod.md#lod-levels): only then does the state show `lod` and the LOD
+    /// variables.
     pub fn uses_lod(&self) -> bool {
         self.lod.is_some_and(|l| !l.is_empty())
     }
@@ -745,7 +757,8 @@ impl StreamingConfig {
         }
     }
 
-    /// Whether the config sets a key of SPEC §16 (scheduling).
+    /// Whether the config sets a key of docs/reference/config.md#outputs-that-appear-only-when-used
+    /// (scheduling).
     pub fn uses_scheduling(&self) -> bool {
         self.schedule.is_some() || self.look_ahead_ticks.is_some() || self.hole_ring.is_some()
     }
@@ -944,7 +957,8 @@ mod scheduling_keys {
 
     #[test]
     fn null_is_no_value_of_a_key_that_may_be_left_out() {
-        // SPEC §2: out-of-range values are errors; only `maxLoaded` gives `null` a meaning.
+        // docs/reference/config.md#error-messages: out-of-range values are errors; only `maxLoaded`
+        // gives `null` a meaning.
         for (key, expected) in [
             ("schedule", "expected \"nearest\" or \"fair\", got null"),
             ("lookAheadTicks", "expected an integer 0..=600, got null"),

@@ -158,8 +158,9 @@ pub trait ChunkEvent {
     fn chunk(&self) -> Option<(ChunkPos, bool)>;
 
     /// The level and block of a `world.lod.loaded` (`Some((level, block, true))`) or
-    /// `world.lod.unloaded` (`Some((level, block, false))`) event (SPEC §17; level 1 is the
-    /// first `lod` entry); `None` for any other event.
+    /// `world.lod.unloaded` (`Some((level, block, false))`) event
+    /// (docs/reference/lod.md#lod-events; level 1 is the first `lod` entry); `None` for any other
+    /// event.
     fn block(&self) -> Option<(u32, ChunkPos, bool)>;
 }
 

@@ -1,5 +1,6 @@
-//! Where the grid streams around (SPEC §3, §11): the non-ticket foci (the player, or every
-//! anchor) and the preload tickets, each a focus with its own radius for a number of ticks.
+//! Where the grid streams around (docs/reference/tick.md#focus-resolution,
+//! docs/reference/streaming.md#tickets): the non-ticket foci (the player, or every anchor) and the
+//! preload tickets, each a focus with its own radius for a number of ticks.
 
 use std::collections::BTreeMap;
 
@@ -68,7 +69,7 @@ pub struct Ticket {
     /// Whether `world.ticket.ready` was emitted for it.
     #[serde(default)]
     pub announced: bool,
-    /// Its priority (SPEC §16; absent: 0).
+    /// Its priority (docs/reference/streaming.md#priorities; absent: 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub priority: u8,
 }

@@ -170,7 +170,8 @@ impl StreamingService for Handle {
     }
 
     fn foci(&self) -> Vec<Position> {
-        // §11's foci: the non-ticket ones and the tickets, not the predicted ones.
+        // The foci (docs/reference/streaming.md#the-foci-in-force): the non-ticket ones and the
+        // tickets, not the predicted ones.
         let st = self.0.borrow();
         let before = st.anchor_foci;
         let skip = st.predicted_foci;

@@ -1,6 +1,7 @@
-//! The `streaming` table of a Lua mod (SPEC §5, §11): one Rust function per Lua function,
-//! listed in [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list), built
-//! with the bridge of [`crate::script`] and registered in the kit's catalog entry as [`TABLE`].
+//! The `streaming` table of a Lua mod (docs/reference/tick.md#the-streaming-service,
+//! docs/reference/streaming.md#the-foci-in-force): one Rust function per Lua function, listed in
+//! [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list), built with the
+//! bridge of [`crate::script`] and registered in the kit's catalog entry as [`TABLE`].
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -211,8 +212,8 @@ fn request(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> A
     })
 }
 
-/// `streaming.setLod({{step = 2, radius = 24}, …})` (SPEC §17): replaces the levels whole
-/// (`{}`: none), checked as a scene's `lod` is, against the radius in force.
+/// `streaming.setLod({{step = 2, radius = 24}, …})` (docs/reference/lod.md#lod-levels): replaces
+/// the levels whole (`{}`: none), checked as a scene's `lod` is, against the radius in force.
 fn set_lod(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
     let v = arg(args, 0);
     let Value::Table(t) = &v else {

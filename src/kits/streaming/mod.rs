@@ -70,11 +70,12 @@ pub const VAR_PENDING: &str = "world.chunks.pending";
 pub const VAR_PROGRESS: &str = "world.chunks.progress";
 /// Variable: 1 while the wanted chunks outnumber `maxLoaded`, else 0.
 pub const VAR_OVER_CAPACITY: &str = "world.chunks.overCapacity";
-/// Variable: the chunks within `holeRing` of a player's focus that are not ready (SPEC §16).
+/// Variable: the chunks within `holeRing` of a player's focus that are not ready
+/// (docs/reference/streaming.md#holes).
 pub const VAR_HOLES: &str = "world.chunks.holes";
 /// Variable: the running sum of `world.chunks.holes` over the ticks (saved).
 pub const VAR_HOLE_TICKS: &str = "world.chunks.holeTicks";
-/// Variable: LOD blocks loaded over every level (SPEC §17).
+/// Variable: LOD blocks loaded over every level (docs/reference/lod.md#lod-variables).
 pub const VAR_LOD_LOADED: &str = "world.lod.loaded";
 /// Variable: the chunks within the last level's radius of a player's focus seen by nothing.
 pub const VAR_LOD_HOLES: &str = "world.lod.holes";
@@ -158,7 +159,8 @@ pub struct StreamingKit {
     /// What a load changed, for the subscribers (see [`Kit::after_load`] below).
     restored: Vec<(ChunkPos, bool)>,
     /// Scratch for the LOD step's releases and loads, the players' positions and the chunks
-    /// whose readiness changed (SPEC §17), reused every tick.
+    /// whose readiness changed (docs/reference/lod.md#ready-blocks-and-seen-chunks), reused every
+    /// tick.
     lod_moves: Vec<(usize, ChunkPos)>,
     /// Scratch for the tick's LOD changes, told to the `on_lod_blocks` callbacks.
     lod_changes: Vec<LodChange>,
@@ -239,8 +241,9 @@ impl StreamingKit {
         }
     }
 
-    /// Step 1 of the tick: the foci in force, in the order of SPEC §3 and §11, set on the
-    /// planner (which only recounts the squares that moved) and resolved. With `"players"`,
+    /// Step 1 of the tick: the foci in force, in the order of
+    /// docs/reference/tick.md#focus-resolution, docs/reference/streaming.md#the-foci-in-force, set
+    /// on the planner (which only recounts the squares that moved) and resolved. With `"players"`,
     /// anchors are kept between ticks: a tick in which nothing moved lists nothing, one in which
     /// one anchor moved within its chunk moves that focus only.
     fn resolve_foci(&mut self, ctx: &mut Ctx<'_>) -> Settings {
@@ -350,11 +353,11 @@ impl StreamingKit {
         }
     }
 
-    /// Look-ahead (SPEC §16): for each anchor of this tick (entity ids in `st.anchor_ids`,
-    /// positions in `self.anchors`) that was an anchor on the last tick too, its focus plus
-    /// `lookAheadTicks` times its displacement since then, unless it did not move or jumped
-    /// farther than `radius × chunkSize` (squared lengths, exact f64). Records this tick's
-    /// anchors as the history (none when the foci are not anchors').
+    /// Look-ahead (docs/reference/streaming.md#look-ahead): for each anchor of this tick (entity
+    /// ids in `st.anchor_ids`, positions in `self.anchors`) that was an anchor on the last tick
+    /// too, its focus plus `lookAheadTicks` times its displacement since then, unless it did not
+    /// move or jumped farther than `radius × chunkSize` (squared lengths, exact f64). Records this
+    /// tick's anchors as the history (none when the foci are not anchors').
     fn predict(&self, st: &mut State, settings: Settings, out: &mut Vec<Position>) {
         let ids = st.anchor_ids.iter().zip(&self.anchors);
         let anchors = ids.clone().filter(|(id, _)| id.is_some());
@@ -432,8 +435,8 @@ impl StreamingKit {
         }
     }
 
-    /// The capacity check (SPEC §11): whether this tick may load, and the event when the
-    /// wanted chunks start to outnumber the cap.
+    /// The capacity check (docs/reference/streaming.md#over-capacity): whether this tick may load,
+    /// and the event when the wanted chunks start to outnumber the cap.
     fn within_capacity(&self, ctx: &mut Ctx<'_>, settings: Settings) -> bool {
         let mut st = self.state.borrow_mut();
         let over = match settings.max_loaded {
@@ -643,10 +646,10 @@ impl StreamingKit {
         self.batch = batch;
     }
 
-    /// The LOD step of the tick (SPEC §17): the plan follows the non-ticket foci; blocks no
-    /// longer wanted whose replacements are ready (or that are out of range) are released,
-    /// then up to `lodBudget` pending blocks load. No hook is asked, no refusal held, no cap
-    /// counts them. Events after the tick's chunk events, releases first.
+    /// The LOD step of the tick (docs/reference/lod.md#the-lod-step): the plan follows the
+    /// non-ticket foci; blocks no longer wanted whose replacements are ready (or that are out of
+    /// range) are released, then up to `lodBudget` pending blocks load. No hook is asked, no
+    /// refusal held, no cap counts them. Events after the tick's chunk events, releases first.
     fn lod_tick(&mut self, ctx: &mut Ctx<'_>, settings: Settings) {
         let mut guard = self.state.borrow_mut();
         if settings.lod.is_empty() && guard.lod.is_empty() {
@@ -654,7 +657,7 @@ impl StreamingKit {
         }
         let st = &mut *guard;
         // The non-ticket foci: the players' and the predicted ones (which count wherever a focus
-        // counts, §16); holes are counted around the players' alone.
+        // counts, docs/reference/streaming.md#holes); holes are counted around the players' alone.
         self.anchors.clear();
         if st.active {
             self.anchors
@@ -721,8 +724,8 @@ impl StreamingKit {
             }
         }
         {
-            // Holes (SPEC §16), at the end of every tick: around the non-ticket, non-predicted
-            // foci, once the tick's builders have committed.
+            // Holes (docs/reference/streaming.md#holes), at the end of every tick: around the
+            // non-ticket, non-predicted foci, once the tick's builders have committed.
             let mut st = self.state.borrow_mut();
             let st = &mut *st;
             let settings = st.settings();
@@ -733,8 +736,9 @@ impl StreamingKit {
             };
             st.hole_ticks = st.hole_ticks.saturating_add(st.holes);
             if st.uses_lod() {
-                // §17: what is seen by no ready chunk and no ready block within the last
-                // level's radius, kept up to date from what changed (see `update_holes`).
+                // docs/reference/lod.md#ready-blocks-and-seen-chunks: what is seen by no ready
+                // chunk and no ready block within the last level's radius, kept up to date from
+                // what changed (see `update_holes`).
                 st.residency.track_readiness();
                 let complete = st.residency.swap_ready_log(&mut self.readiness);
                 let residency = &st.residency;
@@ -794,8 +798,9 @@ impl Kit for StreamingKit {
         }
     }
 
-    /// Version 3 once a §16 key or a ticket priority is in use (its fields are in the section);
-    /// else what round 2 wrote, byte for byte.
+    /// Version 3 once a scheduling key
+    /// (docs/reference/config.md#outputs-that-appear-only-when-used) or a ticket priority is in use
+    /// (its fields are in the section); else what round 2 wrote, byte for byte.
     fn save_version(&self) -> u32 {
         let st = self.state.borrow();
         if st.uses_scheduling() || st.uses_lod() {
@@ -937,7 +942,7 @@ impl Kit for StreamingKit {
         if self.within_capacity(ctx, settings) {
             self.load_chunks(ctx, settings);
         }
-        // 3b. LOD blocks (SPEC §17), after the chunk events.
+        // 3b. LOD blocks (docs/reference/lod.md#lod-events), after the chunk events.
         self.lod_tick(ctx, settings);
         // 4. Dormancy was kept up to date chunk by chunk; readiness and the variables come at
         //    the end of the tick, after every kit (builders included) ticked.

@@ -1,5 +1,6 @@
-//! The streaming kit's save section (SPEC §6, §11): what it holds, writing it from the state,
-//! checking a loaded one completely (one check per key) before anything changes, and restoring it.
+//! The streaming kit's save section (docs/reference/saves.md#the-streaming-section): what it holds,
+//! writing it from the state, checking a loaded one completely (one check per key) before anything
+//! changes, and restoring it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,7 +65,7 @@ pub struct SavedTicket {
     /// Whether `world.ticket.ready` was emitted for it.
     #[serde(default)]
     pub announced: bool,
-    /// Its priority (SPEC §16; absent: 0; never `null`).
+    /// Its priority (docs/reference/streaming.md#priorities; absent: 0; never `null`).
     #[serde(
         default,
         deserialize_with = "crate::kits::streaming::config::not_null",
@@ -148,11 +149,12 @@ pub struct SaveSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<SavedAnchor>>,
     /// The running sum of `world.chunks.holes` (version 3; absent: 0). Present exactly when
-    /// the game used SPEC §16.
+    /// the game used scheduling (docs/reference/streaming.md#holes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hole_ticks: Option<u64>,
     /// The loaded LOD blocks, one list per level (level 1 first), each in row order (version
-    /// 3, SPEC §17; absent: none). Present exactly when the game uses `lod`.
+    /// 3, docs/reference/config.md#outputs-that-appear-only-when-used; absent: none). Present
+    /// exactly when the game uses `lod`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lod: Option<Vec<Vec<ChunkPos>>>,
     /// The running sum of `world.lod.holes` (version 3; absent: 0).
@@ -745,8 +747,9 @@ fn check_radius(radius: u32, path: &str) -> Result<(), Problem> {
 }
 
 /// `tickets`: at most [`MAX_TICKETS`], each id valid and once, positions, radii and tick ranges
-/// (a ticket requested outside a scene is kept, SPEC §11, so a scene-less save may hold some),
-/// wanting together at most `cap` chunks (`maxTicketChunks`: the first ticket past it is named).
+/// (a ticket requested outside a scene is kept, docs/reference/saves.md#the-streaming-section, so a
+/// scene-less save may hold some), wanting together at most `cap` chunks (`maxTicketChunks`: the
+/// first ticket past it is named).
 fn check_tickets(list: Vec<SavedTicket>, cap: u64) -> Result<Tickets, Problem> {
     if list.len() > MAX_TICKETS {
         return Err(Problem::new(

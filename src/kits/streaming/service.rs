@@ -29,12 +29,14 @@ pub struct TicketInfo {
     pub radius: u32,
     /// Ticks it still counts in after the current one: its last tick minus the current tick.
     pub ticks_left: u64,
-    /// Its priority (SPEC §16), shown only when the scene uses §16.
+    /// Its priority (docs/reference/config.md#outputs-that-appear-only-when-used), shown only when
+    /// the scene uses scheduling (docs/reference/config.md#outputs-that-appear-only-when-used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u8>,
 }
 
-/// A kit readiness waits for (SPEC §11): a chunk is ready once every builder built it.
+/// A kit readiness waits for (docs/reference/streaming.md#readiness): a chunk is ready once every
+/// builder built it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BuilderId(pub(crate) u32);
 
@@ -61,8 +63,8 @@ pub type ChunkCallback = Box<dyn FnMut(ChunkPos, bool)>;
 /// A chunk callback that may act on the world: `(ctx, chunk, loaded)`.
 pub type ChunkWorldCallback = Box<dyn FnMut(&mut ChunkCtx<'_>, ChunkPos, bool)>;
 
-/// A LOD block the streaming kit loaded or released (SPEC §17): what a
-/// [`StreamingService::on_lod_blocks`] callback hears.
+/// A LOD block the streaming kit loaded or released (docs/reference/lod.md#releasing-blocks): what
+/// a [`StreamingService::on_lod_blocks`] callback hears.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LodChange {
     /// Its level (1 = the first `lod` entry).
@@ -115,7 +117,8 @@ impl ChunkCtx<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChunkStage {
     /// On a load, after the chunk is marked loaded and before the `onChunk` callbacks run and
-    /// `world.chunk.loaded` is emitted (a kit materialising what the chunk holds: SPEC §15).
+    /// `world.chunk.loaded` is emitted (a kit materialising what the chunk holds:
+    /// docs/reference/district.md#materialising).
     BeforeLoaded = 0,
     /// On a release, after the `onChunk` callbacks ran and `world.chunk.unloaded` was emitted
     /// (a kit storing what the chunk held).
@@ -224,10 +227,11 @@ pub trait StreamingService {
     /// Requests (or replaces) preload ticket `id`: a focus at `at` with `radius` (0..=64) for
     /// `ticks` (1..=2^31-1) tick plans, counting from tick `from` (an input's stamp), else from
     /// the next tick (a mod during a tick, or Rust between ticks).
-    /// `priority` (0..=255, SPEC §16; `None`: 0, and the request does not by itself make the
-    /// scene show §16's outputs). Past `maxTicketChunks` it is refused whole
-    /// ([`TicketError::OverCap`]) and `world.ticket.refused {id, reason}` is emitted when the
-    /// engine next settles (see docs/many-foci.md#the-ticket-cap).
+    /// `priority` (0..=255, docs/reference/streaming.md#priorities; `None`: 0, and the request does
+    /// not by itself make the scene show the outputs,
+    /// docs/reference/config.md#outputs-that-appear-only-when-used). Past `maxTicketChunks` it is
+    /// refused whole ([`TicketError::OverCap`]) and `world.ticket.refused {id, reason}` is emitted
+    /// when the engine next settles (see docs/many-foci.md#the-ticket-cap).
     fn request(
         &self,
         id: &str,
@@ -247,7 +251,8 @@ pub trait StreamingService {
     ) -> Result<(), TicketError> {
         self.request(id, at, radius, ticks, None, None)
     }
-    /// [`StreamingService::request`] from the next tick with `priority` (SPEC §16).
+    /// [`StreamingService::request`] from the next tick with `priority`
+    /// (docs/reference/streaming.md#priorities).
     fn request_around_with_priority(
         &self,
         id: &str,
@@ -258,24 +263,26 @@ pub trait StreamingService {
     ) -> Result<(), TicketError> {
         self.request(id, at, radius, ticks, None, Some(priority))
     }
-    /// The predicted foci in force (SPEC §16), anchor order; `None` when the scene does not use
-    /// §16.
+    /// The predicted foci in force (docs/reference/streaming.md#look-ahead), anchor order; `None`
+    /// when the scene does not use docs/reference/streaming.md#look-ahead.
     fn predicted(&self) -> Option<Vec<Position>> {
         None
     }
-    /// `world.chunks.holes` of the last tick and `world.chunks.holeTicks` (SPEC §16).
+    /// `world.chunks.holes` of the last tick and `world.chunks.holeTicks`
+    /// (docs/reference/streaming.md#holes).
     fn holes(&self) -> (u64, u64) {
         (0, 0)
     }
     /// The chunks `world.chunks.holes` counts, in row order, computed now from the resident
     /// set: right after a tick, exactly the ones it counted (an input applied since, such as a
     /// `release` or a `load`, may change them before the next tick counts again); `None` when
-    /// the scene does not use §16 (as [`StreamingService::predicted`]).
+    /// the scene does not use docs/reference/config.md#outputs-that-appear-only-when-used (as
+    /// [`StreamingService::predicted`]).
     fn hole_chunks(&self) -> Option<Vec<ChunkPos>> {
         None
     }
-    /// The loaded LOD blocks of `level` (1 = the first `lod` entry), row order (SPEC §17);
-    /// empty for a level not in force.
+    /// The loaded LOD blocks of `level` (1 = the first `lod` entry), row order
+    /// (docs/reference/lod.md#lod-levels); empty for a level not in force.
     fn lod_loaded(&self, level: u32) -> Vec<ChunkPos> {
         let _ = level;
         Vec::new()
@@ -309,7 +316,8 @@ pub trait StreamingService {
         let _ = (section, scene);
         None
     }
-    /// `world.lod.holes` of the last tick and `world.lod.holeTicks` (SPEC §17).
+    /// `world.lod.holes` of the last tick and `world.lod.holeTicks`
+    /// (docs/reference/lod.md#lod-holes).
     fn lod_holes(&self) -> (u64, u64) {
         (0, 0)
     }

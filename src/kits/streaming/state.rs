@@ -56,7 +56,8 @@ pub(crate) struct State {
     pub(crate) lod_subscribers: LodSubscribers,
     /// Whether the subscribers are being told what a load changed.
     pub(crate) restoring: Cell<bool>,
-    /// How many predicted foci follow the non-ticket foci in force (SPEC §16).
+    /// How many predicted foci follow the non-ticket foci in force
+    /// (docs/reference/streaming.md#look-ahead).
     pub(crate) predicted_foci: usize,
     /// The `"fair"` turn: a position in the focus order (saved).
     pub(crate) turn: usize,
@@ -66,9 +67,10 @@ pub(crate) struct State {
     /// `world.chunks.holes` at the end of the last tick, and their running sum (saved).
     pub(crate) holes: u64,
     pub(crate) hole_ticks: u64,
-    /// A mod set a §16 key, a request carried `priority`, or a save said so.
+    /// A mod set a scheduling key (docs/reference/config.md#outputs-that-appear-only-when-used), a
+    /// request carried `priority`, or a save said so.
     pub(crate) scheduling_used: bool,
-    /// The LOD blocks (SPEC §17).
+    /// The LOD blocks (docs/reference/lod.md#blocks).
     pub(crate) lod: LodPlan,
     /// `world.lod.holes` at the end of the last tick and their running sum (saved).
     pub(crate) lod_holes: u64,
@@ -116,8 +118,9 @@ impl State {
         }
     }
 
-    /// Whether the scene uses SPEC §17 (`lod` in the config, a layer or a mod's `set`, or a
-    /// save with blocks): only then does the state show `lod` and the LOD variables exist.
+    /// Whether the scene uses docs/reference/config.md#outputs-that-appear-only-when-used (`lod` in
+    /// the config, a layer or a mod's `set`, or a save with blocks): only then does the state show
+    /// `lod` and the LOD variables exist.
     pub(crate) fn uses_lod(&self) -> bool {
         self.lod_used
             || self.config.uses_lod()
@@ -127,9 +130,10 @@ impl State {
                 .any(|l| l.lod.is_some_and(|l| !l.is_empty()))
     }
 
-    /// Whether the scene uses SPEC §16 (a key in the config, a layer or a mod's `set`, or a
-    /// request's `priority`): only then does the state show `predicted`, ticket priorities and
-    /// the hole variables, so that every earlier output stays byte for byte.
+    /// Whether the scene uses docs/reference/config.md#outputs-that-appear-only-when-used (a key in
+    /// the config, a layer or a mod's `set`, or a request's `priority`): only then does the state
+    /// show `predicted`, ticket priorities and the hole variables, so that every earlier output
+    /// stays byte for byte.
     pub(crate) fn uses_scheduling(&self) -> bool {
         self.scheduling_used
             || self.config.uses_scheduling()

@@ -5,7 +5,8 @@
 {
   const LOADED = data.names.indexOf("world.chunk.loaded");
   const UNLOADED = data.names.indexOf("world.chunk.unloaded");
-  // SPEC §17: a run that uses `lod` says so in its first frame (`ls`, the levels' steps).
+  // docs/reference/config.md#outputs-that-appear-only-when-used: a run that uses `lod` says so in
+  // its first frame (`ls`, the levels' steps).
   const hasLod = frames.some((f) => f.ls !== undefined);
   const LOD_LOADED = data.names.indexOf("world.lod.loaded");
   const LOD_UNLOADED = data.names.indexOf("world.lod.unloaded");
@@ -42,9 +43,10 @@
     return "hsl(128, 45%, " + (20 + 45 * t).toFixed(1) + "%)";
   }
 
-  // SPEC §17: each level its hue (from the CSS), darker and greyer than the chunks; a built
-  // block's lightness follows its height (14–48 %, the run's scale), 30 % without one; a block
-  // not built yet is hatched and outlined in a light tint of its hue, over whatever lies under it.
+  // docs/reference/engines.md#the-viewer: each level its hue (from the CSS), darker and greyer than
+  // the chunks; a built block's lightness follows its height (14–48 %, the run's scale), 30 %
+  // without one; a block not built yet is hatched and outlined in a light tint of its hue, over
+  // whatever lies under it.
   const LOD_HUES = [1, 2, 3, 4].map((l) => Number(color("--lod-" + l)));
   const blockColor = (level, h) => {
     const t = hMax > hMin ? (h - hMin) / (hMax - hMin) : 0.5;
@@ -124,7 +126,8 @@
       if (f.d) s.dormant = f.d;
       if (f.p) s.predicted = f.p;
       if (f.o) s.holes = f.o;
-      // SPEC §17's blocks: [level, x, z, built, height], replaced whole when they change.
+      // The blocks (docs/reference/terrain.md#lod-blocks-built-by-terrain): [level, x, z, built,
+      // height], replaced whole when they change.
       if (f.ls) s.lodSteps = f.ls;
       if (f.ba) for (let i = 0; i < f.ba.length; i += 3) s.blocks.set(bkey(f.ba[i], f.ba[i + 1], f.ba[i + 2]), [f.ba[i], f.ba[i + 1], f.ba[i + 2], false, null]);
       if (f.br) for (let i = 0; i < f.br.length; i += 3) s.blocks.delete(bkey(f.br[i], f.br[i + 1], f.br[i + 2]));
@@ -211,7 +214,8 @@
         fill(x, z, c);
         loadedDrawn++;
       }
-      // Holes (SPEC §16): a frame inside the cell, whatever the cell shows.
+      // Holes (docs/reference/streaming.md#holes): a frame inside the cell, whatever the cell
+      // shows.
       holesDrawn = 0;
       if (s.holes) {
         const b = Math.max(2, Math.floor(cell / 8));
@@ -253,7 +257,8 @@
       }
       ctx.lineWidth = 2;
       ctx.strokeStyle = "#000";
-      // Predicted foci (SPEC §16) under the real ones: another colour, the same disc.
+      // Predicted foci (docs/reference/streaming.md#look-ahead) under the real ones: another
+      // colour, the same disc.
       ctx.fillStyle = C.predicted;
       for (let i = 0; i < s.predicted.length; i += 2) {
         const x = mx(s.predicted[i]);
@@ -304,8 +309,8 @@
         (hasLod ? " · blocks " + s.blocks.size : "");
     },
 
-    // SPEC §17: the block drawn under the pointer (the finest level's), unless a chunk is drawn
-    // over it.
+    // docs/reference/engines.md#the-viewer: the block drawn under the pointer (the finest level's),
+    // unless a chunk is drawn over it.
     pointDetail(s, g, at, row) {
       if (!hasLod) return false;
       const cx = Math.floor(g.minX + (at[0] - g.ox) / g.cell);
@@ -328,10 +333,12 @@
     },
 
     setup(page) {
-      // SPEC §16's marks are in the legend when the run has them.
+      // The marks (docs/reference/config.md#outputs-that-appear-only-when-used) are in the legend
+      // when the run has them.
       $("legend-predicted").hidden = !frames.some((f) => f.p && f.p.length > 0);
       $("legend-holes").hidden = !frames.some((f) => f.o);
-      // SPEC §17: the levels in the legend, the panel, and the fit choice.
+      // docs/reference/engines.md#the-viewer: the levels in the legend, the panel, and the fit
+      // choice.
       if (hasLod) {
         let n = 0;
         let stepsOf = [];

@@ -1,10 +1,11 @@
 //! The streaming kit's layer of the replay viewer: the grid's chunks (loaded, pending, held
-//! refusals), the foci, tickets, dormant entities, predicted foci and hole cells (SPEC §16) and
-//! the LOD blocks (SPEC §17), captured after every tick from the kit's service and drawn by
-//! `view.js` beside this file. Chunks and blocks are written as differences: the page applies
-//! the tick's `world.chunk.loaded`/`unloaded` and `world.lod.loaded`/`unloaded` events (which the
-//! frame carries anyway), then the corrections here (a `load` of a save restores chunks without
-//! events); the small lists are written whole on the frames they change.
+//! refusals), the foci, tickets, dormant entities, predicted foci and hole cells
+//! (docs/reference/streaming.md#holes) and the LOD blocks (docs/reference/lod.md#blocks), captured
+//! after every tick from the kit's service and drawn by `view.js` beside this file. Chunks and
+//! blocks are written as differences: the page applies the tick's `world.chunk.loaded`/`unloaded`
+//! and `world.lod.loaded`/`unloaded` events (which the frame carries anyway), then the corrections
+//! here (a `load` of a save restores chunks without events); the small lists are written whole on
+//! the frames they change.
 //!
 //! Fields: `la`/`lr` loaded chunks the events do not account for (added, removed), `pa`/`pr`
 //! pending chunks added and no longer pending (other than those an event loaded), `r` the held
@@ -216,8 +217,8 @@ impl LayerCapture for Capture {
 }
 
 impl Capture {
-    /// SPEC §17's blocks: the page applies the tick's block events (a load: not built; a
-    /// release), then these corrections and the ready changes.
+    /// The blocks (docs/reference/engines.md#the-viewer): the page applies the tick's block events
+    /// (a load: not built; a release), then these corrections and the ready changes.
     fn blocks(
         &mut self,
         streaming: &dyn StreamingService,

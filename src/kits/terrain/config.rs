@@ -1,4 +1,5 @@
-//! `world.terrain` settings (SPEC §12, §13): the kit config, each range declared once, and the
+//! `world.terrain` settings (docs/reference/terrain.md#terrain-settings,
+//! docs/reference/world-dir.md#region-files): the kit config, each range declared once, and the
 //! defaults.
 
 use schemars::JsonSchema;
@@ -64,8 +65,8 @@ config_settings! {
         workers "workers": Workers = Workers(0),
         /// Ticks from a chunk's load to its commit (default 2).
         commit_latency "commitLatency": CommitLatency = CommitLatency(2),
-        /// Where modified chunks are kept (SPEC §13), relative to the scene file; without it they
-        /// live in memory and in game saves.
+        /// Where modified chunks are kept (docs/reference/world-dir.md#what-is-stored), relative to
+        /// the scene file; without it they live in memory and in game saves.
         world_dir "worldDir": Option<String> = None,
         /// Write back modified chunks on every tick that is a multiple of it (0: only on release,
         /// game save and close). Default 600.

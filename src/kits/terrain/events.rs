@@ -11,9 +11,10 @@ use crate::host::{block_hash_values, chunk_data, chunk_hash_data, Event, EventDa
 
 /// Event: a chunk's terrain was committed `{x, z, hash}` (hash: 16 hex digits of FNV-1a 64).
 pub const TERRAIN_BUILT: &str = "world.terrain.built";
-/// Event: a LOD block's terrain was committed `{level, x, z, hash}` (SPEC §17).
+/// Event: a LOD block's terrain was committed `{level, x, z, hash}`
+/// (docs/reference/terrain.md#lod-blocks-built-by-terrain).
 pub const TERRAIN_LOD_BUILT: &str = "world.terrain.lod.built";
-/// Event: an edit was refused `{x, z, reason}` (SPEC §13).
+/// Event: an edit was refused `{x, z, reason}` (docs/reference/terrain.md#edit-refusals).
 pub const EDIT_REFUSED: &str = "world.terrain.edit.refused";
 /// Event: a built chunk must be rebuilt `{x, z}` (an edit in it or on its edge), once per tick;
 /// or a built LOD block `{x, z, level}`.
@@ -36,7 +37,8 @@ pub const NAMES: &[&str] = &[
 /// One event of the terrain kit, typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TerrainEvent {
-    /// `world.terrain.built`: the chunk and the FNV-1a 64 of its bytes (SPEC §12).
+    /// `world.terrain.built`: the chunk and the FNV-1a 64 of its bytes
+    /// (docs/reference/terrain.md#chunk-content).
     Built {
         /// The chunk.
         chunk: ChunkPos,

@@ -14,7 +14,8 @@ use noise::{NoiseFn, Perlin};
 use crate::grid::ChunkPos;
 use crate::hash::fnv1a64;
 
-/// The generator's version, stamped on anything derived from its output (SPEC §13).
+/// The generator's version, stamped on anything derived from its output
+/// (docs/reference/world-dir.md#what-is-stored).
 pub const GENERATOR_VERSION: u32 = 1;
 
 /// Octaves: (wavelength in metres, weight). Weights sum to 1; wavelengths halve.
@@ -246,7 +247,8 @@ impl Generator {
 }
 
 /// The chunk and its cell that sample `(i, j)` of block `block` of `step` chunks a side
-/// (SPEC §17): the full-resolution cell `(i·step, j·step)` of the block's area.
+/// (docs/reference/terrain.md#lod-blocks-built-by-terrain): the full-resolution cell
+/// `(i·step, j·step)` of the block's area.
 pub fn block_sample(
     block: ChunkPos,
     step: u32,

@@ -1,6 +1,7 @@
-//! The `terrain` table of a Lua mod (SPEC §12, §13): one Rust function per Lua function,
-//! listed in [`FUNCTIONS`] (the reference in `docs/mods.md` is checked against that list), built
-//! with the bridge of [`crate::script`] and registered in the kit's catalog entry as [`TABLE`].
+//! The `terrain` table of a Lua mod (docs/reference/terrain.md#the-terrain-service,
+//! docs/reference/terrain.md#edits): one Rust function per Lua function, listed in [`FUNCTIONS`]
+//! (the reference in `docs/mods.md` is checked against that list), built with the bridge of
+//! [`crate::script`] and registered in the kit's catalog entry as [`TABLE`].
 
 use std::cell::Cell;
 use std::rc::{Rc, Weak};

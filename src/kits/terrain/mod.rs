@@ -1,8 +1,8 @@
-//! `world.terrain` (SPEC §12): a world generated off the tick. Every chunk `world.streaming`
-//! loads is dispatched to a worker pool; at the start of tick `T + commitLatency` (T the tick it
-//! loaded) it is committed — waiting for its worker only if it is not done yet — so the event log
-//! is the same whatever the threads did. The kit registers as a builder, so readiness (§11)
-//! waits for terrain.
+//! `world.terrain` (docs/reference/terrain.md#off-the-tick): a world generated off the tick. Every
+//! chunk `world.streaming` loads is dispatched to a worker pool; at the start of tick
+//! `T + commitLatency` (T the tick it loaded) it is committed — waiting for its worker only if it
+//! is not done yet — so the event log is the same whatever the threads did. The kit registers as a
+//! builder, so readiness (docs/reference/streaming.md#readiness) waits for terrain.
 //!
 //! - [`config`]: the settings; [`service`]: the face other kits see; [`events`]: the names of
 //!   the events it emits, their payloads, and reading them back ([`TerrainEvent`]);

@@ -1,7 +1,7 @@
-//! The worker pool of a chunk-streaming server (SPEC §12): one shared job queue feeding the
-//! workers, one result queue back. Workers share one immutable generator. Dropping the pool
-//! stops the workers and joins them: a worker finishes at most the chunk it is generating, then
-//! sees the stop flag; queued jobs are abandoned.
+//! The worker pool of a chunk-streaming server (docs/reference/terrain.md#off-the-tick): one shared
+//! job queue feeding the workers, one result queue back. Workers share one immutable generator.
+//! Dropping the pool stops the workers and joins them: a worker finishes at most the chunk it is
+//! generating, then sees the stop flag; queued jobs are abandoned.
 //!
 //! The job queue is a `Mutex<VecDeque>` with a `Condvar`, so that queuing jobs and waking a
 //! worker are one step a tick, not one a chunk: waking a sleeping thread is a `futex` system
@@ -87,9 +87,9 @@ pub struct Done {
     pub built: Option<Built>,
 }
 
-/// A LOD block to build (SPEC §17): its level, block, step and dispatch, and the diffs of the
-/// sampled chunks that are built on the tick (theirs are authoritative: `None` there means the
-/// baseline); any other sampled chunk's diff is read from the save thread.
+/// A LOD block to build (docs/reference/lod.md#lod-levels): its level, block, step and dispatch,
+/// and the diffs of the sampled chunks that are built on the tick (theirs are authoritative: `None`
+/// there means the baseline); any other sampled chunk's diff is read from the save thread.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BlockJob {
     /// Level (1 = the first `lod` entry).

@@ -1,8 +1,9 @@
-//! The terrain kind of region file (SPEC §13; byte tables in the book, "World files"): what a
-//! `world.terrain` region file holds, the *modified* chunks of 32×32 chunk columns, each as its
-//! difference from the generated baseline. The framing (header, table, records, checksums,
-//! compression, the scan of a damaged file) is shared with every kind of region file and lives
-//! in [`crate::worlddir::frame`]; this file gives it the terrain's stamp and payload.
+//! The terrain kind of region file (docs/reference/world-dir.md#region-files; byte tables in the
+//! book, "World files"): what a `world.terrain` region file holds, the *modified* chunks of 32×32
+//! chunk columns, each as its difference from the generated baseline. The framing (header, table,
+//! records, checksums, compression, the scan of a damaged file) is shared with every kind of region
+//! file and lives in [`crate::worlddir::frame`]; this file gives it the terrain's stamp and
+//! payload.
 //!
 //! ```text
 //! region header   magic "WSRG", format version, flags, the generator stamp, the region's

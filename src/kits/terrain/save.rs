@@ -50,8 +50,8 @@ pub struct SavedEdits {
     pub cells: Vec<(u32, u16, u8)>,
 }
 
-/// A saved LOD block (SPEC §17): its level, block and step, plus its commit tick (in flight)
-/// or its hash (built).
+/// A saved LOD block (docs/reference/lod.md#lod-service-state-and-saves): its level, block and
+/// step, plus its commit tick (in flight) or its hash (built).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SavedBlock {
@@ -96,7 +96,7 @@ pub struct SaveSection {
     /// Chunks to be told `world.terrain.changed` at the end of the tick, row order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dirty: Vec<ChunkPos>,
-    /// LOD blocks dispatched and not committed, in commit order (SPEC §17).
+    /// LOD blocks dispatched and not committed, in commit order (docs/reference/lod.md#blocks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lod_in_flight: Vec<SavedBlock>,
     /// Built LOD blocks, by level then row order.

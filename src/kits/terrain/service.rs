@@ -40,17 +40,18 @@ pub trait TerrainService {
     /// 0: the pool is idle). A loading screen may show it; the simulation never waits on it.
     fn generating(&self) -> usize;
     /// Sets the cell containing `at` to `height` (and `material`, if given) in a built chunk
-    /// (SPEC §13). The chunk becomes *modified* (saved) unless it is back to its generated
-    /// baseline, and *dirty*: it and the built neighbours whose edge the cell lies on are told
-    /// `world.terrain.changed` at the end of the tick. Setting a cell to what it already holds
-    /// changes nothing. A chunk that is not built refuses: `world.terrain.edit.refused
-    /// {x, z, reason}` is emitted and the reason returned.
+    /// (docs/reference/terrain.md#dirty-and-modified). The chunk becomes *modified* (saved) unless
+    /// it is back to its generated baseline, and *dirty*: it and the built neighbours whose edge
+    /// the cell lies on are told `world.terrain.changed` at the end of the tick. Setting a cell to
+    /// what it already holds changes nothing. A chunk that is not built refuses:
+    /// `world.terrain.edit.refused {x, z, reason}` is emitted and the reason returned.
     fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused>;
     /// Whether a built chunk differs from its generated baseline.
     fn is_modified(&self, chunk: ChunkPos) -> bool;
-    /// The built terrain of LOD block `(x, z)` of `level` (1 = the first `lod` entry; SPEC
-    /// §17): `cellsPerChunk²` cells, cell `(i, j)` the full-resolution cell `(i·s, j·s)` of
-    /// the block's area, edits included. `None` for level 0, a block not loaded or not built.
+    /// The built terrain of LOD block `(x, z)` of `level` (1 = the first `lod` entry;
+    /// docs/reference/terrain.md#lod-blocks-built-by-terrain): `cellsPerChunk²` cells, cell
+    /// `(i, j)` the full-resolution cell `(i·s, j·s)` of the block's area, edits included. `None`
+    /// for level 0, a block not loaded or not built.
     fn lod_block(&self, level: u32, x: i64, z: i64) -> Option<Arc<ChunkData>> {
         let _ = (level, x, z);
         None

@@ -26,7 +26,7 @@ pub(super) struct Flight {
     pub(super) done: Option<Option<Built>>,
 }
 
-/// A LOD block dispatched and not committed yet (SPEC §17).
+/// A LOD block dispatched and not committed yet (docs/reference/lod.md#blocks).
 #[derive(Debug)]
 pub(super) struct BlockFlight {
     pub(super) version: u64,
@@ -47,7 +47,8 @@ pub(super) struct BlockSlot {
     pub(super) flight: Option<BlockFlight>,
 }
 
-/// The LOD blocks of the terrain (SPEC §17): in flight, built, dirty, and their commit queue.
+/// The LOD blocks of the terrain (docs/reference/terrain.md#lod-blocks-built-by-terrain): in
+/// flight, built, dirty, and their commit queue.
 #[derive(Debug, Default)]
 pub(super) struct Blocks {
     pub(super) next_version: u64,
@@ -183,9 +184,9 @@ impl State {
         }
         self.dirty.remove(&chunk);
         let diff = self.diffs.remove(&chunk);
-        // Written back on release (SPEC §13): gathered, and sent as one write at the end of
-        // the tick — or before any dispatch, so that a reload asks the save thread after it
-        // has the chunk (the thread answers in the order it is asked).
+        // Written back on release (docs/reference/world-dir.md#write-back): gathered, and sent as
+        // one write at the end of the tick — or before any dispatch, so that a reload asks the save
+        // thread after it has the chunk (the thread answers in the order it is asked).
         if self.unsaved.remove(&chunk) {
             self.released.push((chunk, diff));
         }

@@ -1,10 +1,10 @@
-//! `world.terrain`'s save thread (SPEC §13): the shared one of [`crate::worlddir::store`] for the
-//! terrain kind of region file ([`Terrain`]): one thread owns every terrain region file of the
-//! world directory, and one game owns the directory (an advisory lock on `session.lock`, shared
-//! with the game's other kits). The tick sends it the modified chunks to write back, workers ask
-//! it for a chunk's stored diff; both by message. A write rewrites each region it touches whole
-//! and atomically; a region file found damaged is first kept aside; a write that fails keeps the
-//! chunks in memory and is tried again with every later write.
+//! `world.terrain`'s save thread (docs/reference/world-dir.md#what-is-stored): the shared one of
+//! [`crate::worlddir::store`] for the terrain kind of region file ([`Terrain`]): one thread owns
+//! every terrain region file of the world directory, and one game owns the directory (an advisory
+//! lock on `session.lock`, shared with the game's other kits). The tick sends it the modified
+//! chunks to write back, workers ask it for a chunk's stored diff; both by message. A write
+//! rewrites each region it touches whole and atomically; a region file found damaged is first kept
+//! aside; a write that fails keeps the chunks in memory and is tried again with every later write.
 //!
 //! Without a directory the thread keeps the diffs in memory only (the game save carries them).
 

@@ -51,16 +51,17 @@
 //!   restored)` on every load and release (`restored` true when a load of a save tells what it
 //!   changed) and returns a handle whose `handle:unsubscribe()` stops it (an error in the
 //!   callback is reported as a `mod.error` event with hook `onChunk`). Whole numbers are Lua integers.
-//!   SPEC §11, §16: `streaming.request(id, {x = …, z = …}, radius, ticks, priority)` requests (or replaces) a
+//!   docs/reference/streaming.md#tickets, docs/reference/streaming.md#priorities:
+//!   `streaming.request(id, {x = …, z = …}, radius, ticks, priority)` requests (or replaces) a
 //!   preload ticket counting from the next tick (`true`, or `nil, message` when the ticket cap
-//!   refuses it), `streaming.drop(id)` → whether it was held,
-//!   `streaming.tickets()` → array of `{id, x, z, radius, ticksLeft}` in id order,
-//!   `streaming.foci()` → array of `{x, z}`, `streaming.ready(entity)`,
-//!   `streaming.ticketReady(id)` → booleans, `streaming.progress()` → ready / wanted (a float),
-//!   `streaming.setFocus("player" | "players")`, `streaming.setMaxLoaded(n or nil)` and
-//!   `streaming.setMaxRefusalsPerMod(n)` like `setRadius`.
-//! - `terrain` (only when the scene enables `world.terrain`, SPEC §12): `terrain.heightAt({x = …,
-//!   z = …})` → the height (0..=65535) of the cell there, or `nil` if its chunk is not built;
+//!   refuses it), `streaming.drop(id)` → whether it was held, `streaming.tickets()` → array of
+//!   `{id, x, z, radius, ticksLeft}` in id order, `streaming.foci()` → array of `{x, z}`,
+//!   `streaming.ready(entity)`, `streaming.ticketReady(id)` → booleans, `streaming.progress()` →
+//!   ready / wanted (a float), `streaming.setFocus("player" | "players")`,
+//!   `streaming.setMaxLoaded(n or nil)` and `streaming.setMaxRefusalsPerMod(n)` like `setRadius`.
+//! - `terrain` (only when the scene enables `world.terrain`,
+//!   docs/reference/terrain.md#the-terrain-service): `terrain.heightAt({x = …, z = …})` → the
+//!   height (0..=65535) of the cell there, or `nil` if its chunk is not built;
 //!   `terrain.isBuilt(x, z)` → boolean; `terrain.chunk(x, z)` → `nil` or `{x, z, cells, hash}`
 //!   (hash: 16 hex digits); `terrain.cellsPerChunk()`; `terrain.onBuilt(fn)` calls
 //!   `fn({x = …, z = …}, hash)` on every commit (an error in it is a `mod.error` with hook

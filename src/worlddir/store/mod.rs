@@ -1,10 +1,10 @@
-//! The save thread of one kind of region file (SPEC §13), moved here from `world.terrain`'s
-//! `store.rs` and made generic over the [`frame::Kind`]: one thread owns every region file of
-//! that kind in the world directory, and one game owns the directory (an advisory lock on
-//! `session.lock`, held as long as any of the game's [`Store`]s lives: the kits of one game share
-//! it, another game is refused). The tick sends it the chunks to write back, workers ask it for
-//! a chunk's stored record; both by message, so no region file needs a lock. It reads every
-//! region file once, when it opens the directory (checking stamps and checksums), and serves
+//! The save thread of one kind of region file (docs/reference/world-dir.md#the-save-thread), moved
+//! here from `world.terrain`'s `store.rs` and made generic over the [`frame::Kind`]: one thread
+//! owns every region file of that kind in the world directory, and one game owns the directory (an
+//! advisory lock on `session.lock`, held as long as any of the game's [`Store`]s lives: the kits of
+//! one game share it, another game is refused). The tick sends it the chunks to write back, workers
+//! ask it for a chunk's stored record; both by message, so no region file needs a lock. It reads
+//! every region file once, when it opens the directory (checking stamps and checksums), and serves
 //! reads from memory thereafter. A write rewrites each region it touches whole and atomically: a
 //! temporary file, fsync, rename over the region file, fsync of the directory; a region file
 //! found damaged is first kept aside (copied byte for byte, or, when it is not a regular file,

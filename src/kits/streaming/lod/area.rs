@@ -322,7 +322,8 @@ mod tests {
     proptest::proptest! {
         /// A focus's range (the blocks of its chunk square of `r`), which the loads' order and
         /// the release rule test a block against, holds exactly the blocks whose ring distance
-        /// from the focus chunk is at most `r` (SPEC §17's "within r_k").
+        /// from the focus chunk is at most `r` (the "within r_k",
+        /// docs/reference/lod.md#wanted-blocks).
         #[test]
         fn a_range_holds_the_blocks_within_the_radius(
             cx in -300i64..300, cz in -300i64..300, bx in -80i64..80, bz in -80i64..80,

@@ -256,8 +256,8 @@ fn loads_by_sort(p: &LodPlan, budget: usize) -> Vec<(usize, ChunkPos)> {
     out
 }
 
-/// The release rule as SPEC §17 states it, chunk by chunk with no memo: what `due` must
-/// answer.
+/// The release rule as docs/reference/lod.md#releasing-blocks states it, chunk by chunk with no
+/// memo: what `due` must answer.
 fn due_by_chunk(p: &LodPlan, ready: &BTreeSet<ChunkPos>) -> Vec<(usize, ChunkPos)> {
     let mut out = Vec::new();
     if p.centres.is_empty() {

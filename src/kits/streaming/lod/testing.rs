@@ -17,7 +17,7 @@ pub(super) fn lod(levels: &[(u32, u32)]) -> Lod {
 }
 
 /// A plan around `at`: radius `r` carves the chunk square of `r`, a level of radius `r_k`
-/// its blocks within `r_k` (SPEC §17).
+/// its blocks within `r_k` (docs/reference/lod.md#blocks).
 pub(super) fn plan(radius: u32, levels: &[(u32, u32)], at: Position) -> LodPlan {
     let mut p = LodPlan::new(Grid::new(32.0), None);
     p.set_levels(radius, lod(levels));

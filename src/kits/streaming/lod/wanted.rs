@@ -352,7 +352,8 @@ mod tests {
     #[test]
     fn a_block_is_wanted_as_soon_as_one_of_its_chunks_leaves_the_finer_area() {
         // Radius 0: block (0, 0) (chunks 0..=1) has chunks outside the square {0}: wanted.
-        // Radius 1: all four lie inside the square -1..=1: carved (no margin, SPEC §17).
+        // Radius 1: all four lie inside the square -1..=1: carved (no margin,
+        // docs/reference/lod.md#wanted-blocks).
         assert!(plan(0, &[(2, 4)], centre())
             .wanted(0)
             .any(|b| b == ChunkPos::new(0, 0)));

@@ -1,8 +1,9 @@
 //! The residency: the kit's record of which chunks are loaded, wanted, pending and refused, kept
 //! up to date incrementally as foci move, and the queries each tick plans with (what is due for
-//! release, what to load next, what to evict) around any number of foci (SPEC §3, §11). Stateful,
-//! but plain data over [`Grid`] math with no host types, so it is unit-tested and benchmarked
-//! alone; the kit resolves the foci, asks the hooks and applies the answers.
+//! release, what to load next, what to evict) around any number of foci
+//! (docs/reference/tick.md#focus-resolution, docs/reference/streaming.md#eviction). Stateful, but
+//! plain data over [`Grid`] math with no host types, so it is unit-tested and benchmarked alone;
+//! the kit resolves the foci, asks the hooks and applies the answers.
 //!
 //! Work is proportional to what changed. Each chunk near a focus carries two counts: how many
 //! foci want it (ring `<= r`) and how many keep it (ring `<= r + 1`). When a focus moves to
@@ -74,7 +75,8 @@ pub struct FocusView {
     pub pos: Position,
     /// Rings wanted around the focus chunk.
     pub radius: u32,
-    /// Its priority (SPEC §16): 0 but for a ticket that asked for more.
+    /// Its priority (docs/reference/streaming.md#priorities): 0 but for a ticket that asked for
+    /// more.
     pub priority: u8,
 }
 
@@ -175,9 +177,9 @@ pub struct Residency {
     /// an entry, so one hashed lookup also tells whether a chunk is loaded.
     built: FxHashMap<ChunkPos, u64>,
     /// Chunks whose readiness may have changed since the last [`Residency::swap_ready_log`]
-    /// (SPEC §17's hole count follows them rather than recounting), kept only once
-    /// [`Residency::track_readiness`] was called; past [`READY_LOG_MAX`] entries, or after a
-    /// change of every chunk at once, `ready_log_lost` says the log is not the whole story.
+    /// (the hole count (docs/reference/lod.md#lod-holes) follows them rather than recounting), kept
+    /// only once [`Residency::track_readiness`] was called; past [`READY_LOG_MAX`] entries, or
+    /// after a change of every chunk at once, `ready_log_lost` says the log is not the whole story.
     /// Each entry says whether that change can only have made the chunk ready (a load, a
     /// build, a refusal held) rather than unready.
     ready_log: Vec<(ChunkPos, bool)>,
@@ -324,7 +326,8 @@ impl Residency {
     }
 
     /// The nearest-first key of a wanted chunk: the least squared distance from a focus that
-    /// wants it to its centre (SPEC §11); `+inf` for a chunk no focus wants.
+    /// wants it to its centre (docs/reference/streaming.md#the-nearest-first-key); `+inf` for a
+    /// chunk no focus wants.
     fn key(&self, c: ChunkPos) -> f64 {
         if let [only] = self.foci.as_slice() {
             return self.grid.distance_sq(only.view.pos, c);
@@ -340,7 +343,8 @@ impl Residency {
             .unwrap_or(f64::INFINITY)
     }
 
-    /// A wanted chunk's priority: the highest of the foci that want it (SPEC §16).
+    /// A wanted chunk's priority: the highest of the foci that want it
+    /// (docs/reference/streaming.md#priorities).
     fn priority(&self, c: ChunkPos) -> u8 {
         match self.cover.get(&c) {
             Some(cover) if !cover.wanted_by.is_empty() => cover.prio,
@@ -348,8 +352,10 @@ impl Residency {
         }
     }
 
-    /// The order of `"nearest"` (SPEC §16): priority descending, then §11's key, z, x. With
-    /// every priority 0 it is §11's order exactly.
+    /// The order of `"nearest"` (docs/reference/streaming.md#the-nearest-schedule): priority
+    /// descending, then the key (docs/reference/streaming.md#the-nearest-first-key), z, x. With
+    /// every priority 0 it is the order (docs/reference/streaming.md#the-nearest-first-key)
+    /// exactly.
     fn order(&self, c: ChunkPos) -> (u8, u64, ChunkPos) {
         (u8::MAX - self.priority(c), self.key(c).to_bits(), c)
     }

@@ -113,10 +113,11 @@ impl Residency {
     }
 
     /// Takes the `k` nearest pending chunks out of the pending set and appends them to `out`,
-    /// nearest-first (priority descending, then §11's key, z, x; their hooks are asked next, in
-    /// that order). A chunk's key is the least of its foci's distances, so the least head over
-    /// the queues of the foci with pending chunks is the nearest pending chunk: a load costs the
-    /// stale entries it skips and a few heap steps, never the pending set.
+    /// nearest-first (priority descending, then the key
+    /// (docs/reference/streaming.md#the-nearest-first-key), z, x; their hooks are asked next, in
+    /// that order). A chunk's key is the least of its foci's distances, so the least head over the
+    /// queues of the foci with pending chunks is the nearest pending chunk: a load costs the stale
+    /// entries it skips and a few heap steps, never the pending set.
     pub fn take_nearest(&mut self, k: usize, out: &mut Vec<ChunkPos>) {
         let mut k = k.min(self.pending.len());
         if k == 0 {
@@ -149,11 +150,12 @@ impl Residency {
         }
     }
 
-    /// The `"fair"` deal (SPEC §16): takes up to `k` pending chunks one at a time, each dealt to
-    /// the first focus from `turn` on (cyclically over the foci in force, from 0 when `turn` is
-    /// past the end) whose priority is the top priority still pending and whose square holds a
-    /// pending chunk; that focus takes its own nearest (least squared distance from its
-    /// position, then z, x). Appends each chunk and the turn after it (the next focus) to `out`.
+    /// The `"fair"` deal (docs/reference/streaming.md#the-fair-schedule): takes up to `k` pending
+    /// chunks one at a time, each dealt to the first focus from `turn` on (cyclically over the foci
+    /// in force, from 0 when `turn` is past the end) whose priority is the top priority still
+    /// pending and whose square holds a pending chunk; that focus takes its own nearest (least
+    /// squared distance from its position, then z, x). Appends each chunk and the turn after it
+    /// (the next focus) to `out`.
     ///
     /// The top priority still pending is the highest of the foci whose squares hold a pending
     /// chunk (a chunk's priority is its highest focus's), so the deal keeps those foci by

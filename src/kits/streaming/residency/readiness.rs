@@ -1,10 +1,11 @@
-//! Readiness (SPEC §11): loaded and built by every builder, the builders' bits, the readiness
-//! log the hole count follows, the holes and a square's readiness.
+//! Readiness (docs/reference/streaming.md#readiness): loaded and built by every builder, the
+//! builders' bits, the readiness log the hole count follows, the holes and a square's readiness.
 
 use super::*;
 
 impl Residency {
-    /// Records from now on which chunks' readiness may change (for SPEC §17's hole count).
+    /// Records from now on which chunks' readiness may change (for the hole count,
+    /// docs/reference/lod.md#lod-holes).
     pub fn track_readiness(&mut self) {
         if !self.ready_log_on {
             self.ready_log_on = true;
@@ -44,8 +45,8 @@ impl Residency {
         }
     }
 
-    /// Whether a chunk is ready (SPEC §11): loaded and built by every builder, or held by a
-    /// load refusal.
+    /// Whether a chunk is ready (docs/reference/streaming.md#readiness): loaded and built by every
+    /// builder, or held by a load refusal.
     pub fn is_ready(&self, c: ChunkPos) -> bool {
         self.chunk_ready(c)
     }
@@ -136,8 +137,8 @@ impl Residency {
             .all(|c| self.chunk_ready(c))
     }
 
-    /// `world.chunks.holes` (SPEC §16): the chunks inside the ground within ring
-    /// `min(ring, r)` of the first `foci` foci's chunks (each once) that are not ready.
+    /// `world.chunks.holes` (docs/reference/streaming.md#holes): the chunks inside the ground
+    /// within ring `min(ring, r)` of the first `foci` foci's chunks (each once) that are not ready.
     pub fn holes(&self, foci: usize, ring: u32) -> usize {
         if let [slot] = &self.foci[..foci.min(self.foci.len())] {
             // One focus (the common case): its square holds each chunk once, nothing to merge.
@@ -182,11 +183,11 @@ mod tests {
     use super::super::*;
     use super::*;
 
-    /// The readiness log that SPEC §17's hole count follows (cargo-mutants found it untested):
-    /// nothing is logged until it is asked for; the first list after that is incomplete (the
-    /// hole count recounts); then each load and release lists its chunk, complete; exactly
-    /// `READY_LOG_MAX` entries stay complete, one more loses the list (empty, incomplete), and
-    /// the list after that is complete again.
+    /// The readiness log that the hole count (docs/reference/lod.md#lod-holes) follows
+    /// (cargo-mutants found it untested): nothing is logged until it is asked for; the first list
+    /// after that is incomplete (the hole count recounts); then each load and release lists its
+    /// chunk, complete; exactly `READY_LOG_MAX` entries stay complete, one more loses the list
+    /// (empty, incomplete), and the list after that is complete again.
     #[test]
     fn the_readiness_log_lists_what_changed_and_says_when_it_is_not_the_whole_story() {
         let mut r = Residency::new(Grid::new(32.0), None);

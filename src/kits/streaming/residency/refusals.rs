@@ -139,7 +139,7 @@ mod tests {
         assert_eq!(again, [], "still refused");
         assert_eq!(r.unload_refusals_of("mod"), 1);
         assert!(r.is_loaded(c));
-        // Kept at a resolution, the refusal lapses (SPEC §4).
+        // Kept at a resolution, the refusal lapses (docs/reference/tick.md#refusal-drop-rules).
         r.set_foci(&[FocusView::new(near, 1)]);
         r.resolve(3, &mut again);
         assert_eq!(r.unload_refusals_of("mod"), 0);
