@@ -119,6 +119,13 @@ impl EventData {
         }
     }
 
+    /// The chunk a payload names by its integer `x` and `z` (every kit's chunk and block events
+    /// write them so); `None` when either is missing or not an integer.
+    pub fn xz(&self) -> Option<crate::grid::ChunkPos> {
+        let coord = |k: &str| self.get(k).and_then(Value::as_i64);
+        Some(crate::grid::ChunkPos::new(coord("x")?, coord("z")?))
+    }
+
     /// The hash a built payload carries ([`EventData::XzHash`], [`EventData::LevelXzHash`]) as a
     /// number; `None` for any other payload (a JSON payload's text is not read back).
     pub fn hash(&self) -> Option<u64> {

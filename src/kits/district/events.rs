@@ -59,12 +59,7 @@ impl DistrictEvent {
     /// The event as typed data when it is one of the kit's; `None` for any other event.
     pub fn from_event(event: &Event) -> Option<DistrictEvent> {
         let data = &event.data;
-        let at = || {
-            Some(ChunkPos::new(
-                data.get("x")?.as_i64()?,
-                data.get("z")?.as_i64()?,
-            ))
-        };
+        let at = || data.xz();
         let text = |k: &str| Some(data.get(k)?.as_str()?.to_owned());
         let count = || data.get("count")?.as_u64();
         Some(match &*event.event {

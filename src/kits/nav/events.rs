@@ -61,12 +61,7 @@ impl NavEvent {
     pub fn from_event(event: &Event) -> Option<NavEvent> {
         let data = &event.data;
         let id = || Some(data.get("id")?.as_str()?.to_owned());
-        let at = || {
-            Some(ChunkPos::new(
-                data.get("x")?.as_i64()?,
-                data.get("z")?.as_i64()?,
-            ))
-        };
+        let at = || data.xz();
         let status = || data.get("status")?.as_str();
         Some(match &*event.event {
             NAV_PATH => {

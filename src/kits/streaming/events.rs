@@ -172,8 +172,7 @@ impl ChunkEvent for Event {
             CHUNK_UNLOADED => false,
             _ => return None,
         };
-        let coord = |k: &str| self.data.get(k).and_then(Value::as_i64);
-        Some((ChunkPos::new(coord("x")?, coord("z")?), loaded))
+        Some((self.data.xz()?, loaded))
     }
 
     #[inline]

@@ -93,12 +93,7 @@ impl TerrainEvent {
     /// `None` for any other event.
     pub fn from_event(event: &Event) -> Option<TerrainEvent> {
         let data = &event.data;
-        let at = || {
-            Some(ChunkPos::new(
-                data.get("x")?.as_i64()?,
-                data.get("z")?.as_i64()?,
-            ))
-        };
+        let at = || data.xz();
         let text = |k: &str| data.get(k).and_then(Value::as_str).map(str::to_owned);
         Some(match &*event.event {
             TERRAIN_BUILT => TerrainEvent::Built {
