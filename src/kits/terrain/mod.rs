@@ -42,7 +42,7 @@ use crate::json::from_value;
 use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
 
 pub use config::{
-    CellsPerChunk, CommitLatency, FlushEvery, Seed, TerrainConfig, Workers, MAX_CELLS,
+    CellsPerChunk, CommitLatency, FlushEvery, Seed, TerrainConfig, WorkerCount, Workers, MAX_CELLS,
     MAX_COMMIT_LATENCY, MAX_FLUSH_EVERY, MAX_WORKERS,
 };
 pub use events::{
@@ -285,6 +285,13 @@ impl TerrainKit {
         }
     }
 
+    /// The threads the kit runs: its workers and its save thread; 0 inline
+    /// (docs/reference/terrain.md#inline) and before it starts.
+    pub fn threads(&self) -> usize {
+        let st = self.state.borrow();
+        st.pool.as_ref().map_or(0, Pool::workers) + st.store.as_ref().map_or(0, Store::threads)
+    }
+
     /// Writes back every modified chunk not stored yet and waits until it is (a game save and
     /// close do this). The error lists every region not written, this time or earlier.
     pub fn flush(&self) -> Result<(), store::StoreError> {
@@ -422,7 +429,15 @@ impl Kit for TerrainKit {
         let dir = st.config.world_dir.clone().map(std::path::PathBuf::from);
         let game = services.get::<store::GameToken>(store::GAME_TOKEN);
         let fs: Arc<dyn store::Fs> = Arc::new(store::RealFs);
-        let started = Store::start_for(dir, generator.stamp(), fs, game.as_deref());
+        // Inline (docs/reference/terrain.md#inline) terrain starts no thread: its store is
+        // served on the tick too.
+        let inline = st.config.runs_inline();
+        let start = if inline {
+            Store::start_here
+        } else {
+            Store::start_for
+        };
+        let started = start(dir, generator.stamp(), fs, game.as_deref());
         let (store, damage) = started.map_err(|e| match e {
             store::StoreError::Locked { dir, lock } => KitError::InUse {
                 kit: TERRAIN.into(),
@@ -432,11 +447,16 @@ impl Kit for TerrainKit {
             },
             e => fail(e.to_string()),
         })?;
-        let pool = Pool::new(st.config.worker_threads(), generator, store.reader())
-            .map_err(|e| fail(format!("cannot start the worker threads: {e}")))?;
+        let pool = if inline {
+            None
+        } else {
+            let pool = Pool::new(st.config.worker_threads(), generator, store.reader())
+                .map_err(|e| fail(format!("cannot start the worker threads: {e}")))?;
+            Some(pool)
+        };
         st.errors = damage;
         st.store = Some(store);
-        st.pool = Some(pool);
+        st.pool = pool;
         Ok(())
     }
 
