@@ -381,3 +381,55 @@ fn workers_takes_an_integer_or_inline_and_says_so_otherwise() {
         "written back as read"
     );
 }
+
+/// A save made inline loads into a game with workers and goes on as the inline run did, and the
+/// other way round: chunks and blocks in flight at the save are dispatched again and commit on
+/// the same ticks.
+#[test]
+fn a_save_moves_between_inline_and_workers() {
+    let scene = |workers: Value| {
+        json!({
+            "kits": [
+                { "id": "world.ground" },
+                { "id": "world.streaming", "config": {
+                    "radius": 2, "budgetMs": 3, "lod": [ { "step": 2, "radius": 6 } ] } },
+                { "id": "world.terrain", "config": { "seed": 11, "cellsPerChunk": 4, "workers": workers, "commitLatency": 3 } }
+            ],
+            "entities": [ { "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } } ]
+        })
+    };
+    let mut lines = Vec::new();
+    for t in 1..=30u64 {
+        let x = 16 + 14 * t;
+        lines.push(json!({"tick": t, "do": "move", "entity": "hero", "to": {"x": x, "z": 16}}));
+        lines
+            .push(json!({"tick": t, "do": "edit", "at": {"x": x - 30, "z": 16}, "height": 40 * t}));
+    }
+    let whole = |workers: Value| {
+        let mut g = common::game(&scene(workers));
+        common::run(&mut g, &lines, 34);
+        g
+    };
+    let reference = whole(json!("inline"));
+    assert_eq!(
+        common::event_lines(&reference),
+        common::event_lines(&whole(json!(2)))
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("mid.save.json");
+    for (first, second) in [(json!("inline"), json!(4)), (json!(4), json!("inline"))] {
+        let mut a = common::game(&scene(first.clone()));
+        common::run(&mut a, &lines, 14);
+        a.save(&save).unwrap();
+        let mut b = common::game(&scene(second.clone()));
+        let skip = b.engine().events().len();
+        b.load(&save).unwrap();
+        b.run(&common::inputs_after(&lines, 14), 34).unwrap();
+        assert_eq!(
+            common::events_from(&b, skip),
+            common::events_after(&reference, 14),
+            "saved with {first}, loaded with {second}"
+        );
+        assert_eq!(state_without_timing(&b), state_without_timing(&reference));
+    }
+}

@@ -2,7 +2,10 @@
 //! chunk `world.streaming` loads is dispatched to a worker pool; at the start of tick
 //! `T + commitLatency` (T the tick it loaded) it is committed — waiting for its worker only if it
 //! is not done yet — so the event log is the same whatever the threads did. The kit registers as a
-//! builder, so readiness (docs/reference/streaming.md#readiness) waits for terrain.
+//! builder, so readiness (docs/reference/streaming.md#readiness) waits for terrain. Inline
+//! (`workers: "inline"`, or any scene on a build without threads;
+//! docs/reference/terrain.md#inline) there is no pool and no save thread: each job runs on the
+//! tick at its commit, with the same bytes.
 //!
 //! - [`config`]: the settings; [`service`]: the face other kits see; [`events`]: the names of
 //!   the events it emits, their payloads, and reading them back ([`TerrainEvent`]);
