@@ -198,8 +198,8 @@ impl State {
     }
 
     /// Hands the tick's chunk and block jobs and released data to the pool (one lock, at
-    /// most one wake).
-    /// Inline (no pool) there is nothing to hand over: released data is freed here.
+    /// most one wake). Inline (no pool) there is nothing to hand over: released data is freed
+    /// here.
     pub(super) fn submit(&mut self) {
         match &self.pool {
             Some(pool) => pool.submit_all(&mut self.jobs, &mut self.blocks.jobs, &mut self.trash),
