@@ -24,6 +24,7 @@ const REQUIRED_EXPORTS = [
   "ws_version",
   "ws_status_name",
   "ws_string_free",
+  "ws_live_allocations",
   "ws_game_new_with_files",
   "ws_game_free",
   "ws_game_apply",
@@ -149,7 +150,7 @@ export class WorldStreaming {
 
   /** The version of the `world.streaming` kit the module runs (`ws_version`). */
   get version() {
-    return this.#abi.staticString(this.#abi.fn.ws_version());
+    return this.#abi.staticString(this.#abi.fn.ws_version() >>> 0);
   }
 
   /** The name of a status number (`ws_status_name`): `WS_STATUS_BAD_INPUT`, or `WS_STATUS_UNKNOWN`. */
@@ -448,11 +449,11 @@ class Abi {
   }
 
   statusName(status) {
-    return this.#read(this.fn.ws_status_name(status));
+    return this.#read(this.fn.ws_status_name(status) >>> 0);
   }
 
   liveAllocations() {
-    return Number(this.fn.ws_live_allocations());
+    return Number(this.fn.ws_live_allocations() >>> 0);
   }
 
   /** A copy of `len` bytes of memory at `ptr`. */
@@ -506,13 +507,18 @@ class Frame {
     this.error = this.alloc(4, 4);
   }
 
-  /** `size` bytes aligned to `align`, zeroed, freed with the frame. */
+  /**
+   * `size` bytes aligned to `align` (a power of two), zeroed, freed with the frame. `ws_alloc`
+   * promises alignment 1 only: the block is `align - 1` bytes longer and the pointer rounded up.
+   */
   alloc(size, align) {
-    const ptr = this.#abi.fn.ws_alloc(size, align);
-    if (ptr === 0) {
-      throw new Error(`ws_alloc: the module could not allocate ${size} bytes`);
+    const len = Math.max(1, size + align - 1);
+    const raw = this.#abi.fn.ws_alloc(len) >>> 0;
+    if (raw === 0) {
+      throw new Error(`ws_alloc: the module could not allocate ${len} bytes`);
     }
-    this.#allocations.push([ptr, size, align]);
+    this.#allocations.push([raw, len]);
+    const ptr = ((raw + align - 1) & ~(align - 1)) >>> 0;
     new Uint8Array(this.#abi.memory.buffer, ptr, size).fill(0);
     return ptr;
   }
@@ -566,8 +572,8 @@ class Frame {
   }
 
   release() {
-    for (const [ptr, size, align] of this.#allocations.reverse()) {
-      this.#abi.fn.ws_dealloc(ptr, size, align);
+    for (const [raw, len] of this.#allocations.reverse()) {
+      this.#abi.fn.ws_dealloc(raw, len);
     }
     this.#allocations = [];
   }
