@@ -160,13 +160,13 @@ export declare class Game {
 export declare class WorldStreaming {
   private constructor();
   /**
-   * Loads and instantiates `world_streaming.wasm`: `source` is its bytes, a compiled module, or a
-   * URL to fetch (a `URL` or a string, relative to the page's base URL, in Node to the current
+   * Loads and instantiates `world_streaming.wasm`: `source` is its bytes, a compiled module, a
+   * `Response` of `fetch` (not yet read), or a URL to fetch (a `URL` or a string, relative to the page's base URL, in Node to the current
    * directory). In Node a `file:` URL is read from disk (Node's `fetch` cannot read files). Without
    * `source`, the `world_streaming.wasm` beside `world-streaming.js` (where the package has it).
    */
   static instantiate(
-    source?: Uint8Array | ArrayBuffer | ArrayBufferView | WebAssembly.Module | URL | string,
+    source?: Uint8Array | ArrayBuffer | ArrayBufferView | WebAssembly.Module | Response | URL | string,
   ): Promise<WorldStreaming>;
   /** The version of the `world.streaming` kit the module runs (`ws_version`), e.g. `1.8.0`. */
   readonly version: string;

@@ -78,6 +78,9 @@ async function moduleFrom(source) {
   if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
     return WebAssembly.compile(source);
   }
+  if (typeof Response === "function" && source instanceof Response) {
+    return compileResponse(source, source.url || "the response");
+  }
   let url;
   if (source instanceof URL) {
     url = source;
@@ -91,7 +94,7 @@ async function moduleFrom(source) {
     url = new URL(source, base);
   } else {
     throw new TypeError(
-      "WorldStreaming.instantiate: expected a Uint8Array, an ArrayBuffer, a WebAssembly.Module, a URL or a URL string, got " +
+      "WorldStreaming.instantiate: expected a Uint8Array, an ArrayBuffer, a WebAssembly.Module, a fetch Response, a URL or a URL string, got " +
         describe(source),
     );
   }
@@ -100,9 +103,12 @@ async function moduleFrom(source) {
     const { readFile } = await import("node:fs/promises");
     return WebAssembly.compile(await readFile(url));
   }
-  const response = await fetch(url);
+  return compileResponse(await fetch(url), url.href);
+}
+
+async function compileResponse(response, name) {
   if (!response.ok) {
-    throw new Error(`WorldStreaming.instantiate: ${url.href}: HTTP ${response.status} ${response.statusText}`);
+    throw new Error(`WorldStreaming.instantiate: ${name}: HTTP ${response.status} ${response.statusText}`);
   }
   return WebAssembly.compile(await response.arrayBuffer());
 }
@@ -119,7 +125,7 @@ export class WorldStreaming {
 
   /**
    * Loads the wasm module: `source` is its bytes (`Uint8Array`, `ArrayBuffer`), a compiled
-   * `WebAssembly.Module`, or a URL (a `URL` or a string, resolved against the page, or in Node
+   * `WebAssembly.Module`, a `Response` of `fetch`, or a URL (a `URL` or a string, resolved against the page, or in Node
    * against the current directory) to fetch; in Node a `file:` URL is read from disk. Without
    * `source`, the `world_streaming.wasm` beside this file.
    */
@@ -464,8 +470,10 @@ class Abi {
   /** The NUL-terminated UTF-8 string at `ptr`. */
   #read(ptr) {
     const heap = new Uint8Array(this.memory.buffer);
-    let end = ptr;
-    while (heap[end] !== 0) end++;
+    const end = heap.indexOf(0, ptr);
+    if (ptr === 0 || end < 0) {
+      throw new Error(`the module handed out no NUL-terminated string at ${ptr}`);
+    }
     return decoder.decode(heap.subarray(ptr, end));
   }
 

@@ -61,7 +61,7 @@ test("instantiate takes bytes, an ArrayBuffer, a module, a file URL, a path and 
   assert.equal(WorldStreamingDefault, WorldStreaming);
 });
 
-test("instantiate fetches an http URL and names the URL when it cannot", async () => {
+test("instantiate fetches an http URL, takes a Response, and names the URL when it cannot", async () => {
   const bytes = wasmBytes();
   const server = createServer((req, res) => {
     if (req.url === "/world_streaming.wasm") {
@@ -77,6 +77,11 @@ test("instantiate fetches an http URL and names the URL when it cannot", async (
     const base = `http://127.0.0.1:${server.address().port}`;
     const other = await WorldStreaming.instantiate(`${base}/world_streaming.wasm`);
     assert.equal(other.version, ws.version);
+    const fromResponse = await WorldStreaming.instantiate(await fetch(`${base}/world_streaming.wasm`));
+    assert.equal(fromResponse.version, ws.version);
+    await assert.rejects(WorldStreaming.instantiate(await fetch(`${base}/gone.wasm`)), {
+      message: `WorldStreaming.instantiate: ${base}/gone.wasm: HTTP 404 Not Found`,
+    });
     await assert.rejects(WorldStreaming.instantiate(new URL(`${base}/nothing.wasm`)), {
       message: `WorldStreaming.instantiate: ${base}/nothing.wasm: HTTP 404 Not Found`,
     });
