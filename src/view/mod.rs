@@ -33,10 +33,13 @@ use crate::game::{Game, GameError};
 use crate::grid::ChunkPos;
 use crate::replay::{Divergence, Recording};
 
+// A recording re-runs through a temporary directory: not on the web (docs/web.md).
+#[cfg(not(target_arch = "wasm32"))]
 mod capture;
 mod model;
 mod render;
 
+#[cfg(not(target_arch = "wasm32"))]
 pub use capture::capture;
 pub use model::{Frame, ViewData};
 pub use render::render;
