@@ -1,4 +1,4 @@
-//! What the JavaScript module's tests (`node --test web/`, docs/web-js.md) take from the native
+//! What the JavaScript module's tests (`node --test web/`, docs/web.md#the-javascript-api) take from the native
 //! build, checked here so they cannot drift from it:
 //! - `web/test/native-events.json`: for each shipped example scene a browser can run (no mods,
 //!   no `worldDir`), the line count and FNV-1a 64 of the native `run --events` log, which the JS

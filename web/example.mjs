@@ -1,5 +1,6 @@
-// The complete example of docs/web-js.md: the seed scene in Node, through the installed package.
-// In a page it is the same code in a <script type="module">, importing "./world-streaming.js".
+// The complete example of docs/web.md#a-complete-example: the seed scene in Node, through the
+// installed package. In a page it is the same code in a <script type="module">, importing
+// "./world-streaming.js".
 import { ChunkEventKind, WorldStreaming } from "world-streaming";
 
 // Without an argument: the world_streaming.wasm the package ships beside the module.

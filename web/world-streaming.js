@@ -1,5 +1,5 @@
 // world-streaming.js: the world.streaming kit in a browser or in Node, over the wasm build of the
-// crate (docs/web-js.md). An ES module with no dependency and no build step: it loads the
+// crate (docs/web.md#the-javascript-api). An ES module with no dependency and no build step: it loads the
 // `world_streaming.wasm` module and drives the C ABI it exports (docs/reference/engines.md#c-abi-rules),
 // the functions `include/world_streaming.h` declares, through the module's allocator pair for the
 // strings and buffers it passes in. Every string the module hands out is read and freed here,
