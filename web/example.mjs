@@ -14,7 +14,8 @@ const game = ws.newGame({
 });
 try {
   game.tick(5);
-  console.log(`tick ${game.tickCount()}: ${game.variable("world.chunks.loaded")} chunks loaded`);
+  const first = game.drainChunkEvents(); // the chunk events of ticks 1 to 5
+  console.log(`tick ${game.tickCount()}: ${game.variable("world.chunks.loaded")} chunks loaded, ${first.count} events`);
 
   // The hot path: move the player every frame, take the chunk events without JSON.
   for (let frame = 1; frame <= 10; frame++) {
