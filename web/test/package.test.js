@@ -1,5 +1,6 @@
 // The npm package: `npm pack` in web/ yields a tarball holding the module, its types and the wasm;
-// a scratch project installs it offline and runs the example of docs/web.md#the-javascript-api from it.
+// a scratch project installs it offline and runs the example of docs/web.md#a-complete-example
+// from it.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
