@@ -146,6 +146,23 @@ enum WsStatus ws_game_new(const char *scene_json,
                           WsGame *out_game,
                           char **out_error);
 
+// Builds a game as `ws_game_new` does, from scene JSON text whose mods and district files are
+// read from `files_json` and nowhere else (docs/reference/engines.md#scene-files-as-text): a
+// JSON object `{"relative/path": "text", …}` standing for the scene's directory. A name the
+// scene uses that is missing from it is the error a missing file gets, naming the path; a key
+// (or a name) that is absolute, goes through `..`, holds a NUL or is empty, a value that is not
+// a string, or `files_json` that is not a JSON object is `WS_STATUS_BAD_SCENE`, naming the key.
+// Each file is held to the size cap of a file on disk. A `worldDir` is still a directory on
+// disk, relative to the current directory.
+//
+// # Safety
+// `scene_json` and `files_json` are null or NUL-terminated strings; `out_game` and `out_error`
+// are null or writable.
+enum WsStatus ws_game_new_with_files(const char *scene_json,
+                                     const char *files_json,
+                                     WsGame *out_game,
+                                     char **out_error);
+
 // Frees a game, writing its edits back to the world directory first (and releasing the
 // directory). A handle already freed (or never created) is `WS_STATUS_INVALID_HANDLE`; edits
 // that could not be written are `WS_STATUS_EDITS_LOST`, the message naming each region file and
@@ -225,6 +242,22 @@ enum WsStatus ws_game_save(WsGame game, const char *path, char **out_error);
 // # Safety
 // `path` is null or a NUL-terminated string; `out_error` null or writable.
 enum WsStatus ws_game_load(WsGame game, const char *path, char **out_error);
+
+// The save as text (docs/reference/engines.md#saves-as-text): byte for byte what `ws_game_save`
+// writes to a file, with the same checks (`WS_STATUS_SAVE_FAILED` when a file save would fail,
+// e.g. a Lua mod's storage that cannot be saved).
+//
+// # Safety
+// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
+enum WsStatus ws_game_save_text(WsGame game, char **out_json, char **out_error);
+
+// Loads a save given as text (what `ws_game_save_text` hands out, or a save file's text) into
+// the game, with every check `ws_game_load` makes of a file; on any problem
+// (`WS_STATUS_LOAD_FAILED`) the game is unchanged.
+//
+// # Safety
+// `json` is null or a NUL-terminated string; `out_error` null or writable.
+enum WsStatus ws_game_load_text(WsGame game, const char *json, char **out_error);
 
 // Takes the events emitted since the last drain, as a JSON array of the event log's objects
 // (`[{"tick": 1, "event": "world.chunk.loaded", "data": {"x": 0, "z": 0}}, …]`, emission

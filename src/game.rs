@@ -22,6 +22,7 @@ use crate::kits::streaming::{StreamingService, TicketError, TicketInfo, STREAMIN
 use crate::kits::streaming::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use crate::kits::terrain::{TerrainService, TERRAIN};
 use crate::mods;
+use crate::scene_files::SceneFiles;
 
 /// Why a game could not be built or run.
 #[derive(Debug, thiserror::Error)]
@@ -132,10 +133,23 @@ impl Game {
         base_dir: &Path,
         catalog: &KitCatalog,
     ) -> Result<Game, GameError> {
+        Self::from_scene_text_with_files(text, file, &SceneFiles::dir(base_dir), catalog)
+    }
+
+    /// Builds a game from scene JSON text whose mods and district files are read from `files`
+    /// and nowhere else: the scene's directory ([`SceneFiles::dir`]), or files given as text
+    /// ([`SceneFiles::from_json`], [`SceneFiles::from_texts`]) standing for it
+    /// (docs/reference/engines.md#scene-files-as-text). `file` names the scene in messages.
+    pub fn from_scene_text_with_files(
+        text: &str,
+        file: &str,
+        files: &SceneFiles,
+        catalog: &KitCatalog,
+    ) -> Result<Game, GameError> {
         // Straight into the typed scene: no JSON value tree (a 100 000-entity scene costs its
         // typed size, see `examples/big_scene.rs`).
         let scene: SceneFile = crate::files::parse_typed(text, file)?;
-        Self::build(scene, file, base_dir, catalog)
+        Self::build(scene, file, files, catalog)
     }
 
     /// Builds a game from a parsed scene file. Every problem is checked before anything runs.
@@ -145,19 +159,20 @@ impl Game {
         base_dir: &Path,
         catalog: &KitCatalog,
     ) -> Result<Game, GameError> {
-        Self::build(scene.clone(), file, base_dir, catalog)
+        Self::build(scene.clone(), file, &SceneFiles::dir(base_dir), catalog)
     }
 
     /// [`Game::from_scene`], taking the scene (its entities move into the world).
     fn build(
         mut scene: SceneFile,
         file: &str,
-        base_dir: &Path,
+        files: &SceneFiles,
         catalog: &KitCatalog,
     ) -> Result<Game, GameError> {
         let invalid = |p: Problem| FileError::invalid(file, p);
         let mut errors: Vec<FileError> = scene.problems().into_iter().map(invalid).collect();
-        let engine = Engine::new_in(catalog, &scene.kit_entries(), scene.scene_defs(), base_dir);
+        let engine =
+            Engine::new_with_files(catalog, &scene.kit_entries(), scene.scene_defs(), files);
         let mut engine = match engine {
             Ok(e) => Some(e),
             Err(list) => {
@@ -176,20 +191,22 @@ impl Game {
         };
         let mut mod_files = Vec::new();
         for (i, m) in scene.mods.iter().enumerate() {
-            let path = base_dir.join(m);
             // What exists but is not a regular file (a directory, a FIFO, `/dev/zero`) is
             // refused by the read, which says what it is.
-            if !path.exists() {
-                errors.push(invalid(Problem::new(
-                    format!("mods[{i}]"),
-                    format!(
-                        "expected a mod file, but {} does not exist",
-                        display_name(&path)
-                    ),
-                )));
+            let missing = match files.exists(m) {
+                Ok(true) => None,
+                Ok(false) => Some(format!(
+                    "expected a mod file, but {} does not exist",
+                    files.name(m)
+                )),
+                Err(why) => Some(format!("{}: {why}", files.name(m))),
+            };
+            if let Some(message) = missing {
+                errors.push(invalid(Problem::new(format!("mods[{i}]"), message)));
                 continue;
             }
-            match mods::read_mod(&path) {
+            let read = files.read_text(m).map_err(|e| vec![e]);
+            match read.and_then(|text| mods::parse_mod(text, &files.path(m))) {
                 Ok(f) => mod_files.push(f),
                 Err(list) => errors.extend(list),
             }
@@ -723,20 +740,35 @@ impl Game {
     /// `storage` and `math.random` state. A mod whose `storage` cannot be saved (not plain data,
     /// too large) is an error naming the mod and where, and nothing is written.
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
+        let bytes = self.save_bytes(&display_name(path))?;
+        write_atomic(path, &bytes)
+    }
+
+    /// The save as text: byte for byte what [`Game::save`] writes to a file, with the same
+    /// checks (docs/reference/engines.md#saves-as-text); a problem names the save
+    /// [`SAVE_TEXT_NAME`].
+    pub fn save_text(&self) -> Result<String, FileError> {
+        let bytes = self.save_bytes(SAVE_TEXT_NAME)?;
+        Ok(String::from_utf8(bytes).expect("JSON is UTF-8"))
+    }
+
+    /// The bytes of a save, `file` naming it in messages: what [`Game::save`] writes and
+    /// [`Game::save_text`] returns.
+    fn save_bytes(&self, file: &str) -> Result<Vec<u8>, FileError> {
         self.engine.flush().map_err(|message| FileError::Io {
-            file: display_name(path),
+            file: file.to_owned(),
             message: format!("cannot save: {message}"),
         })?;
         let mut doc = self.engine.save_document();
         for m in &self.lua_mods {
             doc.mods.push(m.save().map_err(|message| FileError::Io {
-                file: display_name(path),
+                file: file.to_owned(),
                 message: format!("cannot save Lua mod {}: {message}", m.id()),
             })?);
         }
         let mut bytes = serde_json::to_vec_pretty(&doc).expect("plain data");
         bytes.push(b'\n');
-        write_atomic(path, &bytes)
+        Ok(bytes)
     }
 
     /// Loads a save from `path`; on any problem the game is unchanged. Restoring emits no event
@@ -746,8 +778,24 @@ impl Game {
     /// `storage` and `math.random` state replace the mods' own. A save without (`mods` absent)
     /// leaves the mods' state as it is.
     pub fn load(&mut self, path: &Path) -> Result<(), FileError> {
-        let (file, doc, world, prepared) = self.read_save(path)?;
-        let invalid = |p: Problem| FileError::invalid(&file, p);
+        let file = display_name(path);
+        let text = read_text(path)?;
+        self.load_read(&text, &file)
+    }
+
+    /// Loads a save given as text (what [`Game::save_text`] returns, or a save file's bytes):
+    /// every check of [`Game::load`] — the size cap of a file included — and on any problem
+    /// the game is unchanged (docs/reference/engines.md#saves-as-text). A problem names the
+    /// save [`SAVE_TEXT_NAME`].
+    pub fn load_text(&mut self, text: &str) -> Result<(), FileError> {
+        within_file_cap(text, SAVE_TEXT_NAME)?;
+        self.load_read(text, SAVE_TEXT_NAME)
+    }
+
+    /// [`Game::load`] of a save's text, read (`file` names it in messages).
+    fn load_read(&mut self, text: &str, file: &str) -> Result<(), FileError> {
+        let (doc, world, prepared) = self.check_save_read(text, file)?;
+        let invalid = |p: Problem| FileError::invalid(file, p);
         let lua_mods = &self.lua_mods;
         // The mods get their state back before the kits tell subscribers (Lua `onChunk`
         // callbacks included) what the load changed.
@@ -764,33 +812,33 @@ impl Game {
     /// checks in the same order, so the same first problem — and changes nothing: `Ok` when
     /// loading it into this game would succeed. (`world-streaming check SCENE SAVE` is this.)
     pub fn check_save(&self, path: &Path) -> Result<(), FileError> {
-        let (file, doc, world, _) = self.read_save(path)?;
+        let file = display_name(path);
+        let text = read_text(path)?;
+        let (doc, world, _) = self.check_save_read(&text, &file)?;
         self.engine
             .check_parsed(doc, world)
             .map_err(|p| FileError::invalid(&file, p))
     }
 
-    /// What [`Game::load`] and [`Game::check_save`] check first: the file, then the save on its
-    /// own — what `check` of a save checks ([`crate::files::save::check_with`]: the host's part
-    /// with the Lua mods' storage, each section by its kit's check) — then its Lua mods' states
-    /// against this game's mods. Returns the file's name for messages.
+    /// What [`Game::load`], [`Game::load_text`] and [`Game::check_save`] check first, once the
+    /// save's text is read (`file` names it): the save on its own — what `check` of a save
+    /// checks ([`crate::files::save::check_with`]: the host's part with the Lua mods' storage,
+    /// each section by its kit's check) — then its Lua mods' states against this game's mods.
     #[allow(clippy::type_complexity)]
-    fn read_save(
+    fn check_save_read(
         &self,
-        path: &Path,
+        text: &str,
+        file: &str,
     ) -> Result<
         (
-            String,
             crate::host::save::SaveDoc,
             crate::host::World,
             Vec<mods::lua::PreparedModState>,
         ),
         FileError,
     > {
-        let file = display_name(path);
-        let text = read_text(path)?;
-        let value = parse_json(&text, &file)?;
-        let invalid = |p: Problem| FileError::invalid(&file, p);
+        let value = parse_json(text, file)?;
+        let invalid = |p: Problem| FileError::invalid(file, p);
         let (doc, world) = crate::host::save::check_alone(
             &value,
             mods::lua::check_storage,
@@ -798,7 +846,7 @@ impl Game {
         )
         .map_err(invalid)?;
         let prepared = self.prepare_mods(&value).map_err(invalid)?;
-        Ok((file, doc, world, prepared))
+        Ok((doc, world, prepared))
     }
 
     /// Checks the `mods` of a save against this game's Lua mods and builds their storage.
@@ -825,6 +873,23 @@ impl Game {
             .map(|(i, (m, s))| m.prepare(s, &format!("mods[{i}]")))
             .collect()
     }
+}
+
+/// The name a save given as text ([`Game::save_text`], [`Game::load_text`]) has in messages, as
+/// a file's path names a save file (`save: line 1 column 1: expected value`).
+pub const SAVE_TEXT_NAME: &str = "save";
+
+/// `text` as the text of a file: refused with a file's words when it is longer than a file may
+/// be ([`crate::files::MAX_FILE_BYTES`]).
+fn within_file_cap(text: &str, file: &str) -> Result<(), FileError> {
+    let limit = crate::files::MAX_FILE_BYTES;
+    if text.len() as u64 > limit {
+        return Err(FileError::Read(crate::user_file::ReadError::TooLarge {
+            file: file.to_owned(),
+            limit,
+        }));
+    }
+    Ok(())
 }
 
 fn engine_error(file: &str, e: EngineError) -> FileError {

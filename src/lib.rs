@@ -43,6 +43,7 @@ pub mod kits;
 pub mod limits;
 pub mod mods;
 pub mod replay;
+pub mod scene_files;
 pub mod script;
 pub mod user_file;
 pub mod view;

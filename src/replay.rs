@@ -25,6 +25,7 @@ use crate::game::{Game, GameError};
 use crate::host::{Engine, Event};
 use crate::json::{from_value, Problem};
 use crate::kits::builtin_catalog;
+use crate::scene_files::SceneFiles;
 use crate::worlddir::store::{read_capped, Capped};
 
 /// The `format` of a recording.
@@ -430,13 +431,13 @@ pub fn run_steps(game: &mut Game, inputs: &Inputs, target: u64) -> Result<Vec<St
     Ok(steps)
 }
 
-/// Reads the district files the scene's `world.district` names (relative to `base`), for a
+/// Reads the district files the scene's `world.district` names (from the scene's `files`), for a
 /// recording: each a regular UTF-8 file, together at most [`MAX_FILE_BYTES`] (the cap a
 /// recording is read with). A district `worldDir` other than `world.terrain`'s is refused (a
 /// recording carries one world directory).
 fn read_districts(
     scene: &Value,
-    base: &Path,
+    files: &SceneFiles,
     file: &str,
 ) -> Result<Vec<RecordedDistrict>, GameError> {
     let (entries, world_dir) = district_entries(scene);
@@ -458,11 +459,11 @@ fn read_districts(
         let Some(path) = district_path(entry) else {
             continue; // not well formed: the game says so
         };
-        let text = read_text(&base.join(path))?;
+        let text = files.read_text(path)?;
         total += text.len() as u64;
         if total > MAX_FILE_BYTES {
             return Err(FileError::Io {
-                file: display_name(&base.join(path)),
+                file: files.name(path),
                 message: format!(
                     "the district files come to more than {MAX_FILE_BYTES} bytes, the most a \
                      recording holds: not recorded"
@@ -507,11 +508,12 @@ impl Recording {
         let scene_value = parse_json(&read_text(scene_path)?, &file)?;
         let scene = SceneFile::from_json(&scene_value).map_err(|p| FileError::invalid(&file, p))?;
         let base = scene_path.parent().unwrap_or(Path::new("."));
+        let files = SceneFiles::dir(base);
         let mut mods = Vec::new();
         for m in &scene.mods {
             mods.push(RecordedMod {
                 path: m.clone(),
-                text: read_text(&base.join(m))?,
+                text: files.read_text(m)?,
             });
         }
         // The world directory as the run finds it (region files only).
@@ -559,7 +561,7 @@ impl Recording {
                 }
             }
         }
-        let districts = read_districts(&scene_value, base, &file)?;
+        let districts = read_districts(&scene_value, &files, &file)?;
         // The recording's own run works on a copy of that world: the directory belongs to the
         // game being recorded (its lock), and the run must see it as that game found it. It
         // runs on copies of the district files too, so that it runs on exactly what the

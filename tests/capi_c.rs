@@ -218,3 +218,27 @@ fn a_terrain_drive_reads_every_built_chunk_back_with_its_event_hash() {
         assert!(out.contains(status), "{status} never reported:\n{out}");
     }
 }
+
+/// A scene's files and saves as text from C (docs/reference/engines.md#scene-files-as-text,
+/// docs/reference/engines.md#saves-as-text): the town scene with a JSON mod run from disk and
+/// from `files_json` with the same events and state tick by tick; every refusal of
+/// `files_json`; `ws_game_save_text` byte for byte the file `ws_game_save` writes, a round trip
+/// through `ws_game_load_text`, and bad saves refused with the game unchanged.
+#[test]
+fn scene_files_and_saves_as_text_work_from_c() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = build_and_run(
+        &repo().join("tests/c/text_abi.c"),
+        &[scratch.path(), repo()],
+    );
+    assert!(out.contains("text_abi: every check passed"), "{out}");
+    for status in [
+        "WS_STATUS_BAD_SCENE",
+        "WS_STATUS_LOAD_FAILED",
+        "WS_STATUS_NULL_ARGUMENT",
+        "WS_STATUS_INVALID_UTF8",
+        "WS_STATUS_INVALID_HANDLE",
+    ] {
+        assert!(out.contains(status), "{status} never reported:\n{out}");
+    }
+}

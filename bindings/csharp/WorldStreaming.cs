@@ -113,6 +113,9 @@ namespace WorldStreamingKit
         [DllImport(Lib)] public static extern WsStatus ws_game_variable(ulong game, byte[] name, out double value, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_save(ulong game, byte[] path, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_load(ulong game, byte[] path, out IntPtr error);
+        [DllImport(Lib)] public static extern WsStatus ws_game_new_with_files(byte[] sceneJson, byte[] filesJson, out ulong game, out IntPtr error);
+        [DllImport(Lib)] public static extern WsStatus ws_game_save_text(ulong game, out IntPtr json, out IntPtr error);
+        [DllImport(Lib)] public static extern WsStatus ws_game_load_text(ulong game, byte[] json, out IntPtr error);
 
         /// <summary>A C string argument: the text as UTF-8 with its NUL (null stays null).</summary>
         public static byte[] Utf8(string text)
@@ -187,6 +190,62 @@ namespace WorldStreamingKit
             IntPtr error;
             var status = WorldStreamingNative.ws_game_new(WorldStreamingNative.Utf8(sceneJson), WorldStreamingNative.Utf8(baseDir), out handle, out error);
             Check(status, error);
+        }
+
+        WorldStreaming(ulong handle)
+        {
+            this.handle = handle;
+        }
+
+        /// <summary>A game from scene JSON text whose mods and district files are read from
+        /// filesJson and nowhere else: a JSON object {"relative/path": "text", ...} standing for
+        /// the scene's directory (docs/reference/engines.md#scene-files-as-text).</summary>
+        public static WorldStreaming WithFiles(string sceneJson, string filesJson)
+        {
+            ulong game;
+            IntPtr error;
+            var status = WorldStreamingNative.ws_game_new_with_files(WorldStreamingNative.Utf8(sceneJson), WorldStreamingNative.Utf8(filesJson), out game, out error);
+            Check(status, error);
+            return new WorldStreaming(game);
+        }
+
+        /// <summary>WithFiles with the files as a dictionary of relative path to text.</summary>
+        public static WorldStreaming WithFiles(string sceneJson, IDictionary<string, string> files)
+        {
+            return WithFiles(sceneJson, FilesJson(files));
+        }
+
+        /// <summary>The files_json of ws_game_new_with_files: a JSON object of relative path to text.</summary>
+        public static string FilesJson(IDictionary<string, string> files)
+        {
+            var json = new StringBuilder("{");
+            bool first = true;
+            foreach (var file in files)
+            {
+                if (!first) json.Append(',');
+                first = false;
+                JsonString(json, file.Key);
+                json.Append(':');
+                JsonString(json, file.Value);
+            }
+            return json.Append('}').ToString();
+        }
+
+        static void JsonString(StringBuilder json, string text)
+        {
+            if (text == null)
+            {
+                json.Append("null");
+                return;
+            }
+            json.Append('"');
+            foreach (char c in text)
+            {
+                if (c == '"' || c == '\\') json.Append('\\').Append(c);
+                else if (c < ' ') json.Append("\\u").Append(((int)c).ToString("x4"));
+                else json.Append(c);
+            }
+            json.Append('"');
         }
 
         /// <summary>Frees the game (writing its edits back first). Throws a WorldStreamingException
@@ -399,6 +458,18 @@ namespace WorldStreamingKit
         {
             IntPtr error;
             Check(WorldStreamingNative.ws_game_load(handle, WorldStreamingNative.Utf8(path), out error), error);
+        }
+
+        /// <summary>The save as text: byte for byte what Save writes to a file
+        /// (docs/reference/engines.md#saves-as-text).</summary>
+        public string SaveText() { return Json(WorldStreamingNative.ws_game_save_text); }
+
+        /// <summary>Loads a save given as text, with every check of Load; on an error the game is
+        /// unchanged.</summary>
+        public void LoadText(string json)
+        {
+            IntPtr error;
+            Check(WorldStreamingNative.ws_game_load_text(handle, WorldStreamingNative.Utf8(json), out error), error);
         }
     }
 }

@@ -28,20 +28,66 @@ pub unsafe extern "C" fn ws_game_new(
             let base = text(base_dir, "base_dir")?;
             let game = Game::from_scene_text(scene, "scene", Path::new(base), &builtin_catalog())
                 .map_err(CapiError::Scene)?;
-            let handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
-            GAMES.with(|games| {
-                games.borrow_mut().insert(
-                    handle,
-                    Slot {
-                        game,
-                        poisoned: false,
-                        queue: EventQueue::default(),
-                    },
-                )
-            });
-            put(out_game, "out_game", handle)
+            put(out_game, "out_game", register(game))
         })
     }
+}
+
+/// The most `files_json` may hold: the largest file a scene names (a district file,
+/// `crate::limits::MAX_DISTRICT_BYTES`); each file in it is held to its own cap when it is read,
+/// as a file on disk is.
+pub const WS_MAX_FILES_JSON_BYTES: u64 = crate::limits::MAX_DISTRICT_BYTES;
+
+/// Builds a game as `ws_game_new` does, from scene JSON text whose mods and district files are
+/// read from `files_json` and nowhere else (docs/reference/engines.md#scene-files-as-text): a
+/// JSON object `{"relative/path": "text", …}` standing for the scene's directory. A name the
+/// scene uses that is missing from it is the error a missing file gets, naming the path; a key
+/// (or a name) that is absolute, goes through `..`, holds a NUL or is empty, a value that is not
+/// a string, or `files_json` that is not a JSON object is `WS_STATUS_BAD_SCENE`, naming the key.
+/// Each file is held to the size cap of a file on disk. A `worldDir` is still a directory on
+/// disk, relative to the current directory.
+///
+/// # Safety
+/// `scene_json` and `files_json` are null or NUL-terminated strings; `out_game` and `out_error`
+/// are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_new_with_files(
+    scene_json: *const c_char,
+    files_json: *const c_char,
+    out_game: *mut WsGame,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: `out_error` per this function's contract; the closure's reads likewise.
+    unsafe {
+        entry(out_error, || {
+            if out_game.is_null() {
+                return Err(CapiError::Null("out_game"));
+            }
+            let scene = text(scene_json, "scene_json")?;
+            let files = text_capped(files_json, "files_json", WS_MAX_FILES_JSON_BYTES)?;
+            let files = SceneFiles::from_json(files, "files")
+                .map_err(|e| CapiError::Scene(GameError::Files(e)))?;
+            let game = Game::from_scene_text_with_files(scene, "scene", &files, &builtin_catalog())
+                .map_err(CapiError::Scene)?;
+            put(out_game, "out_game", register(game))
+        })
+    }
+}
+
+/// Puts `game` in this thread's registry under a new handle.
+fn register(game: Game) -> WsGame {
+    let handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+    GAMES.with(|games| {
+        games.borrow_mut().insert(
+            handle,
+            Slot {
+                game,
+                poisoned: false,
+                queue: EventQueue::default(),
+            },
+        )
+    });
+    handle
 }
 
 /// Frees a game, writing its edits back to the world directory first (and releasing the
@@ -312,10 +358,103 @@ pub unsafe extern "C" fn ws_game_load(
     }
 }
 
+/// The save as text (docs/reference/engines.md#saves-as-text): byte for byte what `ws_game_save`
+/// writes to a file, with the same checks (`WS_STATUS_SAVE_FAILED` when a file save would fail,
+/// e.g. a Lua mod's storage that cannot be saved).
+///
+/// # Safety
+/// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_save_text(
+    game: WsGame,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            if out_json.is_null() {
+                return Err(CapiError::Null("out_json"));
+            }
+            let json = with_game(game, |g| g.save_text().map_err(CapiError::Save))?;
+            put(out_json, "out_json", hand_out(json))
+        })
+    }
+}
+
+/// Loads a save given as text (what `ws_game_save_text` hands out, or a save file's text) into
+/// the game, with every check `ws_game_load` makes of a file; on any problem
+/// (`WS_STATUS_LOAD_FAILED`) the game is unchanged.
+///
+/// # Safety
+/// `json` is null or a NUL-terminated string; `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_load_text(
+    game: WsGame,
+    json: *const c_char,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            // Held to a save file's cap by the load itself, refused as a file past it is.
+            let json = text_capped(json, "json", u64::MAX)?;
+            with_game(game, |g| g.load_text(json).map_err(CapiError::Load))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::capi::testing::*;
+
+    fn load_text(game: WsGame, json: &str) -> (WsStatus, String) {
+        let json = CString::new(json).unwrap();
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a valid string and out-pointer.
+        let status = unsafe { ws_game_load_text(game, json.as_ptr(), &mut error) };
+        (status, take_message(error))
+    }
+
+    #[test]
+    fn a_save_text_past_a_save_files_cap_is_load_failed_with_a_files_words() {
+        let (_, game, _) = new_game(&terrain_scene());
+        let big = " ".repeat((16 << 20) + 1);
+        let (status, message) = load_text(game, &big);
+        assert_eq!(status, WsStatus::LoadFailed);
+        assert_eq!(
+            message,
+            "load: save: the file is larger than the 16 MiB limit (the limit is 16777216 bytes)"
+        );
+        // Within the cap, the load's own checks.
+        let (status, message) = load_text(game, "{");
+        assert_eq!(status, WsStatus::LoadFailed);
+        assert!(
+            message.starts_with("load: save: line 1 column 1: "),
+            "{message}"
+        );
+        free_game(game);
+    }
+
+    #[test]
+    fn files_json_errors_are_bad_scene_and_every_one_is_told() {
+        let scene = CString::new(terrain_scene()).unwrap();
+        let files = CString::new(r#"{"../a": "", "b": 1}"#).unwrap();
+        let mut game: WsGame = 0;
+        let mut error = std::ptr::null_mut();
+        // SAFETY: valid strings and out-pointers.
+        let status = unsafe {
+            ws_game_new_with_files(scene.as_ptr(), files.as_ptr(), &mut game, &mut error)
+        };
+        let message = take_message(error);
+        assert_eq!((status, game), (WsStatus::BadScene, 0));
+        assert!(
+            message.contains(r#"files: "../a": expected a path inside"#),
+            "{message}"
+        );
+        assert!(message.contains(r#"files: "b": expected the file's text (a string), got 1"#));
+    }
 
     #[test]
     fn a_second_game_on_a_world_directory_is_world_in_use_until_the_first_is_freed() {

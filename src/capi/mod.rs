@@ -46,6 +46,7 @@ use crate::host::{EntityId, Event};
 use crate::kits::builtin_catalog;
 use crate::kits::streaming::StreamingService;
 use crate::kits::terrain::{ChunkData, TerrainService, TERRAIN};
+use crate::scene_files::SceneFiles;
 
 // In the order cbindgen writes their functions (a blank line keeps rustfmt from sorting them).
 mod game;
@@ -156,15 +157,29 @@ unsafe fn entry(
 /// # Safety
 /// `ptr` is null or points to a NUL-terminated string that stays valid for `'a`.
 unsafe fn text<'a>(ptr: *const c_char, what: &'static str) -> Result<&'a str, CapiError> {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { text_capped(ptr, what, MAX_FILE_BYTES) }
+}
+
+/// [`text`] with a cap of its own (`files_json`, which holds a scene's every file).
+///
+/// # Safety
+/// As [`text`].
+unsafe fn text_capped<'a>(
+    ptr: *const c_char,
+    what: &'static str,
+    limit: u64,
+) -> Result<&'a str, CapiError> {
     if ptr.is_null() {
         return Err(CapiError::Null(what));
     }
     // SAFETY: not null, and the caller promises a NUL-terminated string.
     let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
-    if bytes.len() as u64 > MAX_FILE_BYTES {
+    if bytes.len() as u64 > limit {
         return Err(CapiError::TooLong {
             what,
             len: bytes.len(),
+            limit,
         });
     }
     std::str::from_utf8(bytes).map_err(|e| CapiError::Utf8 {

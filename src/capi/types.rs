@@ -118,12 +118,14 @@ pub(super) enum CapiError {
         offset: usize,
     },
     /// Too long a text.
-    #[error("{what} is {len} bytes; the limit is {MAX_FILE_BYTES}")]
+    #[error("{what} is {len} bytes; the limit is {limit}")]
     TooLong {
         /// The argument.
         what: &'static str,
         /// Its length.
         len: usize,
+        /// The most it may be.
+        limit: u64,
     },
     /// No such game.
     #[error(

@@ -168,6 +168,20 @@ impl Engine {
         scenes: Vec<SceneDef>,
         base_dir: &std::path::Path,
     ) -> Result<Engine, Vec<EngineError>> {
+        let files = crate::scene_files::SceneFiles::dir(base_dir);
+        Self::new_with_files(catalog, kits, scenes, &files)
+    }
+
+    /// [`Engine::new`] for a scene whose files come from `files` (its directory, or files given
+    /// as text): kits read the files their config names through it ([`KitSpec::files`]) and
+    /// resolve the directories they write against [`SceneFiles::base_dir`](crate::scene_files::SceneFiles::base_dir).
+    pub fn new_with_files(
+        catalog: &KitCatalog,
+        kits: &[KitEntry],
+        scenes: Vec<SceneDef>,
+        files: &crate::scene_files::SceneFiles,
+    ) -> Result<Engine, Vec<EngineError>> {
+        let base_dir = files.base_dir();
         let mut problems = Vec::new();
         let mut built: Vec<Box<dyn Kit>> = Vec::new();
         let mut manifests = Vec::new();
@@ -216,6 +230,7 @@ impl Engine {
                 config_path: format!("{path}.config"),
                 scenes: &scenes,
                 base_dir,
+                files,
             };
             match catalog
                 .build(&entry.id, &spec)

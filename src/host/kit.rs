@@ -80,9 +80,13 @@ pub struct KitSpec<'a> {
     pub config_path: String,
     /// The scenes of the file; a kit reads `layers[<its id>]` of each.
     pub scenes: &'a [SceneDef],
-    /// The scene file's directory: relative paths in a config are relative to it, as mod
-    /// paths are.
+    /// Where directories the kit writes resolve (a relative `worldDir`): the scene file's
+    /// directory, or the current directory for a scene whose files are given as text
+    /// ([`crate::scene_files::SceneFiles::base_dir`]).
     pub base_dir: &'a std::path::Path,
+    /// The files the scene names relative to itself (its directory, or files given as text):
+    /// a kit reads a file its config names through these, never by a path of its own.
+    pub files: &'a crate::scene_files::SceneFiles,
 }
 
 impl KitSpec<'_> {

@@ -2,7 +2,7 @@
 // worked example (docs/reference/tick.md#the-worked-example), a drive across
 // examples/scenes/terrain.json with every built chunk's heights read back and hashed (FNV-1a 64,
 // docs/reference/terrain.md#chunk-content) against its event, entity data, and the error paths, all
-// through the WorldStreaming wrapper. Compiled with mcs (C# 7) and run with mono by
+// through the WorldStreaming wrapper; and a scene's files and saves as text. Compiled with mcs (C# 7) and run with mono by
 // tests/capi_csharp.rs:
 //   mono WorldStreamingTest.exe REPO DIR      REPO: the crate; DIR: a scratch directory
 // Exits 0 when every check holds, 1 naming those that failed.
@@ -227,6 +227,70 @@ static class WorldStreamingTest
         Check(WorldStreamingNative.ws_string_free(IntPtr.Zero) == WsStatus.Ok, "freeing null");
     }
 
+    /// <summary>A scene's files and saves as text (docs/reference/engines.md#scene-files-as-text,
+    /// docs/reference/engines.md#saves-as-text): examples/scenes/town.json with the JSON mod
+    /// keep_home from disk and from text, the same events and state; the refusals; SaveText as
+    /// Save's file, LoadText back to the same state, a bad save changing nothing.</summary>
+    static void TextAbi(string repo, string dir)
+    {
+        string scenes = Path.Combine(repo, "examples", "scenes");
+        string town = File.ReadAllText(Path.Combine(scenes, "town.json"));
+        int brace = town.IndexOf('{');
+        string diskScene = "{ \"mods\": [\"../../mods/keep_home.json\"]," + town.Substring(brace + 1);
+        string scene = "{ \"mods\": [\"mods/keep_home.json\"]," + town.Substring(brace + 1);
+        var files = new Dictionary<string, string>
+        {
+            { "mods/keep_home.json", File.ReadAllText(Path.Combine(repo, "mods", "keep_home.json")) },
+            { "town.district.jsonl", File.ReadAllText(Path.Combine(scenes, "town.district.jsonl")) },
+        };
+        bool refused = false;
+        using (var disk = new WorldStreaming(diskScene, scenes))
+        using (var text = WorldStreaming.WithFiles(scene, files))
+        {
+            for (int t = 1; t <= 12; t++)
+            {
+                double x = t >= 3 && t < 6 ? 300.0 : 16.0;
+                disk.Move("hero", x, 0, 16);
+                text.Move("hero", x, 0, 16);
+                disk.Tick();
+                text.Tick();
+                Check(disk.DrainEvents() == text.DrainEvents(), "tick " + t + ": the same events from text");
+                string state = text.State();
+                Check(disk.State() == state, "tick " + t + ": the same state from text");
+                refused |= state.Contains("\"home\"");
+            }
+            Check(refused, "the mod read from text refused an unload");
+
+            string save = Path.Combine(dir, "town.save.json");
+            text.Save(save);
+            string saved = text.SaveText();
+            Check(saved == File.ReadAllText(save), "SaveText is Save's file");
+            string atSave = text.State();
+            text.Move("hero", 300, 0, 16);
+            text.Tick(5);
+            Check(text.State() != atSave, "the state moved on");
+            text.LoadText(saved);
+            Check(text.State() == atSave, "LoadText gives the state at the save");
+            text.DrainEvents();
+            Expect(WsStatus.LoadFailed, "load: save: line 1", () => text.LoadText("{"), "a save that is not JSON");
+            Expect(WsStatus.LoadFailed, "load: save: ", () => text.LoadText("{\"tick\": \"soon\"}"), "a bad save");
+            Check(text.State() == atSave && text.DrainEvents() == "[]" && text.SaveText() == saved, "a refused load changes nothing");
+            text.Dispose();
+            Expect(WsStatus.InvalidHandle, "handle", () => text.SaveText(), "a disposed game's save text");
+            Expect(WsStatus.InvalidHandle, "handle", () => text.LoadText(saved), "a disposed game's load text");
+        }
+        Expect(WsStatus.BadScene, "mods/keep_home.json does not exist",
+               () => WorldStreaming.WithFiles(scene, "{}"), "a file missing from the files");
+        Expect(WsStatus.BadScene, "files: \"../x\": expected a path inside",
+               () => WorldStreaming.WithFiles(scene, "{\"../x\": \"\"}"), "a key through ..");
+        Expect(WsStatus.BadScene, "files: \"/abs.json\": expected a path relative",
+               () => WorldStreaming.WithFiles(scene, new Dictionary<string, string> { { "/abs.json", "" } }), "an absolute key");
+        Expect(WsStatus.BadScene, "files: \"a.json\": expected the file's text (a string), got 3",
+               () => WorldStreaming.WithFiles(scene, "{\"a.json\": 3}"), "a value that is not text");
+        Expect(WsStatus.NullArgument, "files_json is null",
+               () => WorldStreaming.WithFiles(scene, (string)null), "null files");
+    }
+
     static int Main(string[] args)
     {
         if (args.Length != 2)
@@ -238,6 +302,7 @@ static class WorldStreamingTest
         SeedExample(args[1]);
         TerrainDrive(args[0]);
         ErrorPaths();
+        TextAbi(args[0], args[1]);
         if (failures > 0)
         {
             Console.Error.WriteLine("WorldStreamingTest: " + failures + " check(s) failed");

@@ -108,7 +108,10 @@ pub fn entry() -> crate::host::CatalogEntry {
 
 /// The `world.district` kit.
 pub struct DistrictKit {
-    files: Vec<(u16, PathBuf)>,
+    /// The district files: each one's scene and name, as the config gives it.
+    files: Vec<(u16, String)>,
+    /// Where they are read from (the scene's directory, or files given as text).
+    source: crate::scene_files::SceneFiles,
     /// `worldDir`, resolved, and `flushEveryTicks`.
     world_dir: Option<PathBuf>,
     every: u64,
@@ -168,7 +171,7 @@ impl DistrictKit {
                     }
                 },
             };
-            files.push((index as u16, spec.base_dir.join(file)));
+            files.push((index as u16, file.to_owned()));
         }
         if !problems.is_empty() {
             return Err(problems);
@@ -197,6 +200,7 @@ impl DistrictKit {
         };
         Ok(Box::new(DistrictKit {
             files,
+            source: spec.files.clone(),
             world_dir,
             every: config.flush_every_ticks.get(),
             fs,
@@ -421,19 +425,22 @@ impl Kit for DistrictKit {
         let grid = Grid::new(streaming.chunk_size());
         let mut builder = index::Builder::new(grid);
         let mut handles = Vec::new();
-        for (scene, path) in &self.files {
-            let name = crate::user_file::name(path);
-            // A regular file, checked before and after opening (a FIFO swapped in between
+        for (scene, file) in &self.files {
+            let name = self.source.name(file);
+            // Read through the scene's files (its directory, or files given as text). On disk,
+            // a regular file, checked before and after opening (a FIFO swapped in between
             // never blocks the start); the index reads it through its own cap. A file that
             // cannot be opened is an error told with the others
             // (docs/reference/files-and-cli.md#check: every error found). A file that says it is
             // past the cap is refused unread (the read stops at the cap all the same, should it
             // grow).
             let cap = crate::limits::MAX_DISTRICT_BYTES;
-            let opened = crate::user_file::open_regular(path)
+            let opened = self
+                .source
+                .open(file)
                 .map_err(|e| format!("{e} (a district file)"))
-                .and_then(|(file, meta)| {
-                    if meta.len() > cap {
+                .and_then(|(file, len)| {
+                    if len > cap {
                         return Err(format!(
                             "{name}: the file is larger than the district file limit ({cap} \
                              bytes)"

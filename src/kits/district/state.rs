@@ -6,7 +6,6 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
 use std::rc::Rc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -45,7 +44,7 @@ pub(crate) type Count = (ChunkPos, usize);
 pub(crate) struct State {
     pub grid: Grid,
     pub index: Index,
-    pub files: Vec<RefCell<File>>,
+    pub files: Vec<RefCell<crate::scene_files::SceneReader>>,
     /// Scene ids by index (every scene of the file).
     pub scenes: Vec<String>,
     /// The scene streaming now, and the one last entered (what is stored outside a scene
