@@ -18,7 +18,9 @@ use serde_json::{json, Value};
 use super::capture::{scripts, view_data, Capture};
 use super::{has_terrain, terrain_height, Frame, ViewData, ViewError};
 use crate::files::inputs::{parse_line, Action, InputLine};
-use crate::game::Game;
+use crate::files::FileError;
+use crate::game::{Game, GameError};
+use crate::scene_files::SceneFiles;
 use crate::grid::{ChunkPos, Position};
 use crate::limits::MAX_TICK;
 use crate::replay::{Recording, Step};
@@ -44,24 +46,24 @@ pub struct Live {
     last_tick: u64,
     /// The page model's header (no frames).
     header: ViewData,
-    /// Where the scene's files are, while the game runs.
-    _dir: Option<tempfile::TempDir>,
 }
 
-/// The game of a scene whose files are given as text.
-fn build_game(
-    scene: &str,
-    files: BTreeMap<String, String>,
-) -> Result<(Option<tempfile::TempDir>, Game), ViewError> {
-    let dir = tempfile::tempdir().map_err(|e| ViewError::Live(e.to_string()))?;
-    for (path, text) in files {
-        let full = dir.path().join(path);
-        std::fs::create_dir_all(full.parent().expect("a parent"))
-            .map_err(|e| ViewError::Live(e.to_string()))?;
-        std::fs::write(&full, text).map_err(|e| ViewError::Live(e.to_string()))?;
-    }
-    let game = Game::from_scene_text(scene, "scene", dir.path(), &crate::kits::builtin_catalog())?;
-    Ok((Some(dir), game))
+/// The game of a scene whose files are given as text (docs/reference/engines.md#scene-files-as-text).
+fn build_game(scene: &str, files: BTreeMap<String, String>) -> Result<Game, ViewError> {
+    let files = SceneFiles::from_texts(files).map_err(|problems| {
+        GameError::Files(
+            problems
+                .into_iter()
+                .map(|p| FileError::invalid("recording files", p))
+                .collect(),
+        )
+    })?;
+    Ok(Game::from_scene_text_with_files(
+        scene,
+        "scene",
+        &files,
+        &crate::kits::builtin_catalog(),
+    )?)
 }
 
 /// A recording's scene with its mods and district files given as text: the scene (its `mods`
@@ -129,7 +131,6 @@ impl Live {
             last_tick: game.engine().tick_count(),
             header,
             game,
-            _dir: None,
         };
         live.capture_frame(&[], None)?;
         Ok(live)
@@ -144,10 +145,8 @@ impl Live {
     /// given as text ([`recording_files`]).
     pub fn from_recording(recording: &Recording, title: &str) -> Result<Live, ViewError> {
         let (scene, files) = recording_files(recording)?;
-        let (dir, game) = build_game(&scene.to_string(), files)?;
-        let mut live = Live::new(recording, game, title)?;
-        live._dir = dir;
-        Ok(live)
+        let game = build_game(&scene.to_string(), files)?;
+        Live::new(recording, game, title)
     }
 
     /// The page model's header: format, title, chunk size and the layers' fields, with no frame
