@@ -1,4 +1,4 @@
-//! The live page (docs/web.md#the-live-page): `world-streaming play SCENE --out play.html`.
+//! The live page (docs/web-play.md#the-live-page): `world-streaming play SCENE --out play.html`.
 //!
 //! Natively: a play session ([`Live`]) captures the SAME frames as the replay viewer's capture of
 //! the same run, and the recording it saves is the one `run --record` writes (so `replay`
@@ -10,10 +10,14 @@
 #[path = "common/chromium.rs"]
 mod chromium;
 
-use std::path::Path;
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 use world_streaming::files::inputs::Inputs;
+use world_streaming::grid::ChunkPos;
 use world_streaming::replay::{Recording, Verdict};
 use world_streaming::view::{capture, terrain_height, Live};
 
@@ -116,4 +120,336 @@ fn a_session_captures_the_viewers_frames_and_records_the_native_run() {
             }
         );
     }
+}
+
+// ---- In the browser ----
+
+/// The kit's wasm module, built with scripts/build-web.sh when it is absent.
+fn wasm() -> PathBuf {
+    let path = chromium::target_dir().join("wasm32-unknown-unknown/release/world_streaming.wasm");
+    if !path.exists() {
+        eprintln!(
+            "no {}: building it with scripts/build-web.sh",
+            path.display()
+        );
+        let status = std::process::Command::new("bash")
+            .arg(repo().join("scripts/build-web.sh"))
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()) && path.exists(),
+            "the live page's tests need the kit's wasm module {}; scripts/build-web.sh could not \
+             build it (see its output above)",
+            path.display()
+        );
+    }
+    path
+}
+
+/// `world-streaming play ARGS --out <dir>/<name>.html`, with the wasm module.
+fn write_play_page(dir: &Path, name: &str, args: &[&Path]) -> PathBuf {
+    let out = dir.join(format!("{name}.html"));
+    let mut cmd = common::bin();
+    cmd.arg("play");
+    for a in args {
+        cmd.arg(a);
+    }
+    cmd.arg("--out").arg(&out).arg("--wasm").arg(wasm());
+    let done = cmd.output().unwrap();
+    assert!(
+        done.status.success(),
+        "play failed: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    out
+}
+
+const READY: &str = "document.body && (document.body.dataset.playReady === '1' || \
+                     document.body.dataset.failed === '1')";
+
+/// Opens a live page and waits until its controller has started (failing with what it says
+/// when the kit did not start).
+fn open_play(page: &mut chromium::Page<'_>, file: &Path, fragment: &str) {
+    page.open_at(file, fragment, READY);
+    let failed = page.eval("document.body.dataset.failed === '1'");
+    assert_eq!(
+        failed,
+        Value::Bool(false),
+        "the page did not start: {}",
+        page.eval("document.getElementById('play-status').textContent")
+    );
+}
+
+/// The tick the page's game is at (`data-tick` of the body, from the module's status).
+fn game_tick(page: &mut chromium::Page<'_>) -> u64 {
+    page.eval("Number(document.body.dataset.tick)")
+        .as_u64()
+        .unwrap()
+}
+
+/// Clicks "Save recording" and waits for the download in `dir`, named `file`.
+fn save_recording(page: &mut chromium::Page<'_>, dir: &Path, file: &str) -> Recording {
+    let path = dir.join(file);
+    let _ = std::fs::remove_file(&path);
+    page.click("save");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if text.ends_with('\n') {
+                return Recording::read(&path).unwrap();
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no download {} after 30 s",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Reads the canvas pixel at the centre of each chunk (with the page's own geometry).
+fn pixels_at(page: &mut chromium::Page<'_>, cells: &[ChunkPos]) -> Vec<Vec<u64>> {
+    let list: Vec<[i64; 2]> = cells.iter().map(|c| [c.x, c.z]).collect();
+    let v = page.eval(&format!(
+        "(() => {{ const c = document.getElementById('grid'); const d = c.dataset; \
+         const ctx = c.getContext('2d'); const cell = Number(d.cell); \
+         return {list:?}.map(([x, z]) => {{ \
+           const px = Number(d.ox) + (x - Number(d.originX) + 0.15) * cell; \
+           const pz = Number(d.oz) + (z - Number(d.originZ) + 0.15) * cell; \
+           return Array.from(ctx.getImageData(Math.floor(px), Math.floor(pz), 1, 1).data.slice(0, 3)); }}); }})()"
+    ));
+    serde_json::from_value(v).unwrap()
+}
+
+/// The page draws its first tick: it opens on tick 0; Step runs tick 1 in the module and the
+/// grid shows the chunks the native run has loaded then (read back as pixels), with the tick's
+/// events listed; Start runs on by itself and Pause stops it; Reset starts afresh; with
+/// reduced motion Start is off. Then it runs to the example's end and matches the native state.
+#[test]
+fn the_page_draws_its_first_tick_and_step_start_pause_run_the_game() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let scene = repo().join("examples/scenes/seed.json");
+    let inputs = repo().join("examples/scenes/seed.inputs.jsonl");
+    let file = write_play_page(
+        dir.path(),
+        "seed",
+        &[&scene, Path::new("--inputs"), &inputs],
+    );
+    let native = record_example("seed", 30);
+    let mut page = browser.page(1280, 1000);
+    let opened = std::time::Instant::now();
+    open_play(&mut page, &file, "");
+    eprintln!("the page started in {:?}", opened.elapsed());
+    assert_eq!(
+        page.eval("document.getElementById('tick').textContent"),
+        "0"
+    );
+    assert_eq!(game_tick(&mut page), 0);
+    page.click("step");
+    assert_eq!(
+        page.eval("document.getElementById('tick').textContent"),
+        "1"
+    );
+    assert_eq!(game_tick(&mut page), 1);
+    // Tick 1's state, as the native run has it.
+    let mut live = session(&native);
+    live.tick(1).unwrap();
+    let loaded = live.game().streaming().unwrap().loaded();
+    assert!(!loaded.is_empty());
+    assert_eq!(
+        page.eval("Number(document.getElementById('grid').dataset.loadedDrawn)"),
+        serde_json::json!(loaded.len())
+    );
+    let loaded: Vec<ChunkPos> = loaded.into_iter().collect();
+    for (c, p) in loaded.iter().zip(pixels_at(&mut page, &loaded)) {
+        assert_eq!(p, [0x3f, 0xa3, 0x4d], "chunk {c:?} is drawn loaded");
+    }
+    let events = native.steps[0].events.len();
+    assert_eq!(
+        page.eval("document.getElementById('events').children.length"),
+        serde_json::json!(events)
+    );
+    // Start, then Pause: the game ran on by itself, and stays where it paused.
+    page.click("start");
+    page.wait_for(
+        "Number(document.body.dataset.tick) >= 6",
+        Duration::from_secs(30),
+    );
+    page.click("pause");
+    let paused = game_tick(&mut page);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(game_tick(&mut page), paused, "paused");
+    assert_eq!(
+        page.eval("document.getElementById('tick').textContent"),
+        serde_json::json!(paused.to_string())
+    );
+    // Reset: a fresh run at tick 0.
+    page.click("reset");
+    assert_eq!(game_tick(&mut page), 0);
+    assert_eq!(
+        page.eval("document.getElementById('tick').textContent"),
+        "0"
+    );
+    // Reduced motion: Step only.
+    page.reduce_motion(true);
+    assert_eq!(
+        page.eval("document.getElementById('start').disabled"),
+        Value::Bool(true)
+    );
+    page.reduce_motion(false);
+    // To the example's end: the recording saved is the native one.
+    for _ in 0..native.ticks {
+        page.press(".");
+    }
+    assert_eq!(game_tick(&mut page), native.ticks);
+    browser_save_check(&mut page, dir.path(), "seed.replay.json", &native);
+    let png = page.screenshot();
+    std::fs::write(chromium::target_dir().join("play-seed.png"), png).unwrap();
+}
+
+/// The recording the page saves has the native run's steps (every digest) and inputs, and the
+/// native `replay` verifies it.
+fn browser_save_check(page: &mut chromium::Page<'_>, dir: &Path, file: &str, native: &Recording) {
+    let saved = save_recording(page, dir, file);
+    assert_eq!(saved.steps.len(), native.steps.len());
+    for (a, b) in saved.steps.iter().zip(&native.steps) {
+        assert_eq!((a.tick, &a.digest), (b.tick, &b.digest), "tick {}", b.tick);
+    }
+    assert_eq!(saved.inputs, native.inputs);
+    let ok = common::bin()
+        .arg("replay")
+        .arg(dir.join(file))
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "replay: {}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
+/// The strongest: a recording made natively (`run --record`) of every shipped example scene a
+/// browser can run, opened with `play` and run in the page (`#replay` runs the recording's
+/// ticks at once), replays in the kit's wasm module with identical step digests: the page
+/// checks each against the recording as it runs, and the recording it saves holds the same
+/// digests, which the native `replay` verifies again.
+#[test]
+fn native_recordings_of_every_web_example_replay_in_chromium_with_identical_digests() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    browser.allow_downloads(dir.path());
+    let mut page = browser.page(1280, 1000);
+    for name in web_examples() {
+        let native = record_example(&name, 20);
+        let file = dir.path().join(format!("{name}.replay.json"));
+        native.write(&file).unwrap();
+        let html = write_play_page(dir.path(), &name, &[&file]);
+        open_play(&mut page, &html, "#replay");
+        assert_eq!(
+            game_tick(&mut page),
+            native.ticks,
+            "{name}: ran the recording's ticks"
+        );
+        assert_eq!(
+            page.eval("document.body.dataset.differs"),
+            "",
+            "{name}: {}",
+            page.eval("document.getElementById('play-status').textContent")
+        );
+        assert_eq!(
+            page.eval("Number(document.body.dataset.checked)"),
+            serde_json::json!(native.steps.len()),
+            "{name}: every step checked"
+        );
+        // Saved under the recording's own name: moved aside first.
+        let original = dir.path().join(format!("{name}.native.json"));
+        std::fs::rename(&file, &original).unwrap();
+        browser_save_check(
+            &mut page,
+            dir.path(),
+            &format!("{name}.replay.json"),
+            &native,
+        );
+        eprintln!(
+            "{name}: {} ticks replayed in chromium, every digest the native one",
+            native.ticks
+        );
+    }
+}
+
+/// A page driven by key presses (the arrows, WASD) and a click saves a recording that the native
+/// `replay` verifies: each press is a `move` of the player stamped with the next tick.
+#[test]
+fn a_page_driven_by_keys_saves_a_recording_that_replay_verifies() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    browser.allow_downloads(dir.path());
+    let scene = repo().join("examples/scenes/drive.json");
+    let inputs = repo().join("examples/scenes/drive.inputs.jsonl");
+    let file = write_play_page(
+        dir.path(),
+        "drive",
+        &[&scene, Path::new("--inputs"), &inputs],
+    );
+    let mut page = browser.page(1280, 1000);
+    open_play(&mut page, &file, "");
+    let keys = [
+        "ArrowRight",
+        "d",
+        "ArrowDown",
+        "s",
+        "ArrowLeft",
+        "a",
+        "ArrowUp",
+        "w",
+    ];
+    for (i, key) in keys.iter().enumerate() {
+        page.press(key);
+        if i % 2 == 1 {
+            page.press(".");
+        }
+    }
+    // A click on the grid sends the player to the chunk clicked.
+    page.click("grid");
+    page.press(".");
+    page.press(".");
+    let ticks = game_tick(&mut page);
+    assert_eq!(ticks, 6);
+    let saved = save_recording(&mut page, dir.path(), "drive.replay.json");
+    // The moves the keys and the click made, each stamped with the tick after the one shown.
+    let native = Inputs::read(&inputs).unwrap();
+    let player = session(&record_example("drive", 1))
+        .player()
+        .map(|(id, _)| id)
+        .unwrap();
+    let moves: Vec<u64> = saved
+        .inputs
+        .iter()
+        .filter(|i| {
+            let line = serde_json::to_value(i).unwrap();
+            line["do"] == "move"
+                && line["entity"] == player.as_str()
+                && !native.lines.iter().any(|n| n.input == **i)
+        })
+        .map(|i| i.tick)
+        .collect();
+    assert_eq!(moves, [1, 1, 2, 2, 3, 3, 4, 4, 5], "{:?}", saved.inputs);
+    assert_eq!(saved.steps.len() as u64, ticks);
+    let ok = common::bin()
+        .arg("replay")
+        .arg(dir.path().join("drive.replay.json"))
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "replay: {}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
 }
