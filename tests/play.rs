@@ -231,6 +231,7 @@ fn the_page_draws_its_first_tick_and_step_start_pause_run_the_game() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
+    browser.allow_downloads(dir.path());
     let scene = repo().join("examples/scenes/seed.json");
     let inputs = repo().join("examples/scenes/seed.inputs.jsonl");
     let file = write_play_page(
@@ -293,13 +294,23 @@ fn the_page_draws_its_first_tick_and_step_start_pause_run_the_game() {
         page.eval("document.getElementById('tick').textContent"),
         "0"
     );
-    // Reduced motion: Step only.
+    // Reduced motion: Step only (the page follows the setting as it changes).
     page.reduce_motion(true);
-    assert_eq!(
-        page.eval("document.getElementById('start').disabled"),
-        Value::Bool(true)
+    page.wait_for(
+        "document.getElementById('start').disabled && !document.getElementById('motion').hidden",
+        Duration::from_secs(10),
     );
+    page.click("start");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(game_tick(&mut page), 0, "Start does nothing with reduced motion");
+    page.click("step");
+    assert_eq!(game_tick(&mut page), 1, "Step still runs a tick");
     page.reduce_motion(false);
+    page.wait_for(
+        "!document.getElementById('start').disabled",
+        Duration::from_secs(10),
+    );
+    page.click("reset");
     // To the example's end: the recording saved is the native one.
     for _ in 0..native.ticks {
         page.press(".");
