@@ -3,6 +3,9 @@
 //! budget counted inside the VM, a constant string-hash seed, no weak tables or table
 //! finalizers, one NaN. `vendor/lua-5.4.7/PATCHES.md` lists them. mlua is built with its
 //! `module` feature, so it links no Lua of its own and uses this one.
+//!
+//! Only with the `lua` feature (on by default): a build without it (the wasm build,
+//! `scripts/build-web.sh`) has no Lua mods and compiles no C.
 
 use std::path::Path;
 
@@ -44,6 +47,9 @@ const SOURCES: &[&str] = &[
 fn main() {
     let dir = Path::new("vendor/lua-5.4.7");
     println!("cargo:rerun-if-changed={}", dir.display());
+    if std::env::var_os("CARGO_FEATURE_LUA").is_none() {
+        return;
+    }
     let target = std::env::var("TARGET").unwrap_or_default();
     let mut build = cc::Build::new();
     build

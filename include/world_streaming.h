@@ -380,6 +380,27 @@ enum WsStatus ws_game_entity_data(WsGame game,
                                   char **out_json,
                                   char **out_error);
 
+#if defined(WS_WASM32)
+// Allocates `len` bytes (alignment 1) in the module's memory for the caller to write a string or
+// buffer into; null when `len` is 0 or the memory cannot grow. Give them back with
+// [`ws_dealloc`] and the same `len`.
+uint8_t *ws_alloc(uintptr_t len);
+#endif
+
+#if defined(WS_WASM32)
+// Frees `len` bytes that [`ws_alloc`] returned for the same `len`. Null (or `len` 0) does nothing.
+//
+// # Safety
+// `ptr` is null or came from `ws_alloc(len)` and was not freed since.
+void ws_dealloc(uint8_t *ptr, uintptr_t len);
+#endif
+
+#if defined(WS_WASM32)
+// The number of memory blocks allocated in the module and not yet freed (by the library and by
+// the caller's [`ws_alloc`]s): a leak test compares it before and after a round trip.
+uintptr_t ws_live_allocations(void);
+#endif
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -191,6 +191,16 @@ impl Game {
         };
         let mut mod_files = Vec::new();
         for (i, m) in scene.mods.iter().enumerate() {
+            // Before looking for the file: a build without Lua (the wasm build) may have no file
+            // system either (docs/reference/web.md#lua-mods-need-the-native-build).
+            #[cfg(not(feature = "lua"))]
+            if Path::new(m).extension().is_some_and(|e| e == "lua") {
+                errors.push(invalid(Problem::new(
+                    format!("mods[{i}]"),
+                    mods::LUA_NEEDS_NATIVE,
+                )));
+                continue;
+            }
             // What exists but is not a regular file (a directory, a FIFO, `/dev/zero`) is
             // refused by the read, which says what it is.
             let missing = match files.exists(m) {
@@ -633,6 +643,8 @@ impl Game {
 
     /// [`Game::run`], calling `after_tick(engine, cost)` after every tick with the wall-clock time
     /// the tick took (for progress bars, profiles and recordings; the simulation never reads it).
+    /// The wasm build has no clock: there the cost is not measured and reads as zero
+    /// (docs/reference/web.md#no-clock).
     pub fn run_with(
         &mut self,
         inputs: &Inputs,
@@ -670,9 +682,7 @@ impl Game {
             if self.engine.tick_count() >= target {
                 break;
             }
-            let start = std::time::Instant::now();
-            self.engine.tick();
-            let cost = start.elapsed();
+            let cost = timed(|| self.engine.tick());
             if !after_tick(self, cost) {
                 break;
             }
@@ -890,6 +900,22 @@ fn within_file_cap(text: &str, file: &str) -> Result<(), FileError> {
         }));
     }
     Ok(())
+}
+
+/// Runs `f`, returning the wall-clock time it took; on the wasm build, which has no clock
+/// (`Instant::now` panics there), zero: not measured (docs/reference/web.md#no-clock).
+fn timed(f: impl FnOnce()) -> std::time::Duration {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let start = std::time::Instant::now();
+        f();
+        start.elapsed()
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        f();
+        std::time::Duration::ZERO
+    }
 }
 
 fn engine_error(file: &str, e: EngineError) -> FileError {

@@ -44,6 +44,7 @@ pub mod limits;
 pub mod mods;
 pub mod replay;
 pub mod scene_files;
+#[cfg(feature = "lua")]
 pub mod script;
 pub mod user_file;
 pub mod view;

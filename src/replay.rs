@@ -13,20 +13,27 @@
 //! ```
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(not(target_arch = "wasm32"))]
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::files::inputs::{parse_line, Action, InputLine, Inputs, NumberedInput, MAX_TICK};
-use crate::files::scene::SceneFile;
+use crate::files::inputs::{parse_line, Action, InputLine, Inputs, MAX_TICK};
 use crate::files::{display_name, parse_json, read_text, write_atomic, FileError, MAX_FILE_BYTES};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::files::{inputs::NumberedInput, scene::SceneFile};
 use crate::game::{Game, GameError};
 use crate::host::{Engine, Event};
 use crate::json::{from_value, Problem};
-use crate::kits::builtin_catalog;
+#[cfg(not(target_arch = "wasm32"))]
 use crate::scene_files::SceneFiles;
-use crate::worlddir::store::{read_capped, Capped};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::{
+    kits::builtin_catalog,
+    worlddir::store::{read_capped, Capped},
+};
 
 /// The `format` of a recording.
 pub const REPLAY_FORMAT: &str = "world-streaming-replay";
@@ -160,6 +167,7 @@ fn world_dir_of(scene: &Value) -> Option<&str> {
 }
 
 /// The `worldDir` of the scene's `world.district` kit, if it has one (as written).
+#[cfg(not(target_arch = "wasm32"))]
 fn district_world_dir_of(scene: &Value) -> Option<&str> {
     scene
         .get("kits")?
@@ -184,6 +192,7 @@ pub(crate) fn world_dir_key(scene: &Value) -> Option<String> {
 
 /// The world directory a recording carries: `world.terrain`'s, or `world.district`'s when the
 /// terrain kit names none (both kits may name the same one).
+#[cfg(not(target_arch = "wasm32"))]
 fn recorded_dir_of(scene: &Value) -> Option<&str> {
     world_dir_of(scene).or_else(|| district_world_dir_of(scene))
 }
@@ -218,6 +227,7 @@ fn district_entries(scene: &Value) -> (Vec<&Value>, bool) {
 }
 
 /// The path of a district entry (a string, or the `file` of `{scene, file}`).
+#[cfg(not(target_arch = "wasm32"))]
 fn district_path(entry: &Value) -> Option<&str> {
     entry
         .as_str()
@@ -250,6 +260,7 @@ pub(crate) fn set_district_paths(scene: &mut Value, paths: &[String]) {
 
 /// Sets the `worldDir` of the scene's `world.terrain` and `world.district` kits (those that
 /// have one).
+#[cfg(not(target_arch = "wasm32"))]
 fn set_world_dir(scene: &mut Value, dir: &Path) {
     let kits = scene.get_mut("kits").and_then(Value::as_array_mut);
     for k in kits.into_iter().flatten() {
@@ -263,10 +274,12 @@ fn set_world_dir(scene: &mut Value, dir: &Path) {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn from_hex(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) {
         return None;
@@ -435,6 +448,7 @@ pub fn run_steps(game: &mut Game, inputs: &Inputs, target: u64) -> Result<Vec<St
 /// recording: each a regular UTF-8 file, together at most [`MAX_FILE_BYTES`] (the cap a
 /// recording is read with). A district `worldDir` other than `world.terrain`'s is refused (a
 /// recording carries one world directory).
+#[cfg(not(target_arch = "wasm32"))]
 fn read_districts(
     scene: &Value,
     files: &SceneFiles,
@@ -478,6 +492,7 @@ fn read_districts(
 
 /// Writes each district's text to `dir/districts/<i>.jsonl`; returns those paths, relative to
 /// `dir`, in order.
+#[cfg(not(target_arch = "wasm32"))]
 fn write_districts(districts: &[RecordedDistrict], dir: &Path) -> Result<Vec<String>, FileError> {
     let mut paths = Vec::new();
     if districts.is_empty() {
@@ -502,6 +517,8 @@ impl Recording {
     /// Runs the scene file with `inputs` to `target` and records it.
     /// Its inputs must pass [`check_recordable`] (checked first, before anything is read or
     /// run).
+    // Through a temporary directory: not on the web (docs/web.md).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn record(scene_path: &Path, inputs: &Inputs, target: u64) -> Result<Recording, GameError> {
         check_recordable(inputs).map_err(GameError::Files)?;
         let file = display_name(scene_path);
@@ -831,6 +848,8 @@ impl Recording {
     /// tick's digest. Its `save` and `load` inputs use that temporary directory too (so a
     /// recording that loads a save it did not write itself cannot be replayed), and a path that
     /// would lead out of it is refused before the directory is made.
+    // Through a temporary directory: not on the web (docs/web.md).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn verify(&self) -> Result<Verdict, GameError> {
         let (_dir, mut game, inputs) = self.game()?;
         // Compared as it runs, stopping at the first step that differs: a recording claiming
@@ -853,6 +872,8 @@ impl Recording {
 
     /// The recorded game, built afresh and not yet run, with its inputs: its mods are written to
     /// the returned temporary directory (keep it while the game runs).
+    // Through a temporary directory: not on the web (docs/web.md).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn game(&self) -> Result<(tempfile::TempDir, Game, Inputs), GameError> {
         // Before the temporary directory exists: a path that would lead out of it is refused
         // before anything is written (a recording built in memory skips `read`'s check).

@@ -20,11 +20,14 @@
 //! `types.rs` the types C sees and the errors behind each status; `game.rs` a game's life
 //! (create, free, inputs, ticks, state, variables, saves); `events.rs` the event drains, which
 //! read each kit's events through that kit's typed reader; `streaming.rs`, `terrain.rs` and
-//! `district.rs` each kit's exports. cbindgen reads this file first, then the others in the
-//! order of the `mod` lines below, and writes the functions in that order.
+//! `district.rs` each kit's exports; `wasm.rs` what only the wasm build exports (an allocator
+//! pair for what JavaScript passes in, and a live-allocation count; guarded by `WS_WASM32` in the
+//! header). cbindgen reads this file first, then the others in the order of the `mod` lines
+//! below, and writes the functions in that order.
 //!
 //! This is the only module of the crate besides the Lua VM's budget that holds `unsafe` code: the
-//! reads of the caller's strings and the writes through its out-pointers.
+//! reads of the caller's strings and the writes through its out-pointers (and, on the wasm
+//! build, its counting allocator).
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -61,6 +64,9 @@ mod district;
 
 mod types;
 
+#[cfg(target_arch = "wasm32")]
+mod wasm;
+
 // The live page's exports (web-only: guarded by `WS_WASM32` in the header).
 #[cfg(target_arch = "wasm32")]
 mod play;
@@ -76,6 +82,8 @@ pub use play::*;
 pub use streaming::*;
 pub use terrain::*;
 pub use types::*;
+#[cfg(target_arch = "wasm32")]
+pub use wasm::*;
 
 /// A game in the registry; `poisoned` is set for the length of every call and cleared when the
 /// call returns, so a panic leaves it set.

@@ -128,6 +128,7 @@ pub struct Engine {
     save_checks: SaveChecks,
     /// The catalog's Lua tables, in catalog order: what every Lua mod of the game gets (each
     /// whose kit's service the game has).
+    #[cfg(feature = "lua")]
     lua_tables: Vec<crate::script::LuaTable>,
     /// The catalog's layers of the replay viewer, in catalog order.
     view_layers: Vec<super::view::ViewLayer>,
@@ -268,6 +269,7 @@ impl Engine {
             active: None,
             kits: built,
             save_checks: catalog.save_checks(),
+            #[cfg(feature = "lua")]
             lua_tables: catalog.lua_tables().collect(),
             view_layers: catalog.view_layers().collect(),
             tick: 0,
@@ -501,6 +503,7 @@ impl Engine {
 
     /// The Lua tables of the catalog the engine was built with, in catalog order (the Lua mods'
     /// service tables: `mods::install` builds each whose kit's service the game has).
+    #[cfg(feature = "lua")]
     pub fn lua_tables(&self) -> &[crate::script::LuaTable] {
         &self.lua_tables
     }

@@ -181,6 +181,8 @@ impl Hooks {
     }
 
     /// Starts timing every handler (wall clock, for reports only: answers never depend on it).
+    /// Not on the wasm build, which has no clock (docs/reference/web.md#no-clock).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn enable_profiling(&mut self) -> HookProfile {
         self.profile
             .get_or_insert_with(HookProfile::default)

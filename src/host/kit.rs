@@ -135,6 +135,7 @@ pub struct CatalogEntry {
     save_schema: Option<KitSchema>,
     file_schemas: Vec<KitSchema>,
     save_check: Option<SaveCheck>,
+    #[cfg(feature = "lua")]
     lua: Option<crate::script::LuaTable>,
     view: Option<super::view::ViewLayer>,
 }
@@ -149,6 +150,7 @@ impl CatalogEntry {
             save_schema: None,
             file_schemas: Vec::new(),
             save_check: None,
+            #[cfg(feature = "lua")]
             lua: None,
             view: None,
         }
@@ -182,6 +184,7 @@ impl CatalogEntry {
 
     /// The kit's table of Lua functions: every Lua mod of a game with the kit's service gets it
     /// ([`crate::script`] is what it is built with).
+    #[cfg(feature = "lua")]
     pub fn lua(mut self, table: crate::script::LuaTable) -> Self {
         self.lua = Some(table);
         self
@@ -205,6 +208,7 @@ impl CatalogEntry {
     }
 
     /// The kit's Lua table, if it registered one.
+    #[cfg(feature = "lua")]
     pub fn lua_table(&self) -> Option<crate::script::LuaTable> {
         self.lua
     }
@@ -284,6 +288,7 @@ impl KitCatalog {
     }
 
     /// The Lua tables of the catalog's kits, in catalog order.
+    #[cfg(feature = "lua")]
     pub fn lua_tables(&self) -> impl Iterator<Item = crate::script::LuaTable> + '_ {
         self.entries.values().filter_map(|e| e.lua)
     }

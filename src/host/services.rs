@@ -41,6 +41,7 @@ impl Services {
     }
 }
 
+#[cfg(feature = "lua")]
 impl crate::script::ServiceLookup for Services {
     fn lookup(&self, name: &str) -> Option<&dyn Any> {
         self.by_name.get(name).map(|b| &**b)

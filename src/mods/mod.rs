@@ -3,6 +3,10 @@
 //! handler; each Lua mod runs in its own sandboxed state.
 
 pub mod json;
+#[cfg(feature = "lua")]
+pub mod lua;
+#[cfg(not(feature = "lua"))]
+#[path = "no_lua.rs"]
 pub mod lua;
 
 use std::path::Path;
@@ -17,6 +21,10 @@ use crate::json::{from_value, Problem};
 use crate::kits::streaming::{StreamingService, STREAMING};
 
 use self::json::{JsonMod, JsonRules};
+
+/// Why a Lua mod is refused on a build without the `lua` feature (the wasm build): the message
+/// that follows the scene's `mods[i]` (docs/reference/web.md#lua-mods-need-the-native-build).
+pub const LUA_NEEDS_NATIVE: &str = "Lua mods need the native build (this build has JSON mods only)";
 
 /// The `hook` reported in `mod.error` when a Lua mod fails while loading (outside any hook).
 pub const LOAD_HOOK: &str = "mod.load";
@@ -36,6 +44,7 @@ pub enum ModSource {
     /// A JSON mod.
     Json(Box<JsonMod>),
     /// Lua source text (syntax already checked).
+    #[cfg(feature = "lua")]
     Lua(String),
 }
 
@@ -107,6 +116,12 @@ pub fn parse_mod(text: String, path: &Path) -> Result<ModFile, Vec<FileError>> {
                 source: ModSource::Json(Box::new(m)),
             })
         }
+        #[cfg(not(feature = "lua"))]
+        Some("lua") => Err(vec![FileError::Io {
+            file,
+            message: LUA_NEEDS_NATIVE.into(),
+        }]),
+        #[cfg(feature = "lua")]
         Some("lua") => {
             lua::check_syntax(&text, &file).map_err(|e| vec![e])?;
             let stem = path
@@ -131,7 +146,9 @@ pub fn parse_mod(text: String, path: &Path) -> Result<ModFile, Vec<FileError>> {
 pub fn check_hooks(mods: &[ModFile], declared: &[String]) -> Vec<FileError> {
     let mut out = Vec::new();
     for m in mods {
-        let ModSource::Json(j) = &m.source else {
+        #[cfg_attr(not(feature = "lua"), allow(irrefutable_let_patterns))]
+        let ModSource::Json(j) = &m.source
+        else {
             continue;
         };
         for (path, rule) in j.rule_specs() {
@@ -156,6 +173,7 @@ pub fn check_hooks(mods: &[ModFile], declared: &[String]) -> Vec<FileError> {
 /// One handler slot of a hook, in mod order.
 enum Slot {
     Json(JsonRules),
+    #[cfg(feature = "lua")]
     Lua(Box<dyn HookHandler>),
 }
 
@@ -175,6 +193,8 @@ pub fn install(
 /// [`install`] for mods that come after `first` others in mod order (their handlers are asked
 /// after those already registered; a Lua mod's `math.random` is seeded with `seed` plus its
 /// position in mod order).
+// Without Lua, `first`, `seed` and `log` are a Lua mod's and the lists stay empty.
+#[cfg_attr(not(feature = "lua"), allow(unused_variables, unused_mut))]
 pub fn install_from(
     mods: Vec<ModFile>,
     first: usize,
@@ -187,7 +207,7 @@ pub fn install_from(
     let declared: Vec<String> = engine.hooks().declared().map(str::to_owned).collect();
     let mut slots: IndexMap<String, Vec<Slot>> = IndexMap::new();
     let mut errors = check_hooks(&mods, &declared);
-    let mut failures = Vec::new();
+    let mut failures: Vec<(ModId, String)> = Vec::new();
     let mut states = Vec::new();
     for (index, m) in mods.into_iter().enumerate() {
         match m.source {
@@ -224,6 +244,7 @@ pub fn install_from(
                     }
                 }
             }
+            #[cfg(feature = "lua")]
             ModSource::Lua(source) => {
                 // Chunks are named by the file's name alone, so messages (and so event logs and
                 // replay digests) do not depend on where the scene was run from.
@@ -280,6 +301,7 @@ pub fn install_from(
         for slot in list {
             let handler: Box<dyn HookHandler> = match slot {
                 Slot::Json(rules) => Box::new(rules),
+                #[cfg(feature = "lua")]
                 Slot::Lua(h) => h,
             };
             engine

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::model::{Frame, ViewData};
+#[cfg(not(target_arch = "wasm32"))]
 use super::HeightProbe;
 use super::{ViewError, VIEW_FORMAT};
 use crate::grid::ChunkPos;
@@ -14,6 +15,7 @@ use crate::host::view::{
     LayerCapture, PageIds, Shows,
 };
 use crate::host::{Engine, Event, PLAYER_TAG};
+#[cfg(not(target_arch = "wasm32"))]
 use crate::replay::{compare, Recording, Step, Verdict};
 
 /// The tag the page draws as a vehicle (as does an entity someone rides).
@@ -284,6 +286,7 @@ fn merge(fields: &mut Fields, own: Fields, layer: &str) -> Result<(), ViewError>
     Ok(())
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 /// Re-runs `recording`, checks it reproduces, and captures one frame per tick, each layer of
 /// the game's catalog adding its part. `heights`, when given, is asked the height of every chunk
 /// as it loads (and the layers shade the blocks of the levels of detail too).

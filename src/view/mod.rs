@@ -39,6 +39,9 @@ mod model;
 mod play;
 mod render;
 
+// A recording re-runs through a temporary directory: not on the web (docs/web.md); a live page
+// captures its frames with the same capture (`Live`).
+#[cfg(not(target_arch = "wasm32"))]
 pub use capture::capture;
 pub use live::{recording_files, Live};
 pub use model::{Frame, ViewData};

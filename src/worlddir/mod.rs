@@ -12,6 +12,20 @@
 pub mod frame;
 pub mod store;
 
+/// Why a `worldDir` is refused at start on a build without a file system (the wasm build): the
+/// message that follows the key's JSON path (docs/reference/web.md#no-file-system).
+pub const NEEDS_FILE_SYSTEM: &str = "a world directory needs a file system (this build has none)";
+
+/// A kit's `worldDir` on a build without a file system: refused, naming the key (`path`), never
+/// replaced by something that is not a directory. `None` where there is a file system.
+pub fn refuse_without_file_system(path: &str) -> Option<crate::json::Problem> {
+    if cfg!(target_arch = "wasm32") {
+        Some(crate::json::Problem::new(path, NEEDS_FILE_SYSTEM))
+    } else {
+        None
+    }
+}
+
 /// Whether two `worldDir`s name the same directory: both absent, or equal, or the same place
 /// once resolved (one may not exist yet).
 pub fn same_dir(a: Option<&str>, b: Option<&str>) -> bool {

@@ -17,6 +17,7 @@
 pub mod config;
 pub mod events;
 pub mod index;
+#[cfg(feature = "lua")]
 mod lua;
 mod persist;
 mod region;
@@ -91,7 +92,7 @@ pub fn manifest() -> KitManifest {
 /// The kit's entry of the catalog: its manifest, factory, schemas (a district file's line
 /// among them), save check, Lua table and viewer layer.
 pub fn entry() -> crate::host::CatalogEntry {
-    crate::host::CatalogEntry::new(manifest(), Box::new(DistrictKit::from_spec))
+    let entry = crate::host::CatalogEntry::new(manifest(), Box::new(DistrictKit::from_spec))
         .config_schema("district-config.schema.json", || {
             schemars::schema_for!(DistrictConfig)
         })
@@ -102,8 +103,10 @@ pub fn entry() -> crate::host::CatalogEntry {
             schemars::schema_for!(crate::host::Entity)
         })
         .save_check(check_save_section)
-        .lua(lua::TABLE)
-        .view(view::LAYER)
+        .view(view::LAYER);
+    #[cfg(feature = "lua")]
+    let entry = entry.lua(lua::TABLE);
+    entry
 }
 
 /// The `world.district` kit.
@@ -141,6 +144,12 @@ impl DistrictKit {
         };
         let mut problems = Vec::new();
         let world_dir = match config.world_dir.as_deref() {
+            Some(_) if cfg!(target_arch = "wasm32") => {
+                problems.extend(crate::worlddir::refuse_without_file_system(
+                    &crate::json::join_path(&spec.config_path, "worldDir"),
+                ));
+                None
+            }
             Some("") => {
                 problems.push(Problem::new(
                     crate::json::join_path(&spec.config_path, "worldDir"),

@@ -12,6 +12,7 @@
 
 pub mod config;
 pub mod events;
+#[cfg(feature = "lua")]
 mod lua;
 mod save;
 pub mod search;
@@ -51,7 +52,7 @@ pub fn manifest() -> KitManifest {
 
 /// The kit's entry of the catalog: its manifest, factory, schemas, save check, Lua table and viewer layer.
 pub fn entry() -> crate::host::CatalogEntry {
-    crate::host::CatalogEntry::new(manifest(), Box::new(NavKit::from_spec))
+    let entry = crate::host::CatalogEntry::new(manifest(), Box::new(NavKit::from_spec))
         .config_schema("nav-config.schema.json", || {
             schemars::schema_for!(NavConfig)
         })
@@ -59,8 +60,10 @@ pub fn entry() -> crate::host::CatalogEntry {
             schemars::schema_for!(SaveSection)
         })
         .save_check(check_save_section)
-        .lua(lua::TABLE)
-        .view(view::LAYER)
+        .view(view::LAYER);
+    #[cfg(feature = "lua")]
+    let entry = entry.lua(lua::TABLE);
+    entry
 }
 
 /// Checks a `world.nav` save section on its own (the catalog's [`crate::host::SaveCheck`]):

@@ -369,6 +369,7 @@ impl BudgetMs {
 /// How a Lua setter of the `streaming` table reads its one argument (`lua.rs` reads it with the
 /// bridge of [`crate::script`], then checks it with the setting's own parser, so a bad value
 /// reads as it would in a scene file).
+#[cfg(feature = "lua")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LuaArg {
     /// A number (or a string), checked by the parser: `setRadius(3)`.
@@ -382,6 +383,7 @@ pub(crate) enum LuaArg {
 }
 
 /// One Lua setter of the `streaming` table, as its setting declares it.
+#[cfg(feature = "lua")]
 pub(crate) struct LuaSetter {
     /// The Lua name (`setRadius`).
     pub name: &'static str,
@@ -555,6 +557,7 @@ macro_rules! settings {
 
         /// The Lua setters of the `streaming` table, one per setting a mod may set, in the
         /// order of the settings (`lua.rs` lists each in its table).
+        #[cfg(feature = "lua")]
         pub(crate) const LUA_SETTERS: &[LuaSetter] = &[
             $($(LuaSetter {
                 name: $lua,

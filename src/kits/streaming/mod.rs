@@ -19,6 +19,7 @@ pub mod events;
 pub mod foci;
 mod handle;
 pub mod lod;
+#[cfg(feature = "lua")]
 mod lua;
 pub mod residency;
 mod save;
@@ -88,13 +89,15 @@ pub fn manifest() -> KitManifest {
 
 /// The kit's entry of the catalog: its manifest, factory, config schema, save check, Lua table and viewer layer.
 pub fn entry() -> crate::host::CatalogEntry {
-    crate::host::CatalogEntry::new(manifest(), Box::new(StreamingKit::from_spec))
+    let entry = crate::host::CatalogEntry::new(manifest(), Box::new(StreamingKit::from_spec))
         .config_schema("streaming-config.schema.json", || {
             schemars::schema_for!(StreamingConfig)
         })
         .save_check(check_save_section)
-        .lua(lua::TABLE)
-        .view(view::LAYER)
+        .view(view::LAYER);
+    #[cfg(feature = "lua")]
+    let entry = entry.lua(lua::TABLE);
+    entry
 }
 
 /// Checks a saved `world.streaming` section on its own (the catalog's

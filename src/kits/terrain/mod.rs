@@ -17,6 +17,7 @@ pub mod config;
 pub mod events;
 pub mod generate;
 mod handle;
+#[cfg(feature = "lua")]
 mod lua;
 pub mod pool;
 pub mod region;
@@ -66,7 +67,7 @@ pub fn manifest() -> KitManifest {
 
 /// The kit's entry of the catalog: its manifest, factory, schemas, save check, Lua table and viewer layer.
 pub fn entry() -> crate::host::CatalogEntry {
-    crate::host::CatalogEntry::new(manifest(), Box::new(TerrainKit::from_spec))
+    let entry = crate::host::CatalogEntry::new(manifest(), Box::new(TerrainKit::from_spec))
         .config_schema("terrain-config.schema.json", || {
             schemars::schema_for!(TerrainConfig)
         })
@@ -74,8 +75,10 @@ pub fn entry() -> crate::host::CatalogEntry {
             schemars::schema_for!(SaveSection)
         })
         .save_check(check_save_section)
-        .lua(lua::TABLE)
-        .view(view::LAYER)
+        .view(view::LAYER);
+    #[cfg(feature = "lua")]
+    let entry = entry.lua(lua::TABLE);
+    entry
 }
 
 /// The kit.
@@ -92,9 +95,13 @@ impl TerrainKit {
             Some(v) => from_value(v, &spec.config_path).map_err(|p| vec![p])?,
         };
         if let Some(dir) = &config.world_dir {
+            let key = crate::json::join_path(&spec.config_path, "worldDir");
+            if let Some(p) = crate::worlddir::refuse_without_file_system(&key) {
+                return Err(vec![p]);
+            }
             if dir.is_empty() {
                 return Err(vec![Problem::new(
-                    crate::json::join_path(&spec.config_path, "worldDir"),
+                    key,
                     "expected a directory path, got an empty string",
                 )]);
             }

@@ -16,9 +16,11 @@
 
 use std::cmp::Ordering;
 
+#[cfg(feature = "lua")]
 use mlua::{Lua, Table, Value as Lua_};
 use serde_json::Value;
 
+#[cfg(feature = "lua")]
 use super::sandbox::{cmp_keys, Key};
 use crate::json::Problem;
 
@@ -27,9 +29,11 @@ pub const MAX_BYTES: usize = 1 << 20;
 /// Deepest nesting of tables in `storage` (`storage` itself is depth 1).
 pub const MAX_DEPTH: usize = 32;
 
+#[cfg(feature = "lua")]
 const WHAT: &str = "storage holds numbers, strings, booleans and tables of them";
 
 /// `.name` for an identifier, else `["text"]` / `[3]`.
+#[cfg(feature = "lua")]
 fn key_path(key: &Key) -> String {
     match key {
         Key::Int(i) => format!("[{i}]"),
@@ -50,6 +54,7 @@ fn key_path(key: &Key) -> String {
 }
 
 /// Encodes the mod's `storage` value (`nil` is an empty storage).
+#[cfg(feature = "lua")]
 pub(super) fn encode(storage: &Lua_) -> Result<Value, String> {
     let mut budget = MAX_BYTES;
     let mut stack = Vec::new();
@@ -63,6 +68,7 @@ pub(super) fn encode(storage: &Lua_) -> Result<Value, String> {
     }
 }
 
+#[cfg(feature = "lua")]
 fn spend(budget: &mut usize, n: usize, path: &str) -> Result<(), String> {
     if n > *budget {
         return Err(format!(
@@ -73,6 +79,7 @@ fn spend(budget: &mut usize, n: usize, path: &str) -> Result<(), String> {
     Ok(())
 }
 
+#[cfg(feature = "lua")]
 fn encode_table(
     t: &Table,
     path: &str,
@@ -129,6 +136,7 @@ fn encode_table(
     Ok(Value::Array(pairs))
 }
 
+#[cfg(feature = "lua")]
 fn key_value(key: &Key) -> Lua_ {
     match key {
         Key::Int(i) => Lua_::Integer(*i),
@@ -138,6 +146,7 @@ fn key_value(key: &Key) -> Lua_ {
     }
 }
 
+#[cfg(feature = "lua")]
 fn scalar(v: &Lua_, path: &str) -> Result<Value, String> {
     match v {
         Lua_::Boolean(b) => Ok(Value::Bool(*b)),
@@ -282,6 +291,7 @@ fn json_key_order(a: &Value, b: &Value) -> Ordering {
 }
 
 /// Builds the Lua table of a storage checked by [`check`], in `lua` (its memory limit applies).
+#[cfg(feature = "lua")]
 pub(super) fn decode(lua: &Lua, value: &Value) -> mlua::Result<Table> {
     let pairs = value.as_array().map(Vec::as_slice).unwrap_or_default();
     let t = lua.create_table()?;
@@ -298,6 +308,7 @@ pub(super) fn decode(lua: &Lua, value: &Value) -> mlua::Result<Table> {
     Ok(t)
 }
 
+#[cfg(feature = "lua")]
 fn scalar_to_lua(lua: &Lua, v: &Value) -> mlua::Result<Lua_> {
     Ok(match v {
         Value::Bool(b) => Lua_::Boolean(*b),

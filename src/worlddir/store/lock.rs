@@ -2,9 +2,11 @@
 //! in this process or another, is refused.
 
 use std::collections::BTreeMap;
+#[cfg(unix)]
 use std::io::Write as _;
 use std::path::Path;
 
+#[cfg(unix)]
 use super::fs::no_follow;
 use super::StoreError;
 
@@ -20,6 +22,7 @@ static HELD: std::sync::Mutex<BTreeMap<(u64, u64), Held>> = std::sync::Mutex::ne
 #[derive(Debug)]
 struct Held {
     /// The game holding it ([`GameToken`]); `None`: a store of no game, never shared.
+    #[cfg_attr(not(unix), allow(dead_code))]
     game: Option<u64>,
     /// Stores holding it.
     count: usize,
@@ -67,6 +70,7 @@ pub(super) struct Lock {
 impl Lock {
     /// Creates `dir` if needed and takes its lock (or shares it, for a store of the game that
     /// holds it), or says who holds it.
+    #[cfg(unix)]
     pub(super) fn take<S>(dir: &Path, game: Option<u64>) -> Result<Lock, StoreError<S>> {
         use std::os::unix::fs::MetadataExt as _;
         let io = |message: String| StoreError::Io {
@@ -115,6 +119,17 @@ impl Lock {
             },
         );
         Ok(Lock { key })
+    }
+
+    /// Without POSIX record locks (the wasm build, which has no file system and refuses a
+    /// `worldDir` before any store is made: docs/reference/web.md#no-file-system) a directory
+    /// cannot be locked, so it cannot be used: an error, never an unlocked directory.
+    #[cfg(not(unix))]
+    pub(super) fn take<S>(dir: &Path, _game: Option<u64>) -> Result<Lock, StoreError<S>> {
+        Err(StoreError::Io {
+            dir: dir.to_owned(),
+            message: format!("cannot lock {LOCK_FILE}: this build has no POSIX record locks"),
+        })
     }
 }
 
