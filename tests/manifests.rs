@@ -57,6 +57,19 @@ fn words(def: &Value) -> Option<Vec<String>> {
         .collect()
 }
 
+/// The alternatives of a type that is an integer range or one of some words (`workers`:
+/// `0..=64 or "inline"`): its rule, whole; `None` for any other type.
+fn range_or_words(def: &Value) -> Option<String> {
+    let list = def.get("oneOf")?.as_array()?;
+    let ranges: Vec<String> = list.iter().filter_map(integer_range).collect();
+    let words: Vec<String> = list
+        .iter()
+        .filter_map(|v| v.get("const")?.as_str().map(|w| format!("\"{w}\"")))
+        .collect();
+    let whole = ranges.len() + words.len() == list.len();
+    (whole && !ranges.is_empty() && !words.is_empty()).then(|| either(&[ranges, words].concat()))
+}
+
 /// `"a" or "b"`, `"a", "b" or "c"`.
 fn either(words: &[String]) -> String {
     match words.split_last() {
@@ -168,7 +181,10 @@ fn differences(manifest: &KitManifest, schema_file: &str, keys: Option<&[&str]>)
         // The type.
         let (def, nullable_type) = resolve(&schema, property);
         let words = words(def);
-        let base = if words.is_some() {
+        let mixed = range_or_words(def);
+        let base = if mixed.is_some() {
+            "integer or string"
+        } else if words.is_some() {
             "string"
         } else {
             types(def).into_iter().find(|t| *t != "null").unwrap_or("?")
@@ -188,6 +204,7 @@ fn differences(manifest: &KitManifest, schema_file: &str, keys: Option<&[&str]>)
         // The rule: what the type checks, whole where the type is a range, a bound or words.
         let rule = doc["rule"].as_str().unwrap_or("");
         let exact = match base {
+            _ if mixed.is_some() => mixed,
             "integer" => integer_range(def),
             "number" => {
                 if let Some(x) = def.get("exclusiveMinimum") {
@@ -358,6 +375,33 @@ fn a_drifted_manifest_is_caught_whole() {
         Some(terrain::config::TerrainConfig::KEYS),
     );
     assert!(found.iter().any(|d| d.contains("seed: rule")), "{found:#?}");
+}
+
+/// `workers` is an integer range or a word (docs/reference/terrain.md#inline): the manifest says
+/// both, whole, and a rule or type that leaves one out is caught.
+#[test]
+fn the_workers_rule_names_the_range_and_inline() {
+    let keys = Some(terrain::config::TerrainConfig::KEYS);
+    let terrain = terrain::manifest();
+    assert_eq!(terrain.config["workers"]["rule"], "0..=64 or \"inline\"");
+    assert_eq!(terrain.config["workers"]["type"], "integer or string");
+    let drifts: [(&str, &str, &str); 4] = [
+        ("rule", "0..=64", "workers: rule"),
+        ("rule", "\"inline\"", "workers: rule"),
+        ("rule", "0..=63 or \"inline\"", "workers: rule"),
+        ("type", "integer", "workers: type"),
+    ];
+    for (field, value, expected) in drifts {
+        let mut m = terrain.clone();
+        m.config["workers"][field] = Value::from(value);
+        let found = differences(&m, "terrain-config.schema.json", keys);
+        assert!(
+            found
+                .iter()
+                .any(|d| d.starts_with(&format!("world.terrain: {expected}"))),
+            "{field} {value}: {found:#?}"
+        );
+    }
 }
 
 /// The `lod` key is a list: its rule names the level count, the steps' range and the radii's

@@ -23,13 +23,57 @@ checked_number!(
     "cells per chunk side"
 );
 
+/// What `workers` asks for (docs/reference/terrain.md#inline): worker threads, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WorkerCount {
+    /// Up to this many worker threads (0: the available cores minus one, at least 1).
+    Threads(u32),
+    /// No worker thread: every job is built on the tick thread at its commit tick.
+    Inline,
+}
+
+impl Serialize for WorkerCount {
+    /// As a config file writes it: the integer, or `"inline"`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            WorkerCount::Threads(n) => s.serialize_u32(*n),
+            WorkerCount::Inline => s.serialize_str(INLINE),
+        }
+    }
+}
+
+/// The word of `workers` that asks for no worker thread.
+pub const INLINE: &str = "inline";
+
+/// Whether this build can start threads: not a WebAssembly one (`wasm32-unknown-unknown` has
+/// none), which runs every scene inline whatever `workers` says
+/// (docs/reference/terrain.md#inline).
+pub const THREADS: bool = !cfg!(target_arch = "wasm32");
+
 checked_number!(
     /// Worker threads: an integer 0..=[`MAX_WORKERS`] (0: the available cores minus one, at
-    /// least 1).
-    Workers(u32),
-    integer 0..=MAX_WORKERS,
-    "worker threads; 0: cores - 1, at least 1"
+    /// least 1), or `"inline"` ([`WorkerCount::Inline`]: none).
+    Workers(WorkerCount),
+    format!("an integer 0..={MAX_WORKERS} or \"{INLINE}\""),
+    |v| match v {
+        serde_json::Value::String(s) if s == INLINE => Some(WorkerCount::Inline),
+        _ => crate::json::as_integer(v)
+            .filter(|n| (0..=i64::from(MAX_WORKERS)).contains(n))
+            .map(|n| WorkerCount::Threads(n as u32)),
+    },
+    {
+        "oneOf": [
+            { "type": "integer", "minimum": 0, "maximum": MAX_WORKERS },
+            { "const": INLINE }
+        ],
+        "description": "worker threads; 0: cores - 1, at least 1; \"inline\": none, every chunk and block built on the tick at its commit tick"
+    }
 );
+
+impl Workers {
+    /// `"inline"`: no worker thread.
+    pub const INLINE: Workers = Workers(WorkerCount::Inline);
+}
 
 checked_number!(
     /// Ticks from a load to its commit: an integer 1..=[`MAX_COMMIT_LATENCY`].
@@ -61,8 +105,9 @@ config_settings! {
         seed "seed": Seed = Seed(0),
         /// Cells per chunk side (default 32).
         cells_per_chunk "cellsPerChunk": CellsPerChunk = CellsPerChunk(32),
-        /// Worker threads (default 0: the available cores minus one, at least 1).
-        workers "workers": Workers = Workers(0),
+        /// Worker threads (default 0: the available cores minus one, at least 1), or
+        /// `"inline"`: none, every chunk and LOD block built on the tick at its commit tick.
+        workers "workers": Workers = Workers(WorkerCount::Threads(0)),
         /// Ticks from a chunk's load to its commit (default 2).
         commit_latency "commitLatency": CommitLatency = CommitLatency(2),
         /// Where modified chunks are kept (docs/reference/world-dir.md#what-is-stored), relative to
@@ -75,10 +120,23 @@ config_settings! {
 }
 
 impl TerrainConfig {
-    /// The worker threads to start: [`worker_threads_for`] on this machine's cores.
+    /// Whether every job runs on the tick thread at its commit tick, with no thread started
+    /// (docs/reference/terrain.md#inline): `workers: "inline"`, or any scene on a build without
+    /// threads ([`THREADS`]).
+    pub fn runs_inline(&self) -> bool {
+        !THREADS || self.workers.get() == WorkerCount::Inline
+    }
+
+    /// The worker threads to start: none inline ([`TerrainConfig::runs_inline`]), else
+    /// [`worker_threads_for`] on this machine's cores.
     pub fn worker_threads(&self) -> usize {
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        worker_threads_for(self.workers.0, cores)
+        match self.workers.get() {
+            WorkerCount::Threads(n) if THREADS => {
+                let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+                worker_threads_for(n, cores)
+            }
+            _ => 0,
+        }
     }
 }
 

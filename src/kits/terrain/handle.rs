@@ -38,6 +38,9 @@ impl TerrainService for Handle {
 
     fn generating(&self) -> usize {
         let mut st = self.0.borrow_mut();
+        if st.config.runs_inline() {
+            return 0; // nothing is built off the tick: each job runs at its commit
+        }
         st.submit(); // work dispatched outside a tick (a load) is outstanding too
         st.drain();
         st.drain_blocks();

@@ -2,7 +2,10 @@
 //! chunk `world.streaming` loads is dispatched to a worker pool; at the start of tick
 //! `T + commitLatency` (T the tick it loaded) it is committed — waiting for its worker only if it
 //! is not done yet — so the event log is the same whatever the threads did. The kit registers as a
-//! builder, so readiness (docs/reference/streaming.md#readiness) waits for terrain.
+//! builder, so readiness (docs/reference/streaming.md#readiness) waits for terrain. Inline
+//! (`workers: "inline"`, or any scene on a build without threads;
+//! docs/reference/terrain.md#inline) there is no pool and no save thread: each job runs on the
+//! tick at its commit, with the same bytes.
 //!
 //! - [`config`]: the settings; [`service`]: the face other kits see; [`events`]: the names of
 //!   the events it emits, their payloads, and reading them back ([`TerrainEvent`]);
@@ -43,7 +46,7 @@ use crate::json::from_value;
 use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
 
 pub use config::{
-    CellsPerChunk, CommitLatency, FlushEvery, Seed, TerrainConfig, Workers, MAX_CELLS,
+    CellsPerChunk, CommitLatency, FlushEvery, Seed, TerrainConfig, WorkerCount, Workers, MAX_CELLS,
     MAX_COMMIT_LATENCY, MAX_FLUSH_EVERY, MAX_WORKERS,
 };
 pub use events::{
@@ -292,6 +295,13 @@ impl TerrainKit {
         }
     }
 
+    /// The threads the kit runs: its workers and its save thread; 0 inline
+    /// (docs/reference/terrain.md#inline) and before it starts.
+    pub fn threads(&self) -> usize {
+        let st = self.state.borrow();
+        st.pool.as_ref().map_or(0, Pool::workers) + st.store.as_ref().map_or(0, Store::threads)
+    }
+
     /// Writes back every modified chunk not stored yet and waits until it is (a game save and
     /// close do this). The error lists every region not written, this time or earlier.
     pub fn flush(&self) -> Result<(), store::StoreError> {
@@ -429,7 +439,15 @@ impl Kit for TerrainKit {
         let dir = st.config.world_dir.clone().map(std::path::PathBuf::from);
         let game = services.get::<store::GameToken>(store::GAME_TOKEN);
         let fs: Arc<dyn store::Fs> = Arc::new(store::RealFs);
-        let started = Store::start_for(dir, generator.stamp(), fs, game.as_deref());
+        // Inline (docs/reference/terrain.md#inline) terrain starts no thread: its store is
+        // served on the tick too.
+        let inline = st.config.runs_inline();
+        let start = if inline {
+            Store::start_here
+        } else {
+            Store::start_for
+        };
+        let started = start(dir, generator.stamp(), fs, game.as_deref());
         let (store, damage) = started.map_err(|e| match e {
             store::StoreError::Locked { dir, lock } => KitError::InUse {
                 kit: TERRAIN.into(),
@@ -439,11 +457,16 @@ impl Kit for TerrainKit {
             },
             e => fail(e.to_string()),
         })?;
-        let pool = Pool::new(st.config.worker_threads(), generator, store.reader())
-            .map_err(|e| fail(format!("cannot start the worker threads: {e}")))?;
+        let pool = if inline {
+            None
+        } else {
+            let pool = Pool::new(st.config.worker_threads(), generator, store.reader())
+                .map_err(|e| fail(format!("cannot start the worker threads: {e}")))?;
+            Some(pool)
+        };
         st.errors = damage;
         st.store = Some(store);
-        st.pool = Some(pool);
+        st.pool = pool;
         Ok(())
     }
 

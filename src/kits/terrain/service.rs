@@ -38,6 +38,7 @@ pub trait TerrainService {
     fn cells_per_chunk(&self) -> u32;
     /// Chunks and LOD blocks dispatched whose worker has not finished yet (work outstanding;
     /// 0: the pool is idle). A loading screen may show it; the simulation never waits on it.
+    /// Inline (docs/reference/terrain.md#inline) it is always 0: no job runs before its commit.
     fn generating(&self) -> usize;
     /// Sets the cell containing `at` to `height` (and `material`, if given) in a built chunk
     /// (docs/reference/terrain.md#dirty-and-modified). The chunk becomes *modified* (saved) unless

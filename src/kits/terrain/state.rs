@@ -33,6 +33,9 @@ pub(super) struct BlockFlight {
     pub(super) commit_at: u64,
     pub(super) step: u32,
     pub(super) done: Option<Option<BuiltBlock>>,
+    /// Inline (docs/reference/terrain.md#inline): the job as dispatched, built at the commit
+    /// (with the resident diffs of its dispatch, as a worker would have had them).
+    pub(super) job: Option<Box<BlockJob>>,
 }
 
 /// A LOD block: (level, block).
@@ -169,7 +172,9 @@ impl State {
                 .partition_point(|&(t, v, _)| (t, v) < (commit_at, version));
             self.commits.insert(at, entry);
         }
-        self.jobs.push(Job { chunk, version });
+        if !self.config.runs_inline() {
+            self.jobs.push(Job { chunk, version });
+        }
     }
 
     pub(super) fn release(&mut self, chunk: ChunkPos) {
@@ -193,10 +198,16 @@ impl State {
     }
 
     /// Hands the tick's chunk and block jobs and released data to the pool (one lock, at
-    /// most one wake).
+    /// most one wake). Inline (no pool) there is nothing to hand over: released data is freed
+    /// here.
     pub(super) fn submit(&mut self) {
-        if let Some(pool) = &self.pool {
-            pool.submit_all(&mut self.jobs, &mut self.blocks.jobs, &mut self.trash);
+        match &self.pool {
+            Some(pool) => pool.submit_all(&mut self.jobs, &mut self.blocks.jobs, &mut self.trash),
+            None => {
+                self.jobs.clear();
+                self.blocks.jobs.clear();
+                self.trash.clear();
+            }
         }
     }
 
@@ -288,6 +299,11 @@ impl State {
                 let built = flight.done.flatten();
                 return Some((built.unwrap_or_else(|| self.build_here(chunk)), waited));
             }
+            if self.config.runs_inline() {
+                // Inline (docs/reference/terrain.md#inline): its job runs now, here; no wait.
+                self.in_flight.remove(&chunk);
+                return Some((self.build_here(chunk), false));
+            }
             waited = true;
             // The job may still be here; if no worker has taken it yet, build it here rather
             // than wait for one to (the tick's thread works instead of sleeping; the same bytes
@@ -343,11 +359,25 @@ impl State {
         if let Some(k) = key.0.checked_sub(1).filter(|k| *k < 4) {
             b.steps[k as usize] = step;
         }
+        let job = BlockJob {
+            level: key.0,
+            block: key.1,
+            step,
+            version,
+            resident,
+        };
+        // Inline the flight keeps its job for the commit; else a worker gets it.
+        let (job, inline) = if self.config.runs_inline() {
+            (None, Some(Box::new(job)))
+        } else {
+            (Some(job), None)
+        };
         let flight = BlockFlight {
             version,
             commit_at,
             step,
             done: None,
+            job: inline,
         };
         b.awaited += 1;
         if let Some(old) = b.slots.entry(key).or_default().flight.replace(flight) {
@@ -368,13 +398,7 @@ impl State {
                 .partition_point(|&(t, v, _)| (t, v) < (commit_at, version));
             b.commits.insert(at, entry);
         }
-        b.jobs.push(BlockJob {
-            level: key.0,
-            block: key.1,
-            step,
-            version,
-            resident,
-        });
+        b.jobs.extend(job);
     }
 
     /// The built chunks a block samples whose stored form the worker must not read, with
@@ -473,6 +497,16 @@ impl State {
                     return Some((EventData::LevelXzHash(built.event), waited));
                 }
                 Some(None) => None, // its worker failed
+                None if f.job.is_some() => {
+                    // Inline (docs/reference/terrain.md#inline): its job runs now, here.
+                    let job = slot.flight.as_mut().and_then(|f| f.job.take());
+                    self.blocks.awaited -= 1;
+                    let job = job.expect("just found");
+                    Some(job.build(
+                        self.generator(),
+                        self.store.as_ref().and_then(Store::reader).as_ref(),
+                    ))
+                }
                 None => {
                     waited = true;
                     self.submit();

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -38,11 +38,49 @@ impl Index {
     }
 }
 
+/// How requests reach the records' owner: the save thread's queue, or the owner itself, served
+/// on the caller's thread by a store started without a thread ([`Store::start_here`]: a build
+/// without threads, or terrain inline, docs/reference/terrain.md#inline). Every request has a
+/// reply channel with room for its answer, so a request served here never waits.
+enum Line<K: StoreKind> {
+    Thread(Sender<Request<K>>),
+    Here(Arc<Here<K>>),
+}
+
+/// A store's owner served on the caller's thread, and its count of reads answered.
+struct Here<K: StoreKind> {
+    owner: Mutex<Owner<K>>,
+    reads: Arc<AtomicU64>,
+}
+
+impl<K: StoreKind> Clone for Line<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Line::Thread(tx) => Line::Thread(tx.clone()),
+            Line::Here(here) => Line::Here(here.clone()),
+        }
+    }
+}
+
+impl<K: StoreKind> Line<K> {
+    /// Sends `request` to the thread, or answers it here. `Err`: the thread is gone.
+    fn send(&self, request: Request<K>) -> Result<(), ()> {
+        match self {
+            Line::Thread(tx) => tx.send(request).map_err(|_| ()),
+            Line::Here(here) => {
+                let mut owner = here.owner.lock().unwrap_or_else(PoisonError::into_inner);
+                owner.handle(request, &here.reads);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// What a worker holds to ask the save thread for records: the request queue and a reply
 /// channel of its own (a clone gets a new one, so answers never cross between workers), and
 /// the index of the chunks with a record.
-pub struct Reader<K: Kind> {
-    requests: Sender<Request<K>>,
+pub struct Reader<K: StoreKind> {
+    requests: Line<K>,
     reply: ReplyPair<K>,
     index: Index,
 }
@@ -53,7 +91,7 @@ type ReplyPair<K> = (
     Receiver<Option<<K as Kind>::Data>>,
 );
 
-impl<K: Kind> Clone for Reader<K> {
+impl<K: StoreKind> Clone for Reader<K> {
     fn clone(&self) -> Self {
         Reader {
             requests: self.requests.clone(),
@@ -63,7 +101,7 @@ impl<K: Kind> Clone for Reader<K> {
     }
 }
 
-impl<K: Kind> Reader<K> {
+impl<K: StoreKind> Reader<K> {
     /// The stored record of `chunk`, if it has one (`None` also if the thread is gone). Only a
     /// chunk the index holds is asked of the thread.
     pub fn read(&self, chunk: ChunkPos) -> Option<K::Data> {
@@ -94,7 +132,7 @@ impl<K: StoreKind> Outcome<K> {
 /// everything sent to it (what it could not write is reported on stderr), then releases the
 /// directory's lock.
 pub struct Store<K: StoreKind> {
-    requests: Option<Sender<Request<K>>>,
+    requests: Option<Line<K>>,
     thread: Option<JoinHandle<()>>,
     stamp: K::Stamp,
     index: Index,
@@ -133,13 +171,17 @@ impl<K: StoreKind> Store<K> {
     }
 
     /// [`Store::start_with`] for the game `game`: a directory its other kits hold is shared,
-    /// one another game holds is refused.
+    /// one another game holds is refused. A build without threads (`wasm32`) serves it here
+    /// ([`Store::start_here`]).
     pub fn start_for(
         dir: Option<PathBuf>,
         stamp: K::Stamp,
         fs: Arc<dyn Fs>,
         game: Option<&GameToken>,
     ) -> Result<Started<K>, StoreError<K::Stamp>> {
+        if cfg!(target_arch = "wasm32") {
+            return Self::start_here(dir, stamp, fs, game);
+        }
         let lock = dir
             .as_deref()
             .map(|d| Lock::take(d, game.map(|g| g.0)))
@@ -176,7 +218,7 @@ impl<K: StoreKind> Store<K> {
             })?;
         let damage = ready_rx.recv().map_err(|_| StoreError::Stopped(K::KIT))?;
         let store = Store {
-            requests: Some(tx),
+            requests: Some(Line::Thread(tx)),
             thread: Some(thread),
             stamp,
             index,
@@ -184,6 +226,42 @@ impl<K: StoreKind> Store<K> {
             _lock: lock,
         };
         Ok((store, damage?))
+    }
+
+    /// [`Store::start_for`] without a thread: the records' owner is served on the caller's
+    /// thread, each request answered as it is made (a write is on disk, or has failed, when
+    /// [`Store::write`] returns). The same records, files and bytes as with the thread.
+    pub fn start_here(
+        dir: Option<PathBuf>,
+        stamp: K::Stamp,
+        fs: Arc<dyn Fs>,
+        game: Option<&GameToken>,
+    ) -> Result<Started<K>, StoreError<K::Stamp>> {
+        let lock = dir
+            .as_deref()
+            .map(|d| Lock::take(d, game.map(|g| g.0)))
+            .transpose()?;
+        let opened = match &dir {
+            Some(d) => open_dir::<K>(d, stamp)?,
+            None => Opened::default(),
+        };
+        let index = Index::default();
+        index.change(|set| set.extend(Self::stored(&opened)));
+        let damage = opened.damage.clone();
+        let reads = Arc::new(AtomicU64::new(0));
+        let here = Here {
+            owner: Mutex::new(Owner::new(dir, stamp, fs, opened)),
+            reads: reads.clone(),
+        };
+        let store = Store {
+            requests: Some(Line::Here(Arc::new(here))),
+            thread: None,
+            stamp,
+            index,
+            reads,
+            _lock: lock,
+        };
+        Ok((store, damage))
     }
 
     /// The chunks `opened` holds a record of (the thread stores no empty one).
@@ -202,6 +280,12 @@ impl<K: StoreKind> Store<K> {
             reply: crossbeam_channel::bounded(1),
             index: self.index.clone(),
         })
+    }
+
+    /// The threads it runs: 1 (its save thread), or 0 when served here
+    /// ([`Store::start_here`]).
+    pub fn threads(&self) -> usize {
+        usize::from(self.thread.is_some())
     }
 
     /// How many reads of a record reached the thread (readers ask only for the chunks the
@@ -235,7 +319,7 @@ impl<K: StoreKind> Store<K> {
             .as_ref()
             .ok_or(StoreError::Stopped(K::KIT))?
             .send(request)
-            .map_err(|_| StoreError::Stopped(K::KIT))
+            .map_err(|()| StoreError::Stopped(K::KIT))
     }
 
     fn ask<T>(
@@ -339,6 +423,53 @@ mod tests {
         // And what it opened.
         let store = start(dir.path(), &fs);
         assert_eq!(store.read(ChunkPos::new(1, 2)), Some(diff(5, 7)));
+    }
+
+    #[test]
+    fn a_store_served_here_has_no_thread_and_writes_the_same_bytes() {
+        let run = |here: bool| {
+            let dir = tempfile::tempdir().unwrap();
+            let fs: Arc<dyn Fs> = Arc::new(FaultyFs::default());
+            let start = if here {
+                Store::<Test>::start_here
+            } else {
+                Store::<Test>::start_for
+            };
+            let (store, damage) = start(Some(dir.path().to_owned()), stamp(), fs, None).unwrap();
+            assert_eq!((store.threads(), damage), (usize::from(!here), vec![]));
+            let reader = store.reader().unwrap();
+            store.write(image(7));
+            assert_eq!(reader.read(ChunkPos::new(1, 2)), Some(diff(5, 7)));
+            assert_eq!(reader.read(ChunkPos::new(2, 2)), None);
+            store.write(vec![
+                (ChunkPos::new(1, 2), None),
+                (ChunkPos::new(40, 0), Some(diff(1, 2))),
+            ]);
+            store.flush(image(9)).unwrap();
+            assert_eq!(store.snapshot().unwrap(), {
+                let mut m = as_map(&image(9));
+                m.insert(ChunkPos::new(40, 0), diff(1, 2));
+                m
+            });
+            assert_eq!(store.reads_served(), 1);
+            drop((reader, store));
+            // Reopened (by either kind): what was written.
+            let fs: Arc<dyn Fs> = Arc::new(FaultyFs::default());
+            let (again, _) =
+                Store::<Test>::start_here(Some(dir.path().to_owned()), stamp(), fs, None).unwrap();
+            assert_eq!(again.read(ChunkPos::new(40, 0)), Some(diff(1, 2)));
+            drop(again);
+            let mut files: Vec<(String, Vec<u8>)> = names(dir.path())
+                .into_iter()
+                .filter(|n| n != LOCK_FILE)
+                .map(|n| (n.clone(), std::fs::read(dir.path().join(n)).unwrap()))
+                .collect();
+            files.sort();
+            files
+        };
+        let (thread, here) = (run(false), run(true));
+        assert_eq!(thread.len(), 2, "two regions: {thread:?}");
+        assert_eq!(thread, here);
     }
 
     #[test]

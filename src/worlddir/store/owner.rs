@@ -113,37 +113,43 @@ impl<K: StoreKind> Owner<K> {
 
     pub(super) fn serve(mut self, requests: &Receiver<Request<K>>, reads: &AtomicU64) {
         while let Ok(request) = requests.recv() {
-            match request {
-                Request::Read { chunk, reply } => {
-                    reads.fetch_add(1, Ordering::Relaxed);
-                    let data = self
-                        .regions
-                        .get(&RegionPos::of(chunk))
-                        .and_then(|r| r.get(&chunk))
-                        .cloned();
-                    let _ = reply.send(data);
+            self.handle(request, reads);
+        }
+    }
+
+    /// Answers one request (on the save thread, or on the caller's thread for a store without
+    /// one: every reply channel has room for its answer, so nothing waits).
+    pub(super) fn handle(&mut self, request: Request<K>, reads: &AtomicU64) {
+        match request {
+            Request::Read { chunk, reply } => {
+                reads.fetch_add(1, Ordering::Relaxed);
+                let data = self
+                    .regions
+                    .get(&RegionPos::of(chunk))
+                    .and_then(|r| r.get(&chunk))
+                    .cloned();
+                let _ = reply.send(data);
+            }
+            Request::Write { changes, done } => {
+                self.write(changes);
+                if let Some(done) = done {
+                    let _ = done.send(self.outcome());
                 }
-                Request::Write { changes, done } => {
-                    self.write(changes);
-                    if let Some(done) = done {
-                        let _ = done.send(self.outcome());
-                    }
-                }
-                Request::Snapshot { reply } => {
-                    let all = self
-                        .regions
-                        .values()
-                        .flatten()
-                        .map(|(c, d)| (*c, d.clone()));
-                    let _ = reply.send(all.collect());
-                }
-                Request::Peek { dir, reply } => {
-                    let _ = reply.send(open_dir::<K>(&dir, self.stamp));
-                }
-                Request::Replace { dir, opened } => {
-                    self.dir = dir;
-                    self.fill(opened);
-                }
+            }
+            Request::Snapshot { reply } => {
+                let all = self
+                    .regions
+                    .values()
+                    .flatten()
+                    .map(|(c, d)| (*c, d.clone()));
+                let _ = reply.send(all.collect());
+            }
+            Request::Peek { dir, reply } => {
+                let _ = reply.send(open_dir::<K>(&dir, self.stamp));
+            }
+            Request::Replace { dir, opened } => {
+                self.dir = dir;
+                self.fill(opened);
             }
         }
     }
