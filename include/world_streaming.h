@@ -12,6 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The most bytes `files_json` may hold (1 GiB): the largest file a scene names, a district file
+// (docs/reference/engines.md#scene-files-as-text). Each file in it is held to its own cap when
+// it is read, as a file on disk is.
+#define WS_MAX_FILES_JSON_BYTES ((1024 * 1024) * 1024)
+
 // `world.chunk.loaded {x, z}`.
 #define WS_CHUNK_EVENT_LOADED 0
 

@@ -80,6 +80,9 @@ fn the_csharp_binding_drives_the_seed_example_a_terrain_drive_and_the_error_path
         "WS_STATUS_NO_TERRAIN",
         "WS_STATUS_INVALID_UTF8",
         "WS_STATUS_INVALID_HANDLE",
+        "scene files and saves as text: the same game from text as from disk",
+        "WS_STATUS_BAD_SCENE: files: \"../x\": expected a path inside",
+        "WS_STATUS_LOAD_FAILED: load: save: line 1 column 1",
     ] {
         assert!(stdout.contains(line), "{line} missing:\n{stdout}");
     }

@@ -33,10 +33,10 @@ pub unsafe extern "C" fn ws_game_new(
     }
 }
 
-/// The most `files_json` may hold: the largest file a scene names (a district file,
-/// `crate::limits::MAX_DISTRICT_BYTES`); each file in it is held to its own cap when it is read,
-/// as a file on disk is.
-pub const WS_MAX_FILES_JSON_BYTES: u64 = crate::limits::MAX_DISTRICT_BYTES;
+/// The most bytes `files_json` may hold (1 GiB): the largest file a scene names, a district file
+/// (docs/reference/engines.md#scene-files-as-text). Each file in it is held to its own cap when
+/// it is read, as a file on disk is.
+pub const WS_MAX_FILES_JSON_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// Builds a game as `ws_game_new` does, from scene JSON text whose mods and district files are
 /// read from `files_json` and nowhere else (docs/reference/engines.md#scene-files-as-text): a
@@ -435,6 +435,11 @@ mod tests {
             "{message}"
         );
         free_game(game);
+    }
+
+    #[test]
+    fn files_json_may_hold_the_largest_file_a_scene_names() {
+        assert_eq!(WS_MAX_FILES_JSON_BYTES, crate::limits::MAX_DISTRICT_BYTES);
     }
 
     #[test]

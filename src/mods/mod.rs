@@ -19,6 +19,7 @@ use crate::fileio::{parse_json, read_text, FileError};
 use crate::host::{Engine, HookHandler, Log, ModId, MOD_ERROR};
 use crate::json::{from_value, Problem};
 use crate::kits::streaming::{StreamingService, STREAMING};
+use crate::scene_files::SceneFiles;
 
 use self::json::{JsonMod, JsonRules};
 
@@ -58,7 +59,7 @@ pub fn read_mod(path: &Path) -> Result<ModFile, Vec<FileError>> {
 /// `warning: FILE: PATH: message` lines; files that cannot be read or parsed are left to the
 /// errors of loading the scene.
 pub fn scene_mod_warnings(scene_path: &Path) -> Vec<String> {
-    let base = scene_path.parent().unwrap_or(Path::new("."));
+    let files = SceneFiles::dir(scene_path.parent().unwrap_or(Path::new(".")));
     let Ok(text) = read_text(scene_path) else {
         return Vec::new();
     };
@@ -73,17 +74,30 @@ pub fn scene_mod_warnings(scene_path: &Path) -> Vec<String> {
     mods.iter()
         .filter_map(|m| m.as_str())
         .filter(|m| m.ends_with(".json"))
-        .flat_map(|m| mod_warnings(&base.join(m)))
+        .flat_map(|m| mod_warnings_in(&files, m))
         .collect()
 }
 
 /// The warnings of one JSON mod file (none for a Lua mod or a file that does not parse).
 pub fn mod_warnings(path: &Path) -> Vec<String> {
-    let file = crate::fileio::display_name(path);
-    let Ok(text) = read_text(path) else {
-        return Vec::new();
-    };
-    match serde_json::from_str::<JsonMod>(&text) {
+    match read_text(path) {
+        Ok(text) => warnings_of(&text, &crate::fileio::display_name(path)),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`mod_warnings`] of the mod `name` of a scene's `files` (its directory, or files given as
+/// text).
+pub fn mod_warnings_in(files: &SceneFiles, name: &str) -> Vec<String> {
+    match files.read_text(name) {
+        Ok(text) => warnings_of(&text, &files.name(name)),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The warnings of a JSON mod's `text` (`file` names it).
+fn warnings_of(text: &str, file: &str) -> Vec<String> {
+    match serde_json::from_str::<JsonMod>(text) {
         Ok(m) => m
             .warnings()
             .into_iter()

@@ -289,6 +289,7 @@ static class WorldStreamingTest
                () => WorldStreaming.WithFiles(scene, "{\"a.json\": 3}"), "a value that is not text");
         Expect(WsStatus.NullArgument, "files_json is null",
                () => WorldStreaming.WithFiles(scene, (string)null), "null files");
+        Console.WriteLine("scene files and saves as text: the same game from text as from disk");
     }
 
     static int Main(string[] args)
