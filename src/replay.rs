@@ -28,10 +28,9 @@ use crate::game::{Game, GameError};
 use crate::host::{Engine, Event};
 use crate::json::{from_value, Problem};
 #[cfg(not(target_arch = "wasm32"))]
-use crate::scene_files::SceneFiles;
-#[cfg(not(target_arch = "wasm32"))]
 use crate::{
     kits::builtin_catalog,
+    scene_files::SceneFiles,
     worlddir::store::{read_capped, Capped},
 };
 

@@ -177,6 +177,30 @@ fn every_json_and_lua_snippet_of_the_readme_and_the_book_is_a_shipped_file_byte_
     );
 }
 
+/// The JavaScript example of the book is shipped and run: a `js` block marked `<!-- file: PATH -->`
+/// is that file byte for byte (`web/example.mjs`, which `web/test/package.test.js` runs from the
+/// installed npm package).
+#[test]
+fn every_javascript_snippet_marked_with_a_file_is_that_shipped_file_byte_for_byte() {
+    let mut checked = Vec::new();
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for (marker, lang, body) in blocks(&text) {
+            let (Some(path), "js") = (marker, lang.as_str()) else {
+                continue;
+            };
+            let shipped = std::fs::read_to_string(repo().join(&path))
+                .unwrap_or_else(|e| panic!("{}: {path}: {e}", rel(&doc)));
+            assert_eq!(body, shipped, "{}: {path} differs from the file", rel(&doc));
+            checked.push(path);
+        }
+    }
+    assert!(
+        checked.iter().any(|p| p == "web/example.mjs"),
+        "the book shows web/example.mjs nowhere: {checked:?}"
+    );
+}
+
 #[test]
 fn every_relative_link_of_the_readme_and_the_book_points_at_a_file_and_heading_of_the_repository() {
     let root = repo().canonicalize().unwrap();
@@ -260,12 +284,13 @@ fn the_readme_stays_a_short_page() {
 }
 
 /// The files whose text may cite the book: the code, tests, benchmarks, examples, the C header
-/// and the bindings, scripts, the manifest, the README, ARCHITECTURE.md and the book itself
+/// and the bindings, the JavaScript module (`web/`), scripts, the manifest, the README, ARCHITECTURE.md and the book itself
 /// (`target/` and `vendor/` aside), in path order.
 fn citing_files() -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack: Vec<PathBuf> = [
         "src", "tests", "benches", "examples", "include", "bindings", "fuzz", "scripts", "docs",
+        "web",
     ]
     .iter()
     .map(|d| repo().join(d))
@@ -287,11 +312,16 @@ fn citing_files() -> Vec<PathBuf> {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             if path.is_dir() {
-                if name != "target" && name != "vendor" && !name.starts_with('.') {
+                if name != "target"
+                    && name != "vendor"
+                    && name != "node_modules"
+                    && !name.starts_with('.')
+                {
                     stack.push(path);
                 }
             } else if [
-                ".rs", ".md", ".h", ".c", ".cs", ".js", ".json", ".sh", ".toml", ".lua", ".py",
+                ".rs", ".md", ".h", ".c", ".cs", ".js", ".mjs", ".ts", ".json", ".sh", ".toml",
+                ".lua", ".py",
             ]
             .iter()
             .any(|ext| name.ends_with(ext))
