@@ -1,4 +1,4 @@
-//! The live page (docs/web-play.md#the-live-page): `world-streaming play SCENE --out play.html`.
+//! The live page (docs/web.md#the-live-page): `world-streaming play SCENE --out play.html`.
 //!
 //! Natively: a play session ([`Live`]) captures the SAME frames as the replay viewer's capture of
 //! the same run, and the recording it saves is the one `run --record` writes (so `replay`

@@ -1,4 +1,4 @@
-//! The live page's exports (docs/web-play.md#the-live-page): web-only, built for wasm32 only and
+//! The live page's exports (docs/web.md#the-live-page): web-only, built for wasm32 only and
 //! guarded by `WS_WASM32` in `include/world_streaming.h` (the tests drive them in a real
 //! browser, tests/play.rs; the session behind them, [`crate::view::Live`], natively too). They
 //! keep the C ABI's rules: a `WsPlay` handle (a number,

@@ -1,5 +1,5 @@
 //! `world-streaming play`: a scene as one self-contained page that runs it in the browser
-//! (docs/web-play.md#the-live-page).
+//! (docs/web.md#the-live-page).
 
 use std::path::{Path, PathBuf};
 

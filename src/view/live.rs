@@ -1,4 +1,4 @@
-//! A live page's session (docs/web-play.md#the-live-page): a game run tick by tick while the page
+//! A live page's session (docs/web.md#the-live-page): a game run tick by tick while the page
 //! shows it, with the SAME frame capture as a recorded page ([`super::capture`]), so the page
 //! draws it with the one drawing core (`view.js`). Beside the game it keeps what a recording
 //! needs: the inputs applied, in order, and each tick's [`Step`] (the canonical events and their

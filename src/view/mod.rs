@@ -63,7 +63,7 @@ pub enum ViewError {
     /// The recording does not reproduce on this build: the page would show another run.
     #[error("the replay does not reproduce on this build, so a page would not show the recorded run:\n{0}")]
     Differs(Box<Divergence>),
-    /// A live page's session refused something (docs/web-play.md#the-live-page): an input, a
+    /// A live page's session refused something (docs/web.md#the-live-page): an input, a
     /// recording it cannot run.
     #[error("{0}")]
     Live(String),

@@ -1,5 +1,5 @@
 "use strict";
-// The live page's controller (docs/web-play.md#the-live-page): starts the kit's wasm module embedded
+// The live page's controller (docs/web.md#the-live-page): starts the kit's wasm module embedded
 // in the page, makes a play session of the embedded recording (the scene, its mods' and district
 // files, the inputs that play first) and hands the replay viewer's drawing core (`wsViewer`, the
 // same code a `view` page draws with) a `live` source: Step and Start run ticks in the module,

@@ -1,4 +1,4 @@
-//! The live page (docs/web-play.md#the-live-page): `world-streaming play SCENE --out play.html` writes
+//! The live page (docs/web.md#the-live-page): `world-streaming play SCENE --out play.html` writes
 //! one self-contained page that runs the scene in the kit's wasm module, embedded with the
 //! scene's files, and draws it with the replay viewer's page and drawing core (`page.html`,
 //! `view.js`, the layers' drawings) in its live mode, its controller `play.js` beside this file.
