@@ -124,8 +124,11 @@ fn a_session_captures_the_viewers_frames_and_records_the_native_run() {
 
 // ---- In the browser ----
 
-/// The kit's wasm module, built with scripts/build-web.sh when it is absent.
+/// The kit's wasm module, built with scripts/build-web.sh when it is absent (once: the tests
+/// of this file run in parallel).
 fn wasm() -> PathBuf {
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _once = BUILD.lock().unwrap_or_else(|p| p.into_inner());
     let path = chromium::target_dir().join("wasm32-unknown-unknown/release/world_streaming.wasm");
     if !path.exists() {
         eprintln!(
@@ -302,7 +305,11 @@ fn the_page_draws_its_first_tick_and_step_start_pause_run_the_game() {
     );
     page.click("start");
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(game_tick(&mut page), 0, "Start does nothing with reduced motion");
+    assert_eq!(
+        game_tick(&mut page),
+        0,
+        "Start does nothing with reduced motion"
+    );
     page.click("step");
     assert_eq!(game_tick(&mut page), 1, "Step still runs a tick");
     page.reduce_motion(false);
