@@ -189,22 +189,34 @@ fn game_tick(page: &mut chromium::Page<'_>) -> u64 {
         .unwrap()
 }
 
-/// Clicks "Save recording" and waits for the download in `dir`, named `file`.
-fn save_recording(page: &mut chromium::Page<'_>, dir: &Path, file: &str) -> Recording {
-    let path = dir.join(file);
-    let _ = std::fs::remove_file(&path);
+/// The recordings (`*.replay.json`) in `dir`.
+fn recordings_in(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".replay.json"))
+        .collect()
+}
+
+/// Clicks "Save recording" and waits for the download in `dir` (the only recording there: those
+/// before are removed first), named `file` (the browser may replace characters a file name
+/// should not hold); answers its path and the recording.
+fn save_recording(page: &mut chromium::Page<'_>, dir: &Path, file: &str) -> (PathBuf, Recording) {
+    for old in recordings_in(dir) {
+        std::fs::remove_file(old).unwrap();
+    }
     page.click("save");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            if text.ends_with('\n') {
-                return Recording::read(&path).unwrap();
+        if let [path] = recordings_in(dir).as_slice() {
+            if std::fs::read_to_string(path).is_ok_and(|t| t.ends_with('\n')) {
+                return (path.clone(), Recording::read(path).unwrap());
             }
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "no download {} after 30 s",
-            path.display()
+            "no download {file} in {} after 30 s",
+            dir.display()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -246,7 +258,13 @@ fn the_page_draws_its_first_tick_and_step_start_pause_run_the_game() {
     let mut page = browser.page(1280, 1000);
     let opened = std::time::Instant::now();
     open_play(&mut page, &file, "");
-    eprintln!("the page started in {:?}", opened.elapsed());
+    // docs/web.md#the-live-page: the first drawn tick, in ms from the navigation's start.
+    let first = page.eval("performance.getEntriesByName('ws-first-grid')[0].startTime");
+    eprintln!(
+        "the page started in {:?}; its first tick was drawn {first} ms after navigation started",
+        opened.elapsed()
+    );
+    assert!(first.as_f64().is_some_and(|ms| ms > 0.0), "{first}");
     assert_eq!(
         page.eval("document.getElementById('tick').textContent"),
         "0"
@@ -331,17 +349,14 @@ fn the_page_draws_its_first_tick_and_step_start_pause_run_the_game() {
 /// The recording the page saves has the native run's steps (every digest) and inputs, and the
 /// native `replay` verifies it.
 fn browser_save_check(page: &mut chromium::Page<'_>, dir: &Path, file: &str, native: &Recording) {
-    let saved = save_recording(page, dir, file);
+    let (path, saved) = save_recording(page, dir, file);
+    assert_eq!(path, dir.join(file), "saved under the recording's name");
     assert_eq!(saved.steps.len(), native.steps.len());
     for (a, b) in saved.steps.iter().zip(&native.steps) {
         assert_eq!((a.tick, &a.digest), (b.tick, &b.digest), "tick {}", b.tick);
     }
     assert_eq!(saved.inputs, native.inputs);
-    let ok = common::bin()
-        .arg("replay")
-        .arg(dir.join(file))
-        .output()
-        .unwrap();
+    let ok = common::bin().arg("replay").arg(&path).output().unwrap();
     assert!(
         ok.status.success(),
         "replay: {}",
@@ -440,7 +455,7 @@ fn a_page_driven_by_keys_saves_a_recording_that_replay_verifies() {
     page.press(".");
     let ticks = game_tick(&mut page);
     assert_eq!(ticks, 6);
-    let saved = save_recording(&mut page, dir.path(), "drive.replay.json");
+    let (path, saved) = save_recording(&mut page, dir.path(), "drive.replay.json");
     // The moves the keys and the click made, each stamped with the tick after the one shown.
     let native = Inputs::read(&inputs).unwrap();
     let player = session(&record_example("drive", 1))
@@ -460,14 +475,77 @@ fn a_page_driven_by_keys_saves_a_recording_that_replay_verifies() {
         .collect();
     assert_eq!(moves, [1, 1, 2, 2, 3, 3, 4, 4, 5], "{:?}", saved.inputs);
     assert_eq!(saved.steps.len() as u64, ticks);
-    let ok = common::bin()
-        .arg("replay")
-        .arg(dir.path().join("drive.replay.json"))
-        .output()
-        .unwrap();
+    let ok = common::bin().arg("replay").arg(&path).output().unwrap();
     assert!(
         ok.status.success(),
         "replay: {}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
+/// Hostile ids and data are shown as text, never markup: an entity whose id and data are HTML
+/// that would run script if parsed, in a scene whose file name is HTML too. The page starts,
+/// shows the id literally, moves it with a key, and no element of the id's markup exists.
+#[test]
+fn hostile_ids_and_data_stay_text_on_the_live_page() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    browser.allow_downloads(dir.path());
+    let id = "<img src=x onerror=\"document.body.dataset.pwned='1'\">";
+    let scene = serde_json::json!({
+        "kits": [
+            { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 1 } }
+        ],
+        "entities": [{
+            "id": id,
+            "tags": ["player", "<script>document.body.dataset.pwned='2'</script>"],
+            "position": { "x": 8, "z": 8 },
+            "data": { "</script><b id=bold>": "<i id=it>x</i>" }
+        }]
+    });
+    let file = dir.path().join("<b>hostile&.json");
+    std::fs::write(&file, scene.to_string()).unwrap();
+    let html = write_play_page(dir.path(), "hostile", &[&file]);
+    let mut page = browser.page(1280, 1000);
+    open_play(&mut page, &html, "");
+    page.press("d");
+    page.press(".");
+    page.press(".");
+    assert_eq!(game_tick(&mut page), 2);
+    let status = page.eval("document.getElementById('play-status').textContent");
+    assert!(
+        status.as_str().unwrap().contains(&format!("player {id}")),
+        "{status}"
+    );
+    // The entity under the pointer: its id, tags and data listed as text.
+    page.eval(
+        "(() => { const c = document.getElementById('grid'); const d = c.dataset; \
+         const r = c.getBoundingClientRect(); \
+         const x = r.left + Number(d.ox) + (24 / 32 - Number(d.originX)) * Number(d.cell); \
+         const z = r.top + Number(d.oz) + (8 / 32 - Number(d.originZ)) * Number(d.cell); \
+         c.dispatchEvent(new MouseEvent('mousemove', { clientX: x, clientY: z })); })()",
+    );
+    let detail = page.eval("document.getElementById('detail').textContent");
+    assert!(detail.as_str().unwrap().contains(id), "{detail}");
+    for probe in [
+        "document.body.dataset.pwned === undefined",
+        "document.querySelectorAll('img, b#bold, i#it').length === 0",
+        "document.title.startsWith('<b>hostile&.json')",
+    ] {
+        assert_eq!(page.eval(probe), Value::Bool(true), "{probe}");
+    }
+    // Its move is in the recording, id and all, and replays natively.
+    let (path, saved) = save_recording(&mut page, dir.path(), "<b>hostile&.replay.json");
+    let line = serde_json::to_value(&saved.inputs[0]).unwrap();
+    assert_eq!(line["entity"], id);
+    assert_eq!(line["to"]["x"], 24.0);
+    let ok = common::bin().arg("replay").arg(&path).output().unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
 }
