@@ -549,3 +549,78 @@ fn hostile_ids_and_data_stay_text_on_the_live_page() {
         String::from_utf8_lossy(&ok.stderr)
     );
 }
+
+/// What the page could not run, `play` refuses before writing anything (and before looking for
+/// the module), naming what: a Lua mod, a `worldDir`, a `save`/`load` input; `--inputs` with a
+/// recording; a module it cannot read.
+#[test]
+fn play_refuses_what_a_browser_cannot_run_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = |mods: Value| {
+        serde_json::json!({
+            "kits": [{ "id": "world.ground" }, { "id": "world.streaming" }],
+            "mods": mods,
+            "entities": [{ "id": "p", "tags": ["player"], "position": { "x": 0, "z": 0 } }]
+        })
+    };
+    let lua = dir.path().join("lua.json");
+    std::fs::write(
+        &lua,
+        scene(serde_json::json!([
+            repo().join("mods/keep_home.json"),
+            repo().join("mods/keep_home.lua")
+        ]))
+        .to_string(),
+    )
+    .unwrap();
+    let plain = dir.path().join("plain.json");
+    std::fs::write(&plain, scene(serde_json::json!([])).to_string()).unwrap();
+    let saves = dir.path().join("saves.jsonl");
+    std::fs::write(
+        &saves,
+        "{\"tick\": 3, \"do\": \"save\", \"path\": \"a.json\"}\n",
+    )
+    .unwrap();
+    let recording = dir.path().join("plain.replay.json");
+    Recording::record(&plain, &Inputs::default(), 2)
+        .unwrap()
+        .write(&recording)
+        .unwrap();
+    let out = dir.path().join("page.html");
+    let missing = dir.path().join("missing.wasm");
+    let world = repo().join("examples/scenes/world.json");
+    let cases: [(Vec<&Path>, &str); 5] = [
+        (vec![&lua], "mods[1]: Lua mods need the native build"),
+        (
+            vec![&world],
+            ".config.worldDir: a world directory needs a file system",
+        ),
+        (
+            vec![&plain, Path::new("--inputs"), &saves],
+            "inputs[0] (tick 3): a save or load needs a file system",
+        ),
+        (
+            vec![&recording, Path::new("--inputs"), &saves],
+            "a recording carries its inputs",
+        ),
+        (
+            vec![&plain],
+            "cannot read the kit's wasm module (build it with scripts/build-web.sh",
+        ),
+    ];
+    for (args, message) in cases {
+        let done = common::bin()
+            .arg("play")
+            .args(&args)
+            .arg("--out")
+            .arg(&out)
+            .arg("--wasm")
+            .arg(&missing)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(!out.exists(), "{args:?}: no page written");
+    }
+}

@@ -45,6 +45,8 @@ pub fn run(
         let inputs = super::run::read_inputs(inputs)?;
         Recording::record(scene, &inputs, 0)?
     };
+    // What the page could not run is refused before the module is looked for.
+    view::check_playable(&recording)?;
     let wasm_file = wasm_path(wasm);
     let module = std::fs::read(&wasm_file).with_context(|| {
         format!(

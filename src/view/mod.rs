@@ -45,7 +45,7 @@ mod render;
 pub use capture::capture;
 pub use live::{recording_files, Live};
 pub use model::{Frame, ViewData};
-pub use play::play_page;
+pub use play::{check_playable, play_page};
 pub use render::render;
 
 /// The `format` of the data embedded in a page.

@@ -19,8 +19,8 @@ const PLAY_CSS: &str = "#play-status { color: var(--muted); font-variant-numeric
                         #grid { cursor: crosshair; }";
 
 /// Why a scene cannot run in a browser, before anything is written: a Lua mod (the VM is
-/// native only) or a world directory (a browser has no file system).
-fn refuse_native_only(recording: &Recording) -> Result<(), ViewError> {
+/// native only), a world directory or a `save`/`load` input (a browser has no file system).
+pub fn check_playable(recording: &Recording) -> Result<(), ViewError> {
     for (i, m) in recording.mods.iter().enumerate() {
         if m.path.to_ascii_lowercase().ends_with(".lua") {
             return Err(ViewError::Live(format!(
@@ -36,6 +36,17 @@ fn refuse_native_only(recording: &Recording) -> Result<(), ViewError> {
              does not have"
         )));
     }
+    for (i, input) in recording.inputs.iter().enumerate() {
+        if let crate::files::inputs::Action::Save { .. }
+        | crate::files::inputs::Action::Load { .. } = &input.action
+        {
+            return Err(ViewError::Live(format!(
+                "inputs[{i}] (tick {}): a save or load needs a file system, which the live page \
+                 (the wasm build) does not have",
+                input.tick
+            )));
+        }
+    }
     recording_files(recording).map(drop)
 }
 
@@ -50,7 +61,7 @@ pub fn play_page(
     file: &str,
     wasm: &[u8],
 ) -> Result<String, ViewError> {
-    refuse_native_only(recording)?;
+    check_playable(recording)?;
     let live = Live::from_recording(recording, title)?;
     let payload = json!({ "title": title, "file": file, "recording": recording });
     let play = format!(
