@@ -21,7 +21,8 @@
 #    with the release profile overridden through CARGO_PROFILE_RELEASE_* (opt-level "z", fat LTO,
 #    one codegen unit, panic = abort, strip) so the native release profile in Cargo.toml is
 #    untouched; then prints the module's size and gzip size (goal: at most 1.5 MiB gzip) and
-#    copies the module to web/world_streaming.wasm, the npm package's (docs/web-js.md).
+#    copies the module to web/world_streaming.wasm, the npm package's
+#    (docs/web.md#the-javascript-api).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -176,7 +177,8 @@ if [ "$gz" -gt $((3 * 512 * 1024)) ]; then
   echo "build-web: the gzip size is over the 1.5 MiB goal" >&2
   exit 1
 fi
-# The npm package (web/package.json, docs/web-js.md) ships the module beside world-streaming.js,
-# where `WorldStreaming.instantiate()` looks by default and `node --test web/` tests it.
+# The npm package (web/package.json, docs/web.md#the-javascript-api) ships the module beside
+# world-streaming.js, where `WorldStreaming.instantiate()` looks by default and
+# `node --test web/` tests it.
 cp "$wasm" web/world_streaming.wasm
 echo "build-web: copied to web/world_streaming.wasm"

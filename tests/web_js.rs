@@ -1,5 +1,5 @@
-//! What the JavaScript module's tests (`node --test web/`, docs/web-js.md) take from the native
-//! build, checked here so they cannot drift from it:
+//! What the JavaScript module's tests (`node --test web/`, docs/web.md#the-javascript-api) take
+//! from the native build, checked here so they cannot drift from it:
 //! - `web/test/native-events.json`: for each shipped example scene a browser can run (no mods,
 //!   no `worldDir`), the line count and FNV-1a 64 of the native `run --events` log, which the JS
 //!   test compares the wasm build's `drainEvents()` against. `WS_BLESS=1 cargo test --test web_js`

@@ -1,5 +1,6 @@
-// The complete example of docs/web-js.md: the seed scene in Node, through the installed package.
-// In a page it is the same code in a <script type="module">, importing "./world-streaming.js".
+// The complete example of docs/web.md#a-complete-example: the seed scene in Node, through the
+// installed package. In a page it is the same code in a <script type="module">, importing
+// "./world-streaming.js".
 import { ChunkEventKind, WorldStreaming } from "world-streaming";
 
 // Without an argument: the world_streaming.wasm the package ships beside the module.
@@ -13,7 +14,8 @@ const game = ws.newGame({
 });
 try {
   game.tick(5);
-  console.log(`tick ${game.tickCount()}: ${game.variable("world.chunks.loaded")} chunks loaded`);
+  const first = game.drainChunkEvents(); // the chunk events of ticks 1 to 5
+  console.log(`tick ${game.tickCount()}: ${game.variable("world.chunks.loaded")} chunks loaded, ${first.count} events`);
 
   // The hot path: move the player every frame, take the chunk events without JSON.
   for (let frame = 1; frame <= 10; frame++) {

@@ -1,5 +1,5 @@
 // world-streaming.d.ts: the types of world-streaming.js, the world.streaming kit's wasm build
-// driven from JavaScript (docs/web-js.md).
+// driven from JavaScript (docs/web.md#the-javascript-api).
 
 /** The kinds of a chunk event (`WsChunkEvent.kind`, the C header's `WS_CHUNK_EVENT_*`). */
 export declare const ChunkEventKind: Readonly<{

@@ -1,9 +1,10 @@
-// world-streaming.js: the world.streaming kit in a browser or in Node, over the wasm build of the
-// crate (docs/web-js.md). An ES module with no dependency and no build step: it loads the
-// `world_streaming.wasm` module and drives the C ABI it exports (docs/reference/engines.md#c-abi-rules),
-// the functions `include/world_streaming.h` declares, through the module's allocator pair for the
-// strings and buffers it passes in. Every string the module hands out is read and freed here,
-// and every buffer allocated here is freed before the call that needed it returns.
+// world-streaming.js: the world.streaming kit in a browser or in Node, over the wasm build of
+// the crate (docs/web.md#the-javascript-api). An ES module with no dependency and no build step:
+// it loads `world_streaming.wasm` and drives the C ABI it exports
+// (docs/reference/engines.md#c-abi-rules), the functions `include/world_streaming.h` declares,
+// through the module's allocator pair for the strings and buffers it passes in. Every string
+// the module hands out is read and freed here, and every buffer allocated here is freed before
+// the call that needed it returns.
 
 /** The byte size of one `WsChunkEvent` record: `{int32 kind; uint32 level; int64 x; int64 z; uint64 hash}`. */
 const CHUNK_EVENT_BYTES = 32;

@@ -1,5 +1,6 @@
 // The npm package: `npm pack` in web/ yields a tarball holding the module, its types and the wasm;
-// a scratch project installs it offline and runs the example of docs/web-js.md from it.
+// a scratch project installs it offline and runs the example of docs/web.md#a-complete-example
+// from it.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -41,7 +42,7 @@ test("npm pack yields a tarball a scratch project installs offline and runs", ()
     copyFileSync(join(webDir, "example.mjs"), join(project, "example.mjs"));
     const out = execFileSync("node", ["example.mjs"], { cwd: project, encoding: "utf8" });
     const lines = out.split("\n");
-    assert.equal(lines[0], "tick 5: 9 chunks loaded");
+    assert.equal(lines[0], "tick 5: 9 chunks loaded, 9 events");
     assert.ok(lines.some((l) => /^tick \d+: chunk \(\d+, -?\d+\) loaded$/.test(l)), out);
     assert.ok(lines.some((l) => /^tick \d+: chunk \(-1, -?\d+\) unloaded$/.test(l)), out);
     assert.ok(lines.some((l) => l.startsWith("WS_STATUS_LOAD_FAILED: load: ")), out);
