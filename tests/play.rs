@@ -624,3 +624,75 @@ fn play_refuses_what_a_browser_cannot_run_naming_it() {
         assert!(!out.exists(), "{args:?}: no page written");
     }
 }
+
+/// A session's inputs: one stamped with a tick that has run is refused; those queued apply before
+/// the tick they are stamped with, after those queued before them for that tick; the player is
+/// the controlled entity else the first `player`, reported where its queued moves take it; an
+/// input the game refuses is dropped, said, and left out of the recording, which replays.
+#[test]
+fn a_sessions_inputs_are_queued_by_tick_and_a_refused_one_is_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("s.json");
+    std::fs::write(
+        &scene,
+        serde_json::json!({
+            "kits": [{ "id": "world.ground" }, { "id": "world.streaming" }],
+            "entities": [
+                { "id": "a", "position": { "x": 0, "z": 0 } },
+                { "id": "p", "tags": ["player"], "position": { "x": 1, "y": 2, "z": 3 } }
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let base = Recording::record(&scene, &Inputs::default(), 0).unwrap();
+    let mut live = Live::from_recording(&base, "t").unwrap();
+    let (id, at) = live.player().unwrap();
+    assert_eq!((id.as_str(), at.x, at.y, at.z), ("p", 1.0, 2.0, 3.0));
+    let mv = |tick: u64, x: f64| {
+        format!(r#"{{"tick": {tick}, "do": "move", "entity": "p", "to": {{"x": {x}, "z": 0}}}}"#)
+    };
+    live.input(&mv(2, 20.0)).unwrap();
+    live.input(&mv(1, 10.0)).unwrap();
+    live.input(&mv(2, 30.0)).unwrap();
+    assert_eq!(
+        live.player().unwrap().1.x,
+        30.0,
+        "where the last queued move takes it"
+    );
+    assert_eq!(live.status()["pending"], 3);
+    live.tick(1).unwrap();
+    assert_eq!(live.recording().inputs.len(), 1);
+    let e = live.input(&mv(1, 5.0)).unwrap_err();
+    assert!(e.contains("tick 1 has run"), "{e}");
+    live.tick(1).unwrap();
+    let xs: Vec<f64> = live
+        .recording()
+        .inputs
+        .iter()
+        .map(|i| {
+            serde_json::to_value(i).unwrap()["to"]["x"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(xs, [10.0, 20.0, 30.0], "by tick, then as given");
+    // The controlled entity comes first.
+    live.input(r#"{"tick": 3, "do": "control", "entity": "a"}"#)
+        .unwrap();
+    live.tick(1).unwrap();
+    assert_eq!(live.player().unwrap().0, "a");
+    // A move of an entity that does not exist is refused when due, and left out.
+    live.input(r#"{"tick": 4, "do": "move", "entity": "ghost", "to": {"x": 1, "z": 1}}"#)
+        .unwrap();
+    let e = live.tick(1).unwrap_err().to_string();
+    assert!(
+        e.contains("ghost") && e.contains("not part of the recording"),
+        "{e}"
+    );
+    live.tick(1).unwrap();
+    let saved = live.recording().clone();
+    assert_eq!(saved.inputs.len(), 4);
+    assert_eq!(saved.ticks, 4);
+    assert_eq!(saved.verify().unwrap(), Verdict::Same { ticks: 4 });
+}
