@@ -117,6 +117,11 @@ typedef struct WsChunk {
   int64_t z;
 } WsChunk;
 
+#if defined(WS_WASM32)
+// A play session handle. 0 is never a session.
+typedef uint64_t WsPlay;
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -404,6 +409,90 @@ void ws_dealloc(uint8_t *ptr, uintptr_t len);
 // The number of memory blocks allocated in the module and not yet freed (by the library and by
 // the caller's [`ws_alloc`]s): a leak test compares it before and after a round trip.
 uintptr_t ws_live_allocations(void);
+#endif
+
+#if defined(WS_WASM32)
+// Starts a play session from a recording's JSON text (the format `run --record` writes, checked
+// as `replay` checks a file: `steps` may be empty): its game is built from the recording's scene
+// with its mods and district files given as text (a recording that carries a world directory is
+// refused), its inputs are queued, and the page frame of tick 0 is captured. `title` names the
+// session in the page model's header.
+//
+// # Safety
+// `recording_json` and `title` are null or NUL-terminated strings; `out_play` and `out_error`
+// null or writable.
+enum WsStatus ws_play_new(const char *recording_json,
+                          const char *title,
+                          WsPlay *out_play,
+                          char **out_error);
+#endif
+
+#if defined(WS_WASM32)
+// Frees a play session (and its game).
+//
+// # Safety
+// `out_error` is null or writable.
+enum WsStatus ws_play_free(WsPlay play, char **out_error);
+#endif
+
+#if defined(WS_WASM32)
+// Queues an input line (the inputs file's format), applied before the tick it is stamped with,
+// after the inputs already queued for that tick: a malformed line, or one stamped with a tick
+// that has run, is `WS_STATUS_BAD_INPUT`.
+//
+// # Safety
+// `line` is null or a NUL-terminated string; `out_error` null or writable.
+enum WsStatus ws_play_input(WsPlay play, const char *line, char **out_error);
+#endif
+
+#if defined(WS_WASM32)
+// Runs `n` ticks, each after the inputs due before it, capturing each tick's page frame and
+// step. An input the game refuses is dropped (`WS_STATUS_INPUT_FAILED`, the ticks before it
+// stay run).
+//
+// # Safety
+// `out_error` is null or writable.
+enum WsStatus ws_play_tick(WsPlay play, uint64_t n, char **out_error);
+#endif
+
+#if defined(WS_WASM32)
+// The page model's header (the replay viewer's data with no frame yet:
+// `{"format": "world-streaming-view", "version": 1, "title": …, "chunkSize": …, "frames": [], …}`).
+//
+// # Safety
+// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
+enum WsStatus ws_play_header(WsPlay play,
+                             char **out_json,
+                             char **out_error);
+#endif
+
+#if defined(WS_WASM32)
+// The page frames captured since the last call (tick 0's first), with the event names and
+// entity ids they introduce: `{"names": […], "ids": […], "frames": […]}`.
+//
+// # Safety
+// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
+enum WsStatus ws_play_frames(WsPlay play, char **out_json, char **out_error);
+#endif
+
+#if defined(WS_WASM32)
+// The session's status: `{"tick", "pending", "applied", "player": {"id", "x", "y", "z"} | null,
+// "check": {"recorded", "checked", "differs"}}` (the player the page moves, where it will be once
+// its queued moves apply; how the ticks run compare with the recording's steps).
+//
+// # Safety
+// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
+enum WsStatus ws_play_status(WsPlay play, char **out_json, char **out_error);
+#endif
+
+#if defined(WS_WASM32)
+// The session as a recording's JSON text (`run --record`'s format, ending with a newline): the
+// scene, mods and district files it started from, the inputs applied, the ticks run and each
+// tick's step (FNV-1a 64 of its canonical events).
+//
+// # Safety
+// `out_json` and `out_error` are null or writable; free `*out_json` with `ws_string_free`.
+enum WsStatus ws_play_recording(WsPlay play, char **out_json, char **out_error);
 #endif
 
 #ifdef __cplusplus

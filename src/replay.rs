@@ -178,6 +178,17 @@ fn district_world_dir_of(scene: &Value) -> Option<&str> {
         .as_str()
 }
 
+/// The key of the scene's first `worldDir` (`world.terrain`'s, else `world.district`'s), as a
+/// JSON path (`kits[1].config.worldDir`), if it names one: what a build without a file system
+/// refuses.
+pub(crate) fn world_dir_key(scene: &Value) -> Option<String> {
+    let kits = scene.get("kits")?.as_array()?;
+    kits.iter().enumerate().find_map(|(i, k)| {
+        k.get("config")?.get("worldDir")?;
+        Some(format!("scene.kits[{i}].config.worldDir"))
+    })
+}
+
 /// The world directory a recording carries: `world.terrain`'s, or `world.district`'s when the
 /// terrain kit names none (both kits may name the same one).
 #[cfg(not(target_arch = "wasm32"))]
@@ -223,8 +234,7 @@ fn district_path(entry: &Value) -> Option<&str> {
 }
 
 /// Points the scene's district entries, in config order, at `paths` (one each).
-#[cfg(not(target_arch = "wasm32"))]
-fn set_district_paths(scene: &mut Value, paths: &[String]) {
+pub(crate) fn set_district_paths(scene: &mut Value, paths: &[String]) {
     let mut paths = paths.iter();
     let kits = scene.get_mut("kits").and_then(Value::as_array_mut);
     for k in kits.into_iter().flatten() {
@@ -645,8 +655,13 @@ impl Recording {
     /// Reads a recording, checked as a whole before anything runs: its format and version, its
     /// inputs as an inputs file's, and its `save`/`load` paths ([`recorded_path_problem`]).
     pub fn read(path: &Path) -> Result<Recording, FileError> {
-        let file = display_name(path);
-        let value = parse_json(&read_text(path)?, &file)?;
+        Recording::parse(&read_text(path)?, &display_name(path))
+    }
+
+    /// [`Recording::read`] of a recording's text; `file` names it in messages.
+    pub fn parse(text: &str, file: &str) -> Result<Recording, FileError> {
+        let file = file.to_owned();
+        let value = parse_json(text, &file)?;
         if value.get("format").and_then(Value::as_str) != Some(REPLAY_FORMAT) {
             return Err(FileError::invalid(
                 &file,

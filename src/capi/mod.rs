@@ -67,12 +67,18 @@ mod types;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
 
+// The live page's exports (web-only: guarded by `WS_WASM32` in the header).
+#[cfg(target_arch = "wasm32")]
+mod play;
+
 #[cfg(test)]
 mod testing;
 
 pub use district::*;
 pub use events::*;
 pub use game::*;
+#[cfg(target_arch = "wasm32")]
+pub use play::*;
 pub use streaming::*;
 pub use terrain::*;
 pub use types::*;

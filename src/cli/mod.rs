@@ -2,6 +2,7 @@
 
 mod check;
 mod demo;
+mod play;
 mod profile;
 mod run;
 mod schema;
@@ -26,6 +27,7 @@ use clap::{Parser, Subcommand};
         world-streaming check examples/scenes/*.json mods/*\n  \
         world-streaming schema --check\n  \
         world-streaming view run.replay.json --out view.html\n  \
+        world-streaming play examples/scenes/drive.json --inputs examples/scenes/drive.inputs.jsonl --out play.html\n  \
         world-streaming world verify saves/world\n\n\
         Exit status: 0 ok, 1 bad input (the message names the file and JSON path or line), 2 usage."
 )]
@@ -87,6 +89,28 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
+    /// Write a page that runs the scene in the browser (the kit's wasm module, the scene and its
+    /// files embedded; no network): Start / Pause / Reset / Step, the player moved with the
+    /// arrows / WASD or a click, the grid drawn as `view` draws it, "Save recording".
+    #[command(
+        after_help = "Examples:\n  world-streaming play examples/scenes/drive.json --inputs examples/scenes/drive.inputs.jsonl --out play.html\n  \
+                      world-streaming play run.replay.json --out play.html   # plays a recording's inputs, checks its digests\n\n\
+                      The wasm module comes from scripts/build-web.sh (or --wasm FILE, or $WS_WASM)."
+    )]
+    Play {
+        /// The scene file, or a recording written by `run --record` (its scene and inputs play,
+        /// and each tick's digest is checked against it).
+        scene: PathBuf,
+        /// Inputs (JSON Lines) that play first, each before the tick it is stamped with.
+        #[arg(long)]
+        inputs: Option<PathBuf>,
+        /// Where to write the page (`-` = stdout).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// The kit's wasm module (default: `$WS_WASM`, else the one scripts/build-web.sh writes).
+        #[arg(long, value_name = "FILE")]
+        wasm: Option<PathBuf>,
+    },
     /// Inspect or verify the region files of a world directory (the terrain kit's `worldDir`),
     /// reading only.
     World {
@@ -111,6 +135,12 @@ pub fn main() -> i32 {
         Some(Command::Schema { out, check }) => schema::run(out, check),
         Some(Command::Replay { file }) => run::replay(&file),
         Some(Command::View { replay, out }) => view::run(&replay, &out),
+        Some(Command::Play {
+            scene,
+            inputs,
+            out,
+            wasm,
+        }) => play::run(&scene, inputs.as_deref(), &out, wasm.as_deref()),
         Some(Command::World { command }) => world::run(command),
     };
     match result {

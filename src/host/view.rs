@@ -66,6 +66,11 @@ impl PageIds {
     pub fn into_ids(self) -> Vec<String> {
         self.ids
     }
+
+    /// The ids given so far, by index (a live page takes those it has not seen).
+    pub fn ids(&self) -> &[String] {
+        &self.ids
+    }
 }
 
 /// What the page shows of a layer at a frame: whether it shows what the page should open on (a

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::model::{Frame, ViewData};
+#[cfg(not(target_arch = "wasm32"))]
 use super::HeightProbe;
 use super::{ViewError, VIEW_FORMAT};
 use crate::grid::ChunkPos;
@@ -14,6 +15,7 @@ use crate::host::view::{
     LayerCapture, PageIds, Shows,
 };
 use crate::host::{Engine, Event, PLAYER_TAG};
+#[cfg(not(target_arch = "wasm32"))]
 use crate::replay::{compare, Recording, Step, Verdict};
 
 /// The tag the page draws as a vehicle (as does an entity someone rides).
@@ -164,15 +166,16 @@ impl Core {
 }
 
 /// One run's capture: the page's own part and each layer's, with the state they share (the
-/// events' names, the entities' ids).
-struct Capture {
+/// events' names, the entities' ids). [`capture`] makes one for a recording; a live page's
+/// session ([`super::Live`]) keeps one beside its game.
+pub(super) struct Capture {
     core: Core,
     /// Each layer's name and capture, in catalog order.
     layers: Vec<(&'static str, Box<dyn LayerCapture>)>,
     /// The variables the layers leave out.
     hidden: Vec<&'static str>,
-    names: Vec<String>,
-    ids: PageIds,
+    pub(super) names: Vec<String>,
+    pub(super) ids: PageIds,
     /// Frames made so far.
     made: u64,
     /// The first frame with what a layer opens on, and the first showing anything.
@@ -180,7 +183,7 @@ struct Capture {
 }
 
 impl Capture {
-    fn new(engine: &Engine) -> Self {
+    pub(super) fn new(engine: &Engine) -> Self {
         let layers: Vec<(&'static str, Box<dyn LayerCapture>)> = engine
             .view_layers()
             .iter()
@@ -202,7 +205,7 @@ impl Capture {
     }
 
     /// The layers' header fields.
-    fn head(&mut self, engine: &Engine) -> Result<Fields, ViewError> {
+    pub(super) fn head(&mut self, engine: &Engine) -> Result<Fields, ViewError> {
         let mut fields = Fields::new();
         for (name, capture) in &mut self.layers {
             let mut own = Fields::new();
@@ -213,7 +216,7 @@ impl Capture {
     }
 
     /// The frame that takes the page from the last step seen to `engine`'s state now.
-    fn frame(
+    pub(super) fn frame(
         &mut self,
         engine: &Engine,
         events: &[Event],
@@ -283,6 +286,7 @@ fn merge(fields: &mut Fields, own: Fields, layer: &str) -> Result<(), ViewError>
     Ok(())
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 /// Re-runs `recording`, checks it reproduces, and captures one frame per tick, each layer of
 /// the game's catalog adding its part. `heights`, when given, is asked the height of every chunk
 /// as it loads (and the layers shade the blocks of the levels of detail too).
@@ -293,14 +297,8 @@ pub fn capture(
 ) -> Result<ViewData, ViewError> {
     let (_dir, mut game, inputs) = recording.game()?;
     let mut capture = Capture::new(game.engine());
-    let scripts = game
-        .engine()
-        .view_layers()
-        .iter()
-        .map(|l| l.script)
-        .filter(|s| !s.is_empty())
-        .collect();
-    let mut head = capture.head(game.engine())?;
+    let scripts = scripts(game.engine());
+    let head = capture.head(game.engine())?;
     let first = {
         let g = &game;
         let bound = heights.map(|p| move |c| p(g, c));
@@ -351,6 +349,18 @@ pub fn capture(
     if let Verdict::Differs(d) = compare(&recording.steps, &steps) {
         return Err(ViewError::Differs(Box::new(d)));
     }
+    let start = capture.first[0].or(capture.first[1]).unwrap_or(0);
+    let mut data = view_data(head, title, scripts);
+    data.start = start;
+    data.ticks = frames.len() as u64 - 1;
+    data.names = capture.names;
+    data.ids = capture.ids.into_ids();
+    data.frames = frames;
+    Ok(data)
+}
+
+/// The page model's header from the layers' header fields (`head`), with no frame yet.
+pub(super) fn view_data(mut head: Fields, title: &str, scripts: Vec<&'static str>) -> ViewData {
     let chunk_size = head
         .remove("chunkSize")
         .and_then(|v| v.as_f64())
@@ -359,20 +369,30 @@ pub fn capture(
         .remove("cellsPerChunk")
         .and_then(|v| v.as_u64())
         .and_then(|n| u32::try_from(n).ok());
-    Ok(ViewData {
+    ViewData {
         format: VIEW_FORMAT,
         version: 1,
         title: title.to_owned(),
-        start: capture.first[0].or(capture.first[1]).unwrap_or(0),
+        start: 0,
         chunk_size,
-        ticks: frames.len() as u64 - 1,
-        names: capture.names,
-        ids: capture.ids.into_ids(),
-        frames,
+        ticks: 0,
+        names: Vec::new(),
+        ids: Vec::new(),
+        frames: Vec::new(),
         cells_per_chunk,
         extra: head,
         scripts,
-    })
+    }
+}
+
+/// The drawings of the game's layers, in catalog order (those that have one).
+pub(super) fn scripts(engine: &Engine) -> Vec<&'static str> {
+    engine
+        .view_layers()
+        .iter()
+        .map(|l| l.script)
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// A kit of a test's own with a layer: a field each frame, a header field, a drawing.

@@ -33,15 +33,19 @@ use crate::game::{Game, GameError};
 use crate::grid::ChunkPos;
 use crate::replay::{Divergence, Recording};
 
-// A recording re-runs through a temporary directory: not on the web (docs/web.md).
-#[cfg(not(target_arch = "wasm32"))]
 mod capture;
+mod live;
 mod model;
+mod play;
 mod render;
 
+// A recording re-runs through a temporary directory: not on the web (docs/web.md); a live page
+// captures its frames with the same capture (`Live`).
 #[cfg(not(target_arch = "wasm32"))]
 pub use capture::capture;
+pub use live::{recording_files, Live};
 pub use model::{Frame, ViewData};
+pub use play::{check_playable, play_page};
 pub use render::render;
 
 /// The `format` of the data embedded in a page.
@@ -59,6 +63,10 @@ pub enum ViewError {
     /// The recording does not reproduce on this build: the page would show another run.
     #[error("the replay does not reproduce on this build, so a page would not show the recorded run:\n{0}")]
     Differs(Box<Divergence>),
+    /// A live page's session refused something (docs/web.md#the-live-page): an input, a
+    /// recording it cannot run.
+    #[error("{0}")]
+    Live(String),
     /// A layer wrote a field another part of the page writes, or one the page cannot read.
     #[error("the viewer layer {layer}: {message}")]
     Layer {

@@ -14,11 +14,39 @@ const JS: &str = include_str!("view.js");
 /// Where `view.js` takes the layers' drawings.
 const LAYERS: &str = "/*{{LAYERS}}*/";
 
-/// The page: `page.html` with the CSS, the JS and the data inlined. The data is JSON inside a
-/// `<script type="application/json">`, with `<`, `>` and `&` escaped so that no text from the run
-/// (a mod's reason, an entity id) can close the element.
-pub fn render(data: &ViewData) -> String {
-    let json = serde_json::to_string(data).expect("plain data");
+/// What tells a live page (`play`) from a recorded one: the parts of `page.html` that differ.
+pub(super) struct Variant<'a> {
+    /// Added to the Content-Security-Policy's `script-src`.
+    pub csp: &'a str,
+    /// The title's last word.
+    pub kind: &'a str,
+    /// Attributes of `<body>`.
+    pub body: &'a str,
+    /// The Step button's tooltip.
+    pub step: &'a str,
+    /// Controls after the Step button.
+    pub controls: &'a str,
+    /// The keys line.
+    pub keys: &'a str,
+    /// Elements after the drawing core's script.
+    pub play: &'a str,
+}
+
+/// A recorded page's parts.
+const RECORDED: Variant<'static> = Variant {
+    csp: "",
+    kind: "replay",
+    body: "",
+    step: "Step one tick (→)",
+    controls: "",
+    keys: "Keys: Space start/pause · → or . step · ← or , back · Home or R reset · End last tick. \
+           x grows to the right, z downwards.",
+    play: "",
+};
+
+/// `text` as JSON inside a `<script type="application/json">`: `<`, `>` and `&` escaped so that
+/// no text from the run (a mod's reason, an entity id) can close the element.
+pub(super) fn script_json(json: &str) -> String {
     let mut safe = String::with_capacity(json.len());
     for ch in json.chars() {
         match ch {
@@ -28,26 +56,53 @@ pub fn render(data: &ViewData) -> String {
             c => safe.push(c),
         }
     }
-    let mut title = String::new();
-    for ch in data.title.chars() {
+    safe
+}
+
+/// `text` as HTML text or an attribute's value.
+pub(super) fn html_text(text: &str) -> String {
+    let mut out = String::new();
+    for ch in text.chars() {
         match ch {
-            '<' => title.push_str("&lt;"),
-            '>' => title.push_str("&gt;"),
-            '&' => title.push_str("&amp;"),
-            '"' => title.push_str("&quot;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
             c => {
-                let _ = title.write_char(c);
+                let _ = out.write_char(c);
             }
         }
     }
+    out
+}
+
+/// The page: `page.html` with the CSS, the JS and the data inlined. The data is JSON inside a
+/// `<script type="application/json">`, with `<`, `>` and `&` escaped so that no text from the run
+/// (a mod's reason, an entity id) can close the element.
+pub fn render(data: &ViewData) -> String {
+    let json = serde_json::to_string(data).expect("plain data");
+    page(&data.title, &script_json(&json), &data.scripts, &RECORDED)
+}
+
+/// `page.html` filled: the title, the data (already made safe), the layers' drawings and the
+/// variant's parts.
+pub(super) fn page(title: &str, data: &str, scripts: &[&str], v: &Variant<'_>) -> String {
+    let title = html_text(title);
     fill(
         PAGE,
         &[
+            ("{{CSP}}", v.csp),
             ("{{TITLE}}", &title),
+            ("{{KIND}}", v.kind),
             ("/*{{CSS}}*/", CSS),
+            ("{{BODY}}", v.body),
             ("{{TITLE}}", &title),
-            ("{{DATA}}", &safe),
-            ("/*{{JS}}*/", &script(&data.scripts)),
+            ("{{STEP}}", v.step),
+            ("{{CONTROLS}}", v.controls),
+            ("{{KEYS}}", v.keys),
+            ("{{DATA}}", data),
+            ("/*{{JS}}*/", &script(scripts)),
+            ("{{PLAY}}", v.play),
         ],
     )
 }

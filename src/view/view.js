@@ -25,22 +25,34 @@
 //   pointDetail(s, g, at, row)   rows for the grid under the pointer when no entity is: true if
 //                                it wrote any;
 //   kinds                 entity kinds it draws: {d: {name, count, color}};
+//   grow(list)            read frames added to `frames` (all of them first, then, on a live
+//                         page, each batch the run appends), e.g. for a scale or a legend;
 //   setup(page)           once, before the first drawing: its legend, its controls
 //                         (`page.draw()` redraws).
-(() => {
-  const data = JSON.parse(document.getElementById("data").textContent);
-  const frames = data.frames;
-  const last = data.ticks;
+//
+// A recorded page (`view`) draws the frames embedded in it. A live page (`play`) has no embedded
+// data: its controller (play.js) calls `wsViewer(data, live)` with the frames captured so far and
+// `live`, which runs the game on: `more(n)` runs up to n ticks and answers the frames they added
+// (`{names, ids, frames}`), `reset()` answers a fresh run's data, `key(e)` and `click(x, z)` (in
+// metres) take the keys and clicks that steer the run, `shown()` follows each drawing. The same
+// playback then runs the game: Step and Start ask `more` for the frames past the last.
+function wsViewer(data, live) {
+  let frames = data.frames;
+  let last = data.ticks;
   const size = data.chunkSize;
   const K = 256;
   const $ = (id) => document.getElementById(id);
   const key = (x, z) => x + "," + z;
   const tickOf = [];
-  for (let i = 0, t = 0; i < frames.length; i++) {
-    t = frames[i].t !== undefined ? frames[i].t : i === 0 ? 0 : t + 1;
-    tickOf.push(t);
+  let jumps = false;
+  // The engine's tick of each frame from `from` on.
+  function count(from) {
+    for (let i = from; i < frames.length; i++) {
+      tickOf[i] = frames[i].t !== undefined ? frames[i].t : i === 0 ? 0 : tickOf[i - 1] + 1;
+      if (frames[i].t !== undefined) jumps = true;
+    }
   }
-  const jumps = frames.some((f) => f.t !== undefined);
+  count(0);
   const canvas = $("grid");
   const ctx = canvas.getContext("2d");
   const style = getComputedStyle(document.documentElement);
@@ -63,6 +75,7 @@
   const each = (hook, ...args) => {
     for (const l of layers) if (l[hook]) l[hook](...args);
   };
+  each("grow", frames);
 
   function emptyState() {
     const s = { tick: -1, variables: {}, scene: null, entities: new Map() };
@@ -97,7 +110,7 @@
 
   let cur = emptyState();
   apply(cur, frames[0], 0);
-  const snaps = [copy(cur)];
+  let snaps = [copy(cur)];
 
   function goTo(t) {
     t = Math.max(0, Math.min(last, t | 0));
@@ -294,7 +307,42 @@
   }
 
   const slider = $("slider");
+
+  // A live page: the frames a batch of ticks added, after the last.
+  function append(more) {
+    data.names.push(...more.names);
+    data.ids.push(...more.ids);
+    const from = frames.length;
+    frames.push(...more.frames);
+    count(from);
+    last = frames.length - 1;
+    data.ticks = last;
+    each("grow", more.frames);
+    slider.max = String(last);
+    $("last").textContent = String(tickOf[last]);
+  }
+
+  // A live page: a fresh run from its start.
+  function restart(fresh) {
+    data.names.length = 0;
+    data.ids.length = 0;
+    frames.length = 0;
+    tickOf.length = 0;
+    jumps = false;
+    append(fresh);
+    cur = emptyState();
+    apply(cur, frames[0], 0);
+    snaps = [copy(cur)];
+  }
+
   function show(t) {
+    if (live && t > last) {
+      // Fewer frames than asked: the run stopped (its controller says why).
+      const want = t - last;
+      const more = live.more(want);
+      append(more);
+      if (more.frames.length < want) pause();
+    }
     goTo(t);
     draw();
     showEvents();
@@ -302,6 +350,7 @@
     if (jumps) $("frame").textContent = "(frame " + cur.tick + " of " + last + ")";
     $("scene").textContent = cur.scene === null ? "(no scene)" : "scene " + cur.scene;
     slider.value = String(cur.tick);
+    if (live) live.shown();
   }
 
   // Playback. With prefers-reduced-motion: reduce the page never moves by itself.
@@ -326,7 +375,7 @@
       owed -= n;
       show(cur.tick + n);
     }
-    if (cur.tick >= last) {
+    if (cur.tick >= last && !live) {
       pause();
       return;
     }
@@ -335,7 +384,7 @@
 
   function start() {
     if (playing || reduce.matches) return;
-    if (cur.tick >= last) show(0);
+    if (cur.tick >= last && !live) show(0);
     playing = true;
     then = performance.now();
     owed = 0;
@@ -356,7 +405,17 @@
 
   $("start").addEventListener("click", start);
   $("pause").addEventListener("click", pause);
-  $("reset").addEventListener("click", () => step(-cur.tick));
+  // Reset: back to tick 0; a live page starts its run afresh.
+  function reset() {
+    if (live) {
+      pause();
+      restart(live.reset());
+      show(0);
+    } else {
+      step(-cur.tick);
+    }
+  }
+  $("reset").addEventListener("click", reset);
   $("step").addEventListener("click", () => step(1));
   slider.addEventListener("input", () => {
     pause();
@@ -370,14 +429,19 @@
     if (e.target === slider || e.target.tagName === "SELECT" || e.altKey || e.ctrlKey || e.metaKey) {
       return;
     }
+    // A live page's arrows and WASD steer its player.
+    if (live && live.key(e)) {
+      e.preventDefault();
+      return;
+    }
     const keys = {
       " ": () => (playing ? pause() : start()),
       ArrowRight: () => step(1),
       ".": () => step(1),
       ArrowLeft: () => step(-1),
       ",": () => step(-1),
-      Home: () => step(-cur.tick),
-      r: () => step(-cur.tick),
+      Home: reset,
+      r: reset,
       End: () => step(last - cur.tick),
     };
     const action = keys[e.key];
@@ -387,6 +451,16 @@
     }
   });
 
+  // A live page: a click sends its player to the chunk clicked (its centre, in metres).
+  canvas.addEventListener("click", (e) => {
+    if (!live || !geometry) return;
+    const r = canvas.getBoundingClientRect();
+    const g = geometry;
+    const x = Math.floor((((e.clientX - r.left) * W) / r.width - g.ox) / g.cell + g.minX);
+    const z = Math.floor((((e.clientY - r.top) * H) / r.height - g.oz) / g.cell + g.minZ);
+    live.click((x + 0.5) * size, (z + 0.5) * size);
+  });
+
   slider.max = String(last);
   $("last").textContent = String(tickOf[last]);
   each("setup", { draw });
@@ -394,4 +468,9 @@
   show(data.start);
   performance.mark("ws-first-grid");
   document.body.dataset.ready = "1";
-})();
+  return { show, step, pause, start, reset, last: () => last };
+}
+// A recorded page draws its embedded data; a live page's controller calls wsViewer itself.
+if (document.body.dataset.live === undefined) {
+  wsViewer(JSON.parse(document.getElementById("data").textContent), null);
+}

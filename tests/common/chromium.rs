@@ -182,6 +182,15 @@ impl Browser {
         }
     }
 
+    /// Lets pages download files into `dir` (a live page's "Save recording").
+    pub fn allow_downloads(&mut self, dir: &Path) {
+        self.call(
+            None,
+            "Browser.setDownloadBehavior",
+            json!({ "behavior": "allow", "downloadPath": dir.to_string_lossy() }),
+        );
+    }
+
     /// Opens a new page (a blank tab) of `width` × `height` CSS pixels.
     pub fn page(&mut self, width: u32, height: u32) -> Page<'_> {
         let target = self.call(None, "Target.createTarget", json!({ "url": "about:blank" }));
@@ -233,7 +242,15 @@ impl Page<'_> {
 
     /// Opens `file` and waits until `expression` is true (e.g. the page says it is ready).
     pub fn open(&mut self, file: &Path, ready: &str) {
-        let url = format!("file://{}", file.canonicalize().unwrap().display());
+        self.open_at(file, "", ready);
+    }
+
+    /// [`Page::open`] with a URL fragment (`#replay`, or empty).
+    pub fn open_at(&mut self, file: &Path, fragment: &str, ready: &str) {
+        let url = format!(
+            "file://{}{fragment}",
+            file.canonicalize().unwrap().display()
+        );
         self.call("Page.navigate", json!({ "url": url }));
         self.wait_for(ready, Duration::from_secs(60));
     }
@@ -303,6 +320,12 @@ impl Page<'_> {
             "." => ("Period", 190),
             "," => ("Comma", 188),
             "r" => ("KeyR", 82),
+            "ArrowUp" => ("ArrowUp", 38),
+            "ArrowDown" => ("ArrowDown", 40),
+            "w" => ("KeyW", 87),
+            "a" => ("KeyA", 65),
+            "s" => ("KeyS", 83),
+            "d" => ("KeyD", 68),
             other => panic!("no key code for {other:?}"),
         };
         for kind in ["keyDown", "keyUp"] {

@@ -1,7 +1,15 @@
 // world.nav's layer of the replay viewer (see view.rs beside this file): each agent's path, the
 // chunk a waiting agent waits for, the agents coloured by their state, their counts and details.
 {
-  const hasAgents = frames.some((f) => f.a && f.a.length > 0);
+  // Whether the run has agents (so far, on a live page: `grow` reads the frames as they come).
+  let hasAgents = false;
+  let setUp = false;
+  const legend = () => {
+    // The marks are in the legend when the run has agents.
+    for (const id of ["legend-agent", "legend-path", "legend-waiting", "legend-stuck", "agents-panel"]) {
+      $(id).hidden = !hasAgents;
+    }
+  };
   const C = {
     agent: color("--agent"), path: color("--path"), waiting: color("--waiting"), stuck: color("--stuck"),
   };
@@ -118,11 +126,16 @@
         : st === "idle" ? "idle (waits its turn)" : "arrived");
     },
 
-    setup() {
-      // The marks are in the legend when the run has agents.
-      for (const id of ["legend-agent", "legend-path", "legend-waiting", "legend-stuck", "agents-panel"]) {
-        $(id).hidden = !hasAgents;
+    grow(list) {
+      if (!hasAgents && list.some((f) => f.a && f.a.length > 0)) {
+        hasAgents = true;
+        if (setUp) legend();
       }
+    },
+
+    setup() {
+      setUp = true;
+      legend();
     },
   });
 }

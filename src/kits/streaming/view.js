@@ -3,31 +3,52 @@
 // the terrain layer's); holes, tickets, dormant entities, predicted foci and foci; the LOD blocks,
 // their panel, legend and the view's fit.
 {
-  const LOADED = data.names.indexOf("world.chunk.loaded");
-  const UNLOADED = data.names.indexOf("world.chunk.unloaded");
+  // The events' indexes in `data.names` (a live run adds names as they first happen).
+  let LOADED = -1;
+  let UNLOADED = -1;
+  let LOD_LOADED = -1;
+  let LOD_UNLOADED = -1;
   // docs/reference/config.md#outputs-that-appear-only-when-used: a run that uses `lod` says so in
   // its first frame (`ls`, the levels' steps).
-  const hasLod = frames.some((f) => f.ls !== undefined);
-  const LOD_LOADED = data.names.indexOf("world.lod.loaded");
-  const LOD_UNLOADED = data.names.indexOf("world.lod.unloaded");
+  let hasLod = false;
+  // The most levels a frame gives, and the first frame's steps that give any.
+  let lodLevels = 0;
+  let lodSteps = [];
+  // Whether the run has predicted foci, holes.
+  let hasPredicted = false;
+  let hasHoles = false;
   const bkey = (level, x, z) => level + ":" + x + "," + z;
 
   // Heights: a loaded chunk has one once its terrain is built, until it is released. The
-  // shading's scale is the whole run's.
+  // shading's scale is the whole run's (so far, on a live page).
   let hMin = Infinity;
   let hMax = -Infinity;
-  for (const f of frames) {
-    if (f.h) {
-      for (let i = 2; i < f.h.length; i += 3) {
-        hMin = Math.min(hMin, f.h[i]);
-        hMax = Math.max(hMax, f.h[i]);
+  // What the frames say, read as they come (`grow`).
+  function read(list) {
+    LOADED = data.names.indexOf("world.chunk.loaded");
+    UNLOADED = data.names.indexOf("world.chunk.unloaded");
+    LOD_LOADED = data.names.indexOf("world.lod.loaded");
+    LOD_UNLOADED = data.names.indexOf("world.lod.unloaded");
+    for (const f of list) {
+      if (f.ls !== undefined) hasLod = true;
+      if (f.ls) {
+        lodLevels = Math.max(lodLevels, f.ls.length);
+        if (!lodSteps.length) lodSteps = f.ls;
       }
-    }
-    // LOD blocks' heights share the chunks' scale (they sample the same terrain).
-    if (f.bh) {
-      for (let i = 3; i < f.bh.length; i += 4) {
-        hMin = Math.min(hMin, f.bh[i]);
-        hMax = Math.max(hMax, f.bh[i]);
+      if (f.p && f.p.length > 0) hasPredicted = true;
+      if (f.o) hasHoles = true;
+      if (f.h) {
+        for (let i = 2; i < f.h.length; i += 3) {
+          hMin = Math.min(hMin, f.h[i]);
+          hMax = Math.max(hMax, f.h[i]);
+        }
+      }
+      // LOD blocks' heights share the chunks' scale (they sample the same terrain).
+      if (f.bh) {
+        for (let i = 3; i < f.bh.length; i += 4) {
+          hMin = Math.min(hMin, f.bh[i]);
+          hMax = Math.max(hMax, f.bh[i]);
+        }
       }
     }
   }
@@ -332,31 +353,42 @@
       return false;
     },
 
+    grow(list) {
+      read(list);
+      if (setUp) legend();
+    },
+
     setup(page) {
-      // The marks (docs/reference/config.md#outputs-that-appear-only-when-used) are in the legend
-      // when the run has them.
-      $("legend-predicted").hidden = !frames.some((f) => f.p && f.p.length > 0);
-      $("legend-holes").hidden = !frames.some((f) => f.o);
-      // docs/reference/engines.md#the-viewer: the levels in the legend, the panel, and the fit
-      // choice.
-      if (hasLod) {
-        let n = 0;
-        let stepsOf = [];
-        for (const f of frames) {
-          if (f.ls) {
-            n = Math.max(n, f.ls.length);
-            if (!stepsOf.length) stepsOf = f.ls;
-          }
-        }
-        for (let l = 1; l <= 4; l++) {
-          const li = $("legend-lod-" + l);
-          li.hidden = l > n;
-          li.lastChild.textContent = "LOD level " + l + (stepsOf[l - 1] ? " (a block of " + stepsOf[l - 1] + " × " +
-            stepsOf[l - 1] + " chunks)" : "") + ", lighter is higher";
-        }
-        $("legend-lod-unbuilt").hidden = false;
-        $("lod-panel").hidden = false;
-        $("fit-label").hidden = false;
+      setUp = true;
+      fitSelect.addEventListener("change", () => page.draw());
+      legend();
+    },
+  });
+
+  // The legend, the LOD panel and the fit choice, for the frames so far.
+  let setUp = false;
+  let levelsShown = 0;
+  function legend() {
+    // The marks (docs/reference/config.md#outputs-that-appear-only-when-used) are in the legend
+    // when the run has them.
+    $("legend-predicted").hidden = !hasPredicted;
+    $("legend-holes").hidden = !hasHoles;
+    // docs/reference/engines.md#the-viewer: the levels in the legend, the panel, and the fit
+    // choice.
+    if (hasLod) {
+      const n = lodLevels;
+      for (let l = 1; l <= 4; l++) {
+        const li = $("legend-lod-" + l);
+        li.hidden = l > n;
+        li.lastChild.textContent = "LOD level " + l + (lodSteps[l - 1] ? " (a block of " + lodSteps[l - 1] + " × " +
+          lodSteps[l - 1] + " chunks)" : "") + ", lighter is higher";
+      }
+      $("legend-lod-unbuilt").hidden = false;
+      $("lod-panel").hidden = false;
+      $("fit-label").hidden = false;
+      // Chosen afresh only when the levels change (a live run keeps the reader's choice).
+      if (n !== levelsShown) {
+        levelsShown = n;
         const options = [];
         for (let l = n; l >= 1; l--) {
           const o = document.createElement("option");
@@ -370,12 +402,11 @@
         options.push(o);
         fitSelect.replaceChildren(...options);
         fitSelect.value = String(n);
-        fitSelect.addEventListener("change", () => page.draw());
       }
-      if (hMax >= hMin) {
-        $("legend-heights").hidden = false;
-        $("height-range").textContent = "(" + hMin + " – " + hMax + ")";
-      }
-    },
-  });
+    }
+    if (hMax >= hMin) {
+      $("legend-heights").hidden = false;
+      $("height-range").textContent = "(" + hMin + " – " + hMax + ")";
+    }
+  }
 }
