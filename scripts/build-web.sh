@@ -5,6 +5,7 @@
 # docs/reference/web.md#the-wasm-build states the rules.
 #
 # Usage: scripts/build-web.sh            (from anywhere; it works in the repository's root)
+#        scripts/build-web.sh --clippy   (lint the wasm build instead: what only wasm32 compiles)
 #
 # 1. A toolchain with the wasm32 standard library. If `rustup target list --installed` lists
 #    wasm32-unknown-unknown (users: `rustup target add wasm32-unknown-unknown`), that toolchain
@@ -159,6 +160,13 @@ else
 fi
 
 [ "${BUILD_WEB_TOOLCHAIN_ONLY:-}" = 1 ] && exit 0
+
+# `--clippy`: lint the library as the wasm build compiles it, with the same toolchain (the
+# web-only exports, src/capi/wasm.rs and src/capi/play.rs, exist only there), then stop.
+if [ "${1:-}" = "--clippy" ]; then
+  env "${ENVS[@]}" "$CARGO" clippy --lib --target "$TARGET" --no-default-features --locked -- -D warnings
+  exit 0
+fi
 
 env "${ENVS[@]}" \
   CARGO_PROFILE_RELEASE_OPT_LEVEL=z \
