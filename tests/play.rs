@@ -625,6 +625,50 @@ fn play_refuses_what_a_browser_cannot_run_naming_it() {
     }
 }
 
+/// The module `--wasm` names is read as a user's file: a directory, a device (which would never
+/// end) or a file that is not WebAssembly is refused naming it, and no page is written.
+#[test]
+fn play_refuses_a_module_that_is_not_a_wasm_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("plain.json");
+    std::fs::write(
+        &scene,
+        serde_json::json!({
+            "kits": [{ "id": "world.ground" }, { "id": "world.streaming" }],
+            "entities": [{ "id": "p", "tags": ["player"], "position": { "x": 0, "z": 0 } }]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let text = dir.path().join("module.wasm");
+    std::fs::write(&text, "<html>not a module</html>").unwrap();
+    let out = dir.path().join("page.html");
+    let cases: [(&Path, &str); 3] = [
+        (dir.path(), "a regular file, got a directory"),
+        (
+            Path::new("/dev/zero"),
+            "a regular file, got a character device",
+        ),
+        (&text, "got a file that is not WebAssembly"),
+    ];
+    for (module, message) in cases {
+        let done = common::bin()
+            .arg("play")
+            .arg(&scene)
+            .arg("--out")
+            .arg(&out)
+            .arg("--wasm")
+            .arg(module)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(1), "{module:?}: {stderr}");
+        assert!(stderr.contains(message), "{module:?}: {stderr}");
+        assert!(!stderr.contains("<html>"), "{module:?}: {stderr}");
+        assert!(!out.exists(), "{module:?}: no page written");
+    }
+}
+
 /// A session's inputs: one stamped with a tick that has run is refused; those queued apply before
 /// the tick they are stamped with, after those queued before them for that tick; the player is
 /// the controlled entity else the first `player`, reported where its queued moves take it; an

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use world_streaming::files::display_name;
 use world_streaming::replay::{Recording, REPLAY_FORMAT};
+use world_streaming::user_file::{read_regular, Links, Regular};
 use world_streaming::view;
 
 /// The wasm module `scripts/build-web.sh` writes, in this crate's target directory.
@@ -20,6 +21,35 @@ fn wasm_path(wasm: Option<&Path>) -> PathBuf {
     wasm.map(Path::to_path_buf)
         .or_else(|| std::env::var_os("WS_WASM").map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from(BUILT_WASM))
+}
+
+/// The most a wasm module may weigh: the release build is about 2.6 MB; a page embeds it in
+/// base64, so a file far past it is not the kit's module.
+const MAX_MODULE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The kit's wasm module at `path`: a regular file (not a FIFO or a device, which would block
+/// or never end), at most [`MAX_MODULE_BYTES`], that starts as every wasm module does.
+fn read_module(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let name = display_name(path);
+    let bytes = match read_regular(path, MAX_MODULE_BYTES, Links::Follow).with_context(|| {
+        format!(
+            "{name}: cannot read the kit's wasm module (build it with scripts/build-web.sh, or \
+             name one with --wasm)"
+        )
+    })? {
+        Regular::Bytes(bytes) => bytes,
+        Regular::TooLarge => bail!(
+            "{name}: expected the kit's wasm module, got a file over {MAX_MODULE_BYTES} bytes"
+        ),
+        Regular::NotRegular(kind) => bail!(
+            "{name}: expected the kit's wasm module, a regular file, got {}",
+            kind.words()
+        ),
+    };
+    if !bytes.starts_with(b"\0asm") {
+        bail!("{name}: expected the kit's wasm module, got a file that is not WebAssembly");
+    }
+    Ok(bytes)
 }
 
 pub fn run(
@@ -47,14 +77,7 @@ pub fn run(
     };
     // What the page could not run is refused before the module is looked for.
     view::check_playable(&recording)?;
-    let wasm_file = wasm_path(wasm);
-    let module = std::fs::read(&wasm_file).with_context(|| {
-        format!(
-            "{}: cannot read the kit's wasm module (build it with scripts/build-web.sh, or name \
-             one with --wasm)",
-            display_name(&wasm_file)
-        )
-    })?;
+    let module = read_module(&wasm_path(wasm))?;
     let stem = scene
         .file_stem()
         .map_or_else(|| "play".to_owned(), |n| n.to_string_lossy().into_owned());
