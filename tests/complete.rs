@@ -377,3 +377,93 @@ fn a_bad_neighbours_names_its_path() {
         "{err}"
     );
 }
+
+/// Lua `streaming.isComplete(x, z)` reads the service; a Rust `on_complete` callback hears
+/// exactly the events, in their order, right after each is emitted.
+#[test]
+fn lua_and_rust_read_completeness() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("probe.lua"),
+        r#"local n = 0
+on("world.chunk.load", function(c)
+  n = n + 1
+  if n == 10 then log("probe", streaming.isComplete(0, 0), streaming.isComplete(1, 1)) end
+end)"#,
+    )
+    .unwrap();
+    let mut s = scene(json!({ "radius": 1, "budgetMs": 9, "neighbours": 1 }), None);
+    s["mods"] = json!(["probe.lua"]);
+    let mut g = game_in(&s, dir.path());
+    let heard = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let h = heard.clone();
+    let sv = service(&g);
+    let sv2 = sv.clone();
+    sv.on_complete(Box::new(move |chunk, complete| {
+        // Called after the event: the service already answers for it.
+        assert_eq!(sv2.is_complete(chunk), complete);
+        h.borrow_mut().push((chunk.x, chunk.z, complete));
+    }));
+    run(
+        &mut g,
+        &[json!({"tick": 5, "do": "move", "entity": "car", "to": {"x": 80, "z": 16}})],
+        8,
+    );
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    assert!(log.contains(&"probe\ttrue\tfalse".to_owned()), "{log:?}");
+    let from_events: Vec<(i64, i64, bool)> = g
+        .engine()
+        .events()
+        .iter()
+        .filter_map(|e| match &*e.event {
+            "world.chunk.complete" => Some((e.data.xz()?.x, e.data.xz()?.z, true)),
+            "world.chunk.incomplete" => Some((e.data.xz()?.x, e.data.xz()?.z, false)),
+            _ => None,
+        })
+        .collect();
+    assert!(from_events.iter().any(|e| !e.2), "{from_events:?}");
+    assert_eq!(*heard.borrow(), from_events);
+}
+
+/// A save's `complete` is what the next tick compares with: a chunk left out of it is
+/// announced complete again; a chunk listed that is not loaded is refused, naming the path.
+#[test]
+fn a_saves_complete_list_is_used_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = scene(
+        json!({ "radius": 1, "budgetMs": 100, "neighbours": 1 }),
+        None,
+    );
+    let mut g = game_in(&s, dir.path());
+    run(&mut g, &[], 2);
+    let path = dir.path().join("s.json");
+    g.save(&path).unwrap();
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["version"], json!(4));
+    let section = &mut v["kits"]["world.streaming"];
+    assert_eq!(section["complete"].as_array().unwrap().len(), 9);
+    section["complete"].as_array_mut().unwrap().remove(4); // (0, 0)
+    let edited = dir.path().join("edited.json");
+    std::fs::write(&edited, v.to_string()).unwrap();
+    let mut h = game_in(&s, dir.path());
+    h.load(&edited).unwrap();
+    let skip = h.engine().events().len();
+    run(&mut h, &[], 3);
+    let after = common::events_from(&h, skip);
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert!(after[0].contains("world.chunk.complete") && after[0].contains("\"x\":0"));
+    v["kits"]["world.streaming"]["complete"] = json!([{ "x": 0, "z": 0 }, { "x": 9, "z": 9 }]);
+    std::fs::write(&edited, v.to_string()).unwrap();
+    let err = h.load(&edited).unwrap_err().to_string();
+    assert!(
+        err.contains("kits.world.streaming.complete[1]: chunk (9, 9) is not loaded"),
+        "{err}"
+    );
+    v["kits"]["world.streaming"]["complete"] = json!([{ "x": 1, "z": 0 }, { "x": 0, "z": 0 }]);
+    std::fs::write(&edited, v.to_string()).unwrap();
+    let err = h.load(&edited).unwrap_err().to_string();
+    assert!(
+        err.contains("kits.world.streaming.complete[1]: expected the chunks in row order"),
+        "{err}"
+    );
+}

@@ -405,4 +405,82 @@ mod tests {
         assert_eq!(r.complete_chunks().len(), 9);
         assert_eq!(r.complete_len(), 0);
     }
+
+    /// The reference: random loads, releases, builds and unbuilds by two builders, inside
+    /// and at the edge of a small ground, with k 1 or 2 (and a change of k): after each step
+    /// the incremental complete set equals a naive recount, and at each "end of tick" the
+    /// events equal the naive diff (a chunk released since counts as not complete before;
+    /// complete: now and not before; incomplete: before, still loaded, not now).
+    #[test]
+    fn the_incremental_record_equals_a_naive_recount_and_its_events_the_naive_diff() {
+        let mut seed = 0x5eed_u64;
+        let mut next = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let b = Bounds {
+            min_x: -64.0,
+            min_z: -64.0,
+            max_x: 128.0,
+            max_z: 96.0,
+        };
+        let mut total = (0, 0);
+        for case in 0..40 {
+            let mut r = Residency::new(Grid::new(32.0), Some(b));
+            let builders = [r.add_builder().unwrap(), r.add_builder().unwrap()];
+            r.set_neighbours(1 + (case % 2) as u32);
+            let mut before: BTreeSet<ChunkPos> = BTreeSet::new();
+            let mut released: BTreeSet<ChunkPos> = BTreeSet::new();
+            for step in 0..400 {
+                // Inside the ground (x -2..=3, z -2..=2), as every loaded chunk is.
+                let c = ChunkPos::new(next(6) as i64 - 2, next(5) as i64 - 2);
+                match next(20) {
+                    0..=8 => r.mark_loaded(c),
+                    9 => {
+                        if r.is_loaded(c) {
+                            released.insert(c);
+                        }
+                        r.mark_released(c)
+                    }
+                    10..=13 => r.set_built(builders[next(2) as usize], c, true),
+                    14..=18 => builders.iter().for_each(|b| r.set_built(*b, c, true)),
+                    _ => r.set_built(builders[next(2) as usize], c, false),
+                }
+                if step == 200 && case % 5 == 0 {
+                    r.set_neighbours(if r.neighbours() == 1 { 2 } else { 1 });
+                }
+                let naive = r.naive_complete();
+                assert_eq!(r.complete_chunks(), naive, "case {case} step {step}");
+                if next(6) == 0 {
+                    let now: BTreeSet<ChunkPos> = naive.iter().copied().collect();
+                    let mut want = Vec::new();
+                    for p in now.union(&before) {
+                        // Released since: no longer counted as complete before.
+                        let (n, w) = (now.contains(p), before.contains(p) && !released.contains(p));
+                        if n && !w {
+                            want.push(CompleteChange {
+                                chunk: *p,
+                                complete: true,
+                            });
+                        } else if w && !n && r.is_loaded(*p) {
+                            want.push(CompleteChange {
+                                chunk: *p,
+                                complete: false,
+                            });
+                        }
+                    }
+                    let mut got = Vec::new();
+                    r.take_complete_changes(&mut got);
+                    assert_eq!(got, want, "case {case} step {step}");
+                    total.0 += got.iter().filter(|c| c.complete).count();
+                    total.1 += got.iter().filter(|c| !c.complete).count();
+                    before = now;
+                    released.clear();
+                }
+            }
+        }
+        assert!(total.0 > 50 && total.1 > 50, "{total:?}");
+    }
 }
