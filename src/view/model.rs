@@ -155,6 +155,19 @@ pub struct Frame {
     /// edit): `[level, x, z, height, …]`, the mean of the block's cells.
     #[serde(rename = "bh", skip_serializing_if = "Vec::is_empty")]
     pub block_heights: Vec<Value>,
+    /// docs/viewer.md#complete-chunks, only in a run that uses `neighbours` (k > 0 at some tick):
+    /// the neighbours in force when it changed (from its first frame with k > 0 on; at 0 the page
+    /// forgets every complete chunk). The complete chunks follow the tick's `world.chunk.complete`
+    /// (added while k > 0), `world.chunk.incomplete` and `world.chunk.unloaded` events (removed),
+    /// then the two fields below.
+    #[serde(rename = "nb", skip_serializing_if = "Option::is_none")]
+    pub neighbours: Option<u32>,
+    /// Complete chunks the events do not account for (a `load` of a save): flat, row order.
+    #[serde(rename = "ca", skip_serializing_if = "Vec::is_empty")]
+    pub complete_add: Vec<i64>,
+    /// Chunks no longer complete that the events do not account for: flat, row order.
+    #[serde(rename = "cr", skip_serializing_if = "Vec::is_empty")]
+    pub complete_remove: Vec<i64>,
     /// The fields of layers this struct does not name (a kit of your own's), as they wrote them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -1,13 +1,16 @@
 // world.streaming's layer of the replay viewer (see view.rs beside this file): the chunks
 // (loaded, pending, held refusals), shaded by their height when the run has heights (`h`, `bh`:
 // the terrain layer's); holes, tickets, dormant entities, predicted foci and foci; the LOD blocks,
-// their panel, legend and the view's fit.
+// their panel, legend and the view's fit; with `neighbours` in force, complete chunks apart from
+// those loaded but not complete.
 {
   // The events' indexes in `data.names` (a live run adds names as they first happen).
   let LOADED = -1;
   let UNLOADED = -1;
   let LOD_LOADED = -1;
   let LOD_UNLOADED = -1;
+  let COMPLETE = -1;
+  let INCOMPLETE = -1;
   // docs/reference/config.md#outputs-that-appear-only-when-used: a run that uses `lod` says so in
   // its first frame (`ls`, the levels' steps).
   let hasLod = false;
@@ -17,6 +20,10 @@
   // Whether the run has predicted foci, holes.
   let hasPredicted = false;
   let hasHoles = false;
+  // docs/viewer.md#complete-chunks: a run with `neighbours` > 0 says so (`nb`, the neighbours in
+  // force, written when it changes); its rings, the largest `nb`, for the legend.
+  let hasComplete = false;
+  let completeRings = 0;
   const bkey = (level, x, z) => level + ":" + x + "," + z;
 
   // Heights: a loaded chunk has one once its terrain is built, until it is released. The
@@ -29,6 +36,8 @@
     UNLOADED = data.names.indexOf("world.chunk.unloaded");
     LOD_LOADED = data.names.indexOf("world.lod.loaded");
     LOD_UNLOADED = data.names.indexOf("world.lod.unloaded");
+    COMPLETE = data.names.indexOf("world.chunk.complete");
+    INCOMPLETE = data.names.indexOf("world.chunk.incomplete");
     for (const f of list) {
       if (f.ls !== undefined) hasLod = true;
       if (f.ls) {
@@ -37,6 +46,10 @@
       }
       if (f.p && f.p.length > 0) hasPredicted = true;
       if (f.o) hasHoles = true;
+      if (f.nb) {
+        hasComplete = true;
+        completeRings = Math.max(completeRings, f.nb);
+      }
       if (f.h) {
         for (let i = 2; i < f.h.length; i += 3) {
           hMin = Math.min(hMin, f.h[i]);
@@ -57,11 +70,20 @@
     loaded: color("--loaded"), pending: color("--pending"), loadRefused: color("--load-refused"),
     unloadRefused: color("--unload-refused"), focus: color("--focus"), ticket: color("--ticket"),
     dormant: color("--dormant"), predicted: color("--predicted"), hole: color("--hole"),
+    incomplete: color("--incomplete"),
   };
 
   function heightColor(h) {
     const t = hMax > hMin ? (h - hMin) / (hMax - hMin) : 0.5;
     return "hsl(128, 45%, " + (20 + 45 * t).toFixed(1) + "%)";
+  }
+
+  // docs/viewer.md#complete-chunks: a loaded chunk that is not complete is grey: `--incomplete`
+  // until it has a height, then lighter the higher (28–68 %, the run's scale); a complete one
+  // keeps the loaded green, shaded by height.
+  function incompleteColor(h) {
+    const t = hMax > hMin ? (h - hMin) / (hMax - hMin) : 0.5;
+    return "hsl(210, 10%, " + (28 + 40 * t).toFixed(1) + "%)";
   }
 
   // docs/reference/engines.md#the-viewer: each level its hue (from the CSS), darker and greyer than
@@ -90,6 +112,8 @@
   // What the last drawing drew, for the canvas's data attributes and the panel.
   let fit = 0;
   let loadedDrawn = 0;
+  let completeDrawn = 0;
+  let incompleteDrawn = 0;
   let holesDrawn = 0;
   let blocksDrawn = 0;
   let unbuiltDrawn = 0;
@@ -100,7 +124,8 @@
     empty(s) {
       Object.assign(s, {
         loaded: new Map(), pending: new Map(), heights: new Map(), refusals: [], foci: [], tickets: [],
-        dormant: [], predicted: [], holes: null, lodSteps: [], blocks: new Map(),
+        dormant: [], predicted: [], holes: null, lodSteps: [], blocks: new Map(), neighbours: 0,
+        complete: new Set(),
       });
     },
 
@@ -109,11 +134,17 @@
         loaded: new Map(s.loaded), pending: new Map(s.pending), heights: new Map(s.heights),
         refusals: s.refusals, foci: s.foci, tickets: s.tickets, dormant: s.dormant,
         predicted: s.predicted, holes: s.holes, lodSteps: s.lodSteps, blocks: new Map(s.blocks),
+        neighbours: s.neighbours, complete: new Set(s.complete),
       });
     },
 
     // The chunk events first, then the corrections and the rest.
     apply(s, f) {
+      // docs/viewer.md#complete-chunks: the neighbours in force; at 0 nothing is complete.
+      if (f.nb !== undefined) {
+        s.neighbours = f.nb;
+        if (f.nb === 0) s.complete.clear();
+      }
       if (f.e) {
         for (const ev of f.e) {
           // A LOD block's event, [name, x, z, level]: a load is not built and has no height.
@@ -130,6 +161,11 @@
           } else if (ev[0] === UNLOADED) {
             s.loaded.delete(k);
             s.heights.delete(k);
+            s.complete.delete(k);
+          } else if (ev[0] === COMPLETE && s.neighbours > 0) {
+            s.complete.add(k);
+          } else if (ev[0] === INCOMPLETE) {
+            s.complete.delete(k);
           }
         }
       }
@@ -138,6 +174,9 @@
         removeFlat(s.loaded, f.lr);
         removeFlat(s.heights, f.lr);
       }
+      // Complete chunks the events do not account for (a `load` of a save).
+      if (f.ca) for (let i = 0; i < f.ca.length; i += 2) s.complete.add(key(f.ca[i], f.ca[i + 1]));
+      if (f.cr) for (let i = 0; i < f.cr.length; i += 2) s.complete.delete(key(f.cr[i], f.cr[i + 1]));
       if (f.h) for (let i = 0; i < f.h.length; i += 3) s.heights.set(key(f.h[i], f.h[i + 1]), f.h[i + 2]);
       if (f.pa) addFlat(s.pending, f.pa);
       if (f.pr) removeFlat(s.pending, f.pr);
@@ -228,9 +267,18 @@
         else held.add(key(r[0], r[1]));
       }
       loadedDrawn = 0;
+      completeDrawn = 0;
+      incompleteDrawn = 0;
+      const meshing = s.neighbours > 0;
       for (const [k, [x, z]] of s.loaded) {
         let c = C.loaded;
+        const incomplete = meshing && !s.complete.has(k);
+        if (meshing) {
+          if (incomplete) incompleteDrawn++;
+          else completeDrawn++;
+        }
         if (held.has(k)) c = C.unloadRefused;
+        else if (incomplete) c = s.heights.has(k) ? incompleteColor(s.heights.get(k)) : C.incomplete;
         else if (s.heights.has(k)) c = heightColor(s.heights.get(k));
         fill(x, z, c);
         loadedDrawn++;
@@ -302,6 +350,7 @@
     dataset(s) {
       const out = { loadedDrawn: loadedDrawn, holesDrawn: holesDrawn, predictedDrawn: s.predicted.length / 2 };
       if (hasLod) Object.assign(out, { blocksDrawn: blocksDrawn, blocksUnbuiltDrawn: unbuiltDrawn, fit: fit });
+      if (hasComplete) Object.assign(out, { completeDrawn: completeDrawn, incompleteDrawn: incompleteDrawn });
       return out;
     },
 
@@ -322,7 +371,8 @@
     caption(s) {
       let loadRefused = 0;
       for (const r of s.refusals) if (r[2] === "load") loadRefused++;
-      return "loaded " + s.loaded.size + " · pending " + s.pending.size + " · load refused " + loadRefused +
+      return "loaded " + s.loaded.size + (s.neighbours > 0 ? " (complete " + s.complete.size + ")" : "") +
+        " · pending " + s.pending.size + " · load refused " + loadRefused +
         " · unload refused " + (s.refusals.length - loadRefused) + " · foci " + s.foci.length / 2 +
         " · tickets " + s.tickets.length + " · dormant " + s.dormant.length +
         (s.predicted.length ? " · predicted " + s.predicted.length / 2 : "") +
@@ -333,9 +383,15 @@
     // docs/reference/engines.md#the-viewer: the block drawn under the pointer (the finest level's),
     // unless a chunk is drawn over it.
     pointDetail(s, g, at, row) {
-      if (!hasLod) return false;
       const cx = Math.floor(g.minX + (at[0] - g.ox) / g.cell);
       const cz = Math.floor(g.minZ + (at[1] - g.oz) / g.cell);
+      // docs/viewer.md#complete-chunks: a loaded chunk, complete or not, while neighbours > 0.
+      if (s.neighbours > 0 && s.loaded.has(key(cx, cz))) {
+        row("chunk", "x " + cx + ", z " + cz);
+        row("complete", s.complete.has(key(cx, cz)) ? "yes" : "no (loaded, not complete)");
+        return true;
+      }
+      if (!hasLod) return false;
       if (s.loaded.has(key(cx, cz)) || s.pending.has(key(cx, cz))) return false;
       for (let l = 1; l <= s.lodSteps.length; l++) {
         const st = blockStep(s, l);
@@ -373,6 +429,13 @@
     // when the run has them.
     $("legend-predicted").hidden = !hasPredicted;
     $("legend-holes").hidden = !hasHoles;
+    // docs/viewer.md#complete-chunks: complete and not complete in place of "loaded".
+    if (hasComplete) {
+      $("legend-loaded").hidden = true;
+      $("legend-complete").hidden = false;
+      $("legend-incomplete").hidden = false;
+      $("legend-k").textContent = completeRings === 1 ? "1 ring" : completeRings + " rings";
+    }
     // docs/reference/engines.md#the-viewer: the levels in the legend, the panel, and the fit
     // choice.
     if (hasLod) {

@@ -13,8 +13,10 @@
 //! the tickets `[id, x, z, radius, ticksLeft]`, `d` the dormant entities `[id, x, z]`, `p` the
 //! predicted foci, `o` the hole cells, `ls` the steps of the LOD levels, `ba`/`br` blocks
 //! loaded and released that the events do not account for, `bb`/`bu` loaded blocks that became
-//! ready or no longer are (`[level, x, z, …]`); the header's `chunkSize`. The heights of chunks
-//! and blocks (`h`, `bh`) come from another layer (the terrain's); this drawing shades with them.
+//! ready or no longer are (`[level, x, z, …]`); `nb` the neighbours in force and `ca`/`cr` the
+//! complete chunks the events do not account for (docs/viewer.md#complete-chunks: only in a run
+//! that uses `neighbours`); the header's `chunkSize`. The heights of chunks and blocks (`h`,
+//! `bh`) come from another layer (the terrain's); this drawing shades with them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -29,7 +31,10 @@ use crate::host::view::{
 use crate::host::Engine;
 
 use super::dormancy::DORMANT;
-use super::{StreamingService, CHUNK_LOADED, CHUNK_UNLOADED, LOD_LOADED, LOD_UNLOADED, STREAMING};
+use super::{
+    StreamingService, CHUNK_COMPLETE, CHUNK_INCOMPLETE, CHUNK_LOADED, CHUNK_UNLOADED, LOD_LOADED,
+    LOD_UNLOADED, STREAMING,
+};
 
 /// The layer, as the kit's catalog entry registers it.
 pub const LAYER: ViewLayer = ViewLayer {
@@ -57,6 +62,11 @@ struct Capture {
     lod_steps: Option<Vec<Option<u32>>>,
     /// The loaded LOD blocks as the page has them, by (level, block): whether built.
     blocks: BTreeMap<(u32, ChunkPos), bool>,
+    /// The neighbours in force as the page has them (`None`: the run has not used `neighbours`
+    /// yet, and the page has no `nb`).
+    neighbours: Option<u32>,
+    /// The complete chunks as the page has them.
+    complete: BTreeSet<ChunkPos>,
 }
 
 fn service(engine: &Engine) -> Option<Rc<dyn StreamingService>> {
@@ -201,6 +211,9 @@ impl LayerCapture for Capture {
         if let (Some(s), Some(levels)) = (&s, s.as_ref().and_then(|s| s.lod())) {
             self.blocks(&**s, levels, &block_events, out);
         }
+        if let Some(s) = &s {
+            self.complete(&**s, ctx.events, out);
+        }
     }
 
     fn shows(&self) -> Shows {
@@ -269,6 +282,43 @@ impl Capture {
         put_list(out, "br", remove);
         put_list(out, "bb", built);
         put_list(out, "bu", unbuilt);
+    }
+}
+
+impl Capture {
+    /// The complete chunks (docs/viewer.md#complete-chunks): nothing in a run that has not used
+    /// `neighbours`; else `nb` when it changed, and what the page gets wrong after applying the
+    /// tick's events as it does (`world.chunk.complete` adds while k > 0, `world.chunk.incomplete`
+    /// and `world.chunk.unloaded` remove; k = 0 forgets them all).
+    fn complete(
+        &mut self,
+        streaming: &dyn StreamingService,
+        events: &[crate::host::Event],
+        out: &mut Fields,
+    ) {
+        let k = streaming.neighbours();
+        if k == 0 && self.neighbours.is_none() {
+            return;
+        }
+        put_some(out, "nb", changed(&mut self.neighbours, k));
+        if k == 0 {
+            self.complete.clear();
+            return;
+        }
+        for e in events {
+            let Some(c) = chunk_payload(&e.data) else {
+                continue;
+            };
+            if e.event == CHUNK_COMPLETE {
+                self.complete.insert(c);
+            } else if e.event == CHUNK_INCOMPLETE || e.event == CHUNK_UNLOADED {
+                self.complete.remove(&c);
+            }
+        }
+        let now: BTreeSet<ChunkPos> = streaming.complete().into_iter().collect();
+        put_list(out, "ca", flat(now.difference(&self.complete).copied()));
+        put_list(out, "cr", flat(self.complete.difference(&now).copied()));
+        self.complete = now;
     }
 }
 
