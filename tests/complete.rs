@@ -485,3 +485,35 @@ fn holes_read_completeness_within_the_mesh_radius() {
     assert_eq!(holes(0), json!(4));
     assert_eq!(holes(1), json!(9));
 }
+
+/// With k > 0 `world.chunks.progress` reads the mesh square: complete chunks over the chunks
+/// within the radius, so it reaches 1 on the tick the player is ready, not when every loaded
+/// chunk is in.
+#[test]
+fn progress_reads_completeness_within_the_mesh_radius() {
+    let mut g = game(&scene(
+        json!({ "radius": 1, "budgetMs": 5, "neighbours": 1 }),
+        None,
+    ));
+    let s = service(&g);
+    let mesh = square(0, 0, 1);
+    let hero = EntityId::new("hero");
+    let mut seen = Vec::new();
+    for t in 1..=6 {
+        run(&mut g, &[], t);
+        let complete = mesh.iter().filter(|p| s.is_complete(**p)).count();
+        let want = complete as f64 / 9.0;
+        assert_eq!(s.progress(), want, "tick {t}");
+        assert_eq!(
+            variable(&g, "world.chunks.progress"),
+            Some(json!(want)),
+            "tick {t}"
+        );
+        assert_eq!(s.progress() == 1.0, s.ready(&hero), "tick {t}");
+        seen.push(complete);
+    }
+    // Tick 1: the centre and its 4 sides; tick 2: the corners and (0, -2): the 9 loaded, only
+    // the centre has all its neighbours. Then the outer ring comes in, 5 a tick.
+    assert_eq!(seen[..2], [0, 1]);
+    assert_eq!(*seen.last().unwrap(), 9);
+}

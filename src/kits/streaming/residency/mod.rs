@@ -294,9 +294,36 @@ impl Residency {
         self.union_len - self.load_refusals_wanted
     }
 
-    /// Wanted chunks that are ready, and wanted chunks.
+    /// Wanted chunks that are ready, and wanted chunks. With `neighbours` `k > 0`
+    /// (docs/reference/streaming.md#readiness-with-neighbours) both read the foci's mesh
+    /// squares (each focus's radius less `k`): the complete chunks of their union, and its size.
     pub fn progress(&self) -> (usize, usize) {
-        (self.ready, self.union_len)
+        if self.neighbours() == 0 {
+            return (self.ready, self.union_len);
+        }
+        self.mesh_progress()
+    }
+
+    /// [`Residency::progress`] with `k > 0`: the union of the mesh squares counted from the
+    /// squares themselves (one focus, the common case, needs no merge). Costs the mesh area, as
+    /// the hole count does.
+    fn mesh_progress(&self) -> (usize, usize) {
+        let k = self.neighbours();
+        let square = |slot: &Slot| {
+            self.grid
+                .square(slot.centre, slot.view.radius.saturating_sub(k), self.bounds.as_ref())
+        };
+        if let [slot] = &self.foci[..] {
+            let (mut complete, mut wanted) = (0, 0);
+            for c in square(slot) {
+                wanted += 1;
+                complete += usize::from(self.is_complete(c));
+            }
+            return (complete, wanted);
+        }
+        let union: BTreeSet<ChunkPos> = self.foci.iter().flat_map(square).collect();
+        let complete = union.iter().filter(|c| self.is_complete(**c)).count();
+        (complete, union.len())
     }
 
     /// Unload refusals `by` holds.
