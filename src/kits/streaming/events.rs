@@ -26,6 +26,13 @@ pub const TICKET_READY: &str = "world.ticket.ready";
 pub const TICKET_REFUSED: &str = "world.ticket.refused";
 /// Event: the wanted chunks outnumber the cap `{wanted, cap}` (when that state starts).
 pub const CAPACITY: &str = "world.streaming.capacity";
+/// Event: a loaded chunk became complete `{x, z}`: it and every chunk within `neighbours` rings
+/// of it that overlaps the ground are loaded and built (docs/reference/streaming.md#complete-chunks;
+/// `neighbours > 0` only).
+pub const CHUNK_COMPLETE: &str = "world.chunk.complete";
+/// Event: a chunk complete at the end of the last tick is loaded but no longer complete `{x, z}`
+/// (docs/reference/streaming.md#complete-chunks; `neighbours > 0` only).
+pub const CHUNK_INCOMPLETE: &str = "world.chunk.incomplete";
 
 /// Every event name of the kit (the hooks are not events).
 pub const NAMES: &[&str] = &[
@@ -36,6 +43,8 @@ pub const NAMES: &[&str] = &[
     TICKET_READY,
     TICKET_REFUSED,
     CAPACITY,
+    CHUNK_COMPLETE,
+    CHUNK_INCOMPLETE,
 ];
 
 /// One event of the streaming kit, typed.
@@ -75,6 +84,10 @@ pub enum StreamingEvent {
         /// The cap.
         cap: u64,
     },
+    /// `world.chunk.complete`: the chunk became complete.
+    ChunkComplete(ChunkPos),
+    /// `world.chunk.incomplete`: the chunk, complete at the end of the last tick, is no longer.
+    ChunkIncomplete(ChunkPos),
 }
 
 impl StreamingEvent {
@@ -106,6 +119,8 @@ impl StreamingEvent {
                 wanted: data.get("wanted")?.as_u64()?,
                 cap: data.get("cap")?.as_u64()?,
             },
+            CHUNK_COMPLETE => StreamingEvent::ChunkComplete(data.xz()?),
+            CHUNK_INCOMPLETE => StreamingEvent::ChunkIncomplete(data.xz()?),
             _ => return None,
         })
     }
@@ -120,13 +135,18 @@ impl StreamingEvent {
             StreamingEvent::TicketReady(_) => TICKET_READY,
             StreamingEvent::TicketRefused { .. } => TICKET_REFUSED,
             StreamingEvent::Capacity { .. } => CAPACITY,
+            StreamingEvent::ChunkComplete(_) => CHUNK_COMPLETE,
+            StreamingEvent::ChunkIncomplete(_) => CHUNK_INCOMPLETE,
         }
     }
 
     /// The payload the kit emits it with.
     pub fn data(&self) -> EventData {
         match self {
-            StreamingEvent::ChunkLoaded(c) | StreamingEvent::ChunkUnloaded(c) => chunk_data(*c),
+            StreamingEvent::ChunkLoaded(c)
+            | StreamingEvent::ChunkUnloaded(c)
+            | StreamingEvent::ChunkComplete(c)
+            | StreamingEvent::ChunkIncomplete(c) => chunk_data(*c),
             StreamingEvent::LodLoaded { level, block }
             | StreamingEvent::LodUnloaded { level, block } => block_data(*level, *block),
             StreamingEvent::TicketReady(id) => json!({ "id": id }).into(),

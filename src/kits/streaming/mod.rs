@@ -47,8 +47,9 @@ pub use config::{
     Settings, StreamingConfig,
 };
 pub use events::{
-    ChunkEvent, StreamingEvent, CAPACITY, CHUNK_LOADED, CHUNK_UNLOADED, HOOK_CHUNK_LOAD,
-    HOOK_CHUNK_UNLOAD, LOD_LOADED, LOD_UNLOADED, TICKET_READY, TICKET_REFUSED,
+    ChunkEvent, StreamingEvent, CAPACITY, CHUNK_COMPLETE, CHUNK_INCOMPLETE, CHUNK_LOADED,
+    CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, LOD_LOADED, LOD_UNLOADED, TICKET_READY,
+    TICKET_REFUSED,
 };
 use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
@@ -57,7 +58,7 @@ pub use residency::{FocusView, Held, RefusalKind, Residency};
 pub use save::SaveSection;
 pub use service::{
     BuilderId, ChunkCallback, ChunkCtx, ChunkStage, ChunkSubscription, ChunkWorldCallback,
-    LodCallback, LodChange, Refusal, StreamingService, TicketInfo,
+    CompleteCallback, LodCallback, LodChange, Refusal, StreamingService, TicketInfo,
 };
 use state::State;
 
@@ -76,6 +77,9 @@ pub const VAR_OVER_CAPACITY: &str = "world.chunks.overCapacity";
 pub const VAR_HOLES: &str = "world.chunks.holes";
 /// Variable: the running sum of `world.chunks.holes` over the ticks (saved).
 pub const VAR_HOLE_TICKS: &str = "world.chunks.holeTicks";
+/// Variable: how many loaded chunks are complete at the end of the tick (`neighbours > 0` only;
+/// docs/reference/streaming.md#complete-chunks).
+pub const VAR_COMPLETE: &str = "world.chunks.complete";
 /// Variable: LOD blocks loaded over every level (docs/reference/lod.md#lod-variables).
 pub const VAR_LOD_LOADED: &str = "world.lod.loaded";
 /// Variable: the chunks within the last level's radius of a player's focus seen by nothing.

@@ -60,6 +60,9 @@ pub struct Refusal {
 /// A chunk callback: `(chunk, loaded)`.
 pub type ChunkCallback = Box<dyn FnMut(ChunkPos, bool)>;
 
+/// A completeness callback: `(chunk, complete)` (docs/reference/streaming.md#complete-chunks).
+pub type CompleteCallback = Box<dyn FnMut(ChunkPos, bool)>;
+
 /// A chunk callback that may act on the world: `(ctx, chunk, loaded)`.
 pub type ChunkWorldCallback = Box<dyn FnMut(&mut ChunkCtx<'_>, ChunkPos, bool)>;
 
@@ -337,6 +340,29 @@ pub trait StreamingService {
     /// of the kit's state held; it lives as long as the kit.
     fn on_lod_blocks(&self, f: LodCallback) {
         let _ = f;
+    }
+    /// `neighbours` in force (k, 0..=2; docs/reference/streaming.md#complete-chunks).
+    fn neighbours(&self) -> u32 {
+        0
+    }
+    /// Whether `chunk` is complete: it and every chunk within ring k of it that overlaps the
+    /// ground are loaded and built by every builder (a load-refused neighbour is missing). With
+    /// k = 0 this is "loaded and built by every builder" (ring 0 is the chunk itself): the query
+    /// answers, but nothing is emitted or counted (no events, no variable, no `on_complete`
+    /// calls). See docs/reference/streaming.md#complete-chunks.
+    fn is_complete(&self, chunk: ChunkPos) -> bool {
+        let _ = chunk;
+        false
+    }
+    /// The complete chunks in row order (`z`, then `x`). Same k = 0 rule as
+    /// [`StreamingService::is_complete`].
+    fn complete(&self) -> Vec<ChunkPos> {
+        Vec::new()
+    }
+    /// Calls `callback(chunk, complete)` for each `world.chunk.complete` /
+    /// `world.chunk.incomplete`, in their order, when they are emitted (k > 0 only).
+    fn on_complete(&self, callback: CompleteCallback) {
+        let _ = callback;
     }
     /// Removes ticket `id` at once; returns whether it was held.
     fn drop_ticket(&self, id: &str) -> bool;
