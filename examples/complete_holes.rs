@@ -35,7 +35,10 @@ fn hole_ticks(speed: u32, budget: u32, neighbours: u32, look_ahead: u32, hole_ri
     let lines: String = (1..=180u32)
         .map(|t| {
             let to = json!({ "x": 16 + speed * t, "z": 16 });
-            format!("{}\n", json!({ "tick": t, "do": "move", "entity": "hero", "to": to }))
+            format!(
+                "{}\n",
+                json!({ "tick": t, "do": "move", "entity": "hero", "to": to })
+            )
         })
         .collect();
     let inputs = Inputs::parse(&lines, "drive").expect("inputs");

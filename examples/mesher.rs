@@ -49,7 +49,7 @@ fn main() {
             let c = ChunkPos::new((x / 32.0).floor() as i64 + 1, (t / 7 % 3) as i64 - 1);
             let (ox, oz) = (c.x as f64 * 32.0, c.z as f64 * 32.0);
             let at = match t / 7 % 3 {
-                0 => Position::new(ox + 0.5, oz + 0.5),   // the south-west corner cell
+                0 => Position::new(ox + 0.5, oz + 0.5), // the south-west corner cell
                 1 => Position::new(ox + 31.5, oz + 16.0), // on the east edge
                 _ => Position::new(ox + 16.0, oz + 31.5), // on the north edge
             };
@@ -64,10 +64,17 @@ fn main() {
         most = most.max(meshes.len());
         match mesher::check_seams(&meshes) {
             Ok(n) => pairs += n,
-            Err(seam) => panic!("tick {t}: a seam between {} and {}: {seam:?}", seam.a, seam.b),
+            Err(seam) => panic!(
+                "tick {t}: a seam between {} and {}: {seam:?}",
+                seam.a, seam.b
+            ),
         }
         for (c, m) in &meshes {
-            assert_eq!(terrain.version(*c), Some(m.version), "tick {t}: {c} is stale");
+            assert_eq!(
+                terrain.version(*c),
+                Some(m.version),
+                "tick {t}: {c} is stale"
+            );
         }
         // A frame's time for the worker: the next tick installs what it built.
         kit.wait_idle();

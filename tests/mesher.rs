@@ -32,7 +32,7 @@ use serde_json::json;
 use world_streaming::game::Game;
 use world_streaming::grid::{ChunkPos, Position};
 use world_streaming::host::EntityId;
-use world_streaming::kits::terrain::{TerrainService, TERRAIN};
+use world_streaming::kits::terrain::{Snapshot, TerrainService, TERRAIN};
 
 const CHUNK: f64 = 10.0;
 const CELLS: u32 = 12;
@@ -148,7 +148,16 @@ impl Drive {
     /// cycling through the corners and the edges' middles.
     fn edit_near(&mut self, x: f64, z: f64, k: u64) -> bool {
         let n = CELLS - 1;
-        let spots = [(0, 0), (n, 0), (n, n), (0, n), (n, n / 2), (n / 2, n), (0, 5), (7, 0)];
+        let spots = [
+            (0, 0),
+            (n, 0),
+            (n, n),
+            (0, n),
+            (n, n / 2),
+            (n / 2, n),
+            (0, 5),
+            (7, 0),
+        ];
         let (i, j) = spots[(k % spots.len() as u64) as usize];
         let chunk = ChunkPos::new(
             (x / CHUNK).floor() as i64 + (k % 3) as i64 - 1,
@@ -156,6 +165,52 @@ impl Drive {
         );
         self.edit(chunk, i, j, 20_000 + (k % 200) as u16 * 100)
     }
+}
+
+/// A snapshot of `chunk` (skin 1) of a made-up world whose height is a function of the world
+/// cell, as the terrain's snapshots are.
+fn synthetic(chunk: ChunkPos, height: impl Fn(i64, i64) -> u16) -> Snapshot {
+    let side = CELLS + 2;
+    let mut heights = Vec::new();
+    for j in 0..i64::from(side) {
+        for i in 0..i64::from(side) {
+            heights.push(height(
+                chunk.x * i64::from(CELLS) + i - 1,
+                chunk.z * i64::from(CELLS) + j - 1,
+            ));
+        }
+    }
+    Snapshot {
+        chunk,
+        skin: 1,
+        side,
+        materials: vec![0; heights.len()],
+        heights,
+        version: 1,
+    }
+}
+
+#[test]
+fn meshes_of_neighbouring_snapshots_share_their_edges_and_a_flat_one_is_flat() {
+    let rough = |i: i64, j: i64| (i.wrapping_mul(7919) ^ j.wrapping_mul(104_729)) as u16;
+    let mut meshes = std::collections::BTreeMap::new();
+    for z in -3..=-1 {
+        for x in 2..=4 {
+            let c = ChunkPos::new(x, z);
+            meshes.insert(c, Arc::new(mesher::build(&synthetic(c, rough), CHUNK)));
+        }
+    }
+    // 6 east edges, 6 north edges, 4 north-east and 4 north-west corners.
+    assert_eq!(mesher::check_seams(&meshes), Ok(20));
+    let m = &meshes[&ChunkPos::new(3, -2)];
+    assert_eq!(m.triangles(), (2 * CELLS * CELLS) as usize);
+    assert_eq!(m.positions.len(), ((CELLS + 1) * (CELLS + 1)) as usize);
+
+    let flat = mesher::build(&synthetic(ChunkPos::new(-5, 7), |_, _| 512), CHUNK);
+    assert!(flat.normals.iter().all(|n| *n == [0.0, 1.0, 0.0]));
+    assert!(flat.positions.iter().all(|p| p[1] == 2.0));
+    // The corner (0, 0) of chunk (-5, 7) is world corner (-60, 84): -50 m, 70 m.
+    assert_eq!(flat.positions[0], [-50.0, 2.0, 70.0]);
 }
 
 /// Opens `gate` after 60 s unless told the test is done; says whether it had to.
@@ -166,7 +221,10 @@ struct Watchdog {
 
 impl Watchdog {
     fn new(gate: Arc<mesher::Gate>) -> Watchdog {
-        let (done, fired) = (Arc::new(AtomicBool::new(false)), Arc::default());
+        let (done, fired) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
         let (d, f) = (done.clone(), Arc::clone(&fired));
         std::thread::spawn(move || {
             let until = Instant::now() + Duration::from_secs(60);
@@ -211,7 +269,10 @@ fn meshes_share_their_edges_bit_for_bit_stay_current_and_releases_never_wait() {
     }
     let s = d.kit().stats();
     assert!(edits >= 100, "only {edits} edits were made");
-    assert!(s.installed > 100 && s.remeshed > 20 && s.withdrawn > 20, "{s:?}");
+    assert!(
+        s.installed > 100 && s.remeshed > 20 && s.withdrawn > 20,
+        "{s:?}"
+    );
 
     // 2. Stale results: the worker held at the gate while the chunks whose jobs it holds are
     //    edited; opened, it answers with meshes of the old versions, which are discarded.
@@ -274,10 +335,12 @@ fn meshes_share_their_edges_bit_for_bit_stay_current_and_releases_never_wait() {
     gate.open();
     d.kit().wait_idle();
 
-    // 4. The player stops: every complete chunk gets a mesh of its current version.
+    // 4. The player stops, a few more edits, then none: every complete chunk gets a mesh of its
+    //    current version.
+    let mut late_edits = 0;
     for k in 0..30u64 {
         if k < 10 {
-            edits += u64::from(d.edit_near(x, 5.0, k));
+            late_edits += u64::from(d.edit_near(x, 5.0, k));
         }
         d.tick();
         d.kit().wait_idle();
@@ -288,6 +351,7 @@ fn meshes_share_their_edges_bit_for_bit_stay_current_and_releases_never_wait() {
         let mesh = d.kit().mesh(c).unwrap_or_else(|| panic!("{c} has no mesh"));
         assert_eq!(d.terrain.version(c), Some(mesh.version), "{c}");
     }
+    assert!(late_edits > 0, "no edit after the teleport");
     let s = d.kit().stats();
     assert!(s.orphaned > 0, "{s:?}");
     assert!(d.pairs > 1000, "only {} seam pairs compared", d.pairs);

@@ -428,21 +428,23 @@ pub fn manifest() -> KitManifest {
 
 /// The catalog factory of a kit whose worker passes `gate` before each job.
 pub fn factory(gate: Arc<Gate>) -> KitFactory {
-    Box::new(move |spec: &KitSpec<'_>| -> Result<Box<dyn Kit>, Vec<Problem>> {
-        let worker = Worker::start(gate.clone()).map_err(|e| {
-            vec![Problem::new(
-                spec.config_path.clone(),
-                format!("{ID} could not start its worker: {e}"),
-            )]
-        })?;
-        Ok(Box::new(MesherKit {
-            state: Rc::default(),
-            worker,
-            terrain: None,
-            chunk_size: 0.0,
-            _subscription: None,
-        }))
-    })
+    Box::new(
+        move |spec: &KitSpec<'_>| -> Result<Box<dyn Kit>, Vec<Problem>> {
+            let worker = Worker::start(gate.clone()).map_err(|e| {
+                vec![Problem::new(
+                    spec.config_path.clone(),
+                    format!("{ID} could not start its worker: {e}"),
+                )]
+            })?;
+            Ok(Box::new(MesherKit {
+                state: Rc::default(),
+                worker,
+                terrain: None,
+                chunk_size: 0.0,
+                _subscription: None,
+            }))
+        },
+    )
 }
 
 /// The built-in catalog plus `example.mesher` (its worker gated by `gate`).
