@@ -343,7 +343,7 @@ mod tests {
     use super::*;
     use crate::host::{Entity, Tags};
     use crate::kits::nav::search::tests::{rock_blocked, Drawn};
-    use crate::kits::terrain::{BuiltCallback, EditRefused};
+    use crate::kits::terrain::{BuiltCallback, EditRefused, Snapshot, SnapshotError};
 
     /// Terrain drawn by hand, as the service other kits see.
     struct Fake(Drawn);
@@ -370,6 +370,12 @@ mod tests {
         }
         fn is_modified(&self, _: ChunkPos) -> bool {
             false
+        }
+        fn version(&self, c: ChunkPos) -> Option<u64> {
+            self.is_built(c).then_some(1)
+        }
+        fn snapshot(&self, _: ChunkPos, _: u32) -> Result<Snapshot, SnapshotError> {
+            Err(SnapshotError::NotComplete) // nav never takes one
         }
     }
 

@@ -67,6 +67,14 @@ impl TerrainService for Handle {
             .map(|(_, d)| d.clone())
     }
 
+    fn version(&self, chunk: ChunkPos) -> Option<u64> {
+        self.0.borrow().versions.get(&chunk).copied()
+    }
+
+    fn snapshot(&self, chunk: ChunkPos, skin: u32) -> Result<Snapshot, SnapshotError> {
+        self.0.borrow().snapshot(chunk, skin)
+    }
+
     fn is_modified(&self, chunk: ChunkPos) -> bool {
         self.0.borrow().diffs.contains_key(&chunk)
     }

@@ -9,7 +9,8 @@
 //!
 //! - [`config`]: the settings; [`service`]: the face other kits see; [`events`]: the names of
 //!   the events it emits, their payloads, and reading them back ([`TerrainEvent`]);
-//! - [`generate`]: the pure generator (heights and materials from the seed);
+//! - [`generate`]: the pure generator (heights and materials from the seed); [`snapshot`]: the
+//!   bordered snapshot, a pure copy of a chunk and its neighbours' skin;
 //! - [`pool`]: the worker threads and their queues; [`store`]: the save thread and its region
 //!   files, [`region`] their format (pure);
 //! - `state.rs` the state (the commit, edits), `handle.rs` the service over it, `save.rs` the
@@ -26,6 +27,7 @@ pub mod pool;
 pub mod region;
 mod save;
 pub mod service;
+pub mod snapshot;
 mod state;
 pub mod store;
 pub mod view;
@@ -57,6 +59,7 @@ use handle::Handle;
 use pool::Pool;
 pub use save::{check_save_section, SaveSection, SavedChunk, SavedEdits};
 pub use service::{hash_text, BuiltCallback, EditRefused, TerrainService, VAR_WAITS};
+pub use snapshot::{Snapshot, SnapshotError, MAX_SKIN};
 use state::State;
 use store::Store;
 
@@ -133,6 +136,7 @@ impl TerrainKit {
                 jobs: Vec::new(),
                 trash: Vec::new(),
                 built: FxHashMap::default(),
+                versions: FxHashMap::default(),
                 diffs: BTreeMap::new(),
                 unsaved: BTreeSet::new(),
                 released: Vec::new(),
@@ -181,6 +185,7 @@ impl TerrainKit {
                 st.waits += u64::from(waited);
                 let hash = built.data.hash();
                 st.built.insert(chunk, built.data);
+                st.versions.insert(chunk, 1);
                 if let Some(diff) = built.diff {
                     st.diffs.insert(chunk, diff);
                 }

@@ -34,6 +34,10 @@ pub struct SavedChunk {
     /// Built: its hash (16 hex digits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
+    /// Built, with `neighbours` > 0: its version (docs/reference/terrain.md#versions), 1 or
+    /// more; absent, a load gives it 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
 }
 
 /// A modified chunk carried by the save itself: its cells that differ from the baseline, as
@@ -106,7 +110,7 @@ pub struct SaveSection {
 
 pub(super) struct Prepared {
     in_flight: Vec<(ChunkPos, u64)>,
-    built: Vec<(ChunkPos, Built)>,
+    built: Vec<(ChunkPos, Built, u64)>,
     waits: u64,
     /// What the world directory holds, and the save's own edits over it.
     opened: store::Opened,
@@ -149,6 +153,7 @@ pub(super) fn section(st: &State) -> SaveSection {
         .collect();
     lod_in_flight.sort();
     let stamp = st.generator().stamp();
+    let versions = st.neighbours() > 0;
     let section = SaveSection {
         lod_in_flight: lod_in_flight
             .into_iter()
@@ -185,6 +190,7 @@ pub(super) fn section(st: &State) -> SaveSection {
                 z: c.z,
                 commit_at: Some(at),
                 hash: None,
+                version: None,
             })
             .collect(),
         built: sorted(&st.built)
@@ -194,6 +200,8 @@ pub(super) fn section(st: &State) -> SaveSection {
                 z: c.z,
                 commit_at: None,
                 hash: Some(hash_text(d.hash())),
+                // Only with `neighbours` > 0, so that other saves keep their bytes.
+                version: versions.then(|| st.versions.get(c).copied().unwrap_or(1)),
             })
             .collect(),
         waits: st.waits,
@@ -288,6 +296,12 @@ pub(super) fn check(
                 format!("chunk {chunk} is listed twice or has a hash"),
             ));
         }
+        if c.version.is_some() {
+            return Err(Problem::new(
+                format!("{p}.version"),
+                "expected no version: a chunk in flight is not built yet",
+            ));
+        }
         commits.check(at, &p)?;
         in_flight.push((chunk, at));
     }
@@ -297,6 +311,12 @@ pub(super) fn check(
             return Err(Problem::new(
                 format!("{path}.built[{i}]"),
                 format!("chunk {chunk} is listed twice or has `commitAt`"),
+            ));
+        }
+        if c.version == Some(0) {
+            return Err(Problem::new(
+                format!("{path}.built[{i}].version"),
+                "expected a version of 1 or more (1 at the commit, +1 an edit), got 0",
             ));
         }
     }
@@ -477,7 +497,7 @@ pub(super) fn check(
                 ),
             ));
         }
-        built.push((chunk, Built::new(chunk, data, diff)));
+        built.push((chunk, Built::new(chunk, data, diff), c.version.unwrap_or(1)));
     }
     let mut lod_built = Vec::new();
     for (i, b) in s.lod_built.iter().enumerate() {
@@ -572,11 +592,13 @@ pub(super) fn commit(st: &mut State, p: Prepared) {
         store.write(p.overlay);
     }
     st.built.clear();
-    for (c, b) in p.built {
+    st.versions.clear();
+    for (c, b, version) in p.built {
         if let Some(d) = b.diff {
             st.diffs.insert(c, d);
         }
         st.built.insert(c, b.data);
+        st.versions.insert(c, version);
     }
     st.dirty = p.dirty.into_iter().collect();
     st.errors = p.errors;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::grid::{ChunkPos, Position};
 
-use super::ChunkData;
+use super::{ChunkData, Snapshot, SnapshotError};
 
 /// Variable: how many commits had to wait for their worker.
 pub const VAR_WAITS: &str = "world.terrain.waits";
@@ -47,6 +47,13 @@ pub trait TerrainService {
     /// what it already holds changes nothing. A chunk that is not built refuses:
     /// `world.terrain.edit.refused {x, z, reason}` is emitted and the reason returned.
     fn edit(&self, at: Position, height: u16, material: Option<u8>) -> Result<(), EditRefused>;
+    /// The chunk's version (docs/reference/terrain.md#versions): 1 at its commit, +1 at each
+    /// edit of a cell of it or of one of its 8 neighbours; `None` when not built.
+    fn version(&self, chunk: ChunkPos) -> Option<u64>;
+    /// A bordered snapshot (docs/reference/terrain.md#bordered-snapshots): the chunk's cells
+    /// and `skin` cells of its 8 neighbours, with its version, copied in one call. `skin`
+    /// 0..=8 and at most `cellsPerChunk`; a skin > 0 needs the chunk complete, a skin of 0 built.
+    fn snapshot(&self, chunk: ChunkPos, skin: u32) -> Result<Snapshot, SnapshotError>;
     /// Whether a built chunk differs from its generated baseline.
     fn is_modified(&self, chunk: ChunkPos) -> bool;
     /// The built terrain of LOD block `(x, z)` of `level` (1 = the first `lod` entry;

@@ -12,6 +12,7 @@ use crate::kits::streaming::{BuilderId, StreamingService};
 
 use super::pool::{BlockDone, BlockJob, Built, BuiltBlock, Job, Pool};
 use super::region::Diff;
+use super::snapshot;
 use super::store::{self, Reported, Store};
 use super::*;
 use crate::host::EventData;
@@ -120,6 +121,8 @@ pub(super) struct State {
     pub(super) trash: Vec<Arc<ChunkData>>,
     /// Built chunks (hashed; saves list them in row order).
     pub(super) built: FxHashMap<ChunkPos, Arc<ChunkData>>,
+    /// Each built chunk's version (docs/reference/terrain.md#versions), the same keys as `built`.
+    pub(super) versions: FxHashMap<ChunkPos, u64>,
     /// Built chunks that differ from their baseline: the cells that differ (*modified*).
     pub(super) diffs: BTreeMap<ChunkPos, Diff>,
     /// Built chunks whose stored form is behind (`diffs` changed since the last write back).
@@ -187,6 +190,7 @@ impl State {
         if let Some(data) = self.built.remove(&chunk) {
             self.trash.push(data); // freed by a worker, off the tick
         }
+        self.versions.remove(&chunk); // forgotten: a reload starts again at 1
         self.dirty.remove(&chunk);
         let diff = self.diffs.remove(&chunk);
         // Written back on release (docs/reference/world-dir.md#write-back): gathered, and sent as
@@ -563,6 +567,46 @@ impl State {
         }
     }
 
+    /// `neighbours` in force (docs/reference/streaming.md#complete-chunks); 0 before the kit starts.
+    pub(super) fn neighbours(&self) -> u32 {
+        self.builder.as_ref().map_or(0, |(s, _)| s.neighbours())
+    }
+
+    /// A bordered snapshot of `chunk` (docs/reference/terrain.md#bordered-snapshots): a skin
+    /// out of range is refused first; then a skin of 0 needs the chunk built, a wider one the
+    /// chunk complete — with `neighbours` > 0 as the streaming kit answers, with 0 the chunk
+    /// and each of its 8 neighbours that overlaps the ground built.
+    pub(super) fn snapshot(&self, chunk: ChunkPos, skin: u32) -> Result<Snapshot, SnapshotError> {
+        let max = snapshot::max_skin(self.config.cells_per_chunk.get());
+        if skin > max {
+            return Err(SnapshotError::Skin { skin, max });
+        }
+        let (Some(data), Some(&version)) = (self.built.get(&chunk), self.versions.get(&chunk))
+        else {
+            return Err(SnapshotError::NotComplete);
+        };
+        let mut around: [Option<&ChunkData>; 9] = [None; 9];
+        around[4] = Some(&**data);
+        if skin > 0 {
+            let streaming = self.builder.as_ref().map(|(s, _)| s);
+            if self.neighbours() > 0 && !streaming.is_some_and(|s| s.is_complete(chunk)) {
+                return Err(SnapshotError::NotComplete);
+            }
+            let bounds = streaming.and_then(|s| s.bounds());
+            let grid = crate::grid::Grid::new(self.chunk_size);
+            for (k, slot) in around.iter_mut().enumerate() {
+                let (dx, dz) = (k as i64 % 3 - 1, k as i64 / 3 - 1);
+                let c = ChunkPos::new(chunk.x + dx, chunk.z + dz);
+                if k == 4 || !grid.overlaps(c, bounds.as_ref()) {
+                    continue; // outside the ground: its skin repeats the nearest cells
+                }
+                // Complete with `neighbours` > 0 means built; with 0 it is checked here.
+                *slot = Some(&**self.built.get(&c).ok_or(SnapshotError::NotComplete)?);
+            }
+        }
+        Ok(snapshot::copy(chunk, skin, version, &around))
+    }
+
     /// The chunk and cell `(i, j)` containing `pos`.
     pub(super) fn cell_of(&self, pos: Position) -> (ChunkPos, u32, u32) {
         let size = self.chunk_size;
@@ -616,17 +660,25 @@ impl State {
         if !self.blocks.steps.iter().all(|s| *s == 0) {
             self.edit_blocks(chunk, i, j, new);
         }
-        // The chunk, and the neighbours across the edges (and corner) the cell lies on.
+        // Every built chunk of the 3 × 3 around it moves its version
+        // (docs/reference/terrain.md#versions). With `neighbours` > 0 each is dirty; with 0 only
+        // the chunk and the neighbours across the edges (and corner) the cell lies on, as ever.
+        let whole = self.neighbours() > 0;
         let side = |k: u32| match (k == 0, k == n - 1) {
-            (true, true) => vec![0, -1, 1],
-            (true, false) => vec![0, -1],
-            (false, true) => vec![0, 1],
-            (false, false) => vec![0],
+            (true, true) => [true, true, true],
+            (true, false) => [true, true, false],
+            (false, true) => [false, true, true],
+            (false, false) => [false, true, false],
         };
-        for dz in side(j) {
-            for dx in side(i) {
+        let (rows, columns) = (side(j), side(i));
+        for dz in -1..=1i64 {
+            for dx in -1..=1i64 {
                 let c = ChunkPos::new(chunk.x + dx, chunk.z + dz);
-                if self.built.contains_key(&c) {
+                let Some(version) = self.versions.get_mut(&c) else {
+                    continue;
+                };
+                *version += 1;
+                if whole || (rows[(dz + 1) as usize] && columns[(dx + 1) as usize]) {
                     self.dirty.insert(c);
                 }
             }
