@@ -83,10 +83,12 @@ fn main() {
     let kit = game.kit::<mesher::MesherKit>().expect("enabled");
     let meshes = kit.meshes();
     let s = kit.stats();
+    let complete = streaming.complete();
+    let kept = meshes.keys().filter(|c| !complete.contains(c)).count();
     println!(
-        "{ticks} ticks, {edits} edits on chunk edges and corners: {} chunks loaded, {} complete, {} meshes installed ({} triangles; at most {most} at once)",
+        "{ticks} ticks, {edits} edits on chunk edges and corners: {} chunks loaded, {} complete, {} meshes installed ({kept} of them kept by chunks no longer complete; {} triangles; at most {most} at once)",
         streaming.loaded().len(),
-        streaming.complete().len(),
+        complete.len(),
         meshes.len(),
         meshes.values().map(|m| m.triangles()).sum::<usize>(),
     );
