@@ -467,3 +467,21 @@ fn a_saves_complete_list_is_used_and_checked() {
         "{err}"
     );
 }
+
+/// With k > 0 a hole is a chunk within `min(holeRing, radius)` of a player's focus that is
+/// not complete; with k = 0, one that is not ready.
+#[test]
+fn holes_read_completeness_within_the_mesh_radius() {
+    let holes = |k: u32| {
+        let mut g = game(&scene(
+            json!({ "radius": 1, "budgetMs": 5, "neighbours": k, "holeRing": 1 }),
+            None,
+        ));
+        run(&mut g, &[], 1);
+        variable(&g, "world.chunks.holes").unwrap()
+    };
+    // Tick 1 loads the 5 nearest chunks: 4 of the 9 within ring 1 are missing; none of them is
+    // complete yet.
+    assert_eq!(holes(0), json!(4));
+    assert_eq!(holes(1), json!(9));
+}

@@ -102,9 +102,10 @@ pub fn copy(
     assert!(skin <= c, "skin {skin} wider than the chunk ({c})");
     let side = c + 2 * skin;
     let cells = (side * side) as usize;
-    let mut heights = Vec::with_capacity(cells);
-    let mut materials = Vec::with_capacity(cells);
-    // Which neighbouring column / row (index dx + 1, dz + 1) is inside the ground.
+    let mut heights = vec![0u16; cells];
+    let mut materials = vec![0u8; cells];
+    let mut out = 0usize; // the next cell written
+                          // Which neighbouring column / row (index dx + 1, dz + 1) is inside the ground.
     let column_in = [around[3].is_some(), true, around[5].is_some()];
     let row_in = [around[1].is_some(), true, around[7].is_some()];
     // Each output row's three runs: (dx, first column, columns) of the source chunk.
@@ -144,24 +145,26 @@ pub fn copy(
             };
             let n = (c * c) as usize;
             let at = (j * c + first) as usize;
+            let count = count as usize;
+            let (h_out, m_out) = (
+                &mut heights[out..out + count],
+                &mut materials[out..out + count],
+            );
+            out += count;
             if repeat {
                 let k = 2 * at;
-                let h = u16::from_le_bytes([data.bytes[k], data.bytes[k + 1]]);
-                let m = data.bytes[2 * n + at];
-                heights.extend(std::iter::repeat_n(h, count as usize));
-                materials.extend(std::iter::repeat_n(m, count as usize));
+                h_out.fill(u16::from_le_bytes([data.bytes[k], data.bytes[k + 1]]));
+                m_out.fill(data.bytes[2 * n + at]);
             } else {
-                let count = count as usize;
                 let bytes = &data.bytes[2 * at..2 * (at + count)];
-                heights.extend(
-                    bytes
-                        .chunks_exact(2)
-                        .map(|b| u16::from_le_bytes([b[0], b[1]])),
-                );
-                materials.extend_from_slice(&data.bytes[2 * n + at..2 * n + at + count]);
+                for (h, b) in h_out.iter_mut().zip(bytes.chunks_exact(2)) {
+                    *h = u16::from_le_bytes([b[0], b[1]]);
+                }
+                m_out.copy_from_slice(&data.bytes[2 * n + at..2 * n + at + count]);
             }
         }
     }
+    debug_assert_eq!(out, cells);
     Snapshot {
         chunk,
         skin,
