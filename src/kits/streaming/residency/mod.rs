@@ -310,8 +310,11 @@ impl Residency {
     fn mesh_progress(&self) -> (usize, usize) {
         let k = self.neighbours();
         let square = |slot: &Slot| {
-            self.grid
-                .square(slot.centre, slot.view.radius.saturating_sub(k), self.bounds.as_ref())
+            self.grid.square(
+                slot.centre,
+                slot.view.radius.saturating_sub(k),
+                self.bounds.as_ref(),
+            )
         };
         if let [slot] = &self.foci[..] {
             let (mut complete, mut wanted) = (0, 0);
