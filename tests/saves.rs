@@ -364,8 +364,8 @@ fn every_corruption_is_refused_with_a_message_and_the_game_unchanged() {
         &mut g,
         d,
         "future",
-        &edit(&good, |v| v["version"] = json!(4)),
-        "save version 4 is newer than this build reads",
+        &edit(&good, |v| v["version"] = json!(5)),
+        "save version 5 is newer than this build reads",
     );
     refused(
         &mut g,
@@ -733,7 +733,7 @@ fn the_tick_limit_is_inclusive_and_a_version_0_save_is_refused_as_unknown() {
         d,
         "version_0",
         &edit(&good, |v| v["version"] = json!(0)),
-        "version: expected 1..=3, got 0",
+        "version: expected 1..=4, got 0",
     );
 }
 
@@ -819,7 +819,7 @@ fn checking_a_save_alone_finds_what_loading_it_would() {
     };
     assert_eq!(
         bad(&|v| v["version"] = json!(7)),
-        "version: save version 7 is newer than this build reads (up to 3)"
+        "version: save version 7 is newer than this build reads (up to 4)"
     );
     assert!(bad(&|v| v["entities"][0]["id"] = json!("")).starts_with("entities[0].id"));
     let dup = bad(&|v| {

@@ -107,8 +107,11 @@ pub const SAVE_FORMAT: &str = "world-streaming-save";
 /// (docs/reference/saves.md#the-streaming-section) adds the streaming kit's foci, tickets,
 /// last-wanted ticks and capacity state; version 3 (round 3) adds optional kit sections and fields
 /// (`world.district`; docs/reference/streaming.md#look-ahead: ticket priorities, predicted foci,
-/// the `"fair"` turn, look-ahead's history, `holeTicks`). Versions 1 and 2 still load.
-pub const SAVE_VERSION: u32 = 3;
+/// the `"fair"` turn, look-ahead's history, `holeTicks`); version 4 (round 4) the streaming kit's
+/// complete chunks (docs/reference/streaming.md#complete-chunks). Versions 1 to 3 still load.
+pub const SAVE_VERSION: u32 = 4;
+/// The version a kit writes when it needs round 3's sections or fields and nothing newer.
+pub const ROUND3_SAVE_VERSION: u32 = 3;
 /// The version a save is written with when no enabled kit needs a newer one
 /// ([`crate::host::Kit::save_version`]): a game without round-3 kits writes what it always wrote.
 pub const BASE_SAVE_VERSION: u32 = 2;

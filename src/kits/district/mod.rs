@@ -585,7 +585,7 @@ impl Kit for DistrictKit {
     }
 
     fn save_version(&self) -> u32 {
-        crate::host::save::SAVE_VERSION
+        crate::host::save::ROUND3_SAVE_VERSION
     }
 
     fn save(&self) -> Option<Value> {

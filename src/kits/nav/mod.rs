@@ -205,7 +205,7 @@ impl Kit for NavKit {
     }
 
     fn save_version(&self) -> u32 {
-        crate::host::save::SAVE_VERSION
+        crate::host::save::ROUND3_SAVE_VERSION
     }
 
     fn save(&self) -> Option<serde_json::Value> {

@@ -89,6 +89,18 @@ checked_number!(
     "LOD block loads per tick, separate from the chunk budget"
 );
 
+checked_number!(
+    /// How many rings of neighbours a chunk needs loaded and built to be complete
+    /// (docs/reference/streaming.md#complete-chunks): an integer 0..=[`MAX_NEIGHBOURS`]; with
+    /// `k > 0` chunks are wanted within `radius + k` of a focus.
+    Neighbours(u32),
+    integer 0..=MAX_NEIGHBOURS,
+    "rings of neighbours a chunk needs loaded and built to be complete; chunks are wanted within radius + neighbours (0: none, nothing is emitted)"
+);
+
+/// Largest accepted `neighbours`.
+pub const MAX_NEIGHBOURS: u32 = 2;
+
 /// The smallest LOD step (the side of a block in chunks).
 pub const MIN_LOD_STEP: u32 = 2;
 /// The largest LOD step.
@@ -684,6 +696,15 @@ settings! {
             lod_budget: usize = LodBudget::loads
         };
 
+        /// Rings of neighbours a chunk needs to be complete (default 0;
+        /// docs/reference/streaming.md#complete-chunks).
+        neighbours "neighbours": Neighbours = Neighbours(0) => {
+            /// Overrides `neighbours`.
+            lua "setNeighbours" Checked;
+            /// Rings of neighbours a chunk needs to be complete (k).
+            neighbours: u32 = Neighbours::get
+        };
+
         /// The most chunks the held tickets may want together (default 65 536). The kit config's
         /// alone: neither a scene layer nor a mod sets it.
         max_ticket_chunks "maxTicketChunks": MaxTicketChunks =
@@ -722,6 +743,12 @@ impl Overrides {
     /// Whether nothing is set.
     pub fn is_empty(&self) -> bool {
         *self == Overrides::default()
+    }
+
+    /// Whether `neighbours` is set above 0 (docs/reference/streaming.md#complete-chunks): only
+    /// then do the complete-chunk outputs and save version 4 appear.
+    pub fn uses_neighbours(&self) -> bool {
+        self.neighbours.is_some_and(|k| k.get() > 0)
     }
 }
 
@@ -764,6 +791,12 @@ impl StreamingConfig {
     /// (scheduling).
     pub fn uses_scheduling(&self) -> bool {
         self.schedule.is_some() || self.look_ahead_ticks.is_some() || self.hole_ring.is_some()
+    }
+
+    /// Whether the config sets `neighbours` above 0
+    /// (docs/reference/streaming.md#complete-chunks).
+    pub fn uses_neighbours(&self) -> bool {
+        self.neighbours.is_some_and(|k| k.get() > 0)
     }
 
     /// `maxTicketChunks`: the most chunks the held tickets may want together.

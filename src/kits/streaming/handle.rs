@@ -106,9 +106,11 @@ impl StreamingService for Handle {
 
     fn around(&self, pos: Position) -> Vec<ChunkPos> {
         let st = self.0.borrow();
-        st.residency
-            .grid()
-            .around(pos, st.settings().radius, st.residency.bounds())
+        st.residency.grid().around(
+            pos,
+            st.settings().radius + st.settings().neighbours,
+            st.residency.bounds(),
+        )
     }
 
     fn on_chunk(&self, callback: ChunkCallback) -> ChunkSubscription {
@@ -162,6 +164,7 @@ impl StreamingService for Handle {
         let mut st = self.0.borrow_mut();
         st.scheduling_used |= overrides.uses_scheduling();
         st.lod_used |= overrides.lod.is_some_and(|l| !l.is_empty());
+        st.neighbours_used |= overrides.uses_neighbours();
         st.overrides = overrides.over(st.overrides);
     }
 
@@ -288,6 +291,23 @@ impl StreamingService for Handle {
         list.borrow_mut().push(f);
     }
 
+    fn neighbours(&self) -> u32 {
+        self.0.borrow().settings().neighbours
+    }
+
+    fn is_complete(&self, chunk: ChunkPos) -> bool {
+        self.0.borrow().residency.is_complete(chunk)
+    }
+
+    fn complete(&self) -> Vec<ChunkPos> {
+        self.0.borrow().residency.complete_chunks()
+    }
+
+    fn on_complete(&self, callback: super::service::CompleteCallback) {
+        let list = self.0.borrow().complete_subscribers.clone();
+        list.borrow_mut().push(callback);
+    }
+
     fn drop_ticket(&self, id: &str) -> bool {
         let mut st = self.0.borrow_mut();
         st.foci_dirty = true;
@@ -329,10 +349,10 @@ impl StreamingService for Handle {
     fn ticket_ready(&self, id: &str) -> bool {
         let st = self.0.borrow();
         st.active
-            && st
-                .tickets
-                .get(id)
-                .is_some_and(|t| st.residency.square_ready(State::ticket_view(t)))
+            && st.tickets.get(id).is_some_and(|t| {
+                let k = st.residency.neighbours();
+                st.residency.square_ready(State::ticket_view(t, k))
+            })
     }
 
     fn progress(&self) -> f64 {

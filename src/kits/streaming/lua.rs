@@ -63,6 +63,7 @@ type Fun = fn(&Lua, &dyn StreamingService, &Ctx, &MultiValue) -> Answer;
 /// Every function of the table, by its Lua name.
 const FUNCTIONS: &[(&str, Fun)] = &[
     ("isLoaded", is_loaded),
+    ("isComplete", is_complete),
     ("chunkSize", chunk_size),
     ("loaded", loaded),
     ("pending", pending),
@@ -84,6 +85,7 @@ const FUNCTIONS: &[(&str, Fun)] = &[
     (LUA_SETTERS[7].name, setter::<7>),
     (LUA_SETTERS[8].name, set_lod),
     (LUA_SETTERS[9].name, setter::<9>),
+    (LUA_SETTERS[10].name, setter::<10>),
     ("lodLoaded", lod_loaded),
     ("predicted", predicted),
     ("holes", holes),
@@ -130,6 +132,12 @@ fn table(
 fn is_loaded(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
     let c = chunk_args(&arg(args, 0), &arg(args, 1))?;
     Ok(ok(lua, s.is_loaded(c)))
+}
+
+/// `streaming.isComplete(x, z)` (docs/reference/streaming.md#complete-chunks).
+fn is_complete(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
+    let c = chunk_args(&arg(args, 0), &arg(args, 1))?;
+    Ok(ok(lua, s.is_complete(c)))
 }
 
 fn chunk_size(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answer {

@@ -54,7 +54,7 @@ pub use events::{
 use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
 use handle::Handle;
-pub use residency::{FocusView, Held, RefusalKind, Residency};
+pub use residency::{CompleteChange, FocusView, Held, RefusalKind, Residency};
 pub use save::SaveSection;
 pub use service::{
     BuilderId, ChunkCallback, ChunkCtx, ChunkStage, ChunkSubscription, ChunkWorldCallback,
@@ -173,6 +173,8 @@ pub struct StreamingKit {
     lod_changes: Vec<LodChange>,
     players: Vec<Position>,
     readiness: Vec<(ChunkPos, bool)>,
+    /// Scratch for the end of the tick's completeness changes.
+    complete_changes: Vec<CompleteChange>,
 }
 
 /// What the variables say.
@@ -184,6 +186,7 @@ struct Published {
     over: bool,
     holes: Option<(u64, u64)>,
     lod: Option<(usize, u64, u64)>,
+    complete: Option<usize>,
 }
 
 impl StreamingKit {
@@ -206,6 +209,7 @@ impl StreamingKit {
             lod_changes: Vec::new(),
             players: Vec::new(),
             readiness: Vec::new(),
+            complete_changes: Vec::new(),
         }
     }
 
@@ -259,6 +263,12 @@ impl StreamingKit {
         let st = &mut *st;
         let settings = st.settings();
         st.now = ctx.tick;
+        if settings.neighbours != st.residency.neighbours() {
+            // docs/reference/streaming.md#complete-chunks: every focus's radius changes with k,
+            // the tickets' too, so the foci are listed in full.
+            st.residency.set_neighbours(settings.neighbours);
+            st.foci_dirty = true;
+        }
         let same_settings = self.last_settings == Some(settings);
         if !same_settings {
             self.cache.invalidate();
@@ -336,7 +346,9 @@ impl StreamingKit {
                 }
                 st.anchor_ids.resize(self.anchors.len(), None);
             }
-            let radius = settings.radius;
+            // The outer `neighbours` rings are wanted for their data
+            // (docs/reference/streaming.md#complete-chunks).
+            let radius = settings.radius + settings.neighbours;
             self.foci
                 .extend(self.anchors.iter().map(|&pos| FocusView::new(pos, radius)));
             self.predict(st, settings, &mut predicted);
@@ -567,6 +579,7 @@ impl StreamingKit {
             lod: st
                 .uses_lod()
                 .then(|| (st.lod.loaded_len(), st.lod_holes, st.lod_hole_ticks)),
+            complete: st.uses_neighbours().then(|| st.residency.complete_len()),
         };
         // Only what changed (a builder's commit moves the progress alone).
         let all = self.published.is_none();
@@ -600,6 +613,11 @@ impl StreamingKit {
                 ctx.variables.set(VAR_LOD_LOADED, loaded as u64);
                 ctx.variables.set(VAR_LOD_HOLES, holes);
                 ctx.variables.set(VAR_LOD_HOLE_TICKS, hole_ticks);
+            }
+        }
+        if let Some(complete) = now.complete {
+            if all || was.complete != now.complete {
+                ctx.variables.set(VAR_COMPLETE, complete as u64);
             }
         }
         self.published = Some(now);
@@ -706,6 +724,46 @@ impl StreamingKit {
         handle::notify_lod(&self.state, ctx.events.tick(), &self.lod_changes);
     }
 
+    /// docs/reference/streaming.md#complete-chunks: at the end of the tick (`k > 0`), the
+    /// chunks that became complete and the loaded ones no longer complete since the last end
+    /// of tick, in row order, each event followed by the `on_complete` callbacks (no borrow of
+    /// the state held).
+    fn announce_complete(&mut self, ctx: &mut Ctx<'_>) {
+        let mut changes = std::mem::take(&mut self.complete_changes);
+        changes.clear();
+        let list = {
+            let mut st = self.state.borrow_mut();
+            if st.residency.neighbours() == 0 {
+                self.complete_changes = changes;
+                return;
+            }
+            st.residency.take_complete_changes(&mut changes);
+            st.complete_subscribers.clone()
+        };
+        for change in &changes {
+            let (name, chunk) = (
+                if change.complete {
+                    CHUNK_COMPLETE
+                } else {
+                    CHUNK_INCOMPLETE
+                },
+                change.chunk,
+            );
+            ctx.events.emit(name, chunk_data(chunk));
+            if list.borrow().is_empty() {
+                continue;
+            }
+            let mut running = std::mem::take(&mut *list.borrow_mut());
+            for f in running.iter_mut() {
+                f(chunk, change.complete);
+            }
+            let mut now = list.borrow_mut();
+            running.append(&mut now);
+            *now = running;
+        }
+        self.complete_changes = changes;
+    }
+
     fn end_of_tick(&mut self, ctx: &mut Ctx<'_>) {
         let mut ready = Vec::new();
         {
@@ -713,9 +771,9 @@ impl StreamingKit {
             let st = &mut *st;
             if st.active {
                 let residency = &st.residency;
-                ready = st
-                    .tickets
-                    .announce(ctx.tick, |t| residency.square_ready(State::ticket_view(t)));
+                ready = st.tickets.announce(ctx.tick, |t| {
+                    residency.square_ready(State::ticket_view(t, residency.neighbours()))
+                });
             }
             // Tickets leave at the end of their last tick, before the variables.
             if st.tickets.expire(ctx.tick) {
@@ -771,6 +829,7 @@ impl StreamingKit {
                 st.lod_hole_ticks = st.lod_hole_ticks.saturating_add(st.lod_holes);
             }
         }
+        self.announce_complete(ctx);
         for id in ready {
             ctx.events
                 .emit(TICKET_READY, serde_json::json!({ "id": id }));
@@ -798,6 +857,9 @@ impl Kit for StreamingKit {
             host.variables.set(VAR_HOLES, 0u64);
             host.variables.set(VAR_HOLE_TICKS, 0u64);
         }
+        if self.state.borrow().uses_neighbours() {
+            host.variables.set(VAR_COMPLETE, 0u64);
+        }
         if self.state.borrow().uses_lod() {
             host.variables.set(VAR_LOD_LOADED, 0u64);
             host.variables.set(VAR_LOD_HOLES, 0u64);
@@ -805,13 +867,16 @@ impl Kit for StreamingKit {
         }
     }
 
-    /// Version 3 once a scheduling key
+    /// Version 4 once `neighbours` above 0 is in use (docs/reference/streaming.md#complete-chunks:
+    /// the section holds `complete`); else version 3 once a scheduling key
     /// (docs/reference/config.md#outputs-that-appear-only-when-used) or a ticket priority is in use
     /// (its fields are in the section); else what round 2 wrote, byte for byte.
     fn save_version(&self) -> u32 {
         let st = self.state.borrow();
-        if st.uses_scheduling() || st.uses_lod() {
+        if st.uses_neighbours() {
             crate::host::save::SAVE_VERSION
+        } else if st.uses_scheduling() || st.uses_lod() {
+            crate::host::save::ROUND3_SAVE_VERSION
         } else {
             crate::host::save::BASE_SAVE_VERSION
         }
@@ -838,7 +903,9 @@ impl Kit for StreamingKit {
         st.foci_dirty = true;
         st.active = true;
         st.layer = st.layers.get(&scene.id).copied().unwrap_or_default();
-        let radius = st.settings().radius;
+        let settings = st.settings();
+        let radius = settings.radius + settings.neighbours;
+        st.residency.set_neighbours(settings.neighbours);
         // Nothing is loaded when a scene is entered (leaving released everything, and a save
         // without an active scene holds no chunks), so this only sets the foci (the entry, and
         // tickets requested outside the scene) and the pending set: loads begin on the next tick.

@@ -166,6 +166,12 @@ pub struct SaveSection {
     /// the next tick releases them (version 3; absent: every level's step in force).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lod_steps: Option<Vec<u32>>,
+    /// The chunks complete at the end of the last tick and still loaded, row order (version
+    /// 4, docs/reference/streaming.md#complete-chunks; absent: none). Present exactly when the
+    /// game uses `neighbours` above 0, so that a loaded game announces what the uninterrupted
+    /// one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<Vec<ChunkPos>>,
 }
 
 /// A validated section, ready to apply.
@@ -188,6 +194,7 @@ pub(crate) struct Prepared {
     lod: Option<Vec<Vec<ChunkPos>>>,
     lod_hole_ticks: Option<u64>,
     lod_steps: Option<Vec<u32>>,
+    complete: Option<Vec<ChunkPos>>,
 }
 
 impl State {
@@ -249,6 +256,9 @@ impl State {
             lod_steps: lod.as_ref().and_then(|list| self.lod_steps(list)),
             lod,
             lod_hole_ticks: self.uses_lod().then_some(self.lod_hole_ticks),
+            complete: self
+                .uses_neighbours()
+                .then(|| self.residency.announced_complete().collect()),
         }
     }
 
@@ -321,6 +331,9 @@ impl State {
             check_lod(lod, active)?;
         }
         check_lod_steps(s.lod_steps.as_deref(), s.lod.as_deref())?;
+        if let Some(complete) = &s.complete {
+            check_complete(complete, &loaded)?;
+        }
         // What this game adds: its ground.
         self.check_bounds("loaded", &s.loaded)?;
         self.check_bounds("refusals", &refused)?;
@@ -342,6 +355,7 @@ impl State {
             lod: s.lod,
             lod_hole_ticks: s.lod_hole_ticks,
             lod_steps: s.lod_steps,
+            complete: s.complete,
         })
     }
 
@@ -381,6 +395,7 @@ impl State {
         self.over_capacity = p.over_capacity;
         self.foci_dirty = true;
         self.lod_used = p.lod.is_some();
+        self.neighbours_used = p.complete.is_some();
         self.lod_hole_ticks = p.lod_hole_ticks.unwrap_or(0);
         let settings = self.settings();
         let steps = planned_steps(p.lod_steps.as_deref(), &settings.lod);
@@ -404,12 +419,16 @@ impl State {
                 f.priority = priority;
             }
         }
+        // Foci and tickets want `neighbours` rings more (docs/reference/streaming.md#complete-chunks).
+        self.residency.set_neighbours(settings.neighbours);
         if p.version_1 {
-            let radius = self.settings().radius;
+            let radius = self.settings().radius + settings.neighbours;
             p.foci.iter_mut().for_each(|f| f.radius = radius);
         }
         self.residency
             .restore(p.loaded, p.refusals, &p.foci, p.last_wanted, tick);
+        self.residency
+            .restore_announced(p.complete.unwrap_or_default());
     }
 }
 
@@ -436,6 +455,26 @@ fn check_lod(lod: &[Vec<ChunkPos>], active: bool) -> Result<(), Problem> {
                     "expected the blocks in row order (z, then x), each once",
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// `complete`: loaded chunks, in row order, each once
+/// (docs/reference/streaming.md#complete-chunks).
+fn check_complete(list: &[ChunkPos], loaded: &BTreeSet<ChunkPos>) -> Result<(), Problem> {
+    for (i, c) in list.iter().enumerate() {
+        if i > 0 && list[i - 1] >= *c {
+            return Err(Problem::new(
+                format!("complete[{i}]"),
+                "expected the chunks in row order (z, then x), each once",
+            ));
+        }
+        if !loaded.contains(c) {
+            return Err(Problem::new(
+                format!("complete[{i}]"),
+                format!("chunk {c} is not loaded"),
+            ));
         }
     }
     Ok(())

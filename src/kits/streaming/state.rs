@@ -22,6 +22,9 @@ use super::TICKET_REFUSED;
 
 pub(crate) type Subscribers = Rc<RefCell<Vec<Rc<Subscriber>>>>;
 
+/// The [`super::service::StreamingService::on_complete`] callbacks, subscription order.
+pub(crate) type CompleteSubscribers = Rc<RefCell<Vec<super::service::CompleteCallback>>>;
+
 /// The [`super::service::StreamingService::on_lod_blocks`] callbacks, subscription order.
 pub(crate) type LodSubscribers = Rc<RefCell<Vec<super::service::LodCallback>>>;
 
@@ -77,6 +80,11 @@ pub(crate) struct State {
     pub(crate) lod_hole_ticks: u64,
     /// A mod set `lod`, or a save said so.
     pub(crate) lod_used: bool,
+    /// A mod set `neighbours` above 0, or a save said so
+    /// (docs/reference/streaming.md#complete-chunks).
+    pub(crate) neighbours_used: bool,
+    /// The [`super::service::StreamingService::on_complete`] callbacks, subscription order.
+    pub(crate) complete_subscribers: CompleteSubscribers,
     /// Where the events of service calls go (`world.ticket.refused`): the engine emits them
     /// when it next settles.
     pub(crate) outbox: crate::host::Outbox,
@@ -114,6 +122,8 @@ impl State {
             lod_holes: 0,
             lod_hole_ticks: 0,
             lod_used: false,
+            neighbours_used: false,
+            complete_subscribers: CompleteSubscribers::default(),
             outbox: crate::host::Outbox::default(),
         }
     }
@@ -128,6 +138,15 @@ impl State {
                 .layers
                 .values()
                 .any(|l| l.lod.is_some_and(|l| !l.is_empty()))
+    }
+
+    /// Whether the scene uses `neighbours` above 0 (the config, a layer, a mod's `set`, or a
+    /// save): only then do the complete-chunk variable and save version 4 appear
+    /// (docs/reference/streaming.md#complete-chunks).
+    pub(crate) fn uses_neighbours(&self) -> bool {
+        self.neighbours_used
+            || self.config.uses_neighbours()
+            || self.layers.values().any(Overrides::uses_neighbours)
     }
 
     /// Whether the scene uses docs/reference/config.md#outputs-that-appear-only-when-used (a key in
@@ -153,11 +172,12 @@ impl State {
         self.anchor_foci + self.predicted_foci
     }
 
-    /// The view of a ticket.
-    pub(crate) fn ticket_view(t: &Ticket) -> FocusView {
+    /// The view of a ticket: its own radius plus `neighbours` `k`
+    /// (docs/reference/streaming.md#complete-chunks).
+    pub(crate) fn ticket_view(t: &Ticket, k: u32) -> FocusView {
         FocusView {
             pos: t.at,
-            radius: t.radius,
+            radius: t.radius + k,
             priority: t.priority,
         }
     }
@@ -168,7 +188,7 @@ impl State {
             self.tickets
                 .iter()
                 .filter(|(_, t)| t.counts_in(tick))
-                .map(|(_, t)| Self::ticket_view(t)),
+                .map(|(_, t)| Self::ticket_view(t, self.residency.neighbours())),
         );
     }
 

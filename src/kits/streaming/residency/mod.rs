@@ -38,6 +38,7 @@ use smallvec::SmallVec;
 
 use crate::grid::{Bounds, ChunkPos, Grid, Position};
 
+mod complete;
 mod queue;
 mod readiness;
 mod refusals;
@@ -45,6 +46,8 @@ mod squares;
 #[cfg(test)]
 mod testing;
 
+pub use complete::CompleteChange;
+use complete::Completeness;
 use queue::*;
 use squares::Rect;
 
@@ -185,6 +188,8 @@ pub struct Residency {
     ready_log: Vec<(ChunkPos, bool)>,
     ready_log_on: bool,
     ready_log_lost: bool,
+    /// Complete chunks (docs/reference/streaming.md#complete-chunks), kept while `k > 0`.
+    complete: Completeness,
 }
 
 /// The most chunks [`Residency`]'s readiness log holds before it gives up (a full recount).
@@ -221,6 +226,7 @@ impl Residency {
             ready_log: Vec::new(),
             ready_log_on: false,
             ready_log_lost: true,
+            complete: Completeness::default(),
         }
     }
 
@@ -398,6 +404,7 @@ impl Residency {
             return;
         }
         self.built.insert(chunk, 0);
+        self.complete_loaded(chunk);
         self.touched(chunk, true);
         self.unpend(chunk);
         if self.is_wanted(chunk) {
@@ -416,6 +423,7 @@ impl Residency {
             return;
         }
         let was_ready = self.is_wanted(chunk) && self.chunk_ready(chunk);
+        self.complete_releasing(chunk);
         self.loaded.remove(&chunk);
         self.built.remove(&chunk);
         self.touched(chunk, false);
@@ -447,8 +455,10 @@ impl Residency {
         let released = std::mem::take(&mut self.loaded).into_iter().collect();
         let (grid, bounds, builders) = (self.grid, self.bounds, self.builders);
         let (mut log, on) = (std::mem::take(&mut self.ready_log), self.ready_log_on);
+        let k = self.complete.k;
         *self = Residency::new(grid, bounds);
         self.builders = builders;
+        self.complete.k = k;
         log.clear();
         (self.ready_log, self.ready_log_on) = (log, on);
         released
@@ -489,6 +499,7 @@ impl Residency {
         // Every loaded chunk starts outside the union (an eviction candidate at its saved
         // last-wanted tick); counting the foci moves the wanted ones in.
         self.set_foci(foci);
+        self.recount_complete();
     }
 }
 

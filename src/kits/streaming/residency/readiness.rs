@@ -76,6 +76,7 @@ impl Residency {
         self.ready_log_lost = true;
         self.ready_log.clear();
         self.ready = self.recount_ready();
+        self.recount_complete();
         Some(self.builders - 1)
     }
 
@@ -106,6 +107,7 @@ impl Residency {
         let now = *bits;
         if now != was {
             self.touched(chunk, built);
+            self.complete_built(chunk, was, now);
         }
         // Readiness moves with the bits, unless a load refusal makes the chunk ready anyway.
         let (was_ready, now_ready) = (self.all_built(was), self.all_built(now));
@@ -130,30 +132,44 @@ impl Residency {
 
     /// Whether every chunk of `view`'s square inside the ground is loaded (and built by every
     /// builder) or held by a load refusal.
+    /// With `neighbours` `k > 0` (docs/reference/streaming.md#complete-chunks) the square read is
+    /// the mesh radius (`view.radius − k`), and each of its chunks must be complete.
     pub fn square_ready(&self, view: FocusView) -> bool {
         let centre = self.grid.chunk_of(view.pos);
+        let k = self.neighbours();
         self.grid
-            .square(centre, view.radius, self.bounds.as_ref())
-            .all(|c| self.chunk_ready(c))
+            .square(centre, view.radius.saturating_sub(k), self.bounds.as_ref())
+            .all(|c| self.ready_in_mesh(c))
+    }
+
+    /// A chunk within a focus's mesh radius counts as ready: with `k = 0` [`Residency::is_ready`],
+    /// with `k > 0` complete (a load-refused chunk is then not ready).
+    pub(super) fn ready_in_mesh(&self, c: ChunkPos) -> bool {
+        if self.neighbours() == 0 {
+            self.chunk_ready(c)
+        } else {
+            self.is_complete(c)
+        }
     }
 
     /// `world.chunks.holes` (docs/reference/streaming.md#holes): the chunks inside the ground
     /// within ring `min(ring, r)` of the first `foci` foci's chunks (each once) that are not ready.
     pub fn holes(&self, foci: usize, ring: u32) -> usize {
+        let k = self.neighbours();
         if let [slot] = &self.foci[..foci.min(self.foci.len())] {
             // One focus (the common case): its square holds each chunk once, nothing to merge.
-            let r = ring.min(slot.view.radius);
+            let r = ring.min(slot.view.radius.saturating_sub(k));
             return self
                 .grid
                 .square(slot.centre, r, self.bounds.as_ref())
-                .filter(|c| !self.chunk_ready(*c))
+                .filter(|c| !self.ready_in_mesh(*c))
                 .count();
         }
         let mut seen: BTreeSet<ChunkPos> = BTreeSet::new();
         for slot in self.foci.iter().take(foci) {
-            let r = ring.min(slot.view.radius);
+            let r = ring.min(slot.view.radius.saturating_sub(k));
             for c in self.grid.square(slot.centre, r, self.bounds.as_ref()) {
-                if !self.chunk_ready(c) {
+                if !self.ready_in_mesh(c) {
                     seen.insert(c);
                 }
             }
@@ -165,12 +181,13 @@ impl Residency {
     /// marks them.
     pub fn hole_chunks(&self, foci: usize, ring: u32) -> Vec<ChunkPos> {
         let mut seen: BTreeSet<ChunkPos> = BTreeSet::new();
+        let k = self.neighbours();
         for slot in self.foci.iter().take(foci) {
-            let r = ring.min(slot.view.radius);
+            let r = ring.min(slot.view.radius.saturating_sub(k));
             seen.extend(
                 self.grid
                     .square(slot.centre, r, self.bounds.as_ref())
-                    .filter(|c| !self.chunk_ready(*c)),
+                    .filter(|c| !self.ready_in_mesh(*c)),
             );
         }
         seen.into_iter().collect()
