@@ -2,7 +2,8 @@
 //! throughput with 1 and 2 workers, and the tick's own cost on a drive with terrain on and off (the
 //! work is off the tick), timed in lockstep A/B (group "terrain drive") and in the old sequential
 //! loop (group "terrain drive, sequential (old loop)"). `cargo bench --bench terrain`; the drives
-//! alone: `cargo bench --bench terrain -- 'terrain drive'`.
+//! alone: `cargo bench --bench terrain -- 'terrain drive'`; bordered snapshots (group
+//! "terrain/snapshot"): `cargo bench --bench terrain -- snapshot`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +15,7 @@ use world_streaming::grid::{ChunkPos, Position};
 use world_streaming::host::EntityId;
 use world_streaming::kits::builtin_catalog;
 use world_streaming::kits::terrain::pool::{Job, Pool};
-use world_streaming::kits::terrain::{Generator, TerrainService, TERRAIN};
+use world_streaming::kits::terrain::{snapshot, ChunkData, Generator, TerrainService, TERRAIN};
 
 fn generate(c: &mut Criterion) {
     let mut g = c.benchmark_group("terrain generate");
@@ -273,5 +274,46 @@ fn config() -> Criterion {
         .measurement_time(Duration::from_secs(3))
 }
 
-criterion_group! { name = benches; config = config(); targets = generate, pool, drive, drive_sequential }
+/// Bordered snapshots (docs/reference/terrain.md#bordered-snapshots): a 32² chunk with skin 2
+/// (36² cells) through the service of a built world (its lookups and borrows included), and
+/// the pure copy alone. `cargo bench --bench terrain -- snapshot`.
+fn snapshot(c: &mut Criterion) {
+    let mut g = c.benchmark_group("terrain/snapshot");
+    g.throughput(Throughput::Elements(36 * 36));
+    let scene = json!({
+        "kits": [
+            { "id": "world.ground" },
+            { "id": "world.streaming", "config": { "chunkSize": 32, "radius": 2, "budgetMs": 25 } },
+            { "id": "world.terrain", "config": { "seed": 7, "workers": "inline", "commitLatency": 1 } }
+        ],
+        "entities": [{ "id": "hero", "tags": ["player"], "position": { "x": 16, "z": 16 } }],
+    });
+    let mut game = Game::from_scene_text(
+        &scene.to_string(),
+        "bench",
+        ".".as_ref(),
+        &builtin_catalog(),
+    )
+    .unwrap();
+    game.run_until_ready("hero", 100).unwrap();
+    let terrain = game
+        .engine()
+        .service::<dyn TerrainService>(TERRAIN)
+        .unwrap();
+    let chunk = ChunkPos::new(0, 0);
+    assert_eq!(terrain.snapshot(chunk, 2).unwrap().side, 36);
+    g.bench_function("service, 32x32 cells, skin 2", |b| {
+        b.iter(|| terrain.snapshot(std::hint::black_box(chunk), 2).unwrap())
+    });
+    let around: Vec<_> = (0..9)
+        .map(|k| terrain.chunk(ChunkPos::new(k % 3 - 1, k / 3 - 1)).unwrap())
+        .collect();
+    let refs: [Option<&ChunkData>; 9] = std::array::from_fn(|k| Some(&*around[k]));
+    g.bench_function("copy, 32x32 cells, skin 2", |b| {
+        b.iter(|| snapshot::copy(chunk, 2, 1, std::hint::black_box(&refs)))
+    });
+    g.finish();
+}
+
+criterion_group! { name = benches; config = config(); targets = generate, pool, drive, drive_sequential, snapshot }
 criterion_main!(benches);
