@@ -38,6 +38,14 @@
 // `world.terrain.lod.built {level, x, z, hash}`.
 #define WS_CHUNK_EVENT_LOD_BUILT 6
 
+// `world.chunk.complete {x, z}`: the chunk and its neighbours within `neighbours` rings are
+// loaded and built (docs/reference/engines.md#complete-chunks-in-c).
+#define WS_CHUNK_EVENT_COMPLETE 7
+
+// `world.chunk.incomplete {x, z}`: a chunk complete at the end of the last tick is loaded but
+// not complete now.
+#define WS_CHUNK_EVENT_INCOMPLETE 8
+
 // What a call did. `WS_STATUS_OK` is 0; every other value is an error whose message the call
 // hands out through `out_error`.
 typedef enum WsStatus {
@@ -88,6 +96,10 @@ typedef enum WsStatus {
   // No live entity has that id (`ws_game_entity_data`): never spawned, despawned, or stored
   // with its chunk (docs/reference/engine.md#entity-data).
   WS_STATUS_NO_SUCH_ENTITY = 20,
+  // `ws_game_terrain_snapshot`: the chunk is not complete (docs/reference/engines.md#complete-chunks-in-c;
+  // with skin 0: not built). 21, where the contract's first draft said 19: 19 and 20 were
+  // taken by `WS_STATUS_NO_TERRAIN` and `WS_STATUS_NO_SUCH_ENTITY`, and no number moves.
+  WS_STATUS_NOT_COMPLETE = 21,
 } WsStatus;
 
 // A game handle. 0 is never a game; every other value names at most one game, ever.
@@ -303,6 +315,19 @@ enum WsStatus ws_game_is_loaded(WsGame game,
                                 bool *out_loaded,
                                 char **out_error);
 
+// Whether chunk `(x, z)` is complete (`isComplete(x, z)`,
+// docs/reference/engines.md#complete-chunks-in-c): it and every chunk within `neighbours` rings
+// of it that overlaps the ground are loaded and built by every builder. With `neighbours` 0 (the
+// default) that is the chunk alone, loaded and built.
+//
+// # Safety
+// `out_complete` and `out_error` are null or writable.
+enum WsStatus ws_game_is_complete(WsGame game,
+                                  int64_t x,
+                                  int64_t z,
+                                  bool *out_complete,
+                                  char **out_error);
+
 // Whether `entity` is an anchor whose focus is ready (docs/reference/streaming.md#readiness: every
 // chunk of its square inside the ground loaded or held by a load refusal): the loading gate before
 // play. An entity that is not an anchor (not tagged `player`, not controlled) or does not exist is
@@ -367,6 +392,46 @@ enum WsStatus ws_game_terrain(WsGame game,
                               uintptr_t capacity,
                               uintptr_t *out_cells,
                               char **out_error);
+
+// Copies a bordered snapshot of chunk `(x, z)` (docs/reference/engines.md#complete-chunks-in-c,
+// the terrain's `snapshot(x, z, skin)`): the `side² = (cellsPerChunk + 2·skin)²` cells of the
+// chunk and the `skin` cells of its 8 neighbours around it, in row order (cell `(i, j)`, `i`
+// east, `j` north, at `j * side + i`; cell `(skin, skin)` is the chunk's own first cell), heights
+// to `heights`, materials to `materials`, and the chunk's version to `*out_version`, all taken
+// in one call. The buffer contract of [`ws_game_terrain`]: `*out_cells` always receives `side²`
+// (0 when there is no terrain, or the skin is out of range); the cells are written when
+// `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing written); either buffer may
+// be null to skip it, both null with `capacity` 0 asks the count (and the version). `skin` is
+// 0..=8 and at most `cellsPerChunk` (else `WS_STATUS_OUT_OF_RANGE`). A chunk that is not
+// complete (with skin 0: not built) is `WS_STATUS_NOT_COMPLETE`, `*out_version` 0; a scene
+// without `world.terrain` is `WS_STATUS_NO_TERRAIN`.
+//
+// # Safety
+// `heights` and `materials` are null or valid for `capacity` writes; `out_cells`,
+// `out_version` and `out_error` null or writable.
+enum WsStatus ws_game_terrain_snapshot(WsGame game,
+                                       int64_t x,
+                                       int64_t z,
+                                       uint32_t skin,
+                                       uint16_t *heights,
+                                       uint8_t *materials,
+                                       uintptr_t capacity,
+                                       uintptr_t *out_cells,
+                                       uint64_t *out_version,
+                                       char **out_error);
+
+// The version of built chunk `(x, z)` (docs/reference/engines.md#complete-chunks-in-c): 1 at its
+// commit, one more at each edit of a cell of it or of one of its 8 neighbours. A mesh built
+// from a snapshot whose version is no longer this one is stale. `WS_STATUS_NOT_BUILT` when the
+// chunk is not built (`*out_version` 0); `WS_STATUS_NO_TERRAIN` without `world.terrain`.
+//
+// # Safety
+// `out_version` and `out_error` are null or writable.
+enum WsStatus ws_game_terrain_version(WsGame game,
+                                      int64_t x,
+                                      int64_t z,
+                                      uint64_t *out_version,
+                                      char **out_error);
 
 // Replaces the `data` of live entity `entity` (docs/reference/engine.md#entity-data) with the JSON
 // object `json`, as a `set` input stamped with the next tick would

@@ -13,7 +13,7 @@ use world_streaming::game::Game;
 use world_streaming::host::{Entity as KitEntity, EntityId};
 use world_streaming::kits::builtin_catalog;
 use world_streaming::kits::district::STREAMED;
-use world_streaming::kits::streaming::ChunkEvent;
+use world_streaming::kits::streaming::{ChunkEvent, StreamingEvent};
 use world_streaming::kits::terrain::{TerrainService, TERRAIN};
 
 /// What the recorder saw: each message with its kit tick, in the order they were read.
@@ -576,4 +576,225 @@ fn a_game_built_by_hand_is_driven_when_inserted() {
     app.update();
     assert_eq!(ws(&app).tick(), 1);
     assert!(ws(&app).is_loaded(ChunkPos::new(0, 0)));
+}
+
+/// `neighbours: 1` on the terrain scene (docs/reference/engines.md#the-bevy-plugin).
+fn complete_scene() -> Value {
+    let mut scene = terrain_scene();
+    scene["kits"][1]["config"]["neighbours"] = json!(1);
+    scene["kits"][1]["config"]["budgetMs"] = json!(6);
+    scene
+}
+
+/// Still for 8 steps, then east 6 m a step: chunks complete ahead and lose completeness behind.
+fn stroll(step: u64) -> Vec3 {
+    let x = if step <= 8 {
+        16.0
+    } else {
+        16.0 + 6.0 * (step - 8) as f32
+    };
+    Vec3::new(x, 0.0, 16.0)
+}
+
+const STROLL_STEPS: u64 = 40;
+
+/// What a mesher system saw: the completeness messages with their ticks, the complete chunks
+/// they add up to after each step, and how many snapshots it took and was refused.
+#[derive(Resource, Default, Debug, Clone, PartialEq)]
+struct Meshed {
+    complete: Vec<(u64, ChunkPos)>,
+    incomplete: Vec<(u64, ChunkPos)>,
+    now: std::collections::BTreeSet<(i64, i64)>,
+    snapshots: usize,
+    refused: usize,
+}
+
+/// A mesher: on `ChunkComplete` it takes the chunk's snapshot with skin 1 from the resource and
+/// checks it against the chunk and its west and north neighbours' cells; a chunk built but not
+/// complete is refused one.
+fn mesher(
+    ws: NonSend<WorldStreaming>,
+    mut meshed: ResMut<Meshed>,
+    mut unloaded: MessageReader<ChunkUnloaded>,
+    mut built: MessageReader<TerrainBuilt>,
+    mut complete: MessageReader<ChunkComplete>,
+    mut incomplete: MessageReader<ChunkIncomplete>,
+) {
+    for m in unloaded.read() {
+        meshed.now.remove(&(m.chunk.z, m.chunk.x));
+    }
+    for m in built.read() {
+        if ws.is_built(m.chunk) && !ws.is_complete(m.chunk) {
+            assert!(matches!(
+                ws.snapshot(m.chunk, 1),
+                Err(SnapshotError::NotComplete)
+            ));
+            assert!(matches!(ws.snapshot(m.chunk, 0), Ok(s) if s.version == 1));
+            meshed.refused += 1;
+        }
+    }
+    for m in incomplete.read() {
+        assert!(meshed.now.remove(&(m.chunk.z, m.chunk.x)), "{m:?}");
+        meshed.incomplete.push((m.tick, m.chunk));
+    }
+    for m in complete.read() {
+        assert!(meshed.now.insert((m.chunk.z, m.chunk.x)), "{m:?}");
+        meshed.complete.push((m.tick, m.chunk));
+        let Ok(s): Result<Snapshot, _> = ws.snapshot(m.chunk, 1) else {
+            panic!("{m:?}: a complete chunk has its snapshot");
+        };
+        assert_eq!(
+            (s.chunk, s.skin, s.side, s.heights.len()),
+            (m.chunk, 1, 10, 100)
+        );
+        assert_eq!(Some(s.version), ws.version(m.chunk));
+        let own = ws.chunk(m.chunk).unwrap();
+        let west = ws.chunk(ChunkPos::new(m.chunk.x - 1, m.chunk.z)).unwrap();
+        let north = ws.chunk(ChunkPos::new(m.chunk.x, m.chunk.z + 1)).unwrap();
+        for a in 0..8 {
+            for b in 0..8 {
+                assert_eq!(s.height(a + 1, b + 1), own.height(a, b));
+                assert_eq!(s.material(a + 1, b + 1), own.material(a, b));
+            }
+            assert_eq!(s.height(0, a + 1), west.height(7, a));
+            assert_eq!(s.height(a + 1, 9), north.height(a, 0));
+        }
+        meshed.snapshots += 1;
+    }
+    let now: Vec<ChunkPos> = meshed
+        .now
+        .iter()
+        .map(|&(z, x)| ChunkPos::new(x, z))
+        .collect();
+    assert_eq!(ws.complete(), now, "step {}", ws.steps());
+}
+
+#[test]
+fn completeness_messages_and_snapshots_reach_systems_as_the_kit_emits_them() {
+    let scene = complete_scene();
+    // The plugin, with the mesher after the plugin's systems.
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+        .add_plugins(plugin_of(&scene))
+        .init_resource::<Meshed>()
+        .add_systems(FixedUpdate, mesher.after(StreamingSystems::Districts));
+    app.finish();
+    app.cleanup();
+    app.update();
+    let walker = app
+        .world_mut()
+        .spawn((
+            StreamingAnchor::new("walker"),
+            Transform::from_translation(stroll(1)),
+        ))
+        .id();
+    for step in 1..=STROLL_STEPS {
+        let to = stroll(step);
+        let mut t = app.world_mut().get_mut::<Transform>(walker).unwrap();
+        if t.translation != to {
+            t.translation = to;
+        }
+        app.update();
+    }
+    let meshed = app.world().resource::<Meshed>().clone();
+    // The same stroll through the Rust API: the events the messages stand for.
+    let mut game = game_of(&scene);
+    let (mut complete, mut incomplete) = (Vec::new(), Vec::new());
+    for step in 1..=STROLL_STEPS {
+        let to = stroll(step);
+        let pos = Position {
+            x: f64::from(to.x),
+            y: 0.0,
+            z: f64::from(to.z),
+        };
+        let action = if step == 1 {
+            Action::Spawn {
+                entity: KitEntity {
+                    id: EntityId::new("walker"),
+                    tags: ["player"].into(),
+                    position: pos,
+                    rides: None,
+                    data: None,
+                },
+            }
+        } else {
+            Action::Move {
+                entity: EntityId::new("walker"),
+                to: pos,
+            }
+        };
+        if step == 1 || stroll(step) != stroll(step - 1) {
+            game.apply(&InputLine { tick: step, action }).unwrap();
+        }
+        game.tick();
+        for e in game.engine_mut().take_events() {
+            match StreamingEvent::from_event(&e) {
+                Some(StreamingEvent::ChunkComplete(c)) => complete.push((e.tick, c)),
+                Some(StreamingEvent::ChunkIncomplete(c)) => incomplete.push((e.tick, c)),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(meshed.complete, complete);
+    assert_eq!(meshed.incomplete, incomplete);
+    assert!(complete.len() > 20 && !incomplete.is_empty(), "{meshed:?}");
+    assert!(
+        meshed.snapshots == complete.len() && meshed.refused > 10,
+        "{meshed:?}"
+    );
+    // Bad skins through the resource.
+    let ws = ws(&app);
+    let c = ws.complete()[0];
+    assert!(matches!(
+        ws.snapshot(c, 9),
+        Err(SnapshotError::Skin { skin: 9, max: 8 })
+    ));
+    assert!(matches!(ws.snapshot(c, 8), Ok(s) if s.side == 24));
+}
+
+/// Without `neighbours` the plugin writes no completeness message (the kit emits none).
+#[test]
+fn without_neighbours_no_completeness_message_is_written() {
+    let scene = terrain_scene();
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+        .add_plugins(plugin_of(&scene))
+        .init_resource::<Meshed>()
+        .add_systems(
+            FixedUpdate,
+            (|mut meshed: ResMut<Meshed>,
+              mut complete: MessageReader<ChunkComplete>,
+              mut incomplete: MessageReader<ChunkIncomplete>| {
+                meshed
+                    .complete
+                    .extend(complete.read().map(|m| (m.tick, m.chunk)));
+                meshed
+                    .incomplete
+                    .extend(incomplete.read().map(|m| (m.tick, m.chunk)));
+            })
+            .after(StreamingSystems::Districts),
+        );
+    app.finish();
+    app.cleanup();
+    app.update();
+    app.world_mut().spawn((
+        StreamingAnchor::new("walker"),
+        Transform::from_translation(stroll(1)),
+    ));
+    for _ in 0..12 {
+        app.update();
+    }
+    let meshed = app.world().resource::<Meshed>().clone();
+    assert!(meshed.complete.is_empty() && meshed.incomplete.is_empty());
+    let ws = ws(&app);
+    // `is_complete` still answers: loaded and built.
+    let built: Vec<ChunkPos> = ws
+        .loaded()
+        .into_iter()
+        .filter(|c| ws.is_built(*c))
+        .collect();
+    assert!(!built.is_empty());
+    assert!(built.iter().all(|c| ws.is_complete(*c)));
 }

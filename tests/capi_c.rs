@@ -242,3 +242,33 @@ fn scene_files_and_saves_as_text_work_from_c() {
         assert!(out.contains(status), "{status} never reported:\n{out}");
     }
 }
+
+/// Complete chunks and bordered snapshots from C (docs/reference/engines.md#complete-chunks-in-c):
+/// a drive with `neighbours: 1` whose `WS_CHUNK_EVENT_COMPLETE` / `WS_CHUNK_EVENT_INCOMPLETE`
+/// come after the tick's other chunk events in row order and agree with `ws_game_is_complete`
+/// and `world.chunks.complete`; snapshots refused with `WS_STATUS_NOT_COMPLETE` before a chunk is
+/// complete and equal, cell for cell, to `ws_game_terrain` of the chunk and its neighbours after,
+/// with the version `ws_game_terrain_version` gives; an edit moving the version; the buffer
+/// contract, bad skins, `neighbours` 0 and the refusals.
+#[test]
+fn complete_chunks_and_their_snapshots_read_back_from_c() {
+    let out = build_and_run(&repo().join("tests/c/complete_chunks.c"), &[]);
+    assert!(out.contains("complete_chunks: every check passed"), "{out}");
+    assert!(
+        out.contains("WS_CHUNK_EVENT_COMPLETE = 7, WS_CHUNK_EVENT_INCOMPLETE = 8, WS_STATUS_NOT_COMPLETE = 21"),
+        "{out}"
+    );
+    for status in [
+        "WS_STATUS_NOT_COMPLETE",
+        "WS_STATUS_BUFFER_TOO_SMALL",
+        "WS_STATUS_OUT_OF_RANGE",
+        "WS_STATUS_NULL_ARGUMENT",
+        "WS_STATUS_NOT_BUILT",
+        "WS_STATUS_NO_TERRAIN",
+        "WS_STATUS_NO_STREAMING",
+        "WS_STATUS_NO_SUCH_VARIABLE",
+        "WS_STATUS_INVALID_HANDLE",
+    ] {
+        assert!(out.contains(status), "{status} never reported:\n{out}");
+    }
+}

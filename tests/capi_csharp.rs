@@ -1,6 +1,7 @@
 //! The C# binding for Unity (`bindings/csharp/WorldStreaming.cs`) from C#: its test program
 //! (`bindings/csharp/tests/WorldStreamingTest.cs`: the seed example, a terrain drive with every
-//! built chunk read back and hashed, entity data, the error paths) is compiled with Mono's `mcs`
+//! built chunk read back and hashed, entity data, the error paths, complete chunks and their
+//! snapshots) is compiled with Mono's `mcs`
 //! (C# 7, Debian's `mono-mcs`) and run with `mono` (`mono-runtime`) against the crate's `cdylib`.
 //! Without `mcs` the test is skipped with a message, except under `CI=true` (`.ci/run` installs
 //! both), where their absence fails it.
@@ -83,6 +84,9 @@ fn the_csharp_binding_drives_the_seed_example_a_terrain_drive_and_the_error_path
         "scene files and saves as text: the same game from text as from disk",
         "WS_STATUS_BAD_SCENE: files: \"../x\": expected a path inside",
         "WS_STATUS_LOAD_FAILED: load: save: line 1 column 1",
+        "complete chunks: ",
+        "WS_STATUS_OUT_OF_RANGE: skin 9 is out of range",
+        "WS_STATUS_BUFFER_TOO_SMALL: the buffers hold 10 cells; 100 are needed",
     ] {
         assert!(stdout.contains(line), "{line} missing:\n{stdout}");
     }

@@ -17,6 +17,10 @@ export declare const ChunkEventKind: Readonly<{
   LOD_UNLOADED: 5;
   /** `world.terrain.lod.built {level, x, z, hash}`. */
   LOD_BUILT: 6;
+  /** `world.chunk.complete {x, z}`: the chunk and its neighbours within `neighbours` rings are loaded and built. */
+  COMPLETE: 7;
+  /** `world.chunk.incomplete {x, z}`: a chunk complete at the end of the last tick is loaded but not complete now. */
+  INCOMPLETE: 8;
 }>;
 
 /** The name of a status of the C ABI (`include/world_streaming.h`'s `WsStatus`). */
@@ -41,6 +45,7 @@ export type StatusName =
   | "WS_STATUS_EDITS_LOST"
   | "WS_STATUS_NO_TERRAIN"
   | "WS_STATUS_NO_SUCH_ENTITY"
+  | "WS_STATUS_NOT_COMPLETE"
   | "WS_STATUS_UNKNOWN";
 
 /**
@@ -97,6 +102,24 @@ export interface Terrain {
   materials: Uint8Array;
 }
 
+/**
+ * A bordered snapshot of a chunk (`Game.snapshot`): `side × side` cells, `side = cellsPerChunk +
+ * 2·skin`, in row order (cell `(i, j)` at `j * side + i`, `i` east, `j` north), the chunk's own
+ * first cell at `(skin, skin)`, and the chunk's version when it was taken.
+ */
+export interface Snapshot {
+  /** Heights, 0..=65535, `side²` of them. */
+  heights: Uint16Array;
+  /** Materials, `side²` of them. */
+  materials: Uint8Array;
+  /** `cellsPerChunk + 2·skin`. */
+  side: number;
+  /** The skin asked for. */
+  skin: number;
+  /** The chunk's version (1 at its commit, one more at each edit of it or of a neighbour). */
+  version: number;
+}
+
 /** A scene, an input line or a save: its JSON text, or the object that text stands for. */
 export type JsonText = string | object;
 
@@ -145,6 +168,24 @@ export declare class Game {
    * generating, released). A scene without `world.terrain` throws `WS_STATUS_NO_TERRAIN`.
    */
   terrain(x: number | bigint, z: number | bigint, level?: number): Terrain | null;
+  /**
+   * Whether chunk `(x, z)` is complete (`ws_game_is_complete`): it and every chunk within
+   * `neighbours` rings of it that overlaps the ground are loaded and built (with `neighbours` 0:
+   * the chunk itself). A scene without `world.streaming` throws `WS_STATUS_NO_STREAMING`.
+   */
+  isComplete(x: number | bigint, z: number | bigint): boolean;
+  /**
+   * A bordered snapshot of chunk `(x, z)` with `skin` (0..=8, at most `cellsPerChunk`; default 0)
+   * taken in one call (`ws_game_terrain_snapshot`). A chunk that is not complete (with skin 0: not
+   * built) throws `WS_STATUS_NOT_COMPLETE`; a skin out of range `WS_STATUS_OUT_OF_RANGE`; a scene
+   * without `world.terrain` `WS_STATUS_NO_TERRAIN`.
+   */
+  snapshot(x: number | bigint, z: number | bigint, skin?: number): Snapshot;
+  /**
+   * The version of built chunk `(x, z)` (`ws_game_terrain_version`), or `null` when it is not
+   * built: a mesh made from a snapshot whose `version` is no longer this one is stale.
+   */
+  terrainVersion(x: number | bigint, z: number | bigint): number | null;
   /** The game saved as JSON text (`ws_game_save_text`), for `loadText`. */
   saveText(): string;
   /**

@@ -37,6 +37,9 @@ const REQUIRED_EXPORTS = [
   "ws_game_state",
   "ws_game_variable",
   "ws_game_terrain",
+  "ws_game_is_complete",
+  "ws_game_terrain_snapshot",
+  "ws_game_terrain_version",
   "ws_game_save_text",
   "ws_game_load_text",
 ];
@@ -50,6 +53,8 @@ export const ChunkEventKind = Object.freeze({
   LOD_LOADED: 4,
   LOD_UNLOADED: 5,
   LOD_BUILT: 6,
+  COMPLETE: 7,
+  INCOMPLETE: 8,
 });
 
 /**
@@ -388,6 +393,86 @@ export class Game {
     });
   }
 
+  /**
+   * Whether chunk `(x, z)` is complete (`ws_game_is_complete`, docs/web.md#complete-chunks-and-snapshots):
+   * it and every chunk within `neighbours` rings of it that overlaps the ground are loaded and
+   * built. A scene without `world.streaming` throws `WS_STATUS_NO_STREAMING`.
+   */
+  isComplete(x, z) {
+    const handle = this.#live("isComplete");
+    const cx = signed64(x, "isComplete: x");
+    const cz = signed64(z, "isComplete: z");
+    const abi = this.#abi;
+    return abi.call((f) => {
+      const out = f.alloc(1, 1);
+      f.check(abi.fn.ws_game_is_complete(handle, cx, cz, out, f.error));
+      return f.u8(out) !== 0;
+    });
+  }
+
+  /**
+   * A bordered snapshot of chunk `(x, z)` (`ws_game_terrain_snapshot`): the `side²` cells, `side =
+   * cellsPerChunk + 2·skin`, of the chunk and the `skin` cells of its 8 neighbours, in row order
+   * (cell `(i, j)` at `j * side + i`, the chunk's first cell at `(skin, skin)`), and the chunk's
+   * `version`, taken in one call. `skin` is 0..=8 and at most `cellsPerChunk` (else
+   * `WS_STATUS_OUT_OF_RANGE`); a chunk that is not complete (with skin 0: not built) throws
+   * `WS_STATUS_NOT_COMPLETE`; a scene without `world.terrain` `WS_STATUS_NO_TERRAIN`.
+   */
+  snapshot(x, z, skin = 0) {
+    const handle = this.#live("snapshot");
+    const cx = signed64(x, "snapshot: x");
+    const cz = signed64(z, "snapshot: z");
+    if (!Number.isInteger(skin) || skin < 0 || skin > 0xffffffff) {
+      throw new RangeError(`snapshot: skin: expected an integer 0..=4294967295, got ${String(skin)}`);
+    }
+    const abi = this.#abi;
+    return abi.call((f) => {
+      const cellsAt = f.alloc(4, 4);
+      const versionAt = f.alloc(8, 8);
+      // The count first (null buffers, capacity 0), then the cells: nothing runs in between.
+      f.check(abi.fn.ws_game_terrain_snapshot(handle, cx, cz, skin, 0, 0, 0, cellsAt, versionAt, f.error));
+      const cells = f.u32(cellsAt);
+      const heights = f.alloc(2 * cells, 2);
+      const materials = f.alloc(cells, 1);
+      f.check(abi.fn.ws_game_terrain_snapshot(handle, cx, cz, skin, heights, materials, cells, cellsAt, versionAt, f.error));
+      const out = {
+        heights: new Uint16Array(cells),
+        materials: abi.bytes(materials, cells),
+        side: Math.round(Math.sqrt(cells)),
+        skin,
+        version: Number(f.u64(versionAt)),
+      };
+      const heightBytes = abi.bytes(heights, 2 * cells);
+      const view = new DataView(heightBytes.buffer, heightBytes.byteOffset, heightBytes.byteLength);
+      for (let i = 0; i < cells; i++) {
+        out.heights[i] = view.getUint16(2 * i, true);
+      }
+      return out;
+    });
+  }
+
+  /**
+   * The version of built chunk `(x, z)` (`ws_game_terrain_version`): 1 at its commit, one more at
+   * each edit of a cell of it or of a neighbour; `null` when it is not built. A mesh made from a
+   * snapshot whose `version` is no longer this is stale.
+   */
+  terrainVersion(x, z) {
+    const handle = this.#live("terrainVersion");
+    const cx = signed64(x, "terrainVersion: x");
+    const cz = signed64(z, "terrainVersion: z");
+    const abi = this.#abi;
+    return abi.call((f) => {
+      const out = f.alloc(8, 8);
+      const status = abi.fn.ws_game_terrain_version(handle, cx, cz, out, f.error);
+      if (status === STATUS_NOT_BUILT) {
+        f.discardError();
+        return null;
+      }
+      f.check(status);
+      return Number(f.u64(out));
+    });
+  }
+
   /** The game saved as text (`ws_game_save_text`): what `loadText` takes. */
   saveText() {
     const handle = this.#live("saveText");
@@ -541,6 +626,10 @@ class Frame {
     const ptr = this.alloc(bytes.length + 1, 1);
     new Uint8Array(this.#abi.memory.buffer, ptr, bytes.length).set(bytes);
     return ptr;
+  }
+
+  u8(ptr) {
+    return new DataView(this.#abi.memory.buffer).getUint8(ptr);
   }
 
   u32(ptr) {

@@ -46,6 +46,7 @@ namespace WorldStreamingKit
         EditsLost = 18,
         NoTerrain = 19,
         NoSuchEntity = 20,
+        NotComplete = 21,
     }
 
     /// <summary>One chunk (WsChunk).</summary>
@@ -82,6 +83,41 @@ namespace WorldStreamingKit
         LodLoaded = 4,
         LodUnloaded = 5,
         LodBuilt = 6,
+        /// <summary>world.chunk.complete: the chunk and its neighbours are loaded and built.</summary>
+        Complete = 7,
+        /// <summary>world.chunk.incomplete: a chunk complete at the end of the last tick is not now.</summary>
+        Incomplete = 8,
+    }
+
+    /// <summary>A bordered snapshot of a complete chunk (ws_game_terrain_snapshot): Side x Side cells
+    /// (Side = cellsPerChunk + 2 Skin) in row order, cell (i, j) at j * Side + i, the chunk's own
+    /// first cell at (Skin, Skin); and the chunk's version when it was taken.</summary>
+    public sealed class WsSnapshot
+    {
+        public long X { get; private set; }
+        public long Z { get; private set; }
+        public uint Skin { get; private set; }
+        public int Side { get; private set; }
+        public ushort[] Heights { get; private set; }
+        public byte[] Materials { get; private set; }
+        public ulong Version { get; private set; }
+
+        public WsSnapshot(long x, long z, uint skin, int side, ushort[] heights, byte[] materials, ulong version)
+        {
+            X = x;
+            Z = z;
+            Skin = skin;
+            Side = side;
+            Heights = heights;
+            Materials = materials;
+            Version = version;
+        }
+
+        /// <summary>The height of cell (i, j), i east and j north, both 0..Side-1.</summary>
+        public ushort Height(int i, int j) { return Heights[j * Side + i]; }
+
+        /// <summary>The material of cell (i, j).</summary>
+        public byte Material(int i, int j) { return Materials[j * Side + i]; }
     }
 
     /// <summary>The C functions, one declaration each (see include/world_streaming.h).</summary>
@@ -101,11 +137,14 @@ namespace WorldStreamingKit
         [DllImport(Lib)] public static extern WsStatus ws_game_move(ulong game, byte[] entity, double x, double y, double z, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_drain_chunk_events(ulong game, [Out] WsChunkEvent[] events, UIntPtr capacity, out UIntPtr count, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_terrain(ulong game, long x, long z, uint level, [Out] ushort[] heights, [Out] byte[] materials, UIntPtr capacity, out UIntPtr cells, out IntPtr error);
+        [DllImport(Lib)] public static extern WsStatus ws_game_terrain_snapshot(ulong game, long x, long z, uint skin, [Out] ushort[] heights, [Out] byte[] materials, UIntPtr capacity, out UIntPtr cells, out ulong version, out IntPtr error);
+        [DllImport(Lib)] public static extern WsStatus ws_game_terrain_version(ulong game, long x, long z, out ulong version, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_set_data(ulong game, byte[] entity, byte[] json, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_entity_data(ulong game, byte[] entity, out IntPtr json, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_drain_log(ulong game, out IntPtr json, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_state(ulong game, out IntPtr json, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_is_loaded(ulong game, long x, long z, [MarshalAs(UnmanagedType.U1)] out bool loaded, out IntPtr error);
+        [DllImport(Lib)] public static extern WsStatus ws_game_is_complete(ulong game, long x, long z, [MarshalAs(UnmanagedType.U1)] out bool complete, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_ready(ulong game, byte[] entity, [MarshalAs(UnmanagedType.U1)] out bool ready, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_ticket_ready(ulong game, byte[] id, [MarshalAs(UnmanagedType.U1)] out bool ready, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_loaded(ulong game, [Out] WsChunk[] chunks, UIntPtr capacity, out UIntPtr count, out IntPtr error);
@@ -365,6 +404,60 @@ namespace WorldStreamingKit
             return TryTerrain(x, z, level, null, null, out cells) ? cells : -1;
         }
 
+        /// <summary>Copies a bordered snapshot of chunk (x, z) with `skin` (0..8, at most
+        /// cellsPerChunk) into heights and materials (ws_game_terrain_snapshot,
+        /// docs/reference/engines.md#complete-chunks-in-c). Returns false when the chunk is not
+        /// complete (with skin 0: not built); cells always receives (cellsPerChunk + 2 skin)², version
+        /// the chunk's version (0 when false). Either array may be null; a buffer shorter than cells
+        /// throws with BufferTooSmall, a skin out of range with OutOfRange.</summary>
+        public bool TryTerrainSnapshot(long x, long z, uint skin, ushort[] heights, byte[] materials, out int cells, out ulong version)
+        {
+            int capacity = Math.Min(heights == null ? int.MaxValue : heights.Length, materials == null ? int.MaxValue : materials.Length);
+            if (heights == null && materials == null) capacity = 0;
+            UIntPtr n;
+            IntPtr error;
+            var status = WorldStreamingNative.ws_game_terrain_snapshot(handle, x, z, skin, heights, materials, new UIntPtr((uint)capacity), out n, out version, out error);
+            cells = (int)n.ToUInt32();
+            if (status == WsStatus.NotComplete)
+            {
+                WorldStreamingNative.Take(error);
+                return false;
+            }
+            Check(status, error);
+            return true;
+        }
+
+        /// <summary>A bordered snapshot of chunk (x, z) with `skin` in new arrays, or null when the
+        /// chunk is not complete (with skin 0: not built). A mesh built from it is stale once
+        /// TerrainVersion(x, z) is no longer its Version.</summary>
+        public WsSnapshot TerrainSnapshot(long x, long z, uint skin)
+        {
+            int cells;
+            ulong version;
+            if (!TryTerrainSnapshot(x, z, skin, null, null, out cells, out version)) return null;
+            var heights = new ushort[cells];
+            var materials = new byte[cells];
+            // The count and the cells come from two calls: nothing ticks in between (one thread).
+            if (!TryTerrainSnapshot(x, z, skin, heights, materials, out cells, out version)) return null;
+            return new WsSnapshot(x, z, skin, (int)Math.Round(Math.Sqrt(cells)), heights, materials, version);
+        }
+
+        /// <summary>The version of built chunk (x, z) (ws_game_terrain_version): 1 at its commit, one
+        /// more at each edit of it or of a neighbour; null when it is not built.</summary>
+        public ulong? TerrainVersion(long x, long z)
+        {
+            ulong version;
+            IntPtr error;
+            var status = WorldStreamingNative.ws_game_terrain_version(handle, x, z, out version, out error);
+            if (status == WsStatus.NotBuilt)
+            {
+                WorldStreamingNative.Take(error);
+                return null;
+            }
+            Check(status, error);
+            return version;
+        }
+
         /// <summary>Replaces an entity's data (a JSON object; "null" clears it), as a set input.</summary>
         public void SetData(string entity, string json)
         {
@@ -389,6 +482,16 @@ namespace WorldStreamingKit
             IntPtr error;
             Check(WorldStreamingNative.ws_game_is_loaded(handle, x, z, out loaded, out error), error);
             return loaded;
+        }
+
+        /// <summary>isComplete(x, z): the chunk and every chunk within `neighbours` rings of it that
+        /// overlaps the ground are loaded and built (docs/reference/engines.md#complete-chunks-in-c).</summary>
+        public bool IsComplete(long x, long z)
+        {
+            bool complete;
+            IntPtr error;
+            Check(WorldStreamingNative.ws_game_is_complete(handle, x, z, out complete, out error), error);
+            return complete;
         }
 
         /// <summary>Whether the anchor's focus is ready

@@ -4,7 +4,7 @@
 use ::bevy::prelude::*;
 
 use crate::grid::ChunkPos;
-use crate::kits::streaming::ChunkEvent;
+use crate::kits::streaming::{ChunkEvent, StreamingEvent};
 use crate::kits::terrain::TerrainEvent;
 
 use super::resource::WorldStreaming;
@@ -42,6 +42,29 @@ pub struct TerrainBuilt {
     pub tick: u64,
 }
 
+/// Fired when a chunk became complete (`world.chunk.complete`, with `neighbours` > 0,
+/// docs/reference/engines.md#the-bevy-plugin): it and every chunk within `neighbours` rings of it
+/// are loaded and built, so [`WorldStreaming::snapshot`] gives it with its neighbours' skin (mesh
+/// it now). Written after the step's other chunk messages, in row order.
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkComplete {
+    /// The chunk.
+    pub chunk: ChunkPos,
+    /// The kit tick it belongs to.
+    pub tick: u64,
+}
+
+/// Fired when a chunk complete at the end of the last tick is loaded but not complete any more
+/// (`world.chunk.incomplete`): a neighbour was released. A chunk released while complete gets
+/// only [`ChunkUnloaded`].
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkIncomplete {
+    /// The chunk.
+    pub chunk: ChunkPos,
+    /// The kit tick it belongs to.
+    pub tick: u64,
+}
+
 /// One kit tick; the step's events (the anchors' input and the tick) become the messages and
 /// [`WorldStreaming::events`].
 pub(crate) fn tick_kit(
@@ -49,6 +72,8 @@ pub(crate) fn tick_kit(
     mut loaded: MessageWriter<ChunkLoaded>,
     mut unloaded: MessageWriter<ChunkUnloaded>,
     mut built: MessageWriter<TerrainBuilt>,
+    mut complete: MessageWriter<ChunkComplete>,
+    mut incomplete: MessageWriter<ChunkIncomplete>,
 ) {
     let ws = &mut *ws;
     ws.game.tick();
@@ -64,6 +89,16 @@ pub(crate) fn tick_kit(
             }
         } else if let Some((chunk, hash)) = TerrainEvent::built(e) {
             built.write(TerrainBuilt { chunk, hash, tick });
+        } else {
+            match StreamingEvent::from_event(e) {
+                Some(StreamingEvent::ChunkComplete(chunk)) => {
+                    complete.write(ChunkComplete { chunk, tick });
+                }
+                Some(StreamingEvent::ChunkIncomplete(chunk)) => {
+                    incomplete.write(ChunkIncomplete { chunk, tick });
+                }
+                _ => {}
+            }
         }
     }
     ws.events = events;

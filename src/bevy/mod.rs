@@ -4,7 +4,8 @@
 //! [`WorldStreamingPlugin`] builds a [`crate::game::Game`] from a scene file or text and ticks it
 //! once per `FixedUpdate` step. Entities carrying a [`StreamingAnchor`] have their `Transform`
 //! translation written into the kit before it ticks; the kit's chunk events come out as the
-//! messages [`ChunkLoaded`], [`ChunkUnloaded`] and [`TerrainBuilt`]; `world.district` entities
+//! messages [`ChunkLoaded`], [`ChunkUnloaded`] and [`TerrainBuilt`] (and, with `neighbours` > 0,
+//! [`ChunkComplete`] and [`ChunkIncomplete`]); `world.district` entities
 //! (docs/reference/district.md#streamed-entities) are Bevy entities with a [`DistrictEntity`]
 //! component while they are live; and the game itself (its streaming and terrain services) is the
 //! non-send resource [`WorldStreaming`].
@@ -41,16 +42,17 @@ mod resource;
 
 pub use anchor::{AnchorRefused, StreamingAnchor};
 pub use district::DistrictEntity;
-pub use messages::{ChunkLoaded, ChunkUnloaded, TerrainBuilt};
+pub use messages::{ChunkComplete, ChunkIncomplete, ChunkLoaded, ChunkUnloaded, TerrainBuilt};
 pub use plugin::{StreamingPluginConfig, StreamingSystems, WorldStreamingPlugin};
 pub use resource::WorldStreaming;
 
 /// The names a Bevy game using the plugin needs.
 pub mod prelude {
     pub use super::{
-        AnchorRefused, ChunkLoaded, ChunkUnloaded, DistrictEntity, StreamingAnchor,
-        StreamingPluginConfig, StreamingSystems, TerrainBuilt, WorldStreaming,
+        AnchorRefused, ChunkComplete, ChunkIncomplete, ChunkLoaded, ChunkUnloaded, DistrictEntity,
+        StreamingAnchor, StreamingPluginConfig, StreamingSystems, TerrainBuilt, WorldStreaming,
         WorldStreamingPlugin,
     };
     pub use crate::grid::{ChunkPos, Position};
+    pub use crate::kits::terrain::{Snapshot, SnapshotError};
 }

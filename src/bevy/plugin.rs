@@ -10,7 +10,9 @@ use crate::kits::builtin_catalog;
 
 use super::anchor::{sync_anchors, AnchorRefused};
 use super::district::mirror_districts;
-use super::messages::{tick_kit, ChunkLoaded, ChunkUnloaded, TerrainBuilt};
+use super::messages::{
+    tick_kit, ChunkComplete, ChunkIncomplete, ChunkLoaded, ChunkUnloaded, TerrainBuilt,
+};
 use super::resource::WorldStreaming;
 
 /// What the plugin does beyond ticking the kit. The defaults suit a game whose anchors are its
@@ -149,6 +151,8 @@ impl Plugin for WorldStreamingPlugin {
         app.add_message::<ChunkLoaded>()
             .add_message::<ChunkUnloaded>()
             .add_message::<TerrainBuilt>()
+            .add_message::<ChunkComplete>()
+            .add_message::<ChunkIncomplete>()
             .add_message::<AnchorRefused>()
             .configure_sets(
                 FixedUpdate,

@@ -15,7 +15,7 @@ use crate::grid::{ChunkPos, Position};
 use crate::host::{EntityId, Event};
 use crate::kits::district::{DistrictService, DISTRICT};
 use crate::kits::streaming::StreamingService;
-use crate::kits::terrain::{ChunkData, TerrainService, TERRAIN};
+use crate::kits::terrain::{ChunkData, Snapshot, SnapshotError, TerrainService, TERRAIN};
 
 use super::plugin::StreamingPluginConfig;
 
@@ -118,6 +118,17 @@ impl WorldStreaming {
         self.streaming().is_some_and(|s| s.is_loaded(chunk))
     }
 
+    /// Whether `chunk` is complete (docs/reference/engines.md#the-bevy-plugin): it and every
+    /// chunk within `neighbours` rings of it that overlaps the ground are loaded and built.
+    pub fn is_complete(&self, chunk: ChunkPos) -> bool {
+        self.streaming().is_some_and(|s| s.is_complete(chunk))
+    }
+
+    /// The complete chunks in row order.
+    pub fn complete(&self) -> Vec<ChunkPos> {
+        self.streaming().map(|s| s.complete()).unwrap_or_default()
+    }
+
     /// The chunk containing `pos`.
     pub fn chunk_of(&self, pos: Position) -> Option<ChunkPos> {
         self.streaming().map(|s| s.chunk_of(pos))
@@ -132,6 +143,24 @@ impl WorldStreaming {
     /// data is shared and immutable (`Arc`), so a system may hand it to a task building a mesh.
     pub fn chunk(&self, chunk: ChunkPos) -> Option<Arc<ChunkData>> {
         self.terrain().and_then(|t| t.chunk(chunk))
+    }
+
+    /// A bordered snapshot of `chunk` with `skin` (0..=8, at most `cellsPerChunk`): its cells and
+    /// its neighbours' `skin` cells around them, with the chunk's version, copied in one call
+    /// (docs/reference/engines.md#the-bevy-plugin). It owns its cells, so a system may hand it to
+    /// a task building a mesh; the mesh is stale once [`WorldStreaming::version`] moves. Not
+    /// complete (with skin 0: not built), or no terrain: [`SnapshotError::NotComplete`].
+    pub fn snapshot(&self, chunk: ChunkPos, skin: u32) -> Result<Snapshot, SnapshotError> {
+        match self.terrain() {
+            Some(t) => t.snapshot(chunk, skin),
+            None => Err(SnapshotError::NotComplete),
+        }
+    }
+
+    /// A built chunk's version (1 at its commit, one more at each edit of it or of a
+    /// neighbour); `None` when it is not built.
+    pub fn version(&self, chunk: ChunkPos) -> Option<u64> {
+        self.terrain().and_then(|t| t.version(chunk))
     }
 
     /// The terrain height of the cell containing `pos`, if its chunk is built.

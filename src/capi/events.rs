@@ -1,15 +1,15 @@
 //! The event drains: the events taken from the engine, the chunk events in their C form (each
-//! read through its kit's typed reader: `ChunkEvent`, `TerrainEvent`), every other event as
+//! read through its kit's typed reader: `StreamingEvent`, `TerrainEvent`), every other event as
 //! JSON, in emission order.
 
 use super::*;
-use crate::kits::streaming::ChunkEvent;
+use crate::kits::streaming::StreamingEvent;
 use crate::kits::terrain::TerrainEvent;
 
-/// The event as a [`WsChunkEvent`], when it is one of the seven chunk events, read through the
-/// kits' own readers (the streaming kit's [`ChunkEvent`] for the chunk and LOD block events, the
-/// terrain kit's [`TerrainEvent`] for the built and changed ones, the hash as the built event
-/// carries it); `None` for every other event.
+/// The event as a [`WsChunkEvent`], when it is one of the nine chunk events, read through the
+/// kits' own readers (the streaming kit's [`StreamingEvent`] for the chunk, LOD block and
+/// completeness events, the terrain kit's [`TerrainEvent`] for the built and changed ones, the
+/// hash as the built event carries it); `None` for every other event.
 pub fn chunk_event(event: &Event) -> Option<WsChunkEvent> {
     let c = |kind, level, at: ChunkPos, hash| WsChunkEvent {
         kind,
@@ -18,21 +18,20 @@ pub fn chunk_event(event: &Event) -> Option<WsChunkEvent> {
         z: at.z,
         hash,
     };
-    if let Some((chunk, loaded)) = event.chunk() {
-        let kind = if loaded {
-            WS_CHUNK_EVENT_LOADED
-        } else {
-            WS_CHUNK_EVENT_UNLOADED
-        };
-        return Some(c(kind, 0, chunk, 0));
-    }
-    if let Some((level, block, loaded)) = event.block() {
-        let kind = if loaded {
-            WS_CHUNK_EVENT_LOD_LOADED
-        } else {
-            WS_CHUNK_EVENT_LOD_UNLOADED
-        };
-        return Some(c(kind, level, block, 0));
+    if let Some(streaming) = StreamingEvent::from_event(event) {
+        return Some(match streaming {
+            StreamingEvent::ChunkLoaded(chunk) => c(WS_CHUNK_EVENT_LOADED, 0, chunk, 0),
+            StreamingEvent::ChunkUnloaded(chunk) => c(WS_CHUNK_EVENT_UNLOADED, 0, chunk, 0),
+            StreamingEvent::LodLoaded { level, block } => {
+                c(WS_CHUNK_EVENT_LOD_LOADED, level, block, 0)
+            }
+            StreamingEvent::LodUnloaded { level, block } => {
+                c(WS_CHUNK_EVENT_LOD_UNLOADED, level, block, 0)
+            }
+            StreamingEvent::ChunkComplete(chunk) => c(WS_CHUNK_EVENT_COMPLETE, 0, chunk, 0),
+            StreamingEvent::ChunkIncomplete(chunk) => c(WS_CHUNK_EVENT_INCOMPLETE, 0, chunk, 0),
+            _ => return None, // tickets and the cap: not chunk events
+        });
     }
     Some(match TerrainEvent::from_event(event)? {
         TerrainEvent::Built { chunk, hash } => c(WS_CHUNK_EVENT_BUILT, 0, chunk, hash),
@@ -357,6 +356,44 @@ mod tests {
         ] {
             assert_eq!(chunk_event(&e), want, "{}", e.event);
         }
+    }
+
+    /// The completeness events (docs/reference/engines.md#complete-chunks-in-c) read back as
+    /// kinds 7 and 8 through the streaming kit's reader, whatever their payload's form; a
+    /// malformed one, and the kit's other events (tickets), are not chunk events.
+    #[test]
+    fn the_completeness_events_read_back_as_kinds_7_and_8() {
+        use crate::kits::streaming::{CHUNK_COMPLETE, CHUNK_INCOMPLETE, TICKET_READY};
+        let event = |name: &'static str, data: EventData| Event {
+            tick: 3,
+            event: name.into(),
+            data,
+        };
+        let c = |kind, x, z| WsChunkEvent {
+            kind,
+            level: 0,
+            x,
+            z,
+            hash: 0,
+        };
+        for (e, want) in [
+            (
+                event(CHUNK_COMPLETE, json!({"x": -3, "z": 9}).into()),
+                Some(c(WS_CHUNK_EVENT_COMPLETE, -3, 9)),
+            ),
+            (
+                event(
+                    CHUNK_INCOMPLETE,
+                    crate::host::chunk_data(ChunkPos::new(4, -1)),
+                ),
+                Some(c(WS_CHUNK_EVENT_INCOMPLETE, 4, -1)),
+            ),
+            (event(CHUNK_COMPLETE, json!({"x": 1}).into()), None),
+            (event(TICKET_READY, json!({"id": "spawn"}).into()), None),
+        ] {
+            assert_eq!(chunk_event(&e), want, "{}", e.event);
+        }
+        assert_eq!((WS_CHUNK_EVENT_COMPLETE, WS_CHUNK_EVENT_INCOMPLETE), (7, 8));
     }
 
     #[test]

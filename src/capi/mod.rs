@@ -282,6 +282,7 @@ pub extern "C" fn ws_status_name(status: i32) -> *const c_char {
         18 => "WS_STATUS_EDITS_LOST\0",
         19 => "WS_STATUS_NO_TERRAIN\0",
         20 => "WS_STATUS_NO_SUCH_ENTITY\0",
+        21 => "WS_STATUS_NOT_COMPLETE\0",
         _ => "WS_STATUS_UNKNOWN\0",
     };
     name.as_ptr().cast()
@@ -368,6 +369,7 @@ mod tests {
             (WsStatus::EditsLost, 18, "WS_STATUS_EDITS_LOST"),
             (WsStatus::NoTerrain, 19, "WS_STATUS_NO_TERRAIN"),
             (WsStatus::NoSuchEntity, 20, "WS_STATUS_NO_SUCH_ENTITY"),
+            (WsStatus::NotComplete, 21, "WS_STATUS_NOT_COMPLETE"),
         ];
         for (status, number, name) in all {
             assert_eq!(status_of(status), number, "{name}");

@@ -1,5 +1,5 @@
-//! The `world.streaming` kit's exports: what is loaded and pending, readiness of anchors and
-//! tickets.
+//! The `world.streaming` kit's exports: what is loaded, complete and pending, readiness of
+//! anchors and tickets.
 
 use super::*;
 
@@ -56,6 +56,30 @@ pub unsafe extern "C" fn ws_game_is_loaded(
         entry(out_error, || {
             let loaded = with_game(game, |g| Ok(streaming(g)?.is_loaded(ChunkPos::new(x, z))))?;
             put(out_loaded, "out_loaded", loaded)
+        })
+    }
+}
+
+/// Whether chunk `(x, z)` is complete (`isComplete(x, z)`,
+/// docs/reference/engines.md#complete-chunks-in-c): it and every chunk within `neighbours` rings
+/// of it that overlaps the ground are loaded and built by every builder. With `neighbours` 0 (the
+/// default) that is the chunk alone, loaded and built.
+///
+/// # Safety
+/// `out_complete` and `out_error` are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_is_complete(
+    game: WsGame,
+    x: i64,
+    z: i64,
+    out_complete: *mut bool,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let complete = with_game(game, |g| Ok(streaming(g)?.is_complete(ChunkPos::new(x, z))))?;
+            put(out_complete, "out_complete", complete)
         })
     }
 }

@@ -1,6 +1,8 @@
-//! The `world.terrain` kit's exports: the cells of a built chunk or LOD block.
+//! The `world.terrain` kit's exports: the cells of a built chunk or LOD block, a chunk's
+//! bordered snapshot and its version.
 
 use super::*;
+use crate::kits::terrain::SnapshotError;
 
 /// The built LOD block `(x, z)` of `level` (≥ 1,
 /// docs/reference/terrain.md#lod-blocks-built-by-terrain): the one place `ws_game_terrain` asks for
@@ -92,6 +94,132 @@ pub unsafe extern "C" fn ws_game_terrain(
                 // SAFETY: `materials` holds `capacity` >= cells bytes; the source is ours.
                 std::ptr::copy_nonoverlapping(material_bytes.as_ptr(), materials, cells);
             }
+            Ok(())
+        })
+    }
+}
+
+/// Copies a bordered snapshot of chunk `(x, z)` (docs/reference/engines.md#complete-chunks-in-c,
+/// the terrain's `snapshot(x, z, skin)`): the `side² = (cellsPerChunk + 2·skin)²` cells of the
+/// chunk and the `skin` cells of its 8 neighbours around it, in row order (cell `(i, j)`, `i`
+/// east, `j` north, at `j * side + i`; cell `(skin, skin)` is the chunk's own first cell), heights
+/// to `heights`, materials to `materials`, and the chunk's version to `*out_version`, all taken
+/// in one call. The buffer contract of [`ws_game_terrain`]: `*out_cells` always receives `side²`
+/// (0 when there is no terrain, or the skin is out of range); the cells are written when
+/// `capacity` is enough (else `WS_STATUS_BUFFER_TOO_SMALL`, nothing written); either buffer may
+/// be null to skip it, both null with `capacity` 0 asks the count (and the version). `skin` is
+/// 0..=8 and at most `cellsPerChunk` (else `WS_STATUS_OUT_OF_RANGE`). A chunk that is not
+/// complete (with skin 0: not built) is `WS_STATUS_NOT_COMPLETE`, `*out_version` 0; a scene
+/// without `world.terrain` is `WS_STATUS_NO_TERRAIN`.
+///
+/// # Safety
+/// `heights` and `materials` are null or valid for `capacity` writes; `out_cells`,
+/// `out_version` and `out_error` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_terrain_snapshot(
+    game: WsGame,
+    x: i64,
+    z: i64,
+    skin: u32,
+    heights: *mut u16,
+    materials: *mut u8,
+    capacity: usize,
+    out_cells: *mut usize,
+    out_version: *mut u64,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            put(out_cells, "out_cells", 0)?;
+            put(out_version, "out_version", 0)?;
+            if heights.is_null() && materials.is_null() && capacity > 0 {
+                return Err(CapiError::Null(
+                    "heights and materials (with a capacity above 0)",
+                ));
+            }
+            let chunk = ChunkPos::new(x, z);
+            let (side, snapshot) = with_game(game, |g| {
+                let terrain = g
+                    .engine()
+                    .service::<dyn TerrainService>(TERRAIN)
+                    .ok_or(CapiError::NoTerrain)?;
+                let side = terrain.cells_per_chunk() as usize + 2 * skin as usize;
+                Ok((side, terrain.snapshot(chunk, skin)))
+            })?;
+            let snapshot = match snapshot {
+                Ok(s) => s,
+                Err(e @ SnapshotError::Skin { .. }) => return Err(CapiError::Skin(e.to_string())),
+                Err(SnapshotError::NotComplete) => {
+                    out_cells.write(side * side);
+                    return Err(CapiError::NotComplete(if skin == 0 {
+                        format!(
+                            "chunk ({x}, {z}) is not built (a snapshot with skin 0 needs it built)"
+                        )
+                    } else {
+                        format!(
+                            "chunk ({x}, {z}) is not complete (a snapshot with skin {skin} needs \
+                             it and its neighbours built)"
+                        )
+                    }));
+                }
+            };
+            let cells = snapshot.heights.len();
+            debug_assert_eq!(cells, (snapshot.side * snapshot.side) as usize);
+            debug_assert_eq!(snapshot.materials.len(), cells);
+            out_cells.write(cells);
+            out_version.write(snapshot.version);
+            if heights.is_null() && materials.is_null() {
+                return Ok(()); // the count only
+            }
+            if capacity < cells {
+                return Err(CapiError::SnapshotCells {
+                    capacity,
+                    count: cells,
+                });
+            }
+            if !heights.is_null() {
+                // SAFETY: `heights` holds `capacity` >= cells; the source is ours.
+                std::ptr::copy_nonoverlapping(snapshot.heights.as_ptr(), heights, cells);
+            }
+            if !materials.is_null() {
+                // SAFETY: `materials` holds `capacity` >= cells; the source is ours.
+                std::ptr::copy_nonoverlapping(snapshot.materials.as_ptr(), materials, cells);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The version of built chunk `(x, z)` (docs/reference/engines.md#complete-chunks-in-c): 1 at its
+/// commit, one more at each edit of a cell of it or of one of its 8 neighbours. A mesh built
+/// from a snapshot whose version is no longer this one is stale. `WS_STATUS_NOT_BUILT` when the
+/// chunk is not built (`*out_version` 0); `WS_STATUS_NO_TERRAIN` without `world.terrain`.
+///
+/// # Safety
+/// `out_version` and `out_error` are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_terrain_version(
+    game: WsGame,
+    x: i64,
+    z: i64,
+    out_version: *mut u64,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            put(out_version, "out_version", 0)?;
+            let version = with_game(game, |g| {
+                let terrain = g
+                    .engine()
+                    .service::<dyn TerrainService>(TERRAIN)
+                    .ok_or(CapiError::NoTerrain)?;
+                Ok(terrain.version(ChunkPos::new(x, z)))
+            })?;
+            let version = version
+                .ok_or_else(|| CapiError::NotBuilt(format!("chunk ({x}, {z}) is not built")))?;
+            out_version.write(version);
             Ok(())
         })
     }

@@ -58,6 +58,10 @@ pub enum WsStatus {
     /// No live entity has that id (`ws_game_entity_data`): never spawned, despawned, or stored
     /// with its chunk (docs/reference/engine.md#entity-data).
     NoSuchEntity = 20,
+    /// `ws_game_terrain_snapshot`: the chunk is not complete (docs/reference/engines.md#complete-chunks-in-c;
+    /// with skin 0: not built). 21, where the contract's first draft said 19: 19 and 20 were
+    /// taken by `WS_STATUS_NO_TERRAIN` and `WS_STATUS_NO_SUCH_ENTITY`, and no number moves.
+    NotComplete = 21,
 }
 
 /// One chunk: the `{x, z}` of docs/reference/grid.md#chunks-and-chunkof.
@@ -84,6 +88,12 @@ pub const WS_CHUNK_EVENT_LOD_LOADED: i32 = 4;
 pub const WS_CHUNK_EVENT_LOD_UNLOADED: i32 = 5;
 /// `world.terrain.lod.built {level, x, z, hash}`.
 pub const WS_CHUNK_EVENT_LOD_BUILT: i32 = 6;
+/// `world.chunk.complete {x, z}`: the chunk and its neighbours within `neighbours` rings are
+/// loaded and built (docs/reference/engines.md#complete-chunks-in-c).
+pub const WS_CHUNK_EVENT_COMPLETE: i32 = 7;
+/// `world.chunk.incomplete {x, z}`: a chunk complete at the end of the last tick is loaded but
+/// not complete now.
+pub const WS_CHUNK_EVENT_INCOMPLETE: i32 = 8;
 
 /// One chunk event (docs/reference/engines.md#the-hot-path) as `ws_game_drain_chunk_events` hands
 /// it out: no JSON.
@@ -195,6 +205,20 @@ pub(super) enum CapiError {
         /// What is needed.
         count: usize,
     },
+    /// The snapshot's buffers are too small.
+    #[error("the buffers hold {capacity} cells; {count} are needed ((cellsPerChunk + 2·skin)²)")]
+    SnapshotCells {
+        /// Their capacity.
+        capacity: usize,
+        /// What is needed.
+        count: usize,
+    },
+    /// A snapshot's skin out of range (the terrain kit's own words).
+    #[error("{0}")]
+    Skin(String),
+    /// A snapshot of a chunk that is not complete (not built, with skin 0).
+    #[error("{0}")]
+    NotComplete(String),
     /// No live entity.
     #[error("no live entity `{0}` (never spawned, despawned, or stored with its chunk)")]
     NoEntity(String),
@@ -222,7 +246,11 @@ impl CapiError {
             CapiError::NoStreaming => WsStatus::NoStreaming,
             CapiError::Save(_) => WsStatus::SaveFailed,
             CapiError::Load(_) => WsStatus::LoadFailed,
-            CapiError::Buffer { .. } | CapiError::Cells { .. } => WsStatus::BufferTooSmall,
+            CapiError::Buffer { .. }
+            | CapiError::Cells { .. }
+            | CapiError::SnapshotCells { .. } => WsStatus::BufferTooSmall,
+            CapiError::Skin(_) => WsStatus::OutOfRange,
+            CapiError::NotComplete(_) => WsStatus::NotComplete,
             CapiError::NoTerrain => WsStatus::NoTerrain,
             CapiError::NotBuilt(_) => WsStatus::NotBuilt,
             CapiError::NoEntity(_) => WsStatus::NoSuchEntity,

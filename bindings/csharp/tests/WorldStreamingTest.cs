@@ -292,6 +292,128 @@ static class WorldStreamingTest
         Console.WriteLine("scene files and saves as text: the same game from text as from disk");
     }
 
+    const string CompleteScene =
+        "{ \"kits\": [ { \"id\": \"world.ground\" }," +
+        "  { \"id\": \"world.streaming\", \"config\": { \"chunkSize\": 32, \"radius\": 1, \"neighbours\": 1, \"budgetMs\": 6 } }," +
+        "  { \"id\": \"world.terrain\", \"config\": { \"seed\": 7, \"cellsPerChunk\": 8, \"workers\": 1 } } ]," +
+        "  \"entities\": [ { \"id\": \"hero\", \"tags\": [\"player\"], \"position\": { \"x\": 16, \"z\": 16 } } ] }";
+
+    /// <summary>Whether snapshot `s` of chunk (s.X, s.Z) holds, cell for cell, what TryTerrain
+    /// reads from the chunk and from the neighbour each skin cell lies in.</summary>
+    static bool SnapshotMatchesTerrain(WorldStreaming game, WsSnapshot s, int c)
+    {
+        var heights = new ushort[c * c];
+        var materials = new byte[c * c];
+        int cells;
+        for (int dz = -1; dz <= 1; dz++)
+            for (int dx = -1; dx <= 1; dx++)
+            {
+                if (!game.TryTerrain(s.X + dx, s.Z + dz, 0, heights, materials, out cells)) return false;
+                for (int j = 0; j < s.Side; j++)
+                    for (int i = 0; i < s.Side; i++)
+                    {
+                        int gi = i - (int)s.Skin, gj = j - (int)s.Skin;
+                        int ox = gi < 0 ? -1 : gi >= c ? 1 : 0, oz = gj < 0 ? -1 : gj >= c ? 1 : 0;
+                        if (ox != dx || oz != dz) continue;
+                        int k = (gj - oz * c) * c + (gi - ox * c);
+                        if (s.Height(i, j) != heights[k] || s.Material(i, j) != materials[k]) return false;
+                    }
+            }
+        return true;
+    }
+
+    /// <summary>Complete chunks and snapshots (docs/reference/engines.md#complete-chunks-in-c): a
+    /// drive with neighbours 1 whose Complete / Incomplete events agree with IsComplete and the
+    /// variable, snapshots refused before complete and equal to the terrain after, an edit moving
+    /// the version, and the refusals.</summary>
+    static void CompleteChunks()
+    {
+        Check((int)WsChunkEventKind.Complete == 7 && (int)WsChunkEventKind.Incomplete == 8, "kinds 7 and 8");
+        var complete = new HashSet<long>();
+        Func<long, long, long> key = (x, z) => (x << 32) ^ (z & 0xffffffffL);
+        var buffer = new WsChunkEvent[6];
+        var events = new List<WsChunkEvent>();
+        int told = 0, untold = 0, snapshots = 0, refused = 0;
+        using (var game = new WorldStreaming(CompleteScene))
+        {
+            for (int t = 1; t <= 60; t++)
+            {
+                game.Move("hero", t <= 14 ? 16.0 : 16.0 + 6.0 * (t - 14), 0, 16);
+                game.Tick();
+                events.Clear();
+                game.DrainChunkEvents(events, buffer);
+                foreach (var e in events)
+                {
+                    if (e.Kind == (int)WsChunkEventKind.Complete)
+                    {
+                        Check(complete.Add(key(e.X, e.Z)), "told complete twice: " + e);
+                        told++;
+                    }
+                    else if (e.Kind == (int)WsChunkEventKind.Incomplete)
+                    {
+                        Check(complete.Remove(key(e.X, e.Z)), "told incomplete while not complete: " + e);
+                        untold++;
+                    }
+                    else if (e.Kind == (int)WsChunkEventKind.Unloaded)
+                    {
+                        complete.Remove(key(e.X, e.Z));
+                    }
+                }
+                int completeLoaded = 0;
+                foreach (var c in game.Loaded())
+                {
+                    bool isComplete = game.IsComplete(c.X, c.Z);
+                    Check(isComplete == complete.Contains(key(c.X, c.Z)), "tick " + t + ": IsComplete(" + c.X + ", " + c.Z + ") agrees with the events");
+                    if (isComplete) completeLoaded++;
+                }
+                Check(completeLoaded == complete.Count && game.Variable("world.chunks.complete") == complete.Count, "tick " + t + ": the count");
+                foreach (var e in events)
+                {
+                    if (e.Kind == (int)WsChunkEventKind.Complete && complete.Contains(key(e.X, e.Z)))
+                    {
+                        var s = game.TerrainSnapshot(e.X, e.Z, 1);
+                        Check(s != null && s.Side == 10 && s.Heights.Length == 100 && s.Version == 1, "a snapshot of " + e);
+                        Check(s != null && SnapshotMatchesTerrain(game, s, 8), "the snapshot of " + e + " is the terrain's cells");
+                        Check(s != null && game.TerrainVersion(e.X, e.Z) == s.Version, "the version of " + e);
+                        snapshots++;
+                    }
+                    else if (e.Kind == (int)WsChunkEventKind.Built && game.TerrainCells(e.X, e.Z) > 0 && !game.IsComplete(e.X, e.Z))
+                    {
+                        Check(game.TerrainSnapshot(e.X, e.Z, 1) == null, "no snapshot before " + e + " is complete");
+                        Check(game.TerrainSnapshot(e.X, e.Z, 0) != null, "skin 0 of built " + e);
+                        refused++;
+                    }
+                }
+            }
+            Console.WriteLine("complete chunks: " + told + " told complete, " + untold + " incomplete, " + snapshots +
+                              " snapshots read back, " + refused + " refused before complete");
+            Check(told > 20 && untold > 0 && snapshots > 20 && refused > 10, "enough of each");
+
+            long cx = 0, cz = 0;
+            foreach (var c in game.Loaded())
+                if (game.IsComplete(c.X, c.Z)) { cx = c.X; cz = c.Z; break; }
+            ulong before = game.TerrainVersion(cx, cz).Value;
+            game.Apply("{\"tick\": " + (game.TickCount + 1) + ", \"do\": \"edit\", \"at\": {\"x\": " + (cx * 32 + 1) + ", \"z\": " + (cz * 32 + 1) + "}, \"height\": 4242}");
+            game.Tick();
+            var edited = game.TerrainSnapshot(cx, cz, 2);
+            Check(edited != null && edited.Version == before + 1 && edited.Height(2, 2) == 4242, "the edit in the snapshot, the version moved");
+            Check(edited != null && SnapshotMatchesTerrain(game, edited, 8), "the edited snapshot is the terrain's cells");
+
+            int cells;
+            ulong version;
+            Expect(WsStatus.BufferTooSmall, "100 are needed",
+                   () => game.TryTerrainSnapshot(cx, cz, 1, new ushort[10], null, out cells, out version), "a short snapshot buffer");
+            Expect(WsStatus.OutOfRange, "skin 9 is out of range", () => game.TerrainSnapshot(cx, cz, 9), "skin 9");
+            Check(!game.TryTerrainSnapshot(-40, 40, 1, new ushort[100], null, out cells, out version) && cells == 100 && version == 0, "far away: not complete");
+            Check(game.TerrainVersion(-40, 40) == null && !game.IsComplete(-40, 40), "far away: not built, not complete");
+        }
+        using (var bare = new WorldStreaming(SeedScene))
+        {
+            Expect(WsStatus.NoTerrain, "world.terrain", () => bare.TerrainSnapshot(0, 0, 1), "a snapshot without terrain");
+            Check(!bare.IsComplete(0, 0), "nothing complete before a tick");
+        }
+    }
+
     static int Main(string[] args)
     {
         if (args.Length != 2)
@@ -304,6 +426,7 @@ static class WorldStreamingTest
         TerrainDrive(args[0]);
         ErrorPaths();
         TextAbi(args[0], args[1]);
+        CompleteChunks();
         if (failures > 0)
         {
             Console.Error.WriteLine("WorldStreamingTest: " + failures + " check(s) failed");
