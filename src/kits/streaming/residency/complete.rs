@@ -60,6 +60,7 @@ impl Residency {
     /// Recounts completeness from the loaded set (a restore, a new builder, a change of `k`),
     /// and marks every loaded or announced chunk to be compared at the next end of tick.
     pub(super) fn recount_complete(&mut self) {
+        self.mesh_progress.set(None);
         let c = &mut self.complete;
         c.missing.clear();
         c.now.clear();
@@ -135,6 +136,7 @@ impl Residency {
             self.complete.now.remove(&c)
         };
         if flipped {
+            self.mesh_progress.set(None);
             self.complete.changed.insert(c);
         }
     }
@@ -161,6 +163,9 @@ impl Residency {
         }
         if self.good(d) {
             self.neighbours_gained(d, false);
+        }
+        if self.complete.now.contains(&d) {
+            self.mesh_progress.set(None);
         }
         let c = &mut self.complete;
         c.missing.remove(&d);
@@ -451,8 +456,35 @@ mod tests {
                 if step == 200 && case % 5 == 0 {
                     r.set_neighbours(if r.neighbours() == 1 { 2 } else { 1 });
                 }
+                if next(8) == 0 {
+                    // One or two foci somewhere on the ground: `progress` reads their mesh
+                    // squares (radius less k), kept from the last count until something moved.
+                    let foci: Vec<FocusView> = (0..1 + next(2))
+                        .map(|_| {
+                            let at = Position {
+                                x: next(200) as f64 - 70.0,
+                                y: 0.0,
+                                z: next(170) as f64 - 70.0,
+                            };
+                            FocusView::new(at, r.neighbours() + next(3) as u32)
+                        })
+                        .collect();
+                    r.set_foci(&foci);
+                }
                 let naive = r.naive_complete();
                 assert_eq!(r.complete_chunks(), naive, "case {case} step {step}");
+                let mut mesh = BTreeSet::new();
+                for f in r.foci() {
+                    let centre = r.grid().chunk_of(f.pos);
+                    let radius = f.radius.saturating_sub(r.neighbours());
+                    mesh.extend(r.grid().square(centre, radius, Some(&b)));
+                }
+                let complete = mesh.iter().filter(|c| naive.contains(c)).count();
+                assert_eq!(
+                    r.progress(),
+                    (complete, mesh.len()),
+                    "case {case} step {step}"
+                );
                 if next(6) == 0 {
                     let now: BTreeSet<ChunkPos> = naive.iter().copied().collect();
                     let mut want = Vec::new();

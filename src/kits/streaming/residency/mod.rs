@@ -190,6 +190,9 @@ pub struct Residency {
     ready_log_lost: bool,
     /// Complete chunks (docs/reference/streaming.md#complete-chunks), kept while `k > 0`.
     complete: Completeness,
+    /// [`Residency::progress`] with `k > 0` as last counted; `None` once a focus's square or a
+    /// chunk's completeness changed since, so a tick where nothing changed costs no recount.
+    mesh_progress: std::cell::Cell<Option<(usize, usize)>>,
 }
 
 /// The most chunks [`Residency`]'s readiness log holds before it gives up (a full recount).
@@ -227,6 +230,7 @@ impl Residency {
             ready_log_on: false,
             ready_log_lost: true,
             complete: Completeness::default(),
+            mesh_progress: std::cell::Cell::new(None),
         }
     }
 
@@ -301,13 +305,19 @@ impl Residency {
         if self.neighbours() == 0 {
             return (self.ready, self.union_len);
         }
-        self.mesh_progress()
+        if let Some(counted) = self.mesh_progress.get() {
+            return counted;
+        }
+        let counted = self.count_mesh_progress();
+        self.mesh_progress.set(Some(counted));
+        counted
     }
 
     /// [`Residency::progress`] with `k > 0`: the union of the mesh squares counted from the
     /// squares themselves (one focus, the common case, needs no merge). Costs the mesh area, as
-    /// the hole count does.
-    fn mesh_progress(&self) -> (usize, usize) {
+    /// the hole count does, on the ticks after a focus's square or a chunk's completeness
+    /// changed only.
+    fn count_mesh_progress(&self) -> (usize, usize) {
         let k = self.neighbours();
         let square = |slot: &Slot| {
             self.grid.square(

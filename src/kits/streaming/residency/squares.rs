@@ -169,6 +169,9 @@ impl Residency {
                     .for_each_outside(new.map(|n| n.keep()), |c| self.uncount(c, None));
             }
         }
+        if !changed.is_empty() {
+            self.mesh_progress.set(None); // the mesh squares moved
+        }
         for id in freed {
             debug_assert_eq!(self.pending_in[id as usize], 0);
             self.free_ids.push(id);
