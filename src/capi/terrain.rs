@@ -144,7 +144,10 @@ pub unsafe extern "C" fn ws_game_terrain_snapshot(
                     .engine()
                     .service::<dyn TerrainService>(TERRAIN)
                     .ok_or(CapiError::NoTerrain)?;
-                let side = terrain.cells_per_chunk() as usize + 2 * skin as usize;
+                // Saturating: a skin out of range is refused below, never an overflow (wasm32's usize
+                // is 32 bits).
+                let side = (terrain.cells_per_chunk() as usize)
+                    .saturating_add((skin as usize).saturating_mul(2));
                 Ok((side, terrain.snapshot(chunk, skin)))
             })?;
             let snapshot = match snapshot {
