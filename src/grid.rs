@@ -53,20 +53,39 @@ impl Position {
     }
 }
 
-/// A chunk of the XZ grid. Ordered in *row order*: by `z`, then `x`.
+/// A chunk of the XZ grid, or with vertical sections (docs/vertical.md) a section `(x, y, z)`.
+/// Ordered in *row order*: by `y`, then `z`, then `x`; in a flat world every chunk has `y = 0`,
+/// so the order is `z`, then `x`, and `y` is never written (an absent `y` reads as 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChunkPos {
     /// Column (east-west).
     pub x: i64,
+    /// Section row (vertical, docs/vertical.md); 0 in a flat world, and then not written.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub y: i64,
     /// Row (north-south).
     pub z: i64,
 }
 
+fn is_zero(y: &i64) -> bool {
+    *y == 0
+}
+
 impl ChunkPos {
-    /// The chunk `(x, z)`.
+    /// The chunk `(x, z)` (section row 0).
     pub const fn new(x: i64, z: i64) -> Self {
-        ChunkPos { x, z }
+        ChunkPos { x, y: 0, z }
+    }
+
+    /// The section `(x, y, z)` (docs/vertical.md).
+    pub const fn section(x: i64, y: i64, z: i64) -> Self {
+        ChunkPos { x, y, z }
+    }
+
+    /// The column `(x, z)` this section stands in (the chunk itself in a flat world).
+    pub const fn column(self) -> Self {
+        ChunkPos::new(self.x, self.z)
     }
 
     /// `max(|dx|, |dz|)`: the ring this chunk lies on around `centre`.
@@ -77,7 +96,7 @@ impl ChunkPos {
 
 impl Ord for ChunkPos {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.z, self.x).cmp(&(other.z, other.x))
+        (self.y, self.z, self.x).cmp(&(other.y, other.z, other.x))
     }
 }
 
@@ -89,7 +108,11 @@ impl PartialOrd for ChunkPos {
 
 impl std::fmt::Display for ChunkPos {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "({}, {})", self.x, self.z)
+        if self.y == 0 {
+            write!(f, "({}, {})", self.x, self.z)
+        } else {
+            write!(f, "({}, {}, {})", self.x, self.y, self.z)
+        }
     }
 }
 
