@@ -136,8 +136,26 @@ impl Residency {
             self.complete.now.remove(&c)
         };
         if flipped {
-            self.mesh_progress.set(None);
+            self.mesh_progress_flip(c, now);
             self.complete.changed.insert(c);
+        }
+    }
+
+    /// `c` became complete (`now`) or stopped being: the counted progress, if any, follows it
+    /// when `c` lies in a focus's mesh square (each focus's radius less `k`) — a look at each
+    /// focus, not a recount of the mesh area on every tick a chunk completes.
+    fn mesh_progress_flip(&self, c: ChunkPos, now: bool) {
+        let Some((done, wanted)) = self.mesh_progress.get() else {
+            return;
+        };
+        let k = self.complete.k;
+        let in_mesh = self
+            .foci
+            .iter()
+            .any(|s| c.ring_distance(s.centre) <= u64::from(s.view.radius.saturating_sub(k)));
+        if in_mesh {
+            let done = if now { done + 1 } else { done - 1 };
+            self.mesh_progress.set(Some((done, wanted)));
         }
     }
 
@@ -165,7 +183,7 @@ impl Residency {
             self.neighbours_gained(d, false);
         }
         if self.complete.now.contains(&d) {
-            self.mesh_progress.set(None);
+            self.mesh_progress_flip(d, false);
         }
         let c = &mut self.complete;
         c.missing.remove(&d);

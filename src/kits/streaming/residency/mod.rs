@@ -314,9 +314,9 @@ impl Residency {
     }
 
     /// [`Residency::progress`] with `k > 0`: the union of the mesh squares counted from the
-    /// squares themselves (one focus, the common case, needs no merge). Costs the mesh area, as
-    /// the hole count does, on the ticks after a focus's square or a chunk's completeness
-    /// changed only.
+    /// squares themselves (one focus, the common case, needs no merge). Costs the mesh area on
+    /// the ticks after a focus's square changed only; a chunk completing or losing it moves the
+    /// count kept since (`mesh_progress_flip`).
     fn count_mesh_progress(&self) -> (usize, usize) {
         let k = self.neighbours();
         let square = |slot: &Slot| {
