@@ -44,12 +44,12 @@ use crate::kits::ground::{GroundService, GROUND};
 pub use config::{
     BudgetMs, ChunkSize, FocusMode, HoleRing, Lod, LodBudget, LodLevel, LodLevelDef,
     LookAheadTicks, MaxLoaded, MaxRefusals, MaxTicketChunks, Overrides, Priority, Radius, Schedule,
-    Settings, StreamingConfig,
+    SectionHeight, Settings, Shape, StreamingConfig, Vertical, VerticalDef, VerticalRadius,
 };
 pub use events::{
-    ChunkEvent, StreamingEvent, CAPACITY, CHUNK_COMPLETE, CHUNK_INCOMPLETE, CHUNK_LOADED,
-    CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, LOD_LOADED, LOD_UNLOADED, TICKET_READY,
-    TICKET_REFUSED,
+    chunk_event_data, ChunkEvent, StreamingEvent, CAPACITY, CHUNK_COMPLETE, CHUNK_INCOMPLETE,
+    CHUNK_LOADED, CHUNK_UNLOADED, COLUMN_LOADED, COLUMN_UNLOADED, HOOK_CHUNK_LOAD,
+    HOOK_CHUNK_UNLOAD, LOD_LOADED, LOD_UNLOADED, TICKET_READY, TICKET_REFUSED,
 };
 use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
@@ -115,8 +115,12 @@ pub fn check_save_section(
     let parsed: SaveSection = from_value(section, &path)?;
     // Alone, the save is checked against the loosest ticket cap any scene may set; loading it
     // checks it against its scene's.
+    // Alone, a save may be a vertical game's (its sections' rows are checked by its load).
     let config = StreamingConfig {
         max_ticket_chunks: Some(MaxTicketChunks::new(config::MAX_TICKET_CHUNKS).expect("in range")),
+        vertical: Some(VerticalDef::radius_only(
+            VerticalRadius::new(0).expect("in range"),
+        )),
         ..StreamingConfig::default()
     };
     State::new(config, IndexMap::new())
@@ -873,7 +877,7 @@ impl Kit for StreamingKit {
     /// (its fields are in the section); else what round 2 wrote, byte for byte.
     fn save_version(&self) -> u32 {
         let st = self.state.borrow();
-        if st.uses_neighbours() {
+        if st.uses_neighbours() || st.uses_vertical() {
             crate::host::save::SAVE_VERSION
         } else if st.uses_scheduling() || st.uses_lod() {
             crate::host::save::ROUND3_SAVE_VERSION
@@ -1027,7 +1031,7 @@ impl Kit for StreamingKit {
     }
 
     fn save(&self) -> Option<serde_json::Value> {
-        Some(serde_json::to_value(self.state.borrow().save_section()).expect("plain data"))
+        Some(self.state.borrow().save_value())
     }
 
     fn prepare_load(
