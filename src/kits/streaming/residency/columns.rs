@@ -18,6 +18,8 @@ use rustc_hash::FxHashMap;
 
 use crate::grid::ChunkPos;
 
+use super::Residency;
+
 /// The loaded columns, derived from the loaded sections.
 #[derive(Debug, Clone, Default)]
 pub struct Columns {
@@ -168,6 +170,54 @@ impl Columns {
         self.counts.clear();
         self.announced.clear();
         self.noted.clear();
+    }
+}
+
+/// LOD's view of readiness (docs/reference/lod.md#columns): with `vertical` on, LOD works on the
+/// XZ grid of columns, and a column counts as ready when it is loaded and built by every builder.
+impl Columns {
+    /// Whether chunk `c` counts as ready for LOD: flat, [`Residency::is_ready`]; vertical, its
+    /// column loaded and built by every builder.
+    pub fn lod_ready(&self, residency: &Residency, c: ChunkPos) -> bool {
+        if !self.on {
+            return residency.is_ready(c);
+        }
+        self.is_loaded(c) && residency.column_built(c)
+    }
+
+    /// The readiness log as LOD reads it: with `vertical` on each section stands for its column
+    /// (a column may then be listed more than once, which LOD's count takes as it is).
+    pub fn lod_log(&self, log: &mut [(ChunkPos, bool)]) {
+        if self.on {
+            for (c, _) in log.iter_mut() {
+                *c = c.column();
+            }
+        }
+    }
+
+    /// Every chunk that may be ready for LOD (a recount's candidates): flat, the loaded and the
+    /// refused chunks; vertical, the loaded columns.
+    pub fn lod_candidates<'a>(
+        &'a self,
+        residency: &'a Residency,
+    ) -> Box<dyn Iterator<Item = ChunkPos> + 'a> {
+        if self.on {
+            Box::new(self.loaded())
+        } else {
+            Box::new(
+                residency
+                    .loaded()
+                    .chain(residency.refusals().map(|(c, _)| c)),
+            )
+        }
+    }
+}
+
+impl Residency {
+    /// Whether column `c` (its `y` ignored) is built by every builder (always, with none):
+    /// with vertical sections builders build columns.
+    pub(crate) fn column_built(&self, c: ChunkPos) -> bool {
+        (0..self.builders).all(|b| self.is_built_by(b, c.column()))
     }
 }
 
