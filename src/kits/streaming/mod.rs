@@ -13,6 +13,7 @@
 //! - `state.rs` the state, `save.rs` its save section (one check per key);
 //! - this file: the kit, which resolves the focus and applies the plan.
 
+mod column_events;
 pub mod config;
 pub mod dormancy;
 pub mod events;
@@ -638,37 +639,6 @@ impl StreamingKit {
                 false,
             );
         }
-    }
-
-    /// The column set (docs/reference/streaming.md#columns) is kept while `vertical` is on.
-    fn follow_columns(&mut self, settings: Settings) {
-        let st = &mut *self.state.borrow_mut();
-        let on = settings.vertical.is_some();
-        st.columns.set_on(on, || st.residency.loaded());
-    }
-
-    /// `world.column.unloaded {x, z}` (`loaded` false) or `world.column.loaded {x, z}` for the
-    /// columns that changed since the last call, row order (z, x); nothing with `vertical` off.
-    fn announce_columns(&mut self, ctx: &mut Ctx<'_>, loaded: bool) {
-        let mut st = self.state.borrow_mut();
-        if !st.columns.has_noted() {
-            return;
-        }
-        let mut list = std::mem::take(&mut self.batch_columns);
-        match loaded {
-            true => st.columns.take_loaded(&mut list),
-            false => st.columns.take_unloaded(&mut list),
-        }
-        drop(st);
-        let name = if loaded {
-            events::COLUMN_LOADED
-        } else {
-            events::COLUMN_UNLOADED
-        };
-        for c in list.drain(..) {
-            ctx.events.emit(name, crate::host::chunk_data(c));
-        }
-        self.batch_columns = list;
     }
 
     fn hold(&self, chunk: ChunkPos, kind: RefusalKind, cancel: Cancel) {
