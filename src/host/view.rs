@@ -124,6 +124,23 @@ pub fn chunk_payload(data: &EventData) -> Option<ChunkPos> {
     }
 }
 
+/// The section of a `{x, y, z}` payload with integer coordinates (the chunk events' with
+/// `vertical` in force, docs/viewer.md#vertical-worlds), else `None`: the page writes such an
+/// event `[name, {"x": x, "y": y, "z": z}]`, as the event's JSON.
+pub fn section_payload(data: &EventData) -> Option<ChunkPos> {
+    match data {
+        EventData::Xz { .. }
+        | EventData::XzHash { .. }
+        | EventData::LevelXz { .. }
+        | EventData::LevelXzHash(_) => None,
+        EventData::Json(v) if v.as_object().is_none_or(|o| o.len() != 3) => None,
+        _ => {
+            let coord = |k: &str| data.get(k).and_then(Value::as_i64);
+            Some(ChunkPos::section(coord("x")?, coord("y")?, coord("z")?))
+        }
+    }
+}
+
 /// The level and block of a `{level, x, z}` payload with integer values (the LOD block events'),
 /// else `None`: the page writes such an event `[name, x, z, level]`.
 pub fn block_payload(data: &EventData) -> Option<(u32, ChunkPos)> {
@@ -159,6 +176,15 @@ pub fn metres(x: f64) -> Value {
 /// Chunks as the page writes them: flat, `[x0, z0, x1, z1, …]`.
 pub fn flat(chunks: impl IntoIterator<Item = ChunkPos>) -> Vec<i64> {
     chunks.into_iter().flat_map(|c| [c.x, c.z]).collect()
+}
+
+/// Chunks as the page writes them with `vertical` in force (sections,
+/// docs/viewer.md#vertical-worlds): `[x0, y0, z0, x1, …]`; else [`flat`].
+pub fn cells(chunks: impl IntoIterator<Item = ChunkPos>, vertical: bool) -> Vec<i64> {
+    if !vertical {
+        return flat(chunks);
+    }
+    chunks.into_iter().flat_map(|c| [c.x, c.y, c.z]).collect()
 }
 
 /// Writes `value` as field `key` of `out` (a field is written once a frame).
