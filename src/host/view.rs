@@ -129,15 +129,15 @@ pub fn chunk_payload(data: &EventData) -> Option<ChunkPos> {
 /// event `[name, {"x": x, "y": y, "z": z}]`, as the event's JSON.
 pub fn section_payload(data: &EventData) -> Option<ChunkPos> {
     match data {
-        EventData::Xz { .. }
-        | EventData::XzHash { .. }
-        | EventData::LevelXz { .. }
-        | EventData::LevelXzHash(_) => None,
-        EventData::Json(v) if v.as_object().is_none_or(|o| o.len() != 3) => None,
-        _ => {
+        EventData::Xyz { x, y, z } => {
+            Some(ChunkPos::section(x.as_i64()?, y.as_i64()?, z.as_i64()?))
+        }
+        // The same payload written as JSON (exactly those three keys).
+        EventData::Json(v) if v.as_object().is_some_and(|o| o.len() == 3) => {
             let coord = |k: &str| data.get(k).and_then(Value::as_i64);
             Some(ChunkPos::section(coord("x")?, coord("y")?, coord("z")?))
         }
+        _ => None,
     }
 }
 
@@ -193,4 +193,45 @@ pub fn put(out: &mut Fields, key: &str, value: impl serde::Serialize) {
         key.to_owned(),
         serde_json::to_value(value).expect("plain data"),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_section_payload_is_x_y_z_and_a_chunk_payload_is_x_z() {
+        let s = crate::host::section_data(ChunkPos::section(1, -2, 3));
+        assert_eq!(section_payload(&s), Some(ChunkPos::section(1, -2, 3)));
+        assert_eq!(
+            chunk_payload(&s),
+            None,
+            "a section is not written [name, x, z]"
+        );
+        let c = EventData::Xz {
+            x: json!(1),
+            z: json!(3),
+        };
+        assert_eq!(
+            (section_payload(&c), chunk_payload(&c)),
+            (None, Some(ChunkPos::new(1, 3)))
+        );
+        let j = EventData::Json(json!({"x": 1, "y": 0, "z": 3}));
+        assert_eq!(section_payload(&j), Some(ChunkPos::new(1, 3)));
+        for other in [
+            json!({"x": 1, "y": 0, "z": 3, "hash": "00"}),
+            json!({"x": 1, "y": 0.5, "z": 3}),
+            json!({"x": 1, "z": 3}),
+        ] {
+            assert_eq!(
+                section_payload(&EventData::Json(other.clone())),
+                None,
+                "{other}"
+            );
+        }
+        let list = [ChunkPos::section(1, -2, 3), ChunkPos::new(4, 5)];
+        assert_eq!(cells(list, true), [1, -2, 3, 4, 0, 5]);
+        assert_eq!(cells(list, false), [1, 3, 4, 5]);
+    }
 }
