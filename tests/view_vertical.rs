@@ -14,7 +14,7 @@ mod chromium;
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -49,7 +49,7 @@ fn sections(list: &[(i64, i64, i64)]) -> Vec<i64> {
 /// and column (-1, -1)'s row 1 is pending; column (2, 0) holds rows 1 and 2 only; the focus at
 /// (16, 8, 16) (row 0). Frame 1: (1, 0, 1) loads, the focus climbs to y 20 (row 1). Frame 2:
 /// (2, 2, 0) is released.
-fn made_page(dir: &Path) -> (PathBuf, Vec<BTreeSet<(i64, i64, i64)>>) {
+fn made_page(dir: &Path) -> (PathBuf, Vec<BTreeSet<Section>>) {
     let mut data: ViewData = capture(&flat_recording(dir), "made", None).unwrap();
     let mut loaded = BTreeSet::new();
     let mut pending = Vec::new();
@@ -383,5 +383,466 @@ fn a_flat_page_shows_no_row_control_and_no_side_view_in_chromium() {
     );
 }
 
-#[allow(dead_code)]
-fn unused(_: BTreeMap<ChunkPos, ()>) {}
+/// `run --map -` of a flat run: the demo's map of the grid after the last tick, every loaded chunk
+/// `#` (no terrain here), the focus `A` on its chunk, no row in the heading.
+#[test]
+fn run_map_of_a_flat_run_is_the_demos_map() {
+    let scratch = tempfile::tempdir().unwrap();
+    let scene = json!({
+        "kits": common::kits(json!({"chunkSize": 32, "radius": 1})),
+        "entities": [{"id": "hero", "tags": ["player"], "position": {"x": 16, "z": 16}}]
+    });
+    let path = scratch.path().join("flat.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let out = common::bin()
+        .args(["run", "--quiet", "--ticks", "5", "--map", "-"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("  map at tick 5:\n"), "{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.contains("foci"))
+        .map(str::trim)
+        .collect();
+    // Radius 1 + 2 around the focus: 7 × 7 cells, the 3 × 3 square loaded, the focus at its middle.
+    assert_eq!(rows.len(), 7, "{text}");
+    assert_eq!(rows[2], "..###..", "{text}");
+    assert_eq!(rows[3], "..#A#..", "{text}");
+    assert_eq!(rows[4], "..###..", "{text}");
+}
+
+// ---- A real vertical run ----
+
+/// A flight over flat ground with `vertical` {radius 1, height 16}, radius 2, a disc: the player
+/// stands, climbs three rows, flies east and dives below the ground, 4 loads a tick; with
+/// `terrain`, `world.terrain` builds the columns.
+fn flight(dir: &Path, terrain: bool) -> Recording {
+    let mut kits = common::kits(json!({
+        "chunkSize": 32, "radius": 2, "shape": "disc", "budgetMs": 4,
+        "vertical": {"radius": 1, "height": 16}
+    }));
+    if terrain {
+        kits.as_array_mut()
+            .unwrap()
+            .push(json!({"id": "world.terrain", "config": {"seed": 7, "workers": "inline"}}));
+    }
+    let scene = json!({
+        "kits": kits,
+        "entities": [{"id": "bird", "tags": ["player"], "position": {"x": 16, "y": 8, "z": 16}}]
+    });
+    let path = dir.join(if terrain {
+        "flight-terrain.json"
+    } else {
+        "flight.json"
+    });
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let mut lines = Vec::new();
+    for (tick, x, y) in [
+        (12, 16.0, 24.0),
+        (16, 16.0, 40.0),
+        (20, 16.0, 56.0),
+        (26, 48.0, 56.0),
+        (30, 80.0, 56.0),
+        (34, 112.0, 40.0),
+        (38, 112.0, 8.0),
+        (42, 112.0, -24.0),
+    ] {
+        lines.push(json!({"tick": tick, "do": "move", "entity": "bird", "to": {"x": x, "y": y, "z": 16.0}}));
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("flight.inputs.jsonl"), text).unwrap();
+    Recording::record(&path, &common::inputs(&lines), 50).unwrap()
+}
+
+type Section = (i64, i64, i64);
+
+/// What the page holds at every frame, rebuilt from the data as `view.js` does: `vt`, then the
+/// tick's section events, then `la`, `lr`, `pa`, `pr` (triples while `vertical` is in force).
+fn rebuild(data: &Value) -> Vec<(BTreeSet<Section>, BTreeSet<Section>)> {
+    let names: Vec<&str> = data["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let mut vertical = false;
+    let (mut loaded, mut pending) = (BTreeSet::new(), BTreeSet::new());
+    let mut out = Vec::new();
+    let list = |f: &Value, k: &str, v: bool| -> Vec<Section> {
+        let n: Vec<i64> = f[k]
+            .as_array()
+            .map(|a| a.iter().map(|n| n.as_i64().unwrap()).collect())
+            .unwrap_or_default();
+        if v {
+            n.chunks(3).map(|c| (c[0], c[1], c[2])).collect()
+        } else {
+            n.chunks(2).map(|c| (c[0], 0, c[1])).collect()
+        }
+    };
+    for f in data["frames"].as_array().unwrap() {
+        if let Some(vt) = f.get("vt") {
+            vertical = !vt.is_null();
+        }
+        for e in f["e"].as_array().into_iter().flatten() {
+            let e = e.as_array().unwrap();
+            if e.len() != 2 || !e[1].is_object() || e[1].get("y").is_none() {
+                continue;
+            }
+            let c = (
+                e[1]["x"].as_i64().unwrap(),
+                e[1]["y"].as_i64().unwrap(),
+                e[1]["z"].as_i64().unwrap(),
+            );
+            match names[e[0].as_u64().unwrap() as usize] {
+                "world.chunk.loaded" => {
+                    loaded.insert(c);
+                    pending.remove(&c);
+                }
+                "world.chunk.unloaded" => {
+                    loaded.remove(&c);
+                }
+                _ => {}
+            }
+        }
+        loaded.extend(list(f, "la", vertical));
+        for c in list(f, "lr", vertical) {
+            loaded.remove(&c);
+        }
+        pending.extend(list(f, "pa", vertical));
+        for c in list(f, "pr", vertical) {
+            pending.remove(&c);
+        }
+        out.push((loaded.clone(), pending.clone()));
+    }
+    out
+}
+
+/// The game at every frame: its loaded and pending sections, its focus.
+struct GameAt {
+    loaded: BTreeSet<Section>,
+    pending: BTreeSet<Section>,
+    focus: [f64; 3],
+}
+
+fn game_states(recording: &Recording) -> Vec<GameAt> {
+    let (_dir, mut game, inputs) = recording.game().unwrap();
+    let of = |g: &world_streaming::game::Game| {
+        let s = g.streaming().unwrap();
+        let set = |l: Vec<ChunkPos>| l.into_iter().map(|c| (c.x, c.y, c.z)).collect();
+        // No focus before tick 1: the bird's start.
+        let focus = s
+            .foci()
+            .first()
+            .map_or([16.0, 8.0, 16.0], |f| [f.x, f.y, f.z]);
+        GameAt {
+            loaded: set(s.loaded()),
+            pending: set(s.pending()),
+            focus,
+        }
+    };
+    let mut states = vec![of(&game)];
+    game.run_observing(&inputs, recording.ticks, |g, _| states.push(of(g)))
+        .unwrap();
+    states
+}
+
+/// The heights per column, rebuilt as the page does (`world.column.unloaded` forgets one, `h`
+/// sets it), are at every frame the terrain's height of every loaded column that has one, and
+/// none of another.
+fn check_column_heights(recording: &Recording, data: &Value) {
+    let names: Vec<&str> = data["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let mut page: std::collections::BTreeMap<(i64, i64), f64> = Default::default();
+    let mut held = Vec::new();
+    for f in data["frames"].as_array().unwrap() {
+        for e in f["e"].as_array().into_iter().flatten() {
+            if e.as_array().unwrap().len() == 3
+                && names[e[0].as_u64().unwrap() as usize] == "world.column.unloaded"
+            {
+                page.remove(&(e[1].as_i64().unwrap(), e[2].as_i64().unwrap()));
+            }
+        }
+        let h: Vec<f64> = f["h"]
+            .as_array()
+            .map(|a| a.iter().map(|v| v.as_f64().unwrap()).collect())
+            .unwrap_or_default();
+        for c in h.chunks(3) {
+            page.insert((c[0] as i64, c[1] as i64), c[2]);
+        }
+        held.push(page.clone());
+    }
+    let (_dir, mut game, inputs) = recording.game().unwrap();
+    let of = |g: &world_streaming::game::Game| -> std::collections::BTreeMap<(i64, i64), f64> {
+        let s = g.streaming().unwrap();
+        s.columns()
+            .into_iter()
+            .filter_map(|c| Some(((c.x, c.z), world_streaming::view::terrain_height(g, c)?)))
+            .collect()
+    };
+    let mut states = vec![of(&game)];
+    game.run_observing(&inputs, recording.ticks, |g, _| states.push(of(g)))
+        .unwrap();
+    assert_eq!(held.len(), states.len());
+    let mut seen = 0;
+    for (i, (page, want)) in held.iter().zip(&states).enumerate() {
+        assert_eq!(page, want, "frame {i}: the heights per column");
+        seen += want.len();
+    }
+    assert!(seen >= 200, "{seen}");
+}
+
+#[test]
+fn the_frames_of_a_vertical_run_carry_its_sections_as_the_game_holds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for terrain in [false, true] {
+        let recording = flight(dir.path(), terrain);
+        let data = serde_json::to_value(
+            capture(
+                &recording,
+                "t",
+                Some(&world_streaming::view::terrain_height),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let frames = data["frames"].as_array().unwrap();
+        assert_eq!(frames[0]["vt"], json!({"radius": 1, "height": 16}));
+        assert!(frames[1..].iter().all(|f| f.get("vt").is_none()));
+        let held = rebuild(&data);
+        let states = game_states(&recording);
+        assert_eq!(held.len(), states.len());
+        let mut rows = BTreeSet::new();
+        for (i, ((loaded, pending), want)) in held.iter().zip(&states).enumerate() {
+            assert_eq!(loaded, &want.loaded, "terrain {terrain}, frame {i}: loaded");
+            assert_eq!(
+                pending, &want.pending,
+                "terrain {terrain}, frame {i}: pending"
+            );
+            rows.extend(loaded.iter().map(|s| s.1));
+        }
+        // The flight loads rows from below the ground to well above it.
+        assert!(rows.len() >= 6, "rows {rows:?}");
+        // Section events only; no correction needed (every change is an event).
+        for (i, f) in frames.iter().enumerate().skip(1) {
+            assert!(
+                f.get("la").is_none() && f.get("lr").is_none(),
+                "frame {i}: {f}"
+            );
+        }
+        let text = data.to_string();
+        assert!(
+            text.contains(r#"{"x":0,"y":0,"z":0}"#),
+            "section events as the log writes them"
+        );
+        // Foci in metres as [x, y, z].
+        let f: Vec<f64> = frames[1]["f"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(f, [16.0, 8.0, 16.0]);
+        if terrain {
+            check_column_heights(&recording, &data);
+        }
+    }
+}
+
+fn write_page(recording: &Recording, dir: &Path, name: &str) -> PathBuf {
+    let replay = dir.join(format!("{name}.replay.json"));
+    recording.write(&replay).unwrap();
+    let page = dir.join(format!("{name}.html"));
+    common::bin()
+        .arg("view")
+        .arg(&replay)
+        .arg("--out")
+        .arg(&page)
+        .assert()
+        .success();
+    page
+}
+
+const FLIGHT_FRAMES: [u64; 10] = [2, 10, 14, 18, 22, 28, 33, 38, 44, 50];
+
+#[test]
+fn a_vertical_runs_page_shows_the_focus_row_and_its_column_in_chromium() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let recording = flight(scratch.path(), false);
+    let states = game_states(&recording);
+    let file = write_page(&recording, scratch.path(), "flight");
+    let mut page = browser.page(1280, 1000);
+    page.open(&file, READY);
+    let mut checked = [0usize; 3];
+    let mut rows_seen = BTreeSet::new();
+    for frame in FLIGHT_FRAMES {
+        page.slide_to(frame);
+        let want = &states[frame as usize];
+        let row = (want.focus[1] / 16.0).floor() as i64;
+        rows_seen.insert(row);
+        let d = dataset(&mut page, "grid");
+        assert_eq!(
+            (num(&d, "row"), num(&d, "focusRow")),
+            (row, row),
+            "frame {frame}"
+        );
+        assert_eq!(num(&d, "sectionsLoaded"), want.loaded.len() as i64);
+        let in_row = |set: &BTreeSet<Section>| -> Vec<(i64, i64)> {
+            set.iter()
+                .filter(|s| s.1 == row)
+                .map(|s| (s.0, s.2))
+                .collect()
+        };
+        let (loaded, pending) = (in_row(&want.loaded), in_row(&want.pending));
+        assert_eq!(num(&d, "loadedDrawn"), loaded.len() as i64, "frame {frame}");
+        assert_eq!(
+            num(&d, "pendingDrawn"),
+            pending.len() as i64,
+            "frame {frame}"
+        );
+        // Every cell of the slice's columns: loaded, pending or empty at this row (the focus's
+        // cell, under its marker, skipped).
+        let fc = (
+            (want.focus[0] / 32.0).floor() as i64,
+            (want.focus[2] / 32.0).floor() as i64,
+        );
+        let columns: BTreeSet<(i64, i64)> = want
+            .loaded
+            .iter()
+            .chain(&want.pending)
+            .map(|s| (s.0, s.2))
+            .collect();
+        let mut at = Vec::new();
+        let mut expect = Vec::new();
+        for &(x, z) in columns.iter().filter(|&&c| c != fc) {
+            at.push(grid_px(&d, x, z));
+            let kind = if loaded.contains(&(x, z)) {
+                0
+            } else if pending.contains(&(x, z)) {
+                1
+            } else {
+                2
+            };
+            checked[kind] += 1;
+            expect.push([LOADED_RGB, PENDING_RGB, EMPTY_RGB][kind]);
+        }
+        for ((p, g), w) in at.iter().zip(pixels(&mut page, "grid", &at)).zip(&expect) {
+            assert_eq!(&g, w, "frame {frame} row {row}: pixel {p:?}");
+        }
+        // The side view: the focus's column until the pointer is on the grid.
+        let side = dataset(&mut page, "side");
+        let column: Vec<i64> = want
+            .loaded
+            .iter()
+            .filter(|s| (s.0, s.2) == fc)
+            .map(|s| s.1)
+            .collect();
+        assert_eq!(
+            (num(&side, "x"), num(&side, "z"), num(&side, "loaded")),
+            (fc.0, fc.1, column.len() as i64),
+            "frame {frame}"
+        );
+        for y in &column {
+            let p = side_px(&side, fc.0, *y);
+            assert_eq!(
+                pixels(&mut page, "side", &[p])[0],
+                LOADED_RGB,
+                "frame {frame}: side row {y}"
+            );
+        }
+    }
+    eprintln!("slice cells checked [loaded, pending, empty]: {checked:?}; rows {rows_seen:?}");
+    assert!(
+        checked.iter().all(|&n| n >= 5) && checked[0] >= 100,
+        "{checked:?}"
+    );
+    assert!(rows_seen.len() >= 4, "{rows_seen:?}");
+    // A row of the reader's: the row above the focus's at the end (dive), then back.
+    page.slide_to(50);
+    let top = states[50].loaded.iter().map(|s| s.1).max().unwrap();
+    set_row(&mut page, top);
+    let d = dataset(&mut page, "grid");
+    let n = states[50].loaded.iter().filter(|s| s.1 == top).count();
+    assert_eq!((num(&d, "row"), num(&d, "loadedDrawn")), (top, n as i64));
+    page.click("row-follow");
+    // The screenshot: mid-climb, the pointer on a column of the disc's edge.
+    page.slide_to(22);
+    let want = &states[22];
+    let edge = want.loaded.iter().map(|s| (s.0, s.2)).max().unwrap();
+    point(&mut page, edge.0, edge.1);
+    std::fs::write(
+        chromium::target_dir().join("view-vertical.png"),
+        page.screenshot(),
+    )
+    .unwrap();
+}
+
+/// `run --map -` of the flight: the slice at the first focus's section row, as the page opens on
+/// (the heading names the row), every cell of it the service's section at that row.
+#[test]
+fn run_map_of_a_vertical_run_shows_the_focus_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = flight(dir.path(), false);
+    let states = game_states(&recording);
+    for tick in [10u64, 22, 44] {
+        let out = common::bin()
+            .args([
+                "run",
+                "--quiet",
+                "--map",
+                "-",
+                "--ticks",
+                &tick.to_string(),
+                "--inputs",
+            ])
+            .arg(dir.path().join("flight.inputs.jsonl"))
+            .arg(dir.path().join("flight.json"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let want = &states[tick as usize];
+        let row = (want.focus[1] / 16.0).floor() as i64;
+        let (fx, fz) = (
+            (want.focus[0] / 32.0).floor() as i64,
+            (want.focus[2] / 32.0).floor() as i64,
+        );
+        let heading = format!("  map at tick {tick}, section row y = {row} (the first focus's):");
+        assert_eq!(text.lines().next(), Some(heading.as_str()), "{text}");
+        // Radius 2 + 2 around the focus's column, z from the top down.
+        let lines: Vec<&str> = text.lines().skip(1).take(9).map(str::trim).collect();
+        let mut loaded_cells = 0;
+        for (i, line) in lines.iter().enumerate() {
+            let z = fz + 4 - i as i64;
+            assert_eq!(line.chars().count(), 9, "{text}");
+            for (j, ch) in line.chars().enumerate() {
+                let x = fx - 4 + j as i64;
+                let want_ch = if (x, z) == (fx, fz) {
+                    'A'
+                } else if want.loaded.contains(&(x, row, z)) {
+                    loaded_cells += 1;
+                    '#'
+                } else if want.pending.contains(&(x, row, z)) {
+                    '+'
+                } else {
+                    '.'
+                };
+                assert_eq!(
+                    ch, want_ch,
+                    "tick {tick}: cell ({x}, {row}, {z}) of\n{text}"
+                );
+            }
+        }
+        assert!(loaded_cells >= 5, "tick {tick}: {text}");
+    }
+}

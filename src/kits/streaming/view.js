@@ -14,7 +14,6 @@
   let LOD_UNLOADED = -1;
   let COMPLETE = -1;
   let INCOMPLETE = -1;
-  let COLUMN_UNLOADED = -1;
   // docs/reference/config.md#outputs-that-appear-only-when-used: a run that uses `lod` says so in
   // its first frame (`ls`, the levels' steps).
   let hasLod = false;
@@ -45,6 +44,29 @@
     const n = v ? 3 : 2;
     for (let i = 0; i < list.length; i += n) map.delete(v ? skey(list[i], list[i + 2], list[i + 1]) : skey(list[i], list[i + 1], 0));
   }
+  // With `vertical`: a section loads into its column (the count of each column's loaded
+  // sections), and a column's height is forgotten when its last section leaves (as the column's
+  // `world.column.unloaded` says, and also for a correction's release).
+  function loadSection(s, k, e) {
+    if (!s.loaded.has(k)) {
+      const ck = key(e[0], e[1]);
+      s.columns.set(ck, (s.columns.get(ck) || 0) + 1);
+    }
+    s.loaded.set(k, e);
+  }
+  function unloadSection(s, k) {
+    const e = s.loaded.get(k);
+    if (e === undefined) return;
+    s.loaded.delete(k);
+    const ck = key(e[0], e[1]);
+    const n = (s.columns.get(ck) || 1) - 1;
+    if (n > 0) {
+      s.columns.set(ck, n);
+    } else {
+      s.columns.delete(ck);
+      s.heights.delete(ck);
+    }
+  }
   // The section an event's `{x, y, z}` payload names, or null.
   const sectionOf = (d) =>
     d !== null && typeof d === "object" && Number.isInteger(d.x) && Number.isInteger(d.y) && Number.isInteger(d.z)
@@ -63,7 +85,6 @@
     LOD_UNLOADED = data.names.indexOf("world.lod.unloaded");
     COMPLETE = data.names.indexOf("world.chunk.complete");
     INCOMPLETE = data.names.indexOf("world.chunk.incomplete");
-    COLUMN_UNLOADED = data.names.indexOf("world.column.unloaded");
     for (const f of list) {
       if (f.vt) hasVertical = true;
       if (f.ls !== undefined) hasLod = true;
@@ -152,7 +173,7 @@
       Object.assign(s, {
         loaded: new Map(), pending: new Map(), heights: new Map(), refusals: [], foci: [], tickets: [],
         dormant: [], predicted: [], holes: null, lodSteps: [], blocks: new Map(), neighbours: 0,
-        complete: new Set(), vertical: null,
+        complete: new Set(), vertical: null, columns: new Map(),
       });
     },
 
@@ -162,6 +183,7 @@
         refusals: s.refusals, foci: s.foci, tickets: s.tickets, dormant: s.dormant,
         predicted: s.predicted, holes: s.holes, lodSteps: s.lodSteps, blocks: new Map(s.blocks),
         neighbours: s.neighbours, complete: new Set(s.complete), vertical: s.vertical,
+        columns: new Map(s.columns),
       });
     },
 
@@ -178,25 +200,21 @@
       const v = s.vertical !== null;
       if (f.e) {
         for (const ev of f.e) {
-          // A section's event, [name, {x, y, z}]; a column's height goes with its column.
+          // A section's event, [name, {x, y, z}].
           const c = ev.length === 2 ? sectionOf(ev[1]) : null;
           if (c !== null) {
             const k = skey(c.x, c.z, c.y);
             if (ev[0] === LOADED) {
-              s.loaded.set(k, [c.x, c.z, c.y]);
+              loadSection(s, k, [c.x, c.z, c.y]);
               s.pending.delete(k);
             } else if (ev[0] === UNLOADED) {
-              s.loaded.delete(k);
+              unloadSection(s, k);
               s.complete.delete(k);
             } else if (ev[0] === COMPLETE && s.neighbours > 0) {
               s.complete.add(k);
             } else if (ev[0] === INCOMPLETE) {
               s.complete.delete(k);
             }
-            continue;
-          }
-          if (ev.length === 3 && ev[0] === COLUMN_UNLOADED) {
-            s.heights.delete(key(ev[1], ev[2]));
             continue;
           }
           // A LOD block's event, [name, x, z, level]: a load is not built and has no height.
@@ -221,11 +239,13 @@
           }
         }
       }
-      if (f.la) addList(s.loaded, f.la, v);
-      if (f.lr) {
+      if (f.la && v) for (let i = 0; i < f.la.length; i += 3) loadSection(s, skey(f.la[i], f.la[i + 2], f.la[i + 1]), [f.la[i], f.la[i + 2], f.la[i + 1]]);
+      else if (f.la) addList(s.loaded, f.la, v);
+      if (f.lr && v) {
+        for (let i = 0; i < f.lr.length; i += 3) unloadSection(s, skey(f.lr[i], f.lr[i + 2], f.lr[i + 1]));
+      } else if (f.lr) {
         removeList(s.loaded, f.lr, v);
-        // A section's release leaves its column's height (the column's event forgets it).
-        if (!v) removeFlat(s.heights, f.lr);
+        removeFlat(s.heights, f.lr);
       }
       // Complete chunks the events do not account for (a `load` of a save).
       const n = v ? 3 : 2;
