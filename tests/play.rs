@@ -740,3 +740,55 @@ fn a_sessions_inputs_are_queued_by_tick_and_a_refused_one_is_left_out() {
     assert_eq!(saved.ticks, 4);
     assert_eq!(saved.verify().unwrap(), Verdict::Same { ticks: 4 });
 }
+
+/// docs/viewer.md#vertical-worlds: a live session of a vertical scene (a disc with rows, terrain
+/// inline, a player that climbs) captures the viewer's frames of the same run, `vt`, sections as
+/// triples and heights per column included, so the live page draws it as `view` does, with the
+/// slice, the row control and the side view.
+#[test]
+fn a_vertical_session_captures_the_viewers_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = serde_json::json!({
+        "kits": [
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 2, "shape": "disc",
+             "budgetMs": 6, "vertical": {"radius": 1, "height": 16}}},
+            {"id": "world.terrain", "config": {"seed": 5, "workers": "inline"}}
+        ],
+        "entities": [{"id": "bird", "tags": ["player"], "position": {"x": 16, "y": 8, "z": 16}}]
+    });
+    let path = dir.path().join("vertical.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let lines: Vec<Value> = (1..=4)
+        .map(|i| {
+            serde_json::json!({"tick": 6 * i, "do": "move", "entity": "bird",
+                               "to": {"x": 16 + 20 * i, "y": 8 + 16 * i, "z": 16}})
+        })
+        .collect();
+    let recording = Recording::record(&path, &common::inputs(&lines), 30).unwrap();
+    let data =
+        serde_json::to_value(capture(&recording, "test", Some(&terrain_height)).unwrap()).unwrap();
+    let mut live = session(&recording);
+    let mut frames = live.take()["frames"].as_array().unwrap().clone();
+    while live.game().engine().tick_count() < recording.ticks {
+        let n = 7.min(recording.ticks - live.game().engine().tick_count());
+        live.tick(n).unwrap();
+        frames.extend(live.take()["frames"].as_array().unwrap().iter().cloned());
+    }
+    assert_eq!(Value::Array(frames.clone()), data["frames"]);
+    assert_eq!(
+        frames[0]["vt"],
+        serde_json::json!({"radius": 1, "height": 16})
+    );
+    let sections = frames
+        .iter()
+        .filter_map(|f| f["e"].as_array())
+        .flatten()
+        .filter(|e| e[1].get("y").is_some())
+        .count();
+    assert!(sections >= 100, "{sections} section events");
+    assert!(
+        frames.iter().any(|f| f.get("h").is_some()),
+        "heights per column"
+    );
+}
