@@ -13,6 +13,7 @@
 //! - `state.rs` the state, `save.rs` its save section (one check per key);
 //! - this file: the kit, which resolves the focus and applies the plan.
 
+mod column_events;
 pub mod config;
 pub mod dormancy;
 pub mod events;
@@ -115,8 +116,12 @@ pub fn check_save_section(
     let parsed: SaveSection = from_value(section, &path)?;
     // Alone, the save is checked against the loosest ticket cap any scene may set; loading it
     // checks it against its scene's.
+    // Alone, a save may be a vertical game's (its sections' rows are checked by its load).
     let config = StreamingConfig {
         max_ticket_chunks: Some(MaxTicketChunks::new(config::MAX_TICKET_CHUNKS).expect("in range")),
+        vertical: Some(VerticalDef::radius_only(
+            VerticalRadius::new(0).expect("in range"),
+        )),
         ..StreamingConfig::default()
     };
     State::new(config, IndexMap::new())
@@ -636,37 +641,6 @@ impl StreamingKit {
         }
     }
 
-    /// The column set (docs/reference/streaming.md#columns) is kept while `vertical` is on.
-    fn follow_columns(&mut self, settings: Settings) {
-        let st = &mut *self.state.borrow_mut();
-        let on = settings.vertical.is_some();
-        st.columns.set_on(on, || st.residency.loaded());
-    }
-
-    /// `world.column.unloaded {x, z}` (`loaded` false) or `world.column.loaded {x, z}` for the
-    /// columns that changed since the last call, row order (z, x); nothing with `vertical` off.
-    fn announce_columns(&mut self, ctx: &mut Ctx<'_>, loaded: bool) {
-        let mut st = self.state.borrow_mut();
-        if !st.columns.has_noted() {
-            return;
-        }
-        let mut list = std::mem::take(&mut self.batch_columns);
-        match loaded {
-            true => st.columns.take_loaded(&mut list),
-            false => st.columns.take_unloaded(&mut list),
-        }
-        drop(st);
-        let name = if loaded {
-            events::COLUMN_LOADED
-        } else {
-            events::COLUMN_UNLOADED
-        };
-        for c in list.drain(..) {
-            ctx.events.emit(name, crate::host::chunk_data(c));
-        }
-        self.batch_columns = list;
-    }
-
     fn hold(&self, chunk: ChunkPos, kind: RefusalKind, cancel: Cancel) {
         let held = Held {
             kind,
@@ -980,7 +954,7 @@ impl Kit for StreamingKit {
     /// (its fields are in the section); else what round 2 wrote, byte for byte.
     fn save_version(&self) -> u32 {
         let st = self.state.borrow();
-        if st.uses_neighbours() {
+        if st.uses_neighbours() || st.uses_vertical() {
             crate::host::save::SAVE_VERSION
         } else if st.uses_scheduling() || st.uses_lod() {
             crate::host::save::ROUND3_SAVE_VERSION
@@ -1142,7 +1116,7 @@ impl Kit for StreamingKit {
     }
 
     fn save(&self) -> Option<serde_json::Value> {
-        Some(serde_json::to_value(self.state.borrow().save_section()).expect("plain data"))
+        Some(self.state.borrow().save_value())
     }
 
     fn prepare_load(
