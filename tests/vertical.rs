@@ -201,6 +201,20 @@ fn refusals_are_held_per_section() {
         "row order, with y"
     );
     assert_eq!(s.progress(), 1.0, "a load-refused section is ready");
+    // A Lua handler reads the section's `y` and refuses one row.
+    std::fs::write(
+        dir.path().join("high.lua"),
+        "on('world.chunk.load', function(c) if c.y == 1 then return cancel('high') end end)",
+    )
+    .unwrap();
+    sc["mods"] = json!(["high.lua"]);
+    let mut g = game_in(&sc, dir.path());
+    run(&mut g, &[], 1);
+    let s = service(&g);
+    assert_eq!(s.loaded().len(), 18);
+    assert!(s.loaded().iter().all(|c| c.y < 1));
+    let refused: Vec<Option<i64>> = s.refusals().iter().map(|r| r.y).collect();
+    assert_eq!(refused, [Some(1); 9]);
 }
 
 /// `chunkOf` reads `y` with sections (floor(y / height)), the service tells the shape and the
@@ -389,4 +403,27 @@ fn complete_sections_read_their_26_neighbours() {
         .collect();
     assert!(names[..125].iter().all(|n| *n == "world.chunk.loaded"));
     assert!(names[125..].iter().all(|n| *n == "world.chunk.complete"));
+}
+
+/// The resident cap counts sections, and eviction takes the least recently wanted sections in
+/// row order: one row up, the row left in the hysteresis band is evicted as the new row loads.
+#[test]
+fn the_cap_and_eviction_count_sections() {
+    let mut config = cylinder(5000);
+    config["maxLoaded"] = json!(1800);
+    let mut g = game(&scene(config));
+    run(&mut g, &[], 1);
+    let s = service(&g);
+    assert_eq!(s.loaded().len(), 1773);
+    run(&mut g, &[move_hero(2, 16.0, 48.0, 16.0)], 2);
+    assert_eq!(s.loaded().len(), 1800);
+    let row = footprint(ChunkPos::section(0, -4, 0), 8, 0);
+    assert_eq!(
+        sections(&g, "world.chunk.unloaded", 2),
+        row[..197 - 27],
+        "27 loads fit, then each load evicts one section of row -4, row order"
+    );
+    assert_eq!(sections(&g, "world.chunk.loaded", 2).len(), 197);
+    let capacity = common::events_named(&g, "world.streaming.capacity");
+    assert_eq!(capacity, [], "the wanted sections (1 773) fit the cap");
 }

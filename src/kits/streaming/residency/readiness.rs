@@ -592,4 +592,45 @@ mod tests {
         r.mark_loaded(last);
         assert!(r.square_ready(view));
     }
+
+    /// A restore with sections builds the column record again: a section beyond the rows is
+    /// due for release, a build fans out to the restored sections of its column, a section
+    /// loaded later into the built column is built. Sections turned on with chunks loaded keep
+    /// what was built.
+    #[test]
+    fn a_restore_with_sections_rebuilds_the_column_record() {
+        let mut r = sections(1);
+        let b = r.add_builder().unwrap();
+        let view = FocusView::new(
+            Position {
+                x: 10.0,
+                y: 10.0,
+                z: 10.0,
+            },
+            0,
+        );
+        let s = |y: i64| ChunkPos::section(0, y, 0);
+        let loaded: BTreeSet<ChunkPos> = [s(-1), s(0), s(5)].into();
+        r.restore(loaded, BTreeMap::new(), &[view], BTreeMap::new(), 3);
+        let mut out = Vec::new();
+        r.resolve(4, &mut out);
+        assert_eq!(out, [s(5)], "beyond rv + 1");
+        r.mark_released(s(5));
+        assert_eq!(r.progress(), (0, 3));
+        r.set_built(b, ChunkPos::new(0, 0), true);
+        assert_eq!(r.progress(), (2, 3));
+        r.mark_loaded(s(1));
+        assert_eq!(r.progress(), (3, 3));
+        // Flat, built; then sections: the column keeps its builder's report.
+        let mut flat = res();
+        let b = flat.add_builder().unwrap();
+        fill(&mut flat, Position::new(10.0, 10.0), 0);
+        flat.set_built(b, ChunkPos::new(0, 0), true);
+        flat.set_form(Form {
+            disc: false,
+            vertical: Some((0, 32.0)),
+        });
+        assert!(flat.is_built_by(b, ChunkPos::new(0, 0)));
+        assert_eq!(flat.progress(), (1, 1));
+    }
 }
