@@ -740,3 +740,141 @@ fn a_sessions_inputs_are_queued_by_tick_and_a_refused_one_is_left_out() {
     assert_eq!(saved.ticks, 4);
     assert_eq!(saved.verify().unwrap(), Verdict::Same { ticks: 4 });
 }
+
+/// docs/viewer.md#vertical-worlds: a live session of a vertical scene (a disc with rows, terrain
+/// inline, a player that climbs) captures the viewer's frames of the same run, `vt`, sections as
+/// triples and heights per column included, so the live page draws it as `view` does, with the
+/// slice, the row control and the side view.
+#[test]
+fn a_vertical_session_captures_the_viewers_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = serde_json::json!({
+        "kits": [
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 2, "shape": "disc",
+             "budgetMs": 6, "vertical": {"radius": 1, "height": 16}}},
+            {"id": "world.terrain", "config": {"seed": 5, "workers": "inline"}}
+        ],
+        "entities": [{"id": "bird", "tags": ["player"], "position": {"x": 16, "y": 8, "z": 16}}]
+    });
+    let path = dir.path().join("vertical.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let lines: Vec<Value> = (1..=4)
+        .map(|i| {
+            serde_json::json!({"tick": 6 * i, "do": "move", "entity": "bird",
+                               "to": {"x": 16 + 20 * i, "y": 8 + 16 * i, "z": 16}})
+        })
+        .collect();
+    let recording = Recording::record(&path, &common::inputs(&lines), 30).unwrap();
+    let data =
+        serde_json::to_value(capture(&recording, "test", Some(&terrain_height)).unwrap()).unwrap();
+    let mut live = session(&recording);
+    let mut frames = live.take()["frames"].as_array().unwrap().clone();
+    while live.game().engine().tick_count() < recording.ticks {
+        let n = 7.min(recording.ticks - live.game().engine().tick_count());
+        live.tick(n).unwrap();
+        frames.extend(live.take()["frames"].as_array().unwrap().iter().cloned());
+    }
+    assert_eq!(Value::Array(frames.clone()), data["frames"]);
+    assert_eq!(
+        frames[0]["vt"],
+        serde_json::json!({"radius": 1, "height": 16})
+    );
+    let sections = frames
+        .iter()
+        .filter_map(|f| f["e"].as_array())
+        .flatten()
+        .filter(|e| e[1].get("y").is_some())
+        .count();
+    assert!(sections >= 100, "{sections} section events");
+    assert!(
+        frames.iter().any(|f| f.get("h").is_some()),
+        "heights per column"
+    );
+}
+
+/// docs/viewer.md#vertical-worlds in the browser: the live page of a vertical scene (the kit's
+/// wasm module running it) shows the row control and the side view, the slice at the player's
+/// section row as it climbs, the counts the native run has at that row, and PageUp shows the row
+/// above.
+#[test]
+fn a_vertical_scenes_live_page_shows_the_focus_row_and_the_side_view() {
+    let Some(mut browser) = chromium::chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let scene = serde_json::json!({
+        "kits": [
+            {"id": "world.ground"},
+            {"id": "world.streaming", "config": {"chunkSize": 32, "radius": 2, "shape": "disc",
+             "budgetMs": 8, "vertical": {"radius": 1, "height": 16}}}
+        ],
+        "entities": [{"id": "bird", "tags": ["player"], "position": {"x": 16, "y": 8, "z": 16}}]
+    });
+    let path = dir.path().join("vertical.json");
+    std::fs::write(&path, scene.to_string()).unwrap();
+    let lines: Vec<Value> = (1..=3)
+        .map(|i| {
+            serde_json::json!({"tick": 8 * i, "do": "move", "entity": "bird",
+                               "to": {"x": 16, "y": 8 + 16 * i, "z": 16}})
+        })
+        .collect();
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let inputs = dir.path().join("vertical.inputs.jsonl");
+    std::fs::write(&inputs, text).unwrap();
+    let file = write_play_page(
+        dir.path(),
+        "vertical",
+        &[&path, Path::new("--inputs"), &inputs],
+    );
+    let recording = Recording::record(&path, &common::inputs(&lines), 30).unwrap();
+    let mut live = session(&recording);
+    let mut page = browser.page(1280, 1000);
+    open_play(&mut page, &file, "");
+    for id in ["row-label", "side-panel"] {
+        assert_eq!(
+            page.eval(&format!("document.getElementById('{id}').hidden")),
+            Value::Bool(false),
+            "{id}"
+        );
+    }
+    let mut tick = 0;
+    for target in [6u64, 14, 22, 30] {
+        while tick < target {
+            page.click("step");
+            tick += 1;
+        }
+        assert_eq!(game_tick(&mut page), target);
+        live.tick(target - live.game().engine().tick_count())
+            .unwrap();
+        let s = live.game().streaming().unwrap();
+        let focus = s.foci()[0];
+        let row = (focus.y / 16.0).floor() as i64;
+        let in_row = s.loaded().iter().filter(|c| c.y == row).count();
+        let d = page.eval("Object.assign({}, document.getElementById('grid').dataset)");
+        let n = |k: &str| d[k].as_str().unwrap().parse::<i64>().unwrap();
+        assert_eq!(
+            (
+                n("row"),
+                n("focusRow"),
+                n("loadedDrawn"),
+                n("sectionsLoaded")
+            ),
+            (row, row, in_row as i64, s.loaded().len() as i64),
+            "tick {target}"
+        );
+        let column = s.loaded().iter().filter(|c| (c.x, c.z) == (0, 0)).count();
+        let side = page.eval("Object.assign({}, document.getElementById('side').dataset)");
+        assert_eq!(
+            side["loaded"],
+            serde_json::json!(column.to_string()),
+            "tick {target}"
+        );
+    }
+    let row = page.eval("Number(document.getElementById('grid').dataset.row)");
+    page.eval(
+        "document.dispatchEvent(new KeyboardEvent('keydown', { key: 'PageUp', bubbles: true }))",
+    );
+    let above = page.eval("Number(document.getElementById('grid').dataset.row)");
+    assert_eq!(above.as_i64(), row.as_i64().map(|r| r + 1));
+}

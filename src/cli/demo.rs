@@ -113,18 +113,26 @@ pub fn run() -> anyhow::Result<()> {
 /// An ASCII map of the grid around the foci: `A`, `B`, … the non-ticket foci in anchor order,
 /// `T` a ticket, `0`–`9` a loaded chunk whose terrain is built (its mean height, low to high),
 /// `#` loaded (terrain not built yet, or no terrain kit), `+` pending, `x` load refused, `H` kept
-/// by an unload refusal, `.` nothing. It spans every focus (at most 41 chunks a side).
+/// by an unload refusal, `.` nothing. It spans every focus (at most 41 chunks a side). With
+/// `vertical` in force (docs/viewer.md#vertical-worlds) it is the slice at the first focus's
+/// section row, as the viewer opens on: a cell is that row's section, a focus's letter marks its
+/// column whatever its row, and the heading names the row.
 pub fn map(engine: &Engine, s: &dyn StreamingService) -> String {
     let foci = s.foci();
     let Some(first) = foci.first() else {
         return "  (no focus)\n".into();
     };
+    let row = s.vertical().map(|_| s.chunk_of(*first).y);
     let tickets: Vec<ChunkPos> = s
         .tickets()
         .iter()
-        .map(|t| s.chunk_of(world_streaming::grid::Position::new(t.x, t.z)))
+        .map(|t| {
+            s.chunk_of(world_streaming::grid::Position::new(t.x, t.z))
+                .column()
+        })
         .collect();
-    let chunks: Vec<ChunkPos> = foci.iter().map(|f| s.chunk_of(*f)).collect();
+    // Columns (a flat chunk is its own).
+    let chunks: Vec<ChunkPos> = foci.iter().map(|f| s.chunk_of(*f).column()).collect();
     // The foci in force end with the tickets that counted in the last tick's plan.
     let tickets_in_force = tickets.len().min(foci.len() - 1);
     let reach = i64::from(s.radius()) + 2;
@@ -153,23 +161,39 @@ pub fn map(engine: &Engine, s: &dyn StreamingService) -> String {
         let mean = sum / u64::from(n * n);
         char::from_digit((mean * 10 / 65536) as u32, 10)
     };
-    let mut out = format!("  map at tick {}:\n", engine.tick_count());
+    let mut out = match row {
+        None => format!("  map at tick {}:\n", engine.tick_count()),
+        Some(y) => format!(
+            "  map at tick {}, section row y = {y} (the first focus's):\n",
+            engine.tick_count()
+        ),
+    };
+    // A held refusal's row (its `y` as the state writes it; 0 without).
+    let refusal_row = |r: &world_streaming::kits::streaming::Refusal| {
+        serde_json::to_value(r)
+            .ok()
+            .and_then(|v| v["y"].as_i64())
+            .unwrap_or(0)
+    };
     for z in (z0..=z1).rev() {
         out.push_str("    ");
         for x in x0..=x1 {
-            let c = ChunkPos::new(x, z);
-            let refused = refusals.iter().find(|r| r.x == x && r.z == z);
+            let column = ChunkPos::new(x, z);
+            let c = row.map_or(column, |y| ChunkPos::section(x, y, z));
+            let refused = refusals
+                .iter()
+                .find(|r| r.x == x && r.z == z && refusal_row(r) == c.y);
             let anchor = chunks
                 .iter()
                 .enumerate()
-                .find(|(i, f)| **f == c && *i < foci.len() - tickets_in_force)
+                .find(|(i, f)| **f == column && *i < foci.len() - tickets_in_force)
                 .map(|(i, _)| (b'A' + (i % 26) as u8) as char);
             let ch = match () {
                 _ if anchor.is_some() => anchor.unwrap_or('@'),
-                _ if tickets.contains(&c) => 'T',
+                _ if tickets.contains(&column) => 'T',
                 _ if refused.is_some_and(|r| r.hook.ends_with("unload")) => 'H',
                 _ if refused.is_some() => 'x',
-                _ if loaded.contains(&c) => shade(c).unwrap_or('#'),
+                _ if loaded.contains(&c) => shade(column).unwrap_or('#'),
                 _ if pending.contains(&c) => '+',
                 _ => '.',
             };

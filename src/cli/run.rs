@@ -32,6 +32,10 @@ pub struct RunArgs {
     /// Record a replay (scene, mods, inputs, per-tick event digests) to FILE.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// Write a text map of the grid around the foci after the run (`-` = stdout), as the demo
+    /// prints them; with `vertical` the slice at the first focus's section row.
+    #[arg(long, value_name = "FILE")]
+    map: Option<PathBuf>,
     /// After the run, print per-tick cost percentiles and the time spent in each mod's handlers.
     #[arg(long)]
     profile: bool,
@@ -235,6 +239,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         let mut out = serde_json::to_vec_pretty(&game.state())?;
         out.push(b'\n');
         write_output(path, &out)?;
+    }
+    if let Some(path) = &args.map {
+        let text = match game.streaming() {
+            Some(s) => crate::cli::demo::map(game.engine(), s.as_ref()),
+            None => "  (no world.streaming)\n".to_owned(),
+        };
+        write_output(path, text.as_bytes())?;
     }
     if let Some(p) = profile {
         p.report(&tick_costs, &mut std::io::stderr())?;

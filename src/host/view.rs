@@ -124,6 +124,23 @@ pub fn chunk_payload(data: &EventData) -> Option<ChunkPos> {
     }
 }
 
+/// The section of a `{x, y, z}` payload with integer coordinates (the chunk events' with
+/// `vertical` in force, docs/viewer.md#vertical-worlds), else `None`: the page writes such an
+/// event `[name, {"x": x, "y": y, "z": z}]`, as the event's JSON.
+pub fn section_payload(data: &EventData) -> Option<ChunkPos> {
+    match data {
+        EventData::Xyz { x, y, z } => {
+            Some(ChunkPos::section(x.as_i64()?, y.as_i64()?, z.as_i64()?))
+        }
+        // The same payload written as JSON (exactly those three keys).
+        EventData::Json(v) if v.as_object().is_some_and(|o| o.len() == 3) => {
+            let coord = |k: &str| data.get(k).and_then(Value::as_i64);
+            Some(ChunkPos::section(coord("x")?, coord("y")?, coord("z")?))
+        }
+        _ => None,
+    }
+}
+
 /// The level and block of a `{level, x, z}` payload with integer values (the LOD block events'),
 /// else `None`: the page writes such an event `[name, x, z, level]`.
 pub fn block_payload(data: &EventData) -> Option<(u32, ChunkPos)> {
@@ -161,10 +178,60 @@ pub fn flat(chunks: impl IntoIterator<Item = ChunkPos>) -> Vec<i64> {
     chunks.into_iter().flat_map(|c| [c.x, c.z]).collect()
 }
 
+/// Chunks as the page writes them with `vertical` in force (sections,
+/// docs/viewer.md#vertical-worlds): `[x0, y0, z0, x1, …]`; else [`flat`].
+pub fn cells(chunks: impl IntoIterator<Item = ChunkPos>, vertical: bool) -> Vec<i64> {
+    if !vertical {
+        return flat(chunks);
+    }
+    chunks.into_iter().flat_map(|c| [c.x, c.y, c.z]).collect()
+}
+
 /// Writes `value` as field `key` of `out` (a field is written once a frame).
 pub fn put(out: &mut Fields, key: &str, value: impl serde::Serialize) {
     out.insert(
         key.to_owned(),
         serde_json::to_value(value).expect("plain data"),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_section_payload_is_x_y_z_and_a_chunk_payload_is_x_z() {
+        let s = crate::host::section_data(ChunkPos::section(1, -2, 3));
+        assert_eq!(section_payload(&s), Some(ChunkPos::section(1, -2, 3)));
+        assert_eq!(
+            chunk_payload(&s),
+            None,
+            "a section is not written [name, x, z]"
+        );
+        let c = EventData::Xz {
+            x: json!(1),
+            z: json!(3),
+        };
+        assert_eq!(
+            (section_payload(&c), chunk_payload(&c)),
+            (None, Some(ChunkPos::new(1, 3)))
+        );
+        let j = EventData::Json(json!({"x": 1, "y": 0, "z": 3}));
+        assert_eq!(section_payload(&j), Some(ChunkPos::new(1, 3)));
+        for other in [
+            json!({"x": 1, "y": 0, "z": 3, "hash": "00"}),
+            json!({"x": 1, "y": 0.5, "z": 3}),
+            json!({"x": 1, "z": 3}),
+        ] {
+            assert_eq!(
+                section_payload(&EventData::Json(other.clone())),
+                None,
+                "{other}"
+            );
+        }
+        let list = [ChunkPos::section(1, -2, 3), ChunkPos::new(4, 5)];
+        assert_eq!(cells(list, true), [1, -2, 3, 4, 0, 5]);
+        assert_eq!(cells(list, false), [1, 3, 4, 5]);
+    }
 }

@@ -375,9 +375,8 @@ pub struct JsonRules {
     any: Option<usize>,
     by_x: HashMap<i64, usize>,
     by_z: HashMap<i64, usize>,
-    by_xz: HashMap<(i64, i64), usize>,
-    /// Exact sections `(x, y, z)`.
-    by_xyz: HashMap<(i64, i64, i64), usize>,
+    /// Exact chunks `(x, z, None)` and exact sections `(x, z, Some(y))`.
+    by_xz: HashMap<(i64, i64, Option<i64>), usize>,
     /// Patterns with a range, or naming `y` but not an exact section, in rule order.
     ranged: Vec<(usize, Match)>,
 }
@@ -395,7 +394,7 @@ impl JsonRules {
             };
             match (exact(m.x), exact(m.z), exact(m.y)) {
                 (Some(Some(x)), Some(Some(z)), Some(Some(y))) => {
-                    self.by_xyz.entry((x, y, z)).or_insert(i);
+                    self.by_xz.entry((x, z, Some(y))).or_insert(i);
                 }
                 (_, _, Some(Some(_)) | None) => self.ranged.push((i, *m)),
                 (Some(None), Some(None), _) => {
@@ -408,7 +407,7 @@ impl JsonRules {
                     self.by_z.entry(z).or_insert(i);
                 }
                 (Some(Some(x)), Some(Some(z)), _) => {
-                    self.by_xz.entry((x, z)).or_insert(i);
+                    self.by_xz.entry((x, z, None)).or_insert(i);
                 }
                 _ => self.ranged.push((i, *m)),
             }
@@ -445,12 +444,10 @@ impl JsonRules {
         }
         if let (Some(x), Some(z)) = (x, z) {
             if !self.by_xz.is_empty() {
-                consider(self.by_xz.get(&(x, z)));
-            }
-        }
-        if let (Some(x), Some(z), Some(y)) = (x, z, y) {
-            if !self.by_xyz.is_empty() {
-                consider(self.by_xyz.get(&(x, y, z)));
+                consider(self.by_xz.get(&(x, z, None)));
+                if y.is_some() {
+                    consider(self.by_xz.get(&(x, z, y)));
+                }
             }
         }
         let so_far = best;

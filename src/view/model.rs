@@ -44,7 +44,9 @@ pub struct ViewData {
 }
 
 /// What changed at one tick. Chunk lists are flat `[x0, z0, x1, z1, …]`; empty fields are left
-/// out of the page.
+/// out of the page. While `vertical` is in force (the streaming layer's `vt`, in
+/// [`Frame::extra`]; docs/viewer.md#vertical-worlds) they are sections `[x0, y0, z0, …]`, the
+/// foci and predicted foci `[x0, y0, z0, …]` in metres, and a section's event `[name, {x, y, z}]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Frame {

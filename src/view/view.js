@@ -426,7 +426,7 @@ function wsViewer(data, live) {
     buttons();
   });
   document.addEventListener("keydown", (e) => {
-    if (e.target === slider || e.target.tagName === "SELECT" || e.altKey || e.ctrlKey || e.metaKey) {
+    if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT" || e.altKey || e.ctrlKey || e.metaKey) {
       return;
     }
     // A live page's arrows and WASD steer its player.

@@ -73,6 +73,8 @@ const FUNCTIONS: &[(&str, Fun)] = &[
     ("release", release),
     ("focus", focus),
     ("radius", radius),
+    ("columns", columns),
+    ("isColumnLoaded", is_column_loaded),
     // The setters, as their settings declare them (`config.rs`); `setLod` reads a list of
     // tables with a function of its own.
     (LUA_SETTERS[0].name, setter::<0>),
@@ -134,7 +136,7 @@ fn table(
 /// Whether the world is vertical (docs/vertical.md): chunks are sections and the tables the
 /// functions build carry `y` (even 0).
 fn vertical(s: &dyn StreamingService) -> bool {
-    s.settings().vertical.is_some()
+    s.vertical().is_some()
 }
 
 /// The chunk a function takes: `x, z` and an optional last `y` (a section's row; `nil`: 0).
@@ -187,6 +189,18 @@ fn refusals(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> A
         Ok(t)
     };
     Ok(build().and_then(|t| ok(lua, t)))
+}
+
+/// `streaming.columns()`: the loaded columns `{x, z}` in row order (a flat world's loaded
+/// chunks; docs/reference/hooks.md#lua-and-sections).
+fn columns(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
+    Ok(chunk_list(lua, &*ctx.meter, s.columns()).and_then(|t| ok(lua, t)))
+}
+
+/// `streaming.isColumnLoaded(x, z)`: whether a section of column `(x, z)` is loaded.
+fn is_column_loaded(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
+    let c = crate::script::chunk_args(&arg(args, 0), &arg(args, 1))?;
+    Ok(ok(lua, s.is_column_loaded(c)))
 }
 
 /// `streaming.release(x, z, y?)`.

@@ -323,7 +323,7 @@ impl State {
             check_flat(&s)?;
         }
         check_scene_less(&s, active)?;
-        let refused: Vec<ChunkPos> = s.refusals.iter().map(|r| ChunkPos::new(r.x, r.z)).collect();
+        let refused: Vec<ChunkPos> = s.refusals.iter().map(refused_chunk).collect();
         let loaded = check_loaded(&s.loaded)?;
         let refusals = check_refusals(s.refusals, &loaded)?;
         for (name, p) in [("focus", s.focus), ("lastMoved", s.last_moved)] {
@@ -513,7 +513,7 @@ fn check_refusals(
 ) -> Result<BTreeMap<ChunkPos, Held>, Problem> {
     let mut refusals = BTreeMap::new();
     for (i, r) in list.into_iter().enumerate() {
-        let c = ChunkPos::new(r.x, r.z);
+        let c = refused_chunk(&r);
         let path = format!("refusals[{i}]");
         if r.reason.len() > MAX_REASON_LEN {
             return Err(Problem::new(
@@ -589,8 +589,12 @@ fn check_scene_less(s: &SaveSection, active: bool) -> Result<(), Problem> {
 /// A save of a flat game holds no section row (docs/reference/saves.md#sections-in-saves): the
 /// first `y` of a chunk list, in the section's order, is refused with its path.
 fn check_flat(s: &SaveSection) -> Result<(), Problem> {
-    let lists: [(&str, Vec<bool>); 3] = [
+    let lists: [(&str, Vec<bool>); 4] = [
         ("loaded", s.loaded.iter().map(|c| c.y != 0).collect()),
+        (
+            "refusals",
+            s.refusals.iter().map(|r| r.y.is_some()).collect(),
+        ),
         (
             "lastWanted",
             s.last_wanted.iter().map(|l| l.y.is_some()).collect(),
@@ -610,6 +614,11 @@ fn check_flat(s: &SaveSection) -> Result<(), Problem> {
 
 const FLAT: &str = "expected no section row: the game is flat (its scene has no `vertical`, \
                     docs/reference/saves.md#sections-in-saves)";
+
+/// The section a held refusal names (`y` absent: row 0).
+fn refused_chunk(r: &Refusal) -> ChunkPos {
+    ChunkPos::section(r.x, r.y.unwrap_or(0), r.z)
+}
 
 /// The keys of a section whose chunks a vertical game writes with `y` (even 0).
 const SECTION_LISTS: [&str; 3] = ["loaded", "lastWanted", "complete"];

@@ -2,7 +2,10 @@
 // (loaded, pending, held refusals), shaded by their height when the run has heights (`h`, `bh`:
 // the terrain layer's); holes, tickets, dormant entities, predicted foci and foci; the LOD blocks,
 // their panel, legend and the view's fit; with `neighbours` in force, complete chunks apart from
-// those loaded but not complete.
+// those loaded but not complete. docs/viewer.md#vertical-worlds: with `vertical` in force (`vt`)
+// the chunks are sections: the grid is a slice at one section row (the first focus's unless the
+// row control says another), and a side view shows the (x, y) plane through the column under the
+// pointer.
 {
   // The events' indexes in `data.names` (a live run adds names as they first happen).
   let LOADED = -1;
@@ -24,6 +27,50 @@
   // force, written when it changes); its rings, the largest `nb`, for the legend.
   let hasComplete = false;
   let completeRings = 0;
+  // docs/viewer.md#vertical-worlds: whether the run has had `vertical` in force.
+  let hasVertical = false;
+  // A chunk's key: a flat chunk's (and a section's at row 0) is `x,z`, another section's `x,z,y`.
+  const skey = (x, z, y) => (y ? x + "," + z + "," + y : x + "," + z);
+  // Chunk lists: flat pairs [x, z, …], with `vertical` in force triples [x, y, z, …]; entries
+  // are [x, z, y].
+  function addList(map, list, v) {
+    if (!v) {
+      for (let i = 0; i < list.length; i += 2) map.set(skey(list[i], list[i + 1], 0), [list[i], list[i + 1], 0]);
+      return;
+    }
+    for (let i = 0; i < list.length; i += 3) map.set(skey(list[i], list[i + 2], list[i + 1]), [list[i], list[i + 2], list[i + 1]]);
+  }
+  function removeList(map, list, v) {
+    const n = v ? 3 : 2;
+    for (let i = 0; i < list.length; i += n) map.delete(v ? skey(list[i], list[i + 2], list[i + 1]) : skey(list[i], list[i + 1], 0));
+  }
+  // With `vertical`: a section loads into its column (the count of each column's loaded
+  // sections), and a column's height is forgotten when its last section leaves (as the column's
+  // `world.column.unloaded` says, and also for a correction's release).
+  function loadSection(s, k, e) {
+    if (!s.loaded.has(k)) {
+      const ck = key(e[0], e[1]);
+      s.columns.set(ck, (s.columns.get(ck) || 0) + 1);
+    }
+    s.loaded.set(k, e);
+  }
+  function unloadSection(s, k) {
+    const e = s.loaded.get(k);
+    if (e === undefined) return;
+    s.loaded.delete(k);
+    const ck = key(e[0], e[1]);
+    const n = (s.columns.get(ck) || 1) - 1;
+    if (n > 0) {
+      s.columns.set(ck, n);
+    } else {
+      s.columns.delete(ck);
+      s.heights.delete(ck);
+    }
+  }
+  // The section an event's `{x, y, z}` payload names, or null.
+  const sectionOf = (d) =>
+    d !== null && typeof d === "object" && Number.isInteger(d.x) && Number.isInteger(d.y) && Number.isInteger(d.z)
+      ? d : null;
   const bkey = (level, x, z) => level + ":" + x + "," + z;
 
   // Heights: a loaded chunk has one once its terrain is built, until it is released. The
@@ -39,6 +86,7 @@
     COMPLETE = data.names.indexOf("world.chunk.complete");
     INCOMPLETE = data.names.indexOf("world.chunk.incomplete");
     for (const f of list) {
+      if (f.vt) hasVertical = true;
       if (f.ls !== undefined) hasLod = true;
       if (f.ls) {
         lodLevels = Math.max(lodLevels, f.ls.length);
@@ -125,7 +173,7 @@
       Object.assign(s, {
         loaded: new Map(), pending: new Map(), heights: new Map(), refusals: [], foci: [], tickets: [],
         dormant: [], predicted: [], holes: null, lodSteps: [], blocks: new Map(), neighbours: 0,
-        complete: new Set(),
+        complete: new Set(), vertical: null, columns: new Map(),
       });
     },
 
@@ -134,7 +182,8 @@
         loaded: new Map(s.loaded), pending: new Map(s.pending), heights: new Map(s.heights),
         refusals: s.refusals, foci: s.foci, tickets: s.tickets, dormant: s.dormant,
         predicted: s.predicted, holes: s.holes, lodSteps: s.lodSteps, blocks: new Map(s.blocks),
-        neighbours: s.neighbours, complete: new Set(s.complete),
+        neighbours: s.neighbours, complete: new Set(s.complete), vertical: s.vertical,
+        columns: new Map(s.columns),
       });
     },
 
@@ -145,8 +194,29 @@
         s.neighbours = f.nb;
         if (f.nb === 0) s.complete.clear();
       }
+      // docs/viewer.md#vertical-worlds: `vertical` in force ({radius, height}, null: off). The
+      // lists below are then triples, the foci and predicted foci [x, y, z] in metres.
+      if (f.vt !== undefined) s.vertical = f.vt;
+      const v = s.vertical !== null;
       if (f.e) {
         for (const ev of f.e) {
+          // A section's event, [name, {x, y, z}].
+          const c = ev.length === 2 ? sectionOf(ev[1]) : null;
+          if (c !== null) {
+            const k = skey(c.x, c.z, c.y);
+            if (ev[0] === LOADED) {
+              loadSection(s, k, [c.x, c.z, c.y]);
+              s.pending.delete(k);
+            } else if (ev[0] === UNLOADED) {
+              unloadSection(s, k);
+              s.complete.delete(k);
+            } else if (ev[0] === COMPLETE && s.neighbours > 0) {
+              s.complete.add(k);
+            } else if (ev[0] === INCOMPLETE) {
+              s.complete.delete(k);
+            }
+            continue;
+          }
           // A LOD block's event, [name, x, z, level]: a load is not built and has no height.
           if (ev.length === 4) {
             if (ev[0] === LOD_LOADED) s.blocks.set(bkey(ev[3], ev[1], ev[2]), [ev[3], ev[1], ev[2], false, null]);
@@ -156,7 +226,7 @@
           if (ev.length !== 3) continue;
           const k = key(ev[1], ev[2]);
           if (ev[0] === LOADED) {
-            s.loaded.set(k, [ev[1], ev[2]]);
+            s.loaded.set(k, [ev[1], ev[2], 0]);
             s.pending.delete(k);
           } else if (ev[0] === UNLOADED) {
             s.loaded.delete(k);
@@ -169,17 +239,23 @@
           }
         }
       }
-      if (f.la) addFlat(s.loaded, f.la);
-      if (f.lr) {
-        removeFlat(s.loaded, f.lr);
+      if (f.la && v) for (let i = 0; i < f.la.length; i += 3) loadSection(s, skey(f.la[i], f.la[i + 2], f.la[i + 1]), [f.la[i], f.la[i + 2], f.la[i + 1]]);
+      else if (f.la) addList(s.loaded, f.la, v);
+      if (f.lr && v) {
+        for (let i = 0; i < f.lr.length; i += 3) unloadSection(s, skey(f.lr[i], f.lr[i + 2], f.lr[i + 1]));
+      } else if (f.lr) {
+        removeList(s.loaded, f.lr, v);
         removeFlat(s.heights, f.lr);
       }
       // Complete chunks the events do not account for (a `load` of a save).
-      if (f.ca) for (let i = 0; i < f.ca.length; i += 2) s.complete.add(key(f.ca[i], f.ca[i + 1]));
-      if (f.cr) for (let i = 0; i < f.cr.length; i += 2) s.complete.delete(key(f.cr[i], f.cr[i + 1]));
+      const n = v ? 3 : 2;
+      const at = (l, i) => (v ? skey(l[i], l[i + 2], l[i + 1]) : key(l[i], l[i + 1]));
+      if (f.ca) for (let i = 0; i < f.ca.length; i += n) s.complete.add(at(f.ca, i));
+      if (f.cr) for (let i = 0; i < f.cr.length; i += n) s.complete.delete(at(f.cr, i));
+      // Heights are per column (a flat chunk is its column).
       if (f.h) for (let i = 0; i < f.h.length; i += 3) s.heights.set(key(f.h[i], f.h[i + 1]), f.h[i + 2]);
-      if (f.pa) addFlat(s.pending, f.pa);
-      if (f.pr) removeFlat(s.pending, f.pr);
+      if (f.pa) addList(s.pending, f.pa, v);
+      if (f.pr) removeList(s.pending, f.pr, v);
       if (f.r) s.refusals = f.r;
       if (f.f) s.foci = f.f;
       if (f.k) s.tickets = f.k;
@@ -205,19 +281,15 @@
       for (const [x, z] of s.loaded.values()) extend(x, z);
       for (const [x, z] of s.pending.values()) extend(x, z);
       for (const r of s.refusals) extend(r[0], r[1]);
-      for (let i = 0; i < s.foci.length; i += 2) {
-        extend(Math.floor(s.foci[i] / size), Math.floor(s.foci[i + 1] / size));
-      }
+      for (const [x, z] of points(s, s.foci)) extend(Math.floor(x / size), Math.floor(z / size));
       for (const t of s.tickets) {
         const cx = Math.floor(t[1] / size), cz = Math.floor(t[2] / size), r = t[3];
         extend(cx - r, cz - r);
         extend(cx + r, cz + r);
       }
       for (const d of s.dormant) extend(Math.floor(d[1] / size), Math.floor(d[2] / size));
-      for (let i = 0; i < s.predicted.length; i += 2) {
-        extend(Math.floor(s.predicted[i] / size), Math.floor(s.predicted[i + 1] / size));
-      }
-      if (s.holes) for (let i = 0; i < s.holes.length; i += 2) extend(s.holes[i], s.holes[i + 1]);
+      for (const [x, z] of points(s, s.predicted)) extend(Math.floor(x / size), Math.floor(z / size));
+      if (s.holes) for (const [x, z] of cells(s, s.holes)) extend(x, z);
       fit = hasLod ? Number(fitSelect.value) : 0;
       for (const b of s.blocks.values()) {
         const st = blockStep(s, b[0]);
@@ -229,6 +301,10 @@
 
     under(s, g) {
       const { cell, gap, px, pz, fill } = g;
+      // docs/viewer.md#vertical-worlds: the slice's row (null: a flat world, every chunk drawn).
+      const row = shownRow(s);
+      const inRow = (y) => row === null || y === row;
+      shown = { s, g, row };
       // LOD blocks under everything, the coarsest level first so finer ones lie on top.
       levels = [];
       for (const b of s.blocks.values()) {
@@ -260,17 +336,26 @@
           blocksDrawn++;
         }
       }
-      for (const [x, z] of s.pending.values()) fill(x, z, C.pending);
+      pendingDrawn = 0;
+      for (const [x, z, y] of s.pending.values()) {
+        if (!inRow(y)) continue;
+        fill(x, z, C.pending);
+        pendingDrawn++;
+      }
       const held = new Set();
       for (const r of s.refusals) {
+        const y = r[5] || 0;
+        if (!inRow(y)) continue;
         if (r[2] === "load") fill(r[0], r[1], C.loadRefused);
-        else held.add(key(r[0], r[1]));
+        else held.add(skey(r[0], r[1], y));
       }
       loadedDrawn = 0;
       completeDrawn = 0;
       incompleteDrawn = 0;
       const meshing = s.neighbours > 0;
-      for (const [k, [x, z]] of s.loaded) {
+      for (const [k, [x, z, y]] of s.loaded) {
+        if (!inRow(y)) continue;
+        const hk = key(x, z);
         let c = C.loaded;
         const incomplete = meshing && !s.complete.has(k);
         if (meshing) {
@@ -278,8 +363,8 @@
           else completeDrawn++;
         }
         if (held.has(k)) c = C.unloadRefused;
-        else if (incomplete) c = s.heights.has(k) ? incompleteColor(s.heights.get(k)) : C.incomplete;
-        else if (s.heights.has(k)) c = heightColor(s.heights.get(k));
+        else if (incomplete) c = s.heights.has(hk) ? incompleteColor(s.heights.get(hk)) : C.incomplete;
+        else if (s.heights.has(hk)) c = heightColor(s.heights.get(hk));
         fill(x, z, c);
         loadedDrawn++;
       }
@@ -289,8 +374,9 @@
       if (s.holes) {
         const b = Math.max(2, Math.floor(cell / 8));
         ctx.fillStyle = C.hole;
-        for (let i = 0; i < s.holes.length; i += 2) {
-          const x0 = px(s.holes[i]) + gap, z0 = pz(s.holes[i + 1]) + gap, side = cell - gap;
+        for (const [hx, hz, hy] of cells(s, s.holes)) {
+          if (!inRow(hy)) continue;
+          const x0 = px(hx) + gap, z0 = pz(hz) + gap, side = cell - gap;
           ctx.fillRect(x0, z0, side, b);
           ctx.fillRect(x0, z0 + side - b, side, b);
           ctx.fillRect(x0, z0, b, side);
@@ -304,6 +390,9 @@
       ctx.font = "12px sans-serif";
       ctx.fillStyle = C.ticket;
       for (const t of s.tickets) {
+        // A ticket's square is in the slice when its rows (the config's vertical radius around
+        // its own row, `y` in metres last) hold the row shown.
+        if (row !== null && Math.abs(Math.floor((t[5] || 0) / s.vertical.height) - row) > s.vertical.radius) continue;
         const cx = Math.floor(t[1] / size), cz = Math.floor(t[2] / size), r = t[3];
         ctx.strokeRect(px(cx - r) + 1, pz(cz - r) + 1, (2 * r + 1) * cell - 2, (2 * r + 1) * cell - 2);
         ctx.fillText(String(t[0]), px(cx - r) + 4, pz(cz - r) + 14);
@@ -329,17 +418,17 @@
       // Predicted foci (docs/reference/streaming.md#look-ahead) under the real ones: another
       // colour, the same disc.
       ctx.fillStyle = C.predicted;
-      for (let i = 0; i < s.predicted.length; i += 2) {
-        const x = mx(s.predicted[i]);
-        const z = mz(s.predicted[i + 1]);
+      for (const [px, pz] of points(s, s.predicted)) {
+        const x = mx(px);
+        const z = mz(pz);
         ctx.beginPath();
         ctx.arc(x, z, mark, 0, 2 * Math.PI);
         ctx.fill();
         ctx.stroke();
       }
       ctx.fillStyle = C.focus;
-      for (let i = 0; i < s.foci.length; i += 2) {
-        const x = mx(s.foci[i]), z = mz(s.foci[i + 1]);
+      for (const [fx, fz] of points(s, s.foci)) {
+        const x = mx(fx), z = mz(fz);
         ctx.beginPath();
         ctx.arc(x, z, mark, 0, 2 * Math.PI);
         ctx.fill();
@@ -348,13 +437,31 @@
     },
 
     dataset(s) {
-      const out = { loadedDrawn: loadedDrawn, holesDrawn: holesDrawn, predictedDrawn: s.predicted.length / 2 };
+      const out = { loadedDrawn: loadedDrawn, holesDrawn: holesDrawn, predictedDrawn: points(s, s.predicted).length };
+      // docs/viewer.md#vertical-worlds: the row shown, the focus's, whether it follows the focus,
+      // the sections loaded in every row and those pending in the slice.
+      if (hasVertical) {
+        const row = shownRow(s), fr = focusRow(s);
+        Object.assign(out, {
+          row: row === null ? "" : row, focusRow: fr === null ? "" : fr, rowFollows: rowChoice === null ? "1" : "0",
+          sectionsLoaded: s.loaded.size, pendingDrawn: pendingDrawn,
+        });
+      }
       if (hasLod) Object.assign(out, { blocksDrawn: blocksDrawn, blocksUnbuiltDrawn: unbuiltDrawn, fit: fit });
       if (hasComplete) Object.assign(out, { completeDrawn: completeDrawn, incompleteDrawn: incompleteDrawn });
       return out;
     },
 
     panel(s) {
+      // docs/viewer.md#vertical-worlds: the row control says the row shown; the side view.
+      if (hasVertical) {
+        $("row-label").hidden = false;
+        const row = shownRow(s);
+        rowInput.disabled = row === null;
+        rowInput.value = row === null ? "" : String(row);
+        rowFollow.checked = rowChoice === null;
+        if (shown) side(s, shown.g);
+      }
       if (!hasLod) return;
       const items = [];
       for (let l = 1; l <= Math.max(levels.length, s.lodSteps.length); l++) {
@@ -371,12 +478,16 @@
     caption(s) {
       let loadRefused = 0;
       for (const r of s.refusals) if (r[2] === "load") loadRefused++;
-      return "loaded " + s.loaded.size + (s.neighbours > 0 ? " (complete " + s.complete.size + ")" : "") +
-        " · pending " + s.pending.size + " · load refused " + loadRefused +
-        " · unload refused " + (s.refusals.length - loadRefused) + " · foci " + s.foci.length / 2 +
+      // docs/viewer.md#vertical-worlds: with `vertical`, sections in every row, then the slice's.
+      const row = shownRow(s);
+      const slice = row === null ? "" : " sections (row " + row + ": " + loadedDrawn + ")";
+      const slicePending = row === null ? "" : " (row " + row + ": " + pendingDrawn + ")";
+      return "loaded " + s.loaded.size + slice + (s.neighbours > 0 ? " (complete " + s.complete.size + ")" : "") +
+        " · pending " + s.pending.size + slicePending + " · load refused " + loadRefused +
+        " · unload refused " + (s.refusals.length - loadRefused) + " · foci " + points(s, s.foci).length +
         " · tickets " + s.tickets.length + " · dormant " + s.dormant.length +
-        (s.predicted.length ? " · predicted " + s.predicted.length / 2 : "") +
-        (s.holes ? " · holes " + s.holes.length / 2 : "") +
+        (s.predicted.length ? " · predicted " + points(s, s.predicted).length : "") +
+        (s.holes ? " · holes " + cells(s, s.holes).length : "") +
         (hasLod ? " · blocks " + s.blocks.size : "");
     },
 
@@ -385,14 +496,28 @@
     pointDetail(s, g, at, row) {
       const cx = Math.floor(g.minX + (at[0] - g.ox) / g.cell);
       const cz = Math.floor(g.minZ + (at[1] - g.oz) / g.cell);
+      // docs/viewer.md#vertical-worlds: the section of the slice under the pointer, and its
+      // column's sections.
+      const r = shownRow(s);
+      const k = skey(cx, cz, r === null ? 0 : r);
+      if (r !== null) {
+        const [loaded, pending] = columnRows(s, cx, cz);
+        row("section", "x " + cx + ", y " + r + ", z " + cz);
+        row("state", s.loaded.has(k) ? "loaded" : s.pending.has(k) ? "pending" : "not loaded");
+        if (s.neighbours > 0 && s.loaded.has(k)) row("complete", s.complete.has(k) ? "yes" : "no (loaded, not complete)");
+        const rows = (list) => (list.length === 0 ? "" : list.length === 1 ? " (row " + list[0] + ")" : " (rows " + list.join(", ") + ")");
+        row("column", loaded.length + (loaded.length === 1 ? " section" : " sections") + " loaded" + rows(loaded) +
+          ", " + pending.length + " pending" + rows(pending));
+        return true;
+      }
       // docs/viewer.md#complete-chunks: a loaded chunk, complete or not, while neighbours > 0.
-      if (s.neighbours > 0 && s.loaded.has(key(cx, cz))) {
+      if (s.neighbours > 0 && s.loaded.has(k)) {
         row("chunk", "x " + cx + ", z " + cz);
-        row("complete", s.complete.has(key(cx, cz)) ? "yes" : "no (loaded, not complete)");
+        row("complete", s.complete.has(k) ? "yes" : "no (loaded, not complete)");
         return true;
       }
       if (!hasLod) return false;
-      if (s.loaded.has(key(cx, cz)) || s.pending.has(key(cx, cz))) return false;
+      if (s.loaded.has(k) || s.pending.has(k)) return false;
       for (let l = 1; l <= s.lodSteps.length; l++) {
         const st = blockStep(s, l);
         if (st === null) continue;
@@ -417,9 +542,173 @@
     setup(page) {
       setUp = true;
       fitSelect.addEventListener("change", () => page.draw());
+      // docs/viewer.md#vertical-worlds: the row control (a number: another row; "follow the
+      // focus": the first focus's row), PageUp / PageDown a row up / down, and the side view
+      // following the pointer.
+      rowInput.addEventListener("change", () => {
+        if (rowInput.value === "" || !Number.isFinite(Number(rowInput.value))) return;
+        rowChoice = Math.trunc(Number(rowInput.value));
+        page.draw();
+      });
+      rowFollow.addEventListener("change", () => {
+        rowChoice = rowFollow.checked ? null : shown && shownRow(shown.s) !== null ? shownRow(shown.s) : 0;
+        page.draw();
+      });
+      document.addEventListener("keydown", (e) => {
+        if (!hasVertical || (e.key !== "PageUp" && e.key !== "PageDown") || e.altKey || e.ctrlKey || e.metaKey) return;
+        if (!shown || shownRow(shown.s) === null) return;
+        e.preventDefault();
+        rowChoice = shownRow(shown.s) + (e.key === "PageUp" ? 1 : -1);
+        page.draw();
+      });
+      $("grid").addEventListener("mousemove", (e) => {
+        if (!hasVertical || !shown) return;
+        const canvas = $("grid");
+        const r = canvas.getBoundingClientRect();
+        const g = shown.g;
+        const x = (((e.clientX - r.left) * canvas.width) / r.width - g.ox) / g.cell + g.minX;
+        const z = (((e.clientY - r.top) * canvas.height) / r.height - g.oz) / g.cell + g.minZ;
+        const column = [Math.floor(x), Math.floor(z)];
+        if (sideColumn === null || column[0] !== sideColumn[0] || column[1] !== sideColumn[1]) {
+          sideColumn = column;
+          side(shown.s, shown.g);
+        }
+      });
       legend();
     },
   });
+
+  // ---- docs/viewer.md#vertical-worlds: sections ----
+
+  const rowInput = $("row");
+  const rowFollow = $("row-follow");
+  const sideCanvas = $("side");
+  const sideCtx = sideCanvas.getContext("2d");
+  // The row the reader chose (null: the first focus's), the column the side view shows (null:
+  // the first focus's, until the pointer is on the grid), what the last drawing drew.
+  let rowChoice = null;
+  let sideColumn = null;
+  let shown = null;
+  let pendingDrawn = 0;
+
+  // A list of positions in metres as [x, z, y]: [x, z, …] in a flat world, [x, y, z, …] with
+  // `vertical` in force.
+  function points(s, list) {
+    const out = [];
+    if (s.vertical === null) for (let i = 0; i < list.length; i += 2) out.push([list[i], list[i + 1], 0]);
+    else for (let i = 0; i < list.length; i += 3) out.push([list[i], list[i + 2], list[i + 1]]);
+    return out;
+  }
+
+  // A list of chunks as [x, z, y] (flat pairs, or triples [x, y, z] with `vertical`).
+  const cells = points;
+
+  // The first focus's section row (its `y` over the section height, rounded down, as the kit's
+  // chunkOf), null in a flat world; row 0 while there is no focus.
+  function focusRow(s) {
+    if (s.vertical === null) return null;
+    const f = points(s, s.foci);
+    return f.length ? Math.floor(f[0][2] / s.vertical.height) : 0;
+  }
+
+  // The row the slice shows: the reader's, else the first focus's; null in a flat world.
+  function shownRow(s) {
+    if (s.vertical === null) return null;
+    return rowChoice !== null ? rowChoice : focusRow(s);
+  }
+
+  // The rows of a column's loaded and pending sections, lowest first.
+  function columnRows(s, x, z) {
+    const loaded = [], pending = [];
+    for (const [sx, sz, sy] of s.loaded.values()) if (sx === x && sz === z) loaded.push(sy);
+    for (const [sx, sz, sy] of s.pending.values()) if (sx === x && sz === z) pending.push(sy);
+    loaded.sort((a, b) => a - b);
+    pending.sort((a, b) => a - b);
+    return [loaded, pending];
+  }
+
+  // The side view: the (x, y) plane through the column under the pointer (z fixed), x across as
+  // on the grid, y growing upwards, over the rows that hold sections (and the rows shown); the
+  // column framed, the slice's row marked at both edges, the foci in the plane drawn as on the
+  // grid.
+  function side(s, g) {
+    const panel = $("side-panel");
+    panel.hidden = s.vertical === null;
+    if (s.vertical === null) return;
+    const W = sideCanvas.width, H = sideCanvas.height;
+    const row = shownRow(s);
+    const f = points(s, s.foci);
+    const [cx, cz] = sideColumn !== null ? sideColumn
+      : f.length ? [Math.floor(f[0][0] / size), Math.floor(f[0][1] / size)] : [0, 0];
+    let minY = row, maxY = row;
+    for (const m of [s.loaded, s.pending]) {
+      for (const [, , y] of m.values()) {
+        if (y < minY) minY = y;
+        if (y > maxY) maxY = y;
+      }
+    }
+    minY -= 1;
+    maxY += 1;
+    // x as the grid shows it (its columns), the column under the pointer kept in view.
+    const gx0 = Math.min(g.minX, cx), gx1 = Math.max(g.minX + Math.floor((canvas.width - 2 * g.ox) / g.cell) - 1, cx);
+    const w = gx1 - gx0 + 1, h = maxY - minY + 1;
+    let cell = Math.min((W - 40) / w, H / h);
+    if (cell >= 2) cell = Math.floor(cell);
+    const ox = 20 + Math.floor((W - 40 - w * cell) / 2), oy = Math.floor((H - h * cell) / 2);
+    const px = (x) => ox + (x - gx0) * cell;
+    const py = (y) => oy + (maxY - y) * cell;
+    const gap = cell >= 6 ? 1 : 0;
+    const fill = (x, y, c) => {
+      sideCtx.fillStyle = c;
+      sideCtx.fillRect(px(x) + gap, py(y) + gap, cell - gap, cell - gap);
+    };
+    sideCtx.fillStyle = color("--empty");
+    sideCtx.fillRect(0, 0, W, H);
+    let loaded = 0, pending = 0;
+    for (const [x, z, y] of s.pending.values()) {
+      if (z !== cz) continue;
+      fill(x, y, C.pending);
+      if (x === cx) pending++;
+    }
+    for (const r of s.refusals) if (r[1] === cz && r[2] === "load") fill(r[0], r[5] || 0, C.loadRefused);
+    for (const [k, [x, z, y]] of s.loaded) {
+      if (z !== cz) continue;
+      const hk = key(x, z);
+      fill(x, y, s.neighbours > 0 && !s.complete.has(k) ? C.incomplete : s.heights.has(hk) ? heightColor(s.heights.get(hk)) : C.loaded);
+      if (x === cx) loaded++;
+    }
+    // The column, framed; the row shown, marked at both edges.
+    sideCtx.strokeStyle = C.focus;
+    sideCtx.lineWidth = 2;
+    sideCtx.strokeRect(px(cx) + 1, py(maxY) + 1, cell - 2 + gap, h * cell - 2);
+    sideCtx.fillStyle = C.ticket;
+    const ry = py(row) + cell / 2;
+    sideCtx.beginPath();
+    sideCtx.moveTo(ox - 12, ry - 6);
+    sideCtx.lineTo(ox - 2, ry);
+    sideCtx.lineTo(ox - 12, ry + 6);
+    sideCtx.fill();
+    sideCtx.beginPath();
+    sideCtx.moveTo(ox + w * cell + 12, ry - 6);
+    sideCtx.lineTo(ox + w * cell + 2, ry);
+    sideCtx.lineTo(ox + w * cell + 12, ry + 6);
+    sideCtx.fill();
+    // The foci whose column is in the plane.
+    sideCtx.fillStyle = C.focus;
+    sideCtx.strokeStyle = "#000";
+    for (const [fx, fz, fy] of f) {
+      if (Math.floor(fz / size) !== cz) continue;
+      sideCtx.beginPath();
+      sideCtx.arc(ox + (fx / size - gx0) * cell, oy + (maxY + 1 - fy / s.vertical.height) * cell, Math.max(3, Math.min(cell * 0.3, 8)), 0, 2 * Math.PI);
+      sideCtx.fill();
+      sideCtx.stroke();
+    }
+    $("side-where").textContent = "column x " + cx + ", z " + cz + ": " + loaded + " loaded, " + pending + " pending";
+    Object.assign(sideCanvas.dataset, {
+      x: cx, z: cz, loaded: loaded, pending: pending, minY: minY, maxY: maxY, originX: gx0, cell: cell, ox: ox, oy: oy,
+      row: row,
+    });
+  }
 
   // The legend, the LOD panel and the fit choice, for the frames so far.
   let setUp = false;

@@ -17,6 +17,14 @@
 //! complete chunks the events do not account for (docs/viewer.md#complete-chunks: only in a run
 //! that uses `neighbours`); the header's `chunkSize`. The heights of chunks and blocks (`h`,
 //! `bh`) come from another layer (the terrain's); this drawing shades with them.
+//!
+//! docs/viewer.md#vertical-worlds: `vt` the `vertical` in force (`{radius, height}`, `null` when
+//! it goes off), written on the frames it changes and only in a run that has used it. While it is
+//! in force the chunks are sections: the chunk lists (`la`, `lr`, `pa`, `pr`, `o`, `ca`, `cr`)
+//! are triples `[x0, y0, z0, …]`, the foci and predicted foci `[x0, y0, z0, …]` in metres, a held
+//! refusal and a ticket carry their `y` last (a section row; metres), and the section events
+//! come as `[name, {x, y, z}]`; the page draws a slice at a row and a side view. A flat run's
+//! frames are as before, byte for byte.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -25,8 +33,8 @@ use serde_json::{json, Value};
 
 use crate::grid::ChunkPos;
 use crate::host::view::{
-    block_payload, changed, chunk_payload, flat, put, Fields, FrameCtx, LayerCapture, PageIds,
-    Shows, ViewLayer,
+    block_payload, cells, changed, chunk_payload, put, section_payload, Fields, FrameCtx,
+    LayerCapture, PageIds, Shows, ViewLayer,
 };
 use crate::host::Engine;
 
@@ -67,6 +75,9 @@ struct Capture {
     neighbours: Option<u32>,
     /// The complete chunks as the page has them.
     complete: BTreeSet<ChunkPos>,
+    /// The `vertical` in force as the page has it (`None`: the run has not used it yet, and the
+    /// page has no `vt`; `Some(Null)`: off again).
+    vertical: Option<Value>,
 }
 
 fn service(engine: &Engine) -> Option<Rc<dyn StreamingService>> {
@@ -88,9 +99,17 @@ fn minus(a: &[ChunkPos], b: &[ChunkPos]) -> Vec<ChunkPos> {
     out
 }
 
-/// `[x0, z0, x1, z1, …]` of positions, in metres.
-fn positions(list: impl IntoIterator<Item = crate::grid::Position>) -> Vec<f64> {
+/// `[x0, z0, x1, z1, …]` of positions, in metres; with `vertical` in force `[x0, y0, z0, …]`.
+fn positions(list: impl IntoIterator<Item = crate::grid::Position>, vertical: bool) -> Vec<f64> {
+    if vertical {
+        return list.into_iter().flat_map(|p| [p.x, p.y, p.z]).collect();
+    }
     list.into_iter().flat_map(|p| [p.x, p.z]).collect()
+}
+
+/// The chunk of a chunk event's payload: `{x, z}`, or a section's `{x, y, z}`.
+fn chunk_at(data: &crate::host::EventData) -> Option<ChunkPos> {
+    chunk_payload(data).or_else(|| section_payload(data))
 }
 
 impl LayerCapture for Capture {
@@ -102,6 +121,16 @@ impl LayerCapture for Capture {
     fn frame(&mut self, ctx: &FrameCtx<'_>, _: &mut PageIds, out: &mut Fields) {
         let s = service(ctx.engine);
         let active = ctx.engine.active_scene().is_some();
+        // docs/viewer.md#vertical-worlds: first, so the page reads this frame's lists as it says.
+        let vertical = s.as_ref().and_then(|s| s.vertical());
+        let v = vertical.is_some();
+        if v || self.vertical.is_some() {
+            let now = vertical.map_or(
+                Value::Null,
+                |vt| json!({"radius": vt.radius, "height": crate::host::view::metres(vt.height)}),
+            );
+            put_some(out, "vt", changed(&mut self.vertical, now));
+        }
         let now_loaded = s.as_ref().map(|s| s.loaded()).unwrap_or_default();
         let mut now_pending = s.as_ref().map(|s| s.pending()).unwrap_or_default();
         now_pending.sort_unstable();
@@ -117,7 +146,7 @@ impl LayerCapture for Capture {
                 }
                 continue;
             }
-            if let Some(c) = chunk_payload(&e.data) {
+            if let Some(c) = chunk_at(&e.data) {
                 if e.event == CHUNK_LOADED {
                     last_event.insert(c, true);
                     loaded_by_events.insert(c);
@@ -150,13 +179,13 @@ impl LayerCapture for Capture {
                 _ => false,
             };
         }
-        put_list(out, "la", flat(loaded_add));
-        put_list(out, "lr", flat(loaded_remove));
+        put_list(out, "la", cells(loaded_add, v));
+        put_list(out, "lr", cells(loaded_remove, v));
         // Pending: the page drops every chunk an event loaded, then applies this delta.
         let loaded_by_events: Vec<ChunkPos> = loaded_by_events.into_iter().collect();
         let pending = minus(&self.pending, &loaded_by_events);
-        put_list(out, "pa", flat(minus(&now_pending, &pending)));
-        put_list(out, "pr", flat(minus(&pending, &now_pending)));
+        put_list(out, "pa", cells(minus(&now_pending, &pending), v));
+        put_list(out, "pr", cells(minus(&pending, &now_pending), v));
         self.loaded = now_loaded;
         self.pending = now_pending;
 
@@ -171,13 +200,21 @@ impl LayerCapture for Capture {
                 } else {
                     "unload"
                 };
-                json!([r.x, r.z, kind, r.by, r.reason])
+                // A held refusal's section row with `vertical` in force (its `y` as the state
+                // writes it).
+                let y = v.then(|| serde_json::to_value(&r).expect("plain data")["y"].clone());
+                let mut list = json!([r.x, r.z, kind, r.by, r.reason]);
+                if let Some(y) = y {
+                    let y = if y.is_null() { json!(0) } else { y };
+                    list.as_array_mut().expect("an array").push(y);
+                }
+                list
             })
             .collect();
         let foci = s
             .as_ref()
             .filter(|_| active)
-            .map(|s| positions(s.foci()))
+            .map(|s| positions(s.foci(), v))
             .unwrap_or_default();
         let tickets: Vec<Value> = s
             .as_ref()
@@ -186,7 +223,14 @@ impl LayerCapture for Capture {
             .into_iter()
             .map(|t| {
                 let t = serde_json::to_value(t).expect("plain data");
-                json!([t["id"], t["x"], t["z"], t["radius"], t["ticksLeft"]])
+                let mut t = json!([t["id"], t["x"], t["z"], t["radius"], t["ticksLeft"], t["y"]]);
+                // A ticket's `y` (metres) with `vertical` in force.
+                if !v {
+                    t.as_array_mut().expect("an array").pop();
+                } else if t[5].is_null() {
+                    t[5] = json!(0);
+                }
+                t
             })
             .collect();
         put_some(out, "r", changed(&mut self.refusals, refusals));
@@ -202,17 +246,17 @@ impl LayerCapture for Capture {
         dormant.sort_by(|a, b| a[0].as_str().cmp(&b[0].as_str()));
         put_some(out, "d", changed(&mut self.dormant, dormant));
         if let Some(predicted) = s.as_ref().and_then(|s| s.predicted()) {
-            let flat = positions(predicted.into_iter().filter(|_| active));
+            let flat = positions(predicted.into_iter().filter(|_| active), v);
             put_some(out, "p", changed(&mut self.predicted, flat));
         }
         if let Some(holes) = s.as_ref().and_then(|s| s.hole_chunks()) {
-            put_some(out, "o", changed(&mut self.holes, flat(holes)));
+            put_some(out, "o", changed(&mut self.holes, cells(holes, v)));
         }
         if let (Some(s), Some(levels)) = (&s, s.as_ref().and_then(|s| s.lod())) {
             self.blocks(&**s, levels, &block_events, out);
         }
         if let Some(s) = &s {
-            self.complete(&**s, ctx.events, out);
+            self.complete(&**s, ctx.events, v, out);
         }
     }
 
@@ -294,6 +338,7 @@ impl Capture {
         &mut self,
         streaming: &dyn StreamingService,
         events: &[crate::host::Event],
+        vertical: bool,
         out: &mut Fields,
     ) {
         let k = streaming.neighbours();
@@ -306,7 +351,7 @@ impl Capture {
             return;
         }
         for e in events {
-            let Some(c) = chunk_payload(&e.data) else {
+            let Some(c) = chunk_at(&e.data) else {
                 continue;
             };
             if e.event == CHUNK_COMPLETE {
@@ -316,8 +361,16 @@ impl Capture {
             }
         }
         let now: BTreeSet<ChunkPos> = streaming.complete().into_iter().collect();
-        put_list(out, "ca", flat(now.difference(&self.complete).copied()));
-        put_list(out, "cr", flat(self.complete.difference(&now).copied()));
+        put_list(
+            out,
+            "ca",
+            cells(now.difference(&self.complete).copied(), vertical),
+        );
+        put_list(
+            out,
+            "cr",
+            cells(self.complete.difference(&now).copied(), vertical),
+        );
         self.complete = now;
     }
 }

@@ -8,6 +8,11 @@
 //! one or whose height changed `[level, x, z, height, …]` (the mean of the block's built cells,
 //! asked of a block without one, just built, or edited). `world.terrain.waits` counts commits
 //! that waited for a worker thread, which depends on thread timing: the page leaves it out.
+//!
+//! With `vertical` in force (docs/viewer.md#vertical-worlds) the terrain is per column: `h` holds
+//! the heights of loaded columns (a column is loaded while one of its sections is), asked again
+//! after a `world.column.loaded` / `unloaded` event, and the page forgets a height on the
+//! column's `world.column.unloaded`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -66,6 +71,7 @@ impl LayerCapture for Capture {
             return; // the page shades nothing
         };
         let streaming = ctx.engine.service::<dyn StreamingService>(STREAMING);
+        let vertical = streaming.as_ref().is_some_and(|s| s.vertical().is_some());
         // Chunks with a chunk event (loaded or released: a height is asked again), chunks an
         // edit changed, blocks an edit changed, and the blocks the events load and release.
         let mut evented = BTreeSet::new();
@@ -81,6 +87,10 @@ impl LayerCapture for Capture {
                 } else {
                     reshaped_blocks.insert((level, at));
                 }
+            } else if vertical {
+                if let Some((c, _)) = e.column() {
+                    evented.insert(c);
+                }
             } else if let Some((c, _)) = e.chunk() {
                 evented.insert(c);
             }
@@ -88,7 +98,11 @@ impl LayerCapture for Capture {
         // The page forgets a height when its chunk leaves the loaded set, by an event or a
         // correction (so also when a chunk is released and loaded again within the tick); an
         // edited chunk's height is asked again.
-        let loaded = streaming.as_ref().map(|s| s.loaded()).unwrap_or_default();
+        let loaded = match &streaming {
+            Some(s) if vertical => s.columns(),
+            Some(s) => s.loaded(),
+            None => Vec::new(),
+        };
         let now: BTreeSet<ChunkPos> = loaded.iter().copied().collect();
         self.heights
             .retain(|c| now.contains(c) && !evented.contains(c) && !reshaped.contains(c));
