@@ -17,6 +17,7 @@ pub fn chunk_event(event: &Event) -> Option<WsChunkEvent> {
         x: at.x,
         z: at.z,
         hash,
+        y: at.y,
     };
     if let Some(streaming) = StreamingEvent::from_event(event) {
         return Some(match streaming {
@@ -293,6 +294,7 @@ mod tests {
             x,
             z,
             hash,
+            y: 0,
         };
         for (e, want) in [
             (
@@ -375,6 +377,7 @@ mod tests {
             x,
             z,
             hash: 0,
+            y: 0,
         };
         for (e, want) in [
             (
@@ -396,6 +399,28 @@ mod tests {
         assert_eq!((WS_CHUNK_EVENT_COMPLETE, WS_CHUNK_EVENT_INCOMPLETE), (7, 8));
     }
 
+    /// `y` is the last field (docs/reference/engines.md#vertical-sections-in-c): every earlier
+    /// field keeps the offset it had, and the record is 40 bytes, 8-aligned (the JS view's).
+    #[test]
+    fn the_chunk_event_gains_y_as_its_last_field_and_keeps_every_earlier_offset() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!(
+            [
+                offset_of!(WsChunkEvent, kind),
+                offset_of!(WsChunkEvent, level),
+                offset_of!(WsChunkEvent, x),
+                offset_of!(WsChunkEvent, z),
+                offset_of!(WsChunkEvent, hash),
+                offset_of!(WsChunkEvent, y),
+            ],
+            [0, 4, 8, 16, 24, 32]
+        );
+        assert_eq!(
+            (size_of::<WsChunkEvent>(), align_of::<WsChunkEvent>()),
+            (40, 8)
+        );
+    }
+
     #[test]
     fn a_chunk_drain_with_null_pointers_or_a_freed_handle_is_refused_and_takes_nothing() {
         let (_, game, _) = new_game(&terrain_scene());
@@ -414,6 +439,7 @@ mod tests {
             x: 0,
             z: 0,
             hash: 0,
+            y: 0,
         }];
         // SAFETY: as above.
         let status = unsafe {

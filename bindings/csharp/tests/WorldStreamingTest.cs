@@ -69,6 +69,9 @@ static class WorldStreamingTest
             Check(game.TickCount == 5, "tick 5");
             Check(game.Variable("world.chunks.loaded") == 9 && game.Loaded().Length == 9, "9 loaded");
             Check(game.IsLoaded(1, 1) && !game.IsLoaded(2, 0), "(1,1) loaded, (2,0) not");
+            // Without `vertical` only row 0 exists (docs/reference/engines.md#vertical-sections-in-c).
+            Check(game.IsLoadedSection(1, 0, 1) && !game.IsLoadedSection(2, 0, 0), "section (1, 0, 1) loaded, (2, 0, 0) not");
+            Check(!game.IsLoadedSection(1, 1, 1) && !game.IsLoadedSection(1, -1, 1), "no row but 0 in a flat world");
             Check(game.Ready("hero") && !game.Ready("nobody"), "ready at tick 5");
             Check(game.DrainEvents().Contains("\"event\":\"player.moved\""), "player.moved");
             string save = Path.Combine(dir, "seed.save.json");
@@ -103,6 +106,9 @@ static class WorldStreamingTest
     {
         string scenes = Path.Combine(repo, "examples", "scenes");
         string scene = File.ReadAllText(Path.Combine(scenes, "terrain.json"));
+        // The record of the header: y last, 40 bytes (docs/reference/engines.md#vertical-sections-in-c).
+        Check(System.Runtime.InteropServices.Marshal.SizeOf(typeof(WsChunkEvent)) == 40, "WsChunkEvent is 40 bytes");
+        Check(System.Runtime.InteropServices.Marshal.OffsetOf(typeof(WsChunkEvent), "Y").ToInt64() == 32, "Y at offset 32");
         var buffer = new WsChunkEvent[8];
         var events = new List<WsChunkEvent>();
         ushort[] heights = null;
@@ -120,6 +126,7 @@ static class WorldStreamingTest
                 {
                     var e = events[i];
                     Check(e.Level == 0, "level 0");
+                    Check(e.Y == 0, "y 0 without vertical");
                     if (e.Kind == (int)WsChunkEventKind.Loaded) loaded++;
                     if (e.Kind == (int)WsChunkEventKind.Unloaded) unloaded++;
                     if (e.Kind != (int)WsChunkEventKind.Built) continue;
