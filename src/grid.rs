@@ -139,11 +139,14 @@ impl Grid {
         ChunkPos::new(self.coord(pos.x), self.coord(pos.z))
     }
 
+    /// The section of `pos` with sections `height` metres tall (docs/vertical.md): `x` and `z`
+    /// as [`Grid::chunk_of`], `y = floor(pos.y / height)`, clamped like them.
+    pub fn section_of(&self, pos: Position, height: f64) -> ChunkPos {
+        ChunkPos::section(self.coord(pos.x), coord(pos.y, height), self.coord(pos.z))
+    }
+
     fn coord(&self, v: f64) -> i64 {
-        let c = (v / self.size).floor();
-        let limit = MAX_CHUNK_COORD as f64;
-        // `as` saturates; the clamp keeps neighbours in range. NaN cannot reach here (checked input).
-        c.clamp(-limit, limit) as i64
+        coord(v, self.size)
     }
 
     /// Squared distance from `focus` to the centre of `chunk`, computed exactly as
@@ -153,6 +156,30 @@ impl Grid {
         let dx = (chunk.x as f64 + 0.5) * self.size - focus.x;
         let dz = (chunk.z as f64 + 0.5) * self.size - focus.z;
         dx * dx + dz * dz
+    }
+
+    /// Squared 3-D distance from `focus` to the centre `((x+½)s, (y+½)h, (z+½)s)` of section
+    /// `c` with sections `height` metres tall (docs/vertical.md): `dx*dx + dy*dy + dz*dz`, plain
+    /// multiplications and additions in that order, no `sqrt`, no fused multiply-add.
+    pub fn distance_sq_section(&self, focus: Position, c: ChunkPos, height: f64) -> f64 {
+        let dx = (c.x as f64 + 0.5) * self.size - focus.x;
+        let dy = (c.y as f64 + 0.5) * height - focus.y;
+        let dz = (c.z as f64 + 0.5) * self.size - focus.z;
+        dx * dx + dy * dy + dz * dz
+    }
+
+    /// The 3-D nearest-first order of sections: [`Grid::distance_sq_section`], then `z`, then
+    /// `x`, then `y`.
+    pub fn nearest_first_section(
+        &self,
+        focus: Position,
+        a: ChunkPos,
+        b: ChunkPos,
+        height: f64,
+    ) -> Ordering {
+        self.distance_sq_section(focus, a, height)
+            .total_cmp(&self.distance_sq_section(focus, b, height))
+            .then((a.z, a.x, a.y).cmp(&(b.z, b.x, b.y)))
     }
 
     /// The nearest-first order: squared distance to the chunk centre, then `z`, then `x`.
@@ -196,6 +223,14 @@ impl Grid {
         chunks.sort_unstable_by(|a, b| self.nearest_first(focus, *a, *b));
         chunks
     }
+}
+
+/// `floor(v / side)`, clamped to ±[`MAX_CHUNK_COORD`].
+fn coord(v: f64, side: f64) -> i64 {
+    let c = (v / side).floor();
+    let limit = MAX_CHUNK_COORD as f64;
+    // `as` saturates; the clamp keeps neighbours in range. NaN cannot reach here (checked input).
+    c.clamp(-limit, limit) as i64
 }
 
 /// The half-open rectangle `[minX, maxX) × [minZ, maxZ)` of `world.ground`, in metres.
@@ -454,6 +489,71 @@ mod tests {
                 (4, -2),
                 (5, -2),
                 (6, -2)
+            ]
+        );
+    }
+
+    #[test]
+    fn section_of_floors_y_by_the_section_height_and_clamps() {
+        let g = Grid::new(32.0);
+        let at = |x, y, z| Position { x, y, z };
+        assert_eq!(
+            g.section_of(at(8.0, 15.9, -0.5), 16.0),
+            ChunkPos::section(0, 0, -1)
+        );
+        assert_eq!(
+            g.section_of(at(8.0, 16.0, 8.0), 16.0),
+            ChunkPos::section(0, 1, 0)
+        );
+        assert_eq!(
+            g.section_of(at(8.0, -0.1, 8.0), 16.0),
+            ChunkPos::section(0, -1, 0)
+        );
+        assert_eq!(g.section_of(at(1e15, -1e15, 0.0), 1e-9).y, -MAX_CHUNK_COORD);
+        // x and z are chunk_of's.
+        let p = at(-70.0, 3.0, 100.0);
+        assert_eq!(g.section_of(p, 5.0).column(), g.chunk_of(p));
+    }
+
+    #[test]
+    fn the_section_distance_is_to_the_centre_in_3d_and_the_order_breaks_ties_z_x_y() {
+        let g = Grid::new(32.0);
+        let focus = Position {
+            x: 8.0,
+            y: 4.0,
+            z: 8.0,
+        };
+        // Centre of (1, -1, -2) with h = 8: (48, -4, -48): dx 40, dy -8, dz -56.
+        assert_eq!(
+            g.distance_sq_section(focus, ChunkPos::section(1, -1, -2), 8.0),
+            1600.0 + 64.0 + 3136.0
+        );
+        // A focus on a centre: the six neighbours at equal distance in x and z, y apart.
+        let focus = Position {
+            x: 16.0,
+            y: 16.0,
+            z: 16.0,
+        };
+        let mut v = vec![
+            ChunkPos::section(0, 1, 0),
+            ChunkPos::section(0, -1, 0),
+            ChunkPos::section(1, 0, 0),
+            ChunkPos::section(-1, 0, 0),
+            ChunkPos::section(0, 0, 1),
+            ChunkPos::section(0, 0, -1),
+            ChunkPos::section(0, 0, 0),
+        ];
+        v.sort_by(|a, b| g.nearest_first_section(focus, *a, *b, 32.0));
+        assert_eq!(
+            v,
+            [
+                ChunkPos::section(0, 0, 0),
+                ChunkPos::section(0, 0, -1),
+                ChunkPos::section(-1, 0, 0),
+                ChunkPos::section(0, -1, 0),
+                ChunkPos::section(0, 1, 0),
+                ChunkPos::section(1, 0, 0),
+                ChunkPos::section(0, 0, 1),
             ]
         );
     }

@@ -35,6 +35,16 @@ pub enum EventData {
         /// `z`.
         z: Value,
     },
+    /// `{"x": x, "y": y, "z": z}`: a section of a vertical world (docs/vertical.md), held as
+    /// three numbers ([`section_data`]).
+    Xyz {
+        /// `x`.
+        x: Value,
+        /// `y`.
+        y: Value,
+        /// `z`.
+        z: Value,
+    },
     /// `{"x": x, "z": z, "hash": hash}`, held as two values and the hash (its number and its
     /// text).
     XzHash {
@@ -102,6 +112,10 @@ impl EventData {
             (EventData::Xz { x, .. }, "x") => Some(x),
             (EventData::Xz { z, .. }, "z") => Some(z),
             (EventData::Xz { .. }, _) => None,
+            (EventData::Xyz { x, .. }, "x") => Some(x),
+            (EventData::Xyz { y, .. }, "y") => Some(y),
+            (EventData::Xyz { z, .. }, "z") => Some(z),
+            (EventData::Xyz { .. }, _) => None,
             (EventData::XzHash { x, .. }, "x") => Some(x),
             (EventData::XzHash { z, .. }, "z") => Some(z),
             (EventData::XzHash { hash, .. }, "hash") => Some(hash.text()),
@@ -120,10 +134,16 @@ impl EventData {
     }
 
     /// The chunk a payload names by its integer `x` and `z` (every kit's chunk and block events
-    /// write them so); `None` when either is missing or not an integer.
+    /// write them so), and its section row `y` when the payload has one (a vertical world's
+    /// sections, docs/vertical.md; absent: 0); `None` when `x` or `z` is missing, or any of them
+    /// is not an integer.
     pub fn xz(&self) -> Option<crate::grid::ChunkPos> {
         let coord = |k: &str| self.get(k).and_then(Value::as_i64);
-        Some(crate::grid::ChunkPos::new(coord("x")?, coord("z")?))
+        let y = match self.get("y") {
+            None => 0,
+            Some(y) => y.as_i64()?,
+        };
+        Some(crate::grid::ChunkPos::section(coord("x")?, y, coord("z")?))
     }
 
     /// The hash a built payload carries ([`EventData::XzHash`], [`EventData::LevelXzHash`]) as a
@@ -140,6 +160,7 @@ impl EventData {
     pub fn to_value(&self) -> Value {
         match self {
             EventData::Xz { x, z } => serde_json::json!({ "x": x, "z": z }),
+            EventData::Xyz { x, y, z } => serde_json::json!({ "x": x, "y": y, "z": z }),
             EventData::XzHash { x, z, hash } => {
                 serde_json::json!({ "x": x, "z": z, "hash": hash.text() })
             }
@@ -161,6 +182,14 @@ impl PartialEq for EventData {
         match (self, other) {
             (EventData::Json(a), b) | (b, EventData::Json(a)) => b == a,
             (EventData::Xz { x, z }, EventData::Xz { x: x2, z: z2 }) => x == x2 && z == z2,
+            (
+                EventData::Xyz { x, y, z },
+                EventData::Xyz {
+                    x: x2,
+                    y: y2,
+                    z: z2,
+                },
+            ) => x == x2 && y == y2 && z == z2,
             (
                 EventData::XzHash { x, z, hash },
                 EventData::XzHash {
@@ -214,6 +243,13 @@ impl Serialize for EventData {
             EventData::Xz { x, z } => {
                 let mut m = s.serialize_map(Some(2))?;
                 m.serialize_entry("x", x)?;
+                m.serialize_entry("z", z)?;
+                m.end()
+            }
+            EventData::Xyz { x, y, z } => {
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry("x", x)?;
+                m.serialize_entry("y", y)?;
                 m.serialize_entry("z", z)?;
                 m.end()
             }
@@ -345,6 +381,16 @@ pub fn chunk_data(chunk: crate::grid::ChunkPos) -> EventData {
     EventData::Xz {
         x: Value::from(chunk.x),
         z: Value::from(chunk.z),
+    }
+}
+
+/// `{"x": x, "y": y, "z": z}`: the payload of a section's events and hooks in a vertical world
+/// (docs/vertical.md), `y` always written, keys in that order (built without allocating).
+pub fn section_data(section: crate::grid::ChunkPos) -> EventData {
+    EventData::Xyz {
+        x: Value::from(section.x),
+        y: Value::from(section.y),
+        z: Value::from(section.z),
     }
 }
 
@@ -529,5 +575,30 @@ mod tests {
             std::mem::size_of::<EventData>(),
             std::mem::size_of::<[Value; 3]>() + 8
         );
+    }
+
+    #[test]
+    fn the_section_payload_is_the_json_object_it_stands_for_and_reads_back_its_y() {
+        for (x, y, z) in [(0i64, 0i64, 0i64), (-3, 5, 7), (i64::MIN, -1, i64::MAX)] {
+            let fast = section_data(ChunkPos::section(x, y, z));
+            let json = json!({ "x": x, "y": y, "z": z });
+            stands_for(&fast, &json, &["x", "y", "z", "hash"]);
+            assert_eq!(fast.xz(), Some(ChunkPos::section(x, y, z)));
+        }
+        assert_eq!(
+            serde_json::to_string(&section_data(ChunkPos::new(1, 2))).unwrap(),
+            r#"{"x":1,"y":0,"z":2}"#,
+            "y always written, keys x, y, z"
+        );
+        assert_ne!(
+            section_data(ChunkPos::new(1, 2)),
+            chunk_data(ChunkPos::new(1, 2))
+        );
+        assert_eq!(
+            chunk_data(ChunkPos::new(1, 2)).xz(),
+            Some(ChunkPos::new(1, 2))
+        );
+        let bad = EventData::Json(json!({"x": 1, "y": 0.5, "z": 2}));
+        assert_eq!(bad.xz(), None, "a y that is not an integer");
     }
 }

@@ -16,8 +16,8 @@ pub mod view;
 pub use engine::{engine_entry, Ctx, Engine, EngineError, KitEntry, ENGINE_KIT};
 pub use entity::{check_data, Entity, EntityData, EntityError, EntityId, Tags, World, PLAYER_TAG};
 pub use events::{
-    block_hash_values, chunk_data, chunk_hash_data, hash_hex, Event, EventBus, EventData, Hashed,
-    Log, LogLine, ModErrors, Outbox, Steps, MOD_ERROR, PLAYER_MOVED,
+    block_hash_values, chunk_data, chunk_hash_data, hash_hex, section_data, Event, EventBus,
+    EventData, Hashed, Log, LogLine, ModErrors, Outbox, Steps, MOD_ERROR, PLAYER_MOVED,
 };
 pub use hooks::{
     Cancel, HookAnswer, HookArgs, HookError, HookHandler, HookProfile, HookStat, HookValue, Hooks,

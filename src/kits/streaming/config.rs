@@ -289,6 +289,128 @@ impl JsonSchema for Lod {
     }
 }
 
+/// The shape of the wanted area around a focus chunk (docs/reference/config.md#shape).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub enum Shape {
+    /// Ring distance: `max(|dx|, |dz|) <= r` wanted, released beyond `r + 1` (the default).
+    #[default]
+    #[serde(rename = "square")]
+    Square,
+    /// The disc `dx² + dz² <= r²` wanted, released when `dx² + dz² > (r + 1)²`.
+    #[serde(rename = "disc")]
+    Disc,
+}
+
+impl Shape {
+    /// Parses `"square"` or `"disc"`.
+    pub fn parse(v: &serde_json::Value) -> Result<Self, String> {
+        match v.as_str() {
+            Some("square") => Ok(Shape::Square),
+            Some("disc") => Ok(Shape::Disc),
+            _ => Err(format!(
+                "expected \"square\" or \"disc\", got {}",
+                crate::json::describe(v)
+            )),
+        }
+    }
+
+    /// Whether the column at offset `(dx, dz)` (chunk minus focus chunk) is within `r`: the
+    /// square `max(|dx|, |dz|) <= r`, or the disc `dx² + dz² <= r²` (exact in 128 bits: no
+    /// overflow).
+    pub fn within(self, dx: i64, dz: i64, r: u32) -> bool {
+        self.inside(dx, dz, u64::from(r))
+    }
+
+    /// Whether a loaded column at offset `(dx, dz)` is kept by a focus of radius `r`: within
+    /// `r + 1` (the release rule).
+    pub fn kept(self, dx: i64, dz: i64, r: u32) -> bool {
+        self.inside(dx, dz, u64::from(r) + 1)
+    }
+
+    fn inside(self, dx: i64, dz: i64, r: u64) -> bool {
+        match self {
+            Shape::Square => dx.unsigned_abs().max(dz.unsigned_abs()) <= r,
+            Shape::Disc => {
+                // |dx|, |dz| <= 2^63: each square <= 2^126, the sum fits in u128.
+                let (dx, dz, r) = (
+                    u128::from(dx.unsigned_abs()),
+                    u128::from(dz.unsigned_abs()),
+                    u128::from(r),
+                );
+                dx * dx + dz * dz <= r * r
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Shape::parse(&v).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Largest accepted `vertical.radius`.
+pub const MAX_VERTICAL_RADIUS: u32 = 32;
+
+checked_number!(
+    /// Rows of sections wanted above and below the focus's row: an integer
+    /// 0..=[`MAX_VERTICAL_RADIUS`] (docs/reference/config.md#vertical).
+    VerticalRadius(u32),
+    integer 0..=MAX_VERTICAL_RADIUS,
+    "rows of sections wanted above and below the focus's section row"
+);
+
+checked_number!(
+    /// The height of a section in metres: finite, > 0 (docs/reference/config.md#vertical).
+    SectionHeight(f64),
+    "a finite number > 0",
+    |v| v.as_f64().filter(|f| f.is_finite() && *f > 0.0),
+    { "type": "number", "exclusiveMinimum": 0, "description": "height of a section in metres (default: chunkSize)" }
+);
+
+/// The `vertical` key as a file writes it: `{ "radius": rv, "height": h }`, `height` optional
+/// (docs/reference/config.md#vertical). A mod may set `radius` only.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerticalDef {
+    /// Rows wanted above and below the focus's section row.
+    pub radius: VerticalRadius,
+    /// Height of a section in metres (default: `chunkSize`).
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(transform = |s: &mut schemars::Schema| crate::json::optional_setting(s, None))]
+    pub height: Option<SectionHeight>,
+}
+
+impl VerticalDef {
+    /// Checks a `vertical` object given as JSON, or says what was expected (`radius: expected …`).
+    pub fn parse(v: &serde_json::Value) -> Result<VerticalDef, String> {
+        crate::json::from_value(v, "").map_err(|p| p.to_string())
+    }
+
+    /// The radius alone, as a mod sets it (`height` left to the scene).
+    pub fn radius_only(radius: VerticalRadius) -> VerticalDef {
+        VerticalDef {
+            radius,
+            height: None,
+        }
+    }
+}
+
+/// Vertical sections in force (docs/reference/config.md#vertical): chunks are sections
+/// `(x, y, z)`, `radius` rows wanted above and below the focus's row, each `height` metres tall.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Vertical {
+    /// Rows wanted above and below the focus's section row: 0..=32.
+    pub radius: u32,
+    /// Height of a section in metres: finite, > 0 (the scene's, else `chunkSize`).
+    pub height: f64,
+}
+
 /// Largest accepted `lookAheadTicks`.
 pub const MAX_LOOK_AHEAD: u32 = 600;
 /// Largest accepted `holeRing`.
@@ -435,6 +557,13 @@ macro_rules! settings {
     (@key $key:literal, $lua:literal) => {
         $key
     };
+    // The default a key's schema shows: none for `vertical` (left out, the world is flat).
+    (@schema_default vertical, $default:expr) => {
+        None
+    };
+    (@schema_default $field:ident, $default:expr) => {
+        serde_json::to_value($default).ok()
+    };
     (
         $(#[doc = $config_doc:literal])* config;
         $(#[doc = $overrides_doc:literal])* overrides;
@@ -477,7 +606,7 @@ macro_rules! settings {
                     skip_serializing_if = "Option::is_none"
                 )]
                 #[schemars(transform = |s: &mut schemars::Schema| {
-                    crate::json::optional_setting(s, serde_json::to_value($o_default).ok())
+                    crate::json::optional_setting(s, settings!(@schema_default $o_field, $o_default))
                 })]
                 pub $o_field: Option<$o_ty>,
             )*
@@ -705,6 +834,25 @@ settings! {
             neighbours: u32 = Neighbours::get
         };
 
+        /// `"square"` (default) or `"disc"` (docs/reference/config.md#shape).
+        shape "shape": Shape = Shape::Square => {
+            /// Overrides the shape.
+            lua "setShape" Word;
+            /// The shape of the wanted area around every focus.
+            shape: Shape = std::convert::identity
+        };
+
+        /// Vertical sections `{ "radius": rv, "height": h }` (docs/reference/config.md#vertical;
+        /// default none: a flat world). A layer's replaces the config's whole; a mod's sets the
+        /// radius alone, and only while the scene has `vertical`.
+        vertical "vertical": VerticalDef = VerticalDef::radius_only(VerticalRadius(0)) => {
+            /// Overrides `vertical` (a layer: whole; a mod: its `radius` alone).
+            lua "setVerticalRadius" ByHand;
+            /// Vertical sections in force (`None`: flat). Resolved by
+            /// [`StreamingConfig::settings`], which knows the chunk size and which level set it.
+            vertical: Option<Vertical> = |_: VerticalDef| None
+        };
+
         /// The most chunks the held tickets may want together (default 65 536). The kit config's
         /// alone: neither a scene layer nor a mod sets it.
         max_ticket_chunks "maxTicketChunks": MaxTicketChunks =
@@ -750,6 +898,11 @@ impl Overrides {
     pub fn uses_neighbours(&self) -> bool {
         self.neighbours.is_some_and(|k| k.get() > 0)
     }
+
+    /// Whether `vertical` is set (a layer's turns sections on; a mod's sets only the radius).
+    pub fn uses_vertical(&self) -> bool {
+        self.vertical.is_some()
+    }
 }
 
 /// Reads a settings key that may be left out but is never `null` (see [`crate::json::not_null`]).
@@ -760,7 +913,27 @@ impl StreamingConfig {
     pub fn settings(&self, layer: Overrides, mods: Overrides) -> Settings {
         let mut s = self.in_force(mods.over(layer));
         s.lod = s.lod.above(s.radius);
+        s.vertical = self.vertical_in_force(layer, mods);
         s
+    }
+
+    /// `vertical` in force (docs/reference/config.md#vertical): the layer's, else the config's
+    /// (`None`: flat), its `height` defaulting to `chunkSize`, its `radius` the mods' where they
+    /// set one. A mod's radius in a flat scene does nothing: a mod cannot make a world vertical.
+    pub fn vertical_in_force(&self, layer: Overrides, mods: Overrides) -> Option<Vertical> {
+        let scene = layer.vertical.or(self.vertical)?;
+        let radius = mods.vertical.map_or(scene.radius, |m| m.radius);
+        Some(Vertical {
+            radius: radius.get(),
+            height: scene
+                .height
+                .map_or(self.chunk_size.get(), SectionHeight::get),
+        })
+    }
+
+    /// Whether the config sets `vertical` (docs/reference/config.md#vertical).
+    pub fn uses_vertical(&self) -> bool {
+        self.vertical.is_some()
     }
 
     /// Whether the config, a layer or the mods may set LOD levels
@@ -1234,5 +1407,69 @@ mod lod_keys {
             .settings(Overrides::default(), Overrides::default())
             .lod
             .is_empty());
+    }
+}
+
+#[cfg(test)]
+mod shape_and_vertical {
+    use super::*;
+    use crate::json::from_value;
+    use serde_json::json;
+
+    #[test]
+    fn the_square_keeps_ring_distance_and_the_disc_the_exact_circle() {
+        assert!(Shape::Square.within(2, -2, 2) && !Shape::Square.within(3, 0, 2));
+        assert!(Shape::Square.kept(3, -3, 2) && !Shape::Square.kept(4, 0, 2));
+        // r = 2: (2, 1) has 5 > 4, out of the disc but kept (5 <= 9).
+        assert!(Shape::Disc.within(2, 0, 2) && Shape::Disc.within(1, -1, 2));
+        assert!(!Shape::Disc.within(2, 1, 2) && Shape::Disc.kept(2, 1, 2));
+        assert!(Shape::Disc.kept(0, -3, 2) && !Shape::Disc.kept(3, 1, 2));
+        assert!(Shape::Disc.within(0, 0, 0) && !Shape::Disc.within(1, 0, 0));
+        // No overflow at the extremes.
+        assert!(!Shape::Disc.within(i64::MIN, i64::MIN, u32::MAX));
+        assert!(!Shape::Square.kept(i64::MIN, 0, u32::MAX));
+        // r = 8: 197 columns in the disc.
+        let n = (-8..=8i64)
+            .flat_map(|dz| (-8..=8i64).map(move |dx| (dx, dz)))
+            .filter(|(dx, dz)| Shape::Disc.within(*dx, *dz, 8))
+            .count();
+        assert_eq!(n, 197);
+    }
+
+    #[test]
+    fn shape_and_vertical_are_read_checked_and_resolved() {
+        let s = StreamingConfig::default().settings(Overrides::default(), Overrides::default());
+        assert_eq!((s.shape, s.vertical), (Shape::Square, None));
+        let c: StreamingConfig = from_value(
+            &json!({"chunkSize": 16, "shape": "disc", "vertical": {"radius": 4}}),
+            "c",
+        )
+        .unwrap();
+        let s = c.settings(Overrides::default(), Overrides::default());
+        assert_eq!(s.shape, Shape::Disc);
+        assert_eq!(
+            s.vertical,
+            Some(Vertical {
+                radius: 4,
+                height: 16.0
+            })
+        );
+        for (v, expected) in [
+            (
+                json!({"shape": "round"}),
+                "kits[1].config.shape: expected \"square\" or \"disc\", got \"round\"",
+            ),
+            (
+                json!({"vertical": {"radius": 33}}),
+                "kits[1].config.vertical.radius: expected an integer 0..=32, got 33",
+            ),
+            (
+                json!({"vertical": {"radius": 1, "height": 0}}),
+                "kits[1].config.vertical.height: expected a finite number > 0, got 0",
+            ),
+        ] {
+            let err = from_value::<StreamingConfig>(&v, "kits[1].config").unwrap_err();
+            assert_eq!(err.to_string(), expected);
+        }
     }
 }

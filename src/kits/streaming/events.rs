@@ -5,11 +5,11 @@
 use serde_json::{json, Value};
 
 use crate::grid::ChunkPos;
-use crate::host::{chunk_data, Event, EventData};
+use crate::host::{chunk_data, section_data, Event, EventData};
 
-/// Emitted when a chunk became live: `{x, z}`.
+/// Emitted when a chunk became live: `{x, z}` (`{x, y, z}` in a vertical world, docs/vertical.md).
 pub const CHUNK_LOADED: &str = "world.chunk.loaded";
-/// Emitted when a chunk was released: `{x, z}`.
+/// Emitted when a chunk was released: `{x, z}` (`{x, y, z}` in a vertical world).
 pub const CHUNK_UNLOADED: &str = "world.chunk.unloaded";
 /// Asked before a chunk loads: `{x, z}`.
 pub const HOOK_CHUNK_LOAD: &str = "world.chunk.load";
@@ -34,6 +34,13 @@ pub const CHUNK_COMPLETE: &str = "world.chunk.complete";
 /// (docs/reference/streaming.md#complete-chunks; `neighbours > 0` only).
 pub const CHUNK_INCOMPLETE: &str = "world.chunk.incomplete";
 
+/// Event (vertical worlds only, docs/vertical.md): a column became loaded `{x, z}`, that is, one
+/// of its sections did while none was; after the load step's section events, in row order.
+pub const COLUMN_LOADED: &str = "world.column.loaded";
+/// Event (vertical worlds only): a column's last loaded section was released `{x, z}`; after the
+/// release step's section events in row order (an eviction's right after its section's event).
+pub const COLUMN_UNLOADED: &str = "world.column.unloaded";
+
 /// Every event name of the kit (the hooks are not events).
 pub const NAMES: &[&str] = &[
     CHUNK_LOADED,
@@ -45,6 +52,8 @@ pub const NAMES: &[&str] = &[
     CAPACITY,
     CHUNK_COMPLETE,
     CHUNK_INCOMPLETE,
+    COLUMN_LOADED,
+    COLUMN_UNLOADED,
 ];
 
 /// One event of the streaming kit, typed.
@@ -88,6 +97,10 @@ pub enum StreamingEvent {
     ChunkComplete(ChunkPos),
     /// `world.chunk.incomplete`: the chunk, complete at the end of the last tick, is no longer.
     ChunkIncomplete(ChunkPos),
+    /// `world.column.loaded`: the column (`y` 0) of a vertical world.
+    ColumnLoaded(ChunkPos),
+    /// `world.column.unloaded`: the column (`y` 0) of a vertical world.
+    ColumnUnloaded(ChunkPos),
 }
 
 impl StreamingEvent {
@@ -98,6 +111,13 @@ impl StreamingEvent {
                 StreamingEvent::ChunkLoaded(chunk)
             } else {
                 StreamingEvent::ChunkUnloaded(chunk)
+            });
+        }
+        if let Some((column, loaded)) = event.column() {
+            return Some(if loaded {
+                StreamingEvent::ColumnLoaded(column)
+            } else {
+                StreamingEvent::ColumnUnloaded(column)
             });
         }
         if let Some((level, block, loaded)) = event.block() {
@@ -137,16 +157,22 @@ impl StreamingEvent {
             StreamingEvent::Capacity { .. } => CAPACITY,
             StreamingEvent::ChunkComplete(_) => CHUNK_COMPLETE,
             StreamingEvent::ChunkIncomplete(_) => CHUNK_INCOMPLETE,
+            StreamingEvent::ColumnLoaded(_) => COLUMN_LOADED,
+            StreamingEvent::ColumnUnloaded(_) => COLUMN_UNLOADED,
         }
     }
 
-    /// The payload the kit emits it with.
+    /// The payload the kit emits it with in a flat world (a chunk's `y` written only when not
+    /// 0; a vertical world writes every section's, [`chunk_event_data`]).
     pub fn data(&self) -> EventData {
         match self {
             StreamingEvent::ChunkLoaded(c)
             | StreamingEvent::ChunkUnloaded(c)
             | StreamingEvent::ChunkComplete(c)
-            | StreamingEvent::ChunkIncomplete(c) => chunk_data(*c),
+            | StreamingEvent::ChunkIncomplete(c) => chunk_event_data(*c, c.y != 0),
+            StreamingEvent::ColumnLoaded(c) | StreamingEvent::ColumnUnloaded(c) => {
+                chunk_data(c.column())
+            }
             StreamingEvent::LodLoaded { level, block }
             | StreamingEvent::LodUnloaded { level, block } => block_data(*level, *block),
             StreamingEvent::TicketReady(id) => json!({ "id": id }).into(),
@@ -157,6 +183,16 @@ impl StreamingEvent {
                 json!({ "wanted": wanted, "cap": cap }).into()
             }
         }
+    }
+}
+
+/// The payload of a chunk's events and hooks: `{x, y, z}` ([`section_data`]) in a vertical
+/// world (`vertical` true: `y` always written), else `{x, z}` ([`chunk_data`]).
+pub fn chunk_event_data(chunk: ChunkPos, vertical: bool) -> EventData {
+    if vertical {
+        section_data(chunk)
+    } else {
+        chunk_data(chunk)
     }
 }
 
@@ -174,8 +210,14 @@ pub fn block_data(level: u32, block: ChunkPos) -> EventData {
 /// prelude has it).
 pub trait ChunkEvent {
     /// The chunk of a `world.chunk.loaded` (`Some((chunk, true))`) or `world.chunk.unloaded`
-    /// (`Some((chunk, false))`) event; `None` for any other event.
+    /// (`Some((chunk, false))`) event, with its `y` in a vertical world; `None` for any other
+    /// event.
     fn chunk(&self) -> Option<(ChunkPos, bool)>;
+
+    /// The column (`y` 0) of a `world.column.loaded` (`Some((column, true))`) or
+    /// `world.column.unloaded` (`Some((column, false))`) event (vertical worlds,
+    /// docs/vertical.md); `None` for any other event.
+    fn column(&self) -> Option<(ChunkPos, bool)>;
 
     /// The level and block of a `world.lod.loaded` (`Some((level, block, true))`) or
     /// `world.lod.unloaded` (`Some((level, block, false))`) event
@@ -193,6 +235,16 @@ impl ChunkEvent for Event {
             _ => return None,
         };
         Some((self.data.xz()?, loaded))
+    }
+
+    #[inline]
+    fn column(&self) -> Option<(ChunkPos, bool)> {
+        let loaded = match &*self.event {
+            COLUMN_LOADED => true,
+            COLUMN_UNLOADED => false,
+            _ => return None,
+        };
+        Some((self.data.xz()?.column(), loaded))
     }
 
     #[inline]
@@ -266,5 +318,36 @@ mod tests {
         ] {
             assert_eq!(event(LOD_LOADED, EventData::Json(bad)).block(), None);
         }
+    }
+
+    #[test]
+    fn column_events_read_back_as_columns_and_sections_keep_their_y() {
+        let xz = || crate::host::chunk_data(ChunkPos::new(3, -2));
+        assert_eq!(
+            event(COLUMN_LOADED, xz()).column(),
+            Some((ChunkPos::new(3, -2), true))
+        );
+        assert_eq!(
+            event(COLUMN_UNLOADED, xz()).column(),
+            Some((ChunkPos::new(3, -2), false))
+        );
+        assert_eq!(event(CHUNK_LOADED, xz()).column(), None);
+        assert_eq!(event(COLUMN_LOADED, xz()).chunk(), None);
+        assert_eq!(
+            StreamingEvent::from_event(&event(COLUMN_UNLOADED, xz())),
+            Some(StreamingEvent::ColumnUnloaded(ChunkPos::new(3, -2)))
+        );
+        assert_eq!(
+            StreamingEvent::ColumnLoaded(ChunkPos::new(0, 0)).name(),
+            COLUMN_LOADED
+        );
+        let s = ChunkPos::section(3, -4, -2);
+        let e = event(CHUNK_LOADED, chunk_event_data(s, true));
+        assert_eq!(e.chunk(), Some((s, true)));
+        assert_eq!(
+            StreamingEvent::from_event(&e).map(|e| e.data()),
+            Some(crate::host::section_data(s))
+        );
+        assert!(NAMES.contains(&COLUMN_LOADED) && NAMES.contains(&COLUMN_UNLOADED));
     }
 }

@@ -86,6 +86,8 @@ const FUNCTIONS: &[(&str, Fun)] = &[
     (LUA_SETTERS[8].name, set_lod),
     (LUA_SETTERS[9].name, setter::<9>),
     (LUA_SETTERS[10].name, setter::<10>),
+    (LUA_SETTERS[11].name, setter::<11>),
+    (LUA_SETTERS[12].name, set_vertical_radius),
     ("lodLoaded", lod_loaded),
     ("predicted", predicted),
     ("holes", holes),
@@ -363,6 +365,22 @@ fn setter<const I: usize>(
         (LuaArg::Word, v) => word(&v, setter.parse)?,
         (LuaArg::NilOrChecked, Value::Nil) => (setter.parse)(&serde_json::Value::Null)?,
         (LuaArg::Checked | LuaArg::NilOrChecked | LuaArg::ByHand, v) => checked(&v, setter.parse)?,
+    };
+    set_override(lua, s, ctx, overrides)
+}
+
+/// `streaming.setVerticalRadius(n)`: the radius of `vertical` alone (a mod never sets the
+/// height; in a flat scene the radius is kept and does nothing, docs/reference/config.md#vertical).
+fn set_vertical_radius(
+    lua: &Lua,
+    s: &dyn StreamingService,
+    ctx: &Ctx,
+    args: &MultiValue,
+) -> Answer {
+    let radius = checked(&arg(args, 0), super::VerticalRadius::parse)?;
+    let overrides = Overrides {
+        vertical: Some(super::VerticalDef::radius_only(radius)),
+        ..Overrides::default()
     };
     set_override(lua, s, ctx, overrides)
 }

@@ -44,12 +44,12 @@ use crate::kits::ground::{GroundService, GROUND};
 pub use config::{
     BudgetMs, ChunkSize, FocusMode, HoleRing, Lod, LodBudget, LodLevel, LodLevelDef,
     LookAheadTicks, MaxLoaded, MaxRefusals, MaxTicketChunks, Overrides, Priority, Radius, Schedule,
-    Settings, StreamingConfig,
+    SectionHeight, Settings, Shape, StreamingConfig, Vertical, VerticalDef, VerticalRadius,
 };
 pub use events::{
-    ChunkEvent, StreamingEvent, CAPACITY, CHUNK_COMPLETE, CHUNK_INCOMPLETE, CHUNK_LOADED,
-    CHUNK_UNLOADED, HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD, LOD_LOADED, LOD_UNLOADED, TICKET_READY,
-    TICKET_REFUSED,
+    chunk_event_data, ChunkEvent, StreamingEvent, CAPACITY, CHUNK_COMPLETE, CHUNK_INCOMPLETE,
+    CHUNK_LOADED, CHUNK_UNLOADED, COLUMN_LOADED, COLUMN_UNLOADED, HOOK_CHUNK_LOAD,
+    HOOK_CHUNK_UNLOAD, LOD_LOADED, LOD_UNLOADED, TICKET_READY, TICKET_REFUSED,
 };
 use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
