@@ -811,3 +811,165 @@ fn without_neighbours_no_completeness_message_is_written() {
     assert!(!built.is_empty());
     assert!(built.iter().all(|c| ws.is_complete(*c)));
 }
+
+/// A vertical scene (docs/reference/engines.md#the-bevy-plugin): a disc of radius 2 with two rows
+/// above and below the anchor's, sections 16 m tall; the anchor climbs to row 6, dives to row -9
+/// and walks east.
+fn vertical_scene() -> Value {
+    json!({
+        "kits": [
+            { "id": "world.ground" },
+            { "id": "world.streaming",
+              "config": { "chunkSize": 32, "radius": 2, "shape": "disc", "budgetMs": 24,
+                          "vertical": { "radius": 2, "height": 16 }, "focus": "players" } }
+        ],
+        "entities": []
+    })
+}
+
+fn climb(step: u64) -> Vec3 {
+    let t = step as f32;
+    match step {
+        0..=20 => Vec3::new(16.0, 8.0 + 5.0 * t, 16.0),
+        21..=60 => Vec3::new(16.0, 108.0 - 6.0 * (t - 20.0), 16.0),
+        _ => Vec3::new(16.0 + 7.0 * (t - 60.0), -132.0, 16.0),
+    }
+}
+
+/// The messages of a vertical run, with their ticks, in the order read.
+#[derive(Resource, Default, Debug, Clone, PartialEq)]
+struct Sections {
+    loaded: Vec<(u64, IVec3)>,
+    unloaded: Vec<(u64, IVec3)>,
+    columns_loaded: Vec<(u64, IVec3)>,
+    columns_unloaded: Vec<(u64, IVec3)>,
+}
+
+/// With `vertical` on the messages name sections as `IVec3 (x, y, z)` with their rows, the column
+/// messages come with a column's first and last section, and the resource answers per section
+/// and per column, all as the kit's events and service say through the Rust API.
+#[test]
+fn vertical_sections_come_as_ivec3_with_their_rows_and_columns_as_messages() {
+    let scene = vertical_scene();
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+        .add_plugins(plugin_of(&scene))
+        .init_resource::<Sections>()
+        .add_systems(
+            FixedUpdate,
+            (|mut seen: ResMut<Sections>,
+              mut loaded: MessageReader<ChunkLoaded>,
+              mut unloaded: MessageReader<ChunkUnloaded>,
+              mut col_loaded: MessageReader<ColumnLoaded>,
+              mut col_unloaded: MessageReader<ColumnUnloaded>| {
+                seen.loaded.extend(loaded.read().map(|m| (m.tick, m.chunk)));
+                seen.unloaded
+                    .extend(unloaded.read().map(|m| (m.tick, m.chunk)));
+                seen.columns_loaded
+                    .extend(col_loaded.read().map(|m| (m.tick, m.column)));
+                seen.columns_unloaded
+                    .extend(col_unloaded.read().map(|m| (m.tick, m.column)));
+            })
+            .after(StreamingSystems::Districts),
+        );
+    app.finish();
+    app.cleanup();
+    app.update();
+    let walker = app
+        .world_mut()
+        .spawn((
+            StreamingAnchor::new("walker"),
+            Transform::from_translation(climb(1)),
+        ))
+        .id();
+    const CLIMB_STEPS: u64 = 80;
+    for step in 1..=CLIMB_STEPS {
+        app.world_mut()
+            .get_mut::<Transform>(walker)
+            .unwrap()
+            .translation = climb(step);
+        app.update();
+    }
+    let by_plugin = app.world().resource::<Sections>().clone();
+    // The same climb through the Rust API.
+    let mut game = game_of(&scene);
+    let mut by_api = Sections::default();
+    for step in 1..=CLIMB_STEPS {
+        let to = climb(step);
+        let pos = Position {
+            x: f64::from(to.x),
+            y: f64::from(to.y),
+            z: f64::from(to.z),
+        };
+        let action = if step == 1 {
+            Action::Spawn {
+                entity: KitEntity {
+                    id: EntityId::new("walker"),
+                    tags: ["player"].into(),
+                    position: pos,
+                    rides: None,
+                    data: None,
+                },
+            }
+        } else {
+            Action::Move {
+                entity: EntityId::new("walker"),
+                to: pos,
+            }
+        };
+        game.apply(&InputLine { tick: step, action }).unwrap();
+        game.tick();
+        for e in game.engine_mut().take_events() {
+            if let Some((c, loaded)) = e.chunk() {
+                let list = if loaded {
+                    &mut by_api.loaded
+                } else {
+                    &mut by_api.unloaded
+                };
+                list.push((e.tick, chunk_ivec3(c)));
+            } else if let Some((c, loaded)) = e.column() {
+                let list = if loaded {
+                    &mut by_api.columns_loaded
+                } else {
+                    &mut by_api.columns_unloaded
+                };
+                list.push((e.tick, chunk_ivec3(c)));
+            }
+        }
+    }
+    assert_eq!(by_plugin, by_api);
+    let rows: std::collections::BTreeSet<i32> = by_plugin.loaded.iter().map(|m| m.1.y).collect();
+    assert!(
+        rows.first().is_some_and(|&y| y < 0) && rows.last().is_some_and(|&y| y >= 6),
+        "{rows:?}"
+    );
+    assert!(!by_plugin.columns_loaded.is_empty() && !by_plugin.columns_unloaded.is_empty());
+    assert!(by_plugin.columns_loaded.iter().all(|m| m.1.y == 0));
+    // The resource, per section and per column.
+    let ws = ws(&app);
+    let streaming = game.streaming().unwrap();
+    let loaded: Vec<IVec3> = streaming.loaded().into_iter().map(chunk_ivec3).collect();
+    assert_eq!(ws.loaded(), loaded);
+    let columns: Vec<IVec3> = streaming.columns().into_iter().map(chunk_ivec3).collect();
+    assert_eq!(ws.columns(), columns);
+    assert!(loaded.len() > columns.len() && !columns.is_empty());
+    for c in &loaded {
+        assert!(ws.is_loaded(*c) && ws.is_column_loaded(c.with_y(0)), "{c}");
+        assert!(!ws.is_loaded(c.with_y(c.y + 20)), "{c}");
+    }
+    let here = climb(CLIMB_STEPS);
+    let at = Position {
+        x: f64::from(here.x),
+        y: f64::from(here.y),
+        z: f64::from(here.z),
+    };
+    assert_eq!(ws.chunk_of(at), Some(IVec3::new(4, -9, 0)));
+    for y in -14..=-4 {
+        assert_eq!(
+            ws.is_loaded(IVec3::new(4, y, 0)),
+            (-11..=-7).contains(&y),
+            "row {y}"
+        );
+    }
+}
