@@ -182,6 +182,7 @@ fn frame(c: &mut Criterion) {
         x: 0,
         z: 0,
         hash: 0,
+        y: 0,
     };
     let mut buffer = vec![blank; 256];
     let mut out = Vec::new();

@@ -68,14 +68,14 @@ fn report(
 ) {
     let tick = ws.tick();
     let x = player.iter().next().map_or(0.0, |t| t.translation.x);
-    let chunks = |list: Vec<ChunkPos>| {
+    let chunks = |list: Vec<IVec3>| {
         list.iter()
             .map(|c| format!("({},{})", c.x, c.z))
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let l: Vec<ChunkPos> = loaded.read().map(|m| m.chunk).collect();
-    let u: Vec<ChunkPos> = unloaded.read().map(|m| m.chunk).collect();
+    let l: Vec<IVec3> = loaded.read().map(|m| m.chunk).collect();
+    let u: Vec<IVec3> = unloaded.read().map(|m| m.chunk).collect();
     let b: Vec<TerrainBuilt> = built.read().copied().collect();
     if !l.is_empty() {
         println!("tick {tick:3} x {x:5.0}  loaded    {}", chunks(l));

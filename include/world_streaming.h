@@ -46,6 +46,14 @@
 // not complete now.
 #define WS_CHUNK_EVENT_INCOMPLETE 8
 
+// `world.column.loaded {x, z}`: the first section of column `(x, z)` loaded (only with
+// `vertical` on, docs/reference/engines.md#vertical-sections-in-c); `y` is 0.
+#define WS_CHUNK_EVENT_COLUMN_LOADED 9
+
+// `world.column.unloaded {x, z}`: the last section of column `(x, z)` released (only with
+// `vertical` on); `y` is 0.
+#define WS_CHUNK_EVENT_COLUMN_UNLOADED 10
+
 // What a call did. `WS_STATUS_OK` is 0; every other value is an error whose message the call
 // hands out through `out_error`.
 typedef enum WsStatus {
@@ -119,6 +127,10 @@ typedef struct WsChunkEvent {
   // FNV-1a 64 of the built bytes for `BUILT` and `LOD_BUILT`
   // (docs/reference/terrain.md#chunk-content), else 0.
   uint64_t hash;
+  // Section row of the chunk (docs/reference/engines.md#vertical-sections-in-c): the event's
+  // `y` with `vertical` on, 0 without it and for the column kinds, the terrain kinds and LOD
+  // blocks (which are per column). The last field, so every earlier field keeps its offset.
+  int64_t y;
 } WsChunkEvent;
 
 // One chunk: the `{x, z}` of docs/reference/grid.md#chunks-and-chunkof.
@@ -305,7 +317,9 @@ enum WsStatus ws_game_drain_chunk_events(WsGame game,
                                          uintptr_t *out_count,
                                          char **out_error);
 
-// Whether chunk `(x, z)` is loaded (`isLoaded(x, z)`).
+// Whether chunk `(x, z)` is loaded (`isLoaded(x, z)`). With `vertical` on that is the section
+// of row 0 of the column, as `isLoaded(x, z)` without `y`; [`ws_game_is_loaded_section`] names
+// the row.
 //
 // # Safety
 // `out_loaded` and `out_error` are null or writable.
@@ -314,6 +328,20 @@ enum WsStatus ws_game_is_loaded(WsGame game,
                                 int64_t z,
                                 bool *out_loaded,
                                 char **out_error);
+
+// Whether section `(x, y, z)` is loaded (`isLoaded(x, z, y)`,
+// docs/reference/engines.md#vertical-sections-in-c): with `vertical` on, the section of row `y`
+// of column `(x, z)`; without it only row 0 exists, so `y` 0 is [`ws_game_is_loaded`] and any
+// other `y` is not loaded.
+//
+// # Safety
+// `out_loaded` and `out_error` are null or writable.
+enum WsStatus ws_game_is_loaded_section(WsGame game,
+                                        int64_t x,
+                                        int64_t y,
+                                        int64_t z,
+                                        bool *out_loaded,
+                                        char **out_error);
 
 // Whether chunk `(x, z)` is complete (`isComplete(x, z)`,
 // docs/reference/engines.md#complete-chunks-in-c): it and every chunk within `neighbours` rings

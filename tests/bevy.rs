@@ -19,9 +19,9 @@ use world_streaming::kits::terrain::{TerrainService, TERRAIN};
 /// What the recorder saw: each message with its kit tick, in the order they were read.
 #[derive(Resource, Default, Debug, Clone, PartialEq)]
 struct Seen {
-    loaded: Vec<(u64, ChunkPos)>,
-    unloaded: Vec<(u64, ChunkPos)>,
-    built: Vec<(u64, ChunkPos, u64)>,
+    loaded: Vec<(u64, IVec3)>,
+    unloaded: Vec<(u64, IVec3)>,
+    built: Vec<(u64, IVec3, u64)>,
     refused: Vec<AnchorRefused>,
     /// `FixedUpdate` runs, counted by a system of the test's own.
     fixed_steps: u64,
@@ -148,16 +148,16 @@ fn walk_by_api(scene: &Value) -> (Seen, Game) {
         for e in game.engine_mut().take_events() {
             if let Some((c, loaded)) = e.chunk() {
                 if loaded {
-                    out.loaded.push((e.tick, c));
+                    out.loaded.push((e.tick, chunk_ivec3(c)));
                 } else {
-                    out.unloaded.push((e.tick, c));
+                    out.unloaded.push((e.tick, chunk_ivec3(c)));
                 }
             } else if e.event == "world.terrain.built" {
                 let hash = e.data.get("hash").and_then(Value::as_str).unwrap();
                 let hash = u64::from_str_radix(hash, 16).unwrap();
                 let (x, z) = (e.data.get("x").unwrap(), e.data.get("z").unwrap());
                 let c = ChunkPos::new(x.as_i64().unwrap(), z.as_i64().unwrap());
-                out.built.push((e.tick, c, hash));
+                out.built.push((e.tick, chunk_ivec3(c), hash));
             }
         }
     }
@@ -206,13 +206,20 @@ fn anchors_drive_loading_and_their_kit_entity_follows_the_transform() {
     let app = walk_by_plugin(&scene);
     let ws = ws(&app);
     // Nothing in the scene but the anchor: what is loaded is what the anchor asked for.
-    assert_eq!(ws.loaded(), game.streaming().unwrap().loaded());
+    let api_loaded: Vec<IVec3> = game
+        .streaming()
+        .unwrap()
+        .loaded()
+        .into_iter()
+        .map(chunk_ivec3)
+        .collect();
+    assert_eq!(ws.loaded(), api_loaded);
     assert!(
-        ws.is_loaded(ChunkPos::new(0, -2)),
+        ws.is_loaded(IVec3::new(0, 0, -2)),
         "the last stand, (20, -40), is chunk (0, -2)"
     );
     assert!(
-        !ws.is_loaded(ChunkPos::new(9, 0)),
+        !ws.is_loaded(IVec3::new(9, 0, 0)),
         "the second stand was left behind"
     );
     let walker = ws
@@ -266,14 +273,18 @@ fn terrain_is_readable_from_the_resource_as_the_kit_built_it() {
         .service::<dyn TerrainService>(TERRAIN)
         .unwrap();
     let loaded = ws.loaded();
-    let built: Vec<ChunkPos> = loaded.iter().copied().filter(|c| ws.is_built(*c)).collect();
+    let built: Vec<IVec3> = loaded.iter().copied().filter(|c| ws.is_built(*c)).collect();
     assert!(!built.is_empty());
     for c in &loaded {
-        assert_eq!(ws.is_built(*c), api_terrain.is_built(*c), "{c:?}");
+        assert_eq!(
+            ws.is_built(*c),
+            api_terrain.is_built(ivec3_chunk(*c)),
+            "{c:?}"
+        );
     }
     for c in built {
         let data = ws.chunk(c).unwrap();
-        let expected = api_terrain.chunk(c).unwrap();
+        let expected = api_terrain.chunk(ivec3_chunk(c)).unwrap();
         assert_eq!(data.cells, 8);
         assert_eq!(data.bytes.len(), 8 * 8 * 3, "u16 heights then u8 materials");
         assert_eq!(data.bytes, expected.bytes);
@@ -288,10 +299,10 @@ fn terrain_is_readable_from_the_resource_as_the_kit_built_it() {
         assert_eq!(ws.height_at(corner), Some(data.height(0, 0)));
     }
     assert!(
-        !ws.is_built(ChunkPos::new(9, 0)),
+        !ws.is_built(IVec3::new(9, 0, 0)),
         "released chunks free their terrain"
     );
-    assert!(ws.chunk(ChunkPos::new(9, 0)).is_none());
+    assert!(ws.chunk(IVec3::new(9, 0, 0)).is_none());
 }
 
 /// The streamed entities the kit holds live now: (id, data) in spawn order.
@@ -575,7 +586,7 @@ fn a_game_built_by_hand_is_driven_when_inserted() {
     app.update();
     app.update();
     assert_eq!(ws(&app).tick(), 1);
-    assert!(ws(&app).is_loaded(ChunkPos::new(0, 0)));
+    assert!(ws(&app).is_loaded(IVec3::new(0, 0, 0)));
 }
 
 /// `neighbours: 1` on the terrain scene (docs/reference/engines.md#the-bevy-plugin).
@@ -602,9 +613,9 @@ const STROLL_STEPS: u64 = 40;
 /// they add up to after each step, and how many snapshots it took and was refused.
 #[derive(Resource, Default, Debug, Clone, PartialEq)]
 struct Meshed {
-    complete: Vec<(u64, ChunkPos)>,
-    incomplete: Vec<(u64, ChunkPos)>,
-    now: std::collections::BTreeSet<(i64, i64)>,
+    complete: Vec<(u64, IVec3)>,
+    incomplete: Vec<(u64, IVec3)>,
+    now: std::collections::BTreeSet<(i32, i32)>,
     snapshots: usize,
     refused: usize,
 }
@@ -644,13 +655,13 @@ fn mesher(
             panic!("{m:?}: a complete chunk has its snapshot");
         };
         assert_eq!(
-            (s.chunk, s.skin, s.side, s.heights.len()),
+            (chunk_ivec3(s.chunk), s.skin, s.side, s.heights.len()),
             (m.chunk, 1, 10, 100)
         );
         assert_eq!(Some(s.version), ws.version(m.chunk));
         let own = ws.chunk(m.chunk).unwrap();
-        let west = ws.chunk(ChunkPos::new(m.chunk.x - 1, m.chunk.z)).unwrap();
-        let north = ws.chunk(ChunkPos::new(m.chunk.x, m.chunk.z + 1)).unwrap();
+        let west = ws.chunk(m.chunk - IVec3::X).unwrap();
+        let north = ws.chunk(m.chunk + IVec3::Z).unwrap();
         for a in 0..8 {
             for b in 0..8 {
                 assert_eq!(s.height(a + 1, b + 1), own.height(a, b));
@@ -661,10 +672,10 @@ fn mesher(
         }
         meshed.snapshots += 1;
     }
-    let now: Vec<ChunkPos> = meshed
+    let now: Vec<IVec3> = meshed
         .now
         .iter()
-        .map(|&(z, x)| ChunkPos::new(x, z))
+        .map(|&(z, x)| IVec3::new(x, 0, z))
         .collect();
     assert_eq!(ws.complete(), now, "step {}", ws.steps());
 }
@@ -730,8 +741,10 @@ fn completeness_messages_and_snapshots_reach_systems_as_the_kit_emits_them() {
         game.tick();
         for e in game.engine_mut().take_events() {
             match StreamingEvent::from_event(&e) {
-                Some(StreamingEvent::ChunkComplete(c)) => complete.push((e.tick, c)),
-                Some(StreamingEvent::ChunkIncomplete(c)) => incomplete.push((e.tick, c)),
+                Some(StreamingEvent::ChunkComplete(c)) => complete.push((e.tick, chunk_ivec3(c))),
+                Some(StreamingEvent::ChunkIncomplete(c)) => {
+                    incomplete.push((e.tick, chunk_ivec3(c)))
+                }
                 _ => {}
             }
         }
@@ -790,11 +803,173 @@ fn without_neighbours_no_completeness_message_is_written() {
     assert!(meshed.complete.is_empty() && meshed.incomplete.is_empty());
     let ws = ws(&app);
     // `is_complete` still answers: loaded and built.
-    let built: Vec<ChunkPos> = ws
+    let built: Vec<IVec3> = ws
         .loaded()
         .into_iter()
         .filter(|c| ws.is_built(*c))
         .collect();
     assert!(!built.is_empty());
     assert!(built.iter().all(|c| ws.is_complete(*c)));
+}
+
+/// A vertical scene (docs/reference/engines.md#the-bevy-plugin): a disc of radius 2 with two rows
+/// above and below the anchor's, sections 16 m tall; the anchor climbs to row 6, dives to row -9
+/// and walks east.
+fn vertical_scene() -> Value {
+    json!({
+        "kits": [
+            { "id": "world.ground" },
+            { "id": "world.streaming",
+              "config": { "chunkSize": 32, "radius": 2, "shape": "disc", "budgetMs": 24,
+                          "vertical": { "radius": 2, "height": 16 }, "focus": "players" } }
+        ],
+        "entities": []
+    })
+}
+
+fn climb(step: u64) -> Vec3 {
+    let t = step as f32;
+    match step {
+        0..=20 => Vec3::new(16.0, 8.0 + 5.0 * t, 16.0),
+        21..=60 => Vec3::new(16.0, 108.0 - 6.0 * (t - 20.0), 16.0),
+        _ => Vec3::new(16.0 + 7.0 * (t - 60.0), -132.0, 16.0),
+    }
+}
+
+/// The messages of a vertical run, with their ticks, in the order read.
+#[derive(Resource, Default, Debug, Clone, PartialEq)]
+struct Sections {
+    loaded: Vec<(u64, IVec3)>,
+    unloaded: Vec<(u64, IVec3)>,
+    columns_loaded: Vec<(u64, IVec3)>,
+    columns_unloaded: Vec<(u64, IVec3)>,
+}
+
+/// With `vertical` on the messages name sections as `IVec3 (x, y, z)` with their rows, the column
+/// messages come with a column's first and last section, and the resource answers per section
+/// and per column, all as the kit's events and service say through the Rust API.
+#[test]
+fn vertical_sections_come_as_ivec3_with_their_rows_and_columns_as_messages() {
+    let scene = vertical_scene();
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .insert_resource(TimeUpdateStrategy::FixedTimesteps(1))
+        .add_plugins(plugin_of(&scene))
+        .init_resource::<Sections>()
+        .add_systems(
+            FixedUpdate,
+            (|mut seen: ResMut<Sections>,
+              mut loaded: MessageReader<ChunkLoaded>,
+              mut unloaded: MessageReader<ChunkUnloaded>,
+              mut col_loaded: MessageReader<ColumnLoaded>,
+              mut col_unloaded: MessageReader<ColumnUnloaded>| {
+                seen.loaded.extend(loaded.read().map(|m| (m.tick, m.chunk)));
+                seen.unloaded
+                    .extend(unloaded.read().map(|m| (m.tick, m.chunk)));
+                seen.columns_loaded
+                    .extend(col_loaded.read().map(|m| (m.tick, m.column)));
+                seen.columns_unloaded
+                    .extend(col_unloaded.read().map(|m| (m.tick, m.column)));
+            })
+            .after(StreamingSystems::Districts),
+        );
+    app.finish();
+    app.cleanup();
+    app.update();
+    let walker = app
+        .world_mut()
+        .spawn((
+            StreamingAnchor::new("walker"),
+            Transform::from_translation(climb(1)),
+        ))
+        .id();
+    const CLIMB_STEPS: u64 = 80;
+    for step in 1..=CLIMB_STEPS {
+        app.world_mut()
+            .get_mut::<Transform>(walker)
+            .unwrap()
+            .translation = climb(step);
+        app.update();
+    }
+    let by_plugin = app.world().resource::<Sections>().clone();
+    // The same climb through the Rust API.
+    let mut game = game_of(&scene);
+    let mut by_api = Sections::default();
+    for step in 1..=CLIMB_STEPS {
+        let to = climb(step);
+        let pos = Position {
+            x: f64::from(to.x),
+            y: f64::from(to.y),
+            z: f64::from(to.z),
+        };
+        let action = if step == 1 {
+            Action::Spawn {
+                entity: KitEntity {
+                    id: EntityId::new("walker"),
+                    tags: ["player"].into(),
+                    position: pos,
+                    rides: None,
+                    data: None,
+                },
+            }
+        } else {
+            Action::Move {
+                entity: EntityId::new("walker"),
+                to: pos,
+            }
+        };
+        game.apply(&InputLine { tick: step, action }).unwrap();
+        game.tick();
+        for e in game.engine_mut().take_events() {
+            if let Some((c, loaded)) = e.chunk() {
+                let list = if loaded {
+                    &mut by_api.loaded
+                } else {
+                    &mut by_api.unloaded
+                };
+                list.push((e.tick, chunk_ivec3(c)));
+            } else if let Some((c, loaded)) = e.column() {
+                let list = if loaded {
+                    &mut by_api.columns_loaded
+                } else {
+                    &mut by_api.columns_unloaded
+                };
+                list.push((e.tick, chunk_ivec3(c)));
+            }
+        }
+    }
+    assert_eq!(by_plugin, by_api);
+    let rows: std::collections::BTreeSet<i32> = by_plugin.loaded.iter().map(|m| m.1.y).collect();
+    assert!(
+        rows.first().is_some_and(|&y| y < 0) && rows.last().is_some_and(|&y| y >= 6),
+        "{rows:?}"
+    );
+    assert!(!by_plugin.columns_loaded.is_empty() && !by_plugin.columns_unloaded.is_empty());
+    assert!(by_plugin.columns_loaded.iter().all(|m| m.1.y == 0));
+    // The resource, per section and per column.
+    let ws = ws(&app);
+    let streaming = game.streaming().unwrap();
+    let loaded: Vec<IVec3> = streaming.loaded().into_iter().map(chunk_ivec3).collect();
+    assert_eq!(ws.loaded(), loaded);
+    let columns: Vec<IVec3> = streaming.columns().into_iter().map(chunk_ivec3).collect();
+    assert_eq!(ws.columns(), columns);
+    assert!(loaded.len() > columns.len() && !columns.is_empty());
+    for c in &loaded {
+        assert!(ws.is_loaded(*c) && ws.is_column_loaded(c.with_y(0)), "{c}");
+        assert!(!ws.is_loaded(c.with_y(c.y + 20)), "{c}");
+    }
+    let here = climb(CLIMB_STEPS);
+    let at = Position {
+        x: f64::from(here.x),
+        y: f64::from(here.y),
+        z: f64::from(here.z),
+    };
+    assert_eq!(ws.chunk_of(at), Some(IVec3::new(4, -9, 0)));
+    for y in -14..=-4 {
+        assert_eq!(
+            ws.is_loaded(IVec3::new(4, y, 0)),
+            (-11..=-7).contains(&y),
+            "row {y}"
+        );
+    }
 }

@@ -272,3 +272,33 @@ fn complete_chunks_and_their_snapshots_read_back_from_c() {
         assert!(out.contains(status), "{status} never reported:\n{out}");
     }
 }
+
+/// Vertical sections from C (docs/reference/engines.md#vertical-sections-in-c): a disc scene with
+/// `vertical` whose hero climbs, dives and walks; the drained records carry each section's row
+/// in `y` (the record is 40 bytes, `y` at offset 32), `WS_CHUNK_EVENT_COLUMN_LOADED` /
+/// `WS_CHUNK_EVENT_COLUMN_UNLOADED` come with a column's first and last section, and
+/// `ws_game_is_loaded_section` agrees with the events; a flat scene's records have `y` 0 and no
+/// column kind.
+#[test]
+fn vertical_sections_and_their_columns_read_back_from_c() {
+    let out = build_and_run(&repo().join("tests/c/vertical_sections.c"), &[]);
+    assert!(
+        out.contains("vertical_sections: every check passed"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "WS_CHUNK_EVENT_COLUMN_LOADED = 9, WS_CHUNK_EVENT_COLUMN_UNLOADED = 10, \
+             sizeof(WsChunkEvent) = 40, offsetof(WsChunkEvent, y) = 32"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("flat: "), "{out}");
+    for status in [
+        "WS_STATUS_NULL_ARGUMENT",
+        "WS_STATUS_INVALID_HANDLE",
+        "WS_STATUS_NO_STREAMING",
+    ] {
+        assert!(out.contains(status), "{status} never reported:\n{out}");
+    }
+}

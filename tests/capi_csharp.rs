@@ -1,7 +1,7 @@
 //! The C# binding for Unity (`bindings/csharp/WorldStreaming.cs`) from C#: its test program
 //! (`bindings/csharp/tests/WorldStreamingTest.cs`: the seed example, a terrain drive with every
 //! built chunk read back and hashed, entity data, the error paths, complete chunks and their
-//! snapshots) is compiled with Mono's `mcs`
+//! snapshots, vertical sections and their columns) is compiled with Mono's `mcs`
 //! (C# 7, Debian's `mono-mcs`) and run with `mono` (`mono-runtime`) against the crate's `cdylib`.
 //! Without `mcs` the test is skipped with a message, except under `CI=true` (`.ci/run` installs
 //! both), where their absence fails it.
@@ -87,6 +87,7 @@ fn the_csharp_binding_drives_the_seed_example_a_terrain_drive_and_the_error_path
         "complete chunks: ",
         "WS_STATUS_OUT_OF_RANGE: skin 9 is out of range",
         "WS_STATUS_BUFFER_TOO_SMALL: the buffers hold 10 cells; 100 are needed",
+        "vertical sections: rows ",
     ] {
         assert!(stdout.contains(line), "{line} missing:\n{stdout}");
     }

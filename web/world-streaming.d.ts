@@ -21,6 +21,10 @@ export declare const ChunkEventKind: Readonly<{
   COMPLETE: 7;
   /** `world.chunk.incomplete {x, z}`: a chunk complete at the end of the last tick is loaded but not complete now. */
   INCOMPLETE: 8;
+  /** `world.column.loaded {x, z}`: the first section of a column loaded (only with `vertical`; `y` 0). */
+  COLUMN_LOADED: 9;
+  /** `world.column.unloaded {x, z}`: the last section of a column released (only with `vertical`; `y` 0). */
+  COLUMN_UNLOADED: 10;
 }>;
 
 /** The name of a status of the C ABI (`include/world_streaming.h`'s `WsStatus`). */
@@ -73,8 +77,9 @@ export interface LogEvent {
 
 /**
  * The chunk events of one drain, one typed array per field of the C struct
- * `WsChunkEvent {int32_t kind; uint32_t level; int64_t x; int64_t z; uint64_t hash}`: event `i`
- * is `kind[i]`, `level[i]`, `x[i]`, `z[i]`, `hash[i]`, for `i < count`, in emission order.
+ * `WsChunkEvent {int32_t kind; uint32_t level; int64_t x; int64_t z; uint64_t hash; int64_t y}`:
+ * event `i` is `kind[i]`, `level[i]`, `x[i]`, `y[i]`, `z[i]`, `hash[i]`, for `i < count`, in
+ * emission order.
  */
 export interface ChunkEvents {
   /** How many events (every array's length). */
@@ -85,6 +90,11 @@ export interface ChunkEvents {
   level: Uint32Array;
   /** Column of the chunk (or block), exact as the C `int64_t` (`Number(x[i])` for arithmetic). */
   x: BigInt64Array;
+  /**
+   * Section row of the chunk with `vertical` on (docs/web.md#vertical-sections-in-javascript);
+   * 0 without it, and for the column, terrain and LOD kinds.
+   */
+  y: BigInt64Array;
   /** Row of the chunk (or block), exact as the C `int64_t`. */
   z: BigInt64Array;
   /**
@@ -168,6 +178,12 @@ export declare class Game {
    * generating, released). A scene without `world.terrain` throws `WS_STATUS_NO_TERRAIN`.
    */
   terrain(x: number | bigint, z: number | bigint, level?: number): Terrain | null;
+  /**
+   * Whether section `(x, y, z)` is loaded (`ws_game_is_loaded_section`): with `vertical` on the
+   * section of row `y` of column `(x, z)`; without `vertical` only row 0 exists. A scene without
+   * `world.streaming` throws `WS_STATUS_NO_STREAMING`.
+   */
+  isLoadedSection(x: number | bigint, y: number | bigint, z: number | bigint): boolean;
   /**
    * Whether chunk `(x, z)` is complete (`ws_game_is_complete`): it and every chunk within
    * `neighbours` rings of it that overlaps the ground are loaded and built (with `neighbours` 0:

@@ -6,8 +6,11 @@
 // the module hands out is read and freed here, and every buffer allocated here is freed before
 // the call that needed it returns.
 
-/** The byte size of one `WsChunkEvent` record: `{int32 kind; uint32 level; int64 x; int64 z; uint64 hash}`. */
-const CHUNK_EVENT_BYTES = 32;
+/**
+ * The byte size of one `WsChunkEvent` record: `{int32 kind; uint32 level; int64 x; int64 z;
+ * uint64 hash; int64 y}` (`y` last, docs/web.md#vertical-sections-in-javascript).
+ */
+const CHUNK_EVENT_BYTES = 40;
 /** How many chunk events one `ws_game_drain_chunk_events` call may take. */
 const CHUNK_EVENT_BATCH = 1024;
 const STATUS_OK = 0;
@@ -37,6 +40,7 @@ const REQUIRED_EXPORTS = [
   "ws_game_state",
   "ws_game_variable",
   "ws_game_terrain",
+  "ws_game_is_loaded_section",
   "ws_game_is_complete",
   "ws_game_terrain_snapshot",
   "ws_game_terrain_version",
@@ -55,6 +59,8 @@ export const ChunkEventKind = Object.freeze({
   LOD_BUILT: 6,
   COMPLETE: 7,
   INCOMPLETE: 8,
+  COLUMN_LOADED: 9,
+  COLUMN_UNLOADED: 10,
 });
 
 /**
@@ -293,8 +299,8 @@ export class Game {
   /**
    * The chunk events emitted since the last drain, in emission order, as one typed array per
    * `WsChunkEvent` field (`ws_game_drain_chunk_events`): event `i` is `kind[i]` (a
-   * `ChunkEventKind`), `level[i]`, `x[i]`, `z[i]`, `hash[i]`; `count` of them. They are no longer
-   * in what `drainEvents` hands out.
+   * `ChunkEventKind`), `level[i]`, `x[i]`, `y[i]`, `z[i]`, `hash[i]`; `count` of them (`y` the
+   * section row with `vertical` on, else 0). They are no longer in what `drainEvents` hands out.
    */
   drainChunkEvents() {
     const handle = this.#live("drainChunkEvents");
@@ -318,6 +324,7 @@ export class Game {
       kind: new Int32Array(count),
       level: new Uint32Array(count),
       x: new BigInt64Array(count),
+      y: new BigInt64Array(count),
       z: new BigInt64Array(count),
       hash: new BigUint64Array(count),
     };
@@ -330,6 +337,7 @@ export class Game {
         events.x[i] = view.getBigInt64(at + 8, true);
         events.z[i] = view.getBigInt64(at + 16, true);
         events.hash[i] = view.getBigUint64(at + 24, true);
+        events.y[i] = view.getBigInt64(at + 32, true);
       }
     }
     return events;
@@ -390,6 +398,25 @@ export class Game {
         out.heights[i] = view.getUint16(2 * i, true);
       }
       return out;
+    });
+  }
+
+  /**
+   * Whether section `(x, y, z)` is loaded (`ws_game_is_loaded_section`,
+   * docs/web.md#vertical-sections-in-javascript): with `vertical` on the section of row `y` of
+   * column `(x, z)`; without it only row 0 exists. A scene without `world.streaming` throws
+   * `WS_STATUS_NO_STREAMING`.
+   */
+  isLoadedSection(x, y, z) {
+    const handle = this.#live("isLoadedSection");
+    const cx = signed64(x, "isLoadedSection: x");
+    const cy = signed64(y, "isLoadedSection: y");
+    const cz = signed64(z, "isLoadedSection: z");
+    const abi = this.#abi;
+    return abi.call((f) => {
+      const out = f.alloc(1, 1);
+      f.check(abi.fn.ws_game_is_loaded_section(handle, cx, cy, cz, out, f.error));
+      return f.u8(out) !== 0;
     });
   }
 

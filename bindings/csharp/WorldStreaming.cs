@@ -66,10 +66,16 @@ namespace WorldStreamingKit
         public long X;
         public long Z;
         public ulong Hash;
+        /// <summary>The section row: the event's y with `vertical` on, else 0 (the last field,
+        /// docs/reference/engines.md#vertical-sections-in-c).</summary>
+        public long Y;
 
         public override string ToString()
         {
-            return string.Format("{0} level {1} ({2}, {3}) {4:x16}", (WsChunkEventKind)Kind, Level, X, Z, Hash);
+            // "(x, z)" in row 0, "(x, y, z)" in any other, as the kit writes a chunk.
+            if (Y == 0)
+                return string.Format("{0} level {1} ({2}, {3}) {4:x16}", (WsChunkEventKind)Kind, Level, X, Z, Hash);
+            return string.Format("{0} level {1} ({2}, {3}, {4}) {5:x16}", (WsChunkEventKind)Kind, Level, X, Y, Z, Hash);
         }
     }
 
@@ -87,6 +93,10 @@ namespace WorldStreamingKit
         Complete = 7,
         /// <summary>world.chunk.incomplete: a chunk complete at the end of the last tick is not now.</summary>
         Incomplete = 8,
+        /// <summary>world.column.loaded: the first section of a column loaded (only with `vertical`).</summary>
+        ColumnLoaded = 9,
+        /// <summary>world.column.unloaded: the last section of a column released (only with `vertical`).</summary>
+        ColumnUnloaded = 10,
     }
 
     /// <summary>A bordered snapshot of a complete chunk (ws_game_terrain_snapshot): Side x Side cells
@@ -144,6 +154,7 @@ namespace WorldStreamingKit
         [DllImport(Lib)] public static extern WsStatus ws_game_drain_log(ulong game, out IntPtr json, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_state(ulong game, out IntPtr json, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_is_loaded(ulong game, long x, long z, [MarshalAs(UnmanagedType.U1)] out bool loaded, out IntPtr error);
+        [DllImport(Lib)] public static extern WsStatus ws_game_is_loaded_section(ulong game, long x, long y, long z, [MarshalAs(UnmanagedType.U1)] out bool loaded, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_is_complete(ulong game, long x, long z, [MarshalAs(UnmanagedType.U1)] out bool complete, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_ready(ulong game, byte[] entity, [MarshalAs(UnmanagedType.U1)] out bool ready, out IntPtr error);
         [DllImport(Lib)] public static extern WsStatus ws_game_ticket_ready(ulong game, byte[] id, [MarshalAs(UnmanagedType.U1)] out bool ready, out IntPtr error);
@@ -481,6 +492,16 @@ namespace WorldStreamingKit
             bool loaded;
             IntPtr error;
             Check(WorldStreamingNative.ws_game_is_loaded(handle, x, z, out loaded, out error), error);
+            return loaded;
+        }
+
+        /// <summary>isLoaded(x, z, y): whether section (x, y, z) is loaded; without `vertical` only
+        /// row 0 exists (docs/reference/engines.md#vertical-sections-in-c).</summary>
+        public bool IsLoadedSection(long x, long y, long z)
+        {
+            bool loaded;
+            IntPtr error;
+            Check(WorldStreamingNative.ws_game_is_loaded_section(handle, x, y, z, out loaded, out error), error);
             return loaded;
         }
 

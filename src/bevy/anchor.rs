@@ -10,7 +10,7 @@ use crate::kits::district::{DistrictService, DISTRICT};
 use super::resource::WorldStreaming;
 
 /// Makes this entity's `Transform` translation the position of kit entity `id` (metres; `y` is
-/// carried, never streamed on). When the scene holds no entity `id`, the plugin spawns one
+/// carried, and streamed on only with the streaming key `vertical`: its section row). When the scene holds no entity `id`, the plugin spawns one
 /// tagged [`super::StreamingPluginConfig::anchor_tags`] (by default `player`: a focus with
 /// `focus: "players"`), and despawns it when the component is removed. Written only when the
 /// translation differs from the one last written, as one input stamped with the next tick

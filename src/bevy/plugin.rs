@@ -11,7 +11,8 @@ use crate::kits::builtin_catalog;
 use super::anchor::{sync_anchors, AnchorRefused};
 use super::district::mirror_districts;
 use super::messages::{
-    tick_kit, ChunkComplete, ChunkIncomplete, ChunkLoaded, ChunkUnloaded, TerrainBuilt,
+    tick_kit, ChunkComplete, ChunkIncomplete, ChunkLoaded, ChunkUnloaded, ColumnLoaded,
+    ColumnUnloaded, TerrainBuilt,
 };
 use super::resource::WorldStreaming;
 
@@ -153,6 +154,8 @@ impl Plugin for WorldStreamingPlugin {
             .add_message::<TerrainBuilt>()
             .add_message::<ChunkComplete>()
             .add_message::<ChunkIncomplete>()
+            .add_message::<ColumnLoaded>()
+            .add_message::<ColumnUnloaded>()
             .add_message::<AnchorRefused>()
             .configure_sets(
                 FixedUpdate,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use ::bevy::prelude::Entity;
+use ::bevy::prelude::{Entity, IVec3};
 
 use crate::game::Game;
 use crate::grid::{ChunkPos, Position};
@@ -17,6 +17,7 @@ use crate::kits::district::{DistrictService, DISTRICT};
 use crate::kits::streaming::StreamingService;
 use crate::kits::terrain::{ChunkData, Snapshot, SnapshotError, TerrainService, TERRAIN};
 
+use super::coords::{chunk_ivec3, ivec3_chunk};
 use super::plugin::StreamingPluginConfig;
 
 /// The running game, read (`NonSend<WorldStreaming>`) and driven (`NonSendMut<WorldStreaming>`)
@@ -108,41 +109,61 @@ impl WorldStreaming {
         &self.events
     }
 
-    /// Loaded chunks in row order.
-    pub fn loaded(&self) -> Vec<ChunkPos> {
-        self.streaming().map(|s| s.loaded()).unwrap_or_default()
+    /// Loaded chunks `(x, y, z)` in row order (y, then z, then x; `y` 0 without `vertical`).
+    pub fn loaded(&self) -> Vec<IVec3> {
+        let loaded = self.streaming().map(|s| s.loaded()).unwrap_or_default();
+        loaded.into_iter().map(chunk_ivec3).collect()
     }
 
-    /// Whether `chunk` is loaded.
-    pub fn is_loaded(&self, chunk: ChunkPos) -> bool {
-        self.streaming().is_some_and(|s| s.is_loaded(chunk))
+    /// Whether chunk `(x, y, z)` is loaded: with `vertical` on the section of row `y`; without
+    /// it only row 0 exists.
+    pub fn is_loaded(&self, chunk: IVec3) -> bool {
+        self.streaming()
+            .is_some_and(|s| s.is_loaded(ivec3_chunk(chunk)))
     }
 
     /// Whether `chunk` is complete (docs/reference/engines.md#the-bevy-plugin): it and every
     /// chunk within `neighbours` rings of it that overlaps the ground are loaded and built.
-    pub fn is_complete(&self, chunk: ChunkPos) -> bool {
-        self.streaming().is_some_and(|s| s.is_complete(chunk))
+    pub fn is_complete(&self, chunk: IVec3) -> bool {
+        self.streaming()
+            .is_some_and(|s| s.is_complete(ivec3_chunk(chunk)))
     }
 
     /// The complete chunks in row order.
-    pub fn complete(&self) -> Vec<ChunkPos> {
-        self.streaming().map(|s| s.complete()).unwrap_or_default()
+    pub fn complete(&self) -> Vec<IVec3> {
+        let complete = self.streaming().map(|s| s.complete()).unwrap_or_default();
+        complete.into_iter().map(chunk_ivec3).collect()
     }
 
-    /// The chunk containing `pos`.
-    pub fn chunk_of(&self, pos: Position) -> Option<ChunkPos> {
-        self.streaming().map(|s| s.chunk_of(pos))
+    /// The loaded columns `(x, 0, z)` in row order (z, then x): a column is loaded while one of
+    /// its sections is; without `vertical` the loaded chunks.
+    pub fn columns(&self) -> Vec<IVec3> {
+        let columns = self.streaming().map(|s| s.columns()).unwrap_or_default();
+        columns.into_iter().map(chunk_ivec3).collect()
     }
 
-    /// Whether `chunk`'s terrain is built.
-    pub fn is_built(&self, chunk: ChunkPos) -> bool {
-        self.terrain().is_some_and(|t| t.is_built(chunk))
+    /// Whether column `(x, z)` of `column` is loaded (its `y` does not matter).
+    pub fn is_column_loaded(&self, column: IVec3) -> bool {
+        self.streaming()
+            .is_some_and(|s| s.is_column_loaded(self::column(column)))
     }
 
-    /// A built chunk's terrain: its cells (heights and materials, row order) and hash. The
-    /// data is shared and immutable (`Arc`), so a system may hand it to a task building a mesh.
-    pub fn chunk(&self, chunk: ChunkPos) -> Option<Arc<ChunkData>> {
-        self.terrain().and_then(|t| t.chunk(chunk))
+    /// The chunk containing `pos` (with `vertical` on its section: `y` from `pos.y`).
+    pub fn chunk_of(&self, pos: Position) -> Option<IVec3> {
+        self.streaming().map(|s| chunk_ivec3(s.chunk_of(pos)))
+    }
+
+    /// Whether the terrain of `chunk`'s column `(x, z)` is built (terrain is per column: `y`
+    /// does not matter).
+    pub fn is_built(&self, chunk: IVec3) -> bool {
+        self.terrain().is_some_and(|t| t.is_built(column(chunk)))
+    }
+
+    /// A built column's terrain (`chunk`'s `(x, z)`; `y` does not matter): its cells (heights
+    /// and materials, row order) and hash. The data is shared and immutable (`Arc`), so a
+    /// system may hand it to a task building a mesh.
+    pub fn chunk(&self, chunk: IVec3) -> Option<Arc<ChunkData>> {
+        self.terrain().and_then(|t| t.chunk(column(chunk)))
     }
 
     /// A bordered snapshot of `chunk` with `skin` (0..=8, at most `cellsPerChunk`): its cells and
@@ -150,17 +171,17 @@ impl WorldStreaming {
     /// (docs/reference/engines.md#the-bevy-plugin). It owns its cells, so a system may hand it to
     /// a task building a mesh; the mesh is stale once [`WorldStreaming::version`] moves. Not
     /// complete (with skin 0: not built), or no terrain: [`SnapshotError::NotComplete`].
-    pub fn snapshot(&self, chunk: ChunkPos, skin: u32) -> Result<Snapshot, SnapshotError> {
+    pub fn snapshot(&self, chunk: IVec3, skin: u32) -> Result<Snapshot, SnapshotError> {
         match self.terrain() {
-            Some(t) => t.snapshot(chunk, skin),
+            Some(t) => t.snapshot(column(chunk), skin),
             None => Err(SnapshotError::NotComplete),
         }
     }
 
     /// A built chunk's version (1 at its commit, one more at each edit of it or of a
     /// neighbour); `None` when it is not built.
-    pub fn version(&self, chunk: ChunkPos) -> Option<u64> {
-        self.terrain().and_then(|t| t.version(chunk))
+    pub fn version(&self, chunk: IVec3) -> Option<u64> {
+        self.terrain().and_then(|t| t.version(column(chunk)))
     }
 
     /// The terrain height of the cell containing `pos`, if its chunk is built.
@@ -177,4 +198,9 @@ impl WorldStreaming {
     pub fn anchor_id(&self, anchor: Entity) -> Option<&EntityId> {
         self.anchors.get(&anchor).map(|b| &b.id)
     }
+}
+
+/// The column `(x, z)` of chunk `(x, y, z)`: where its terrain is.
+fn column(chunk: IVec3) -> ChunkPos {
+    ivec3_chunk(chunk).column()
 }

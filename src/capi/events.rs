@@ -6,9 +6,9 @@ use super::*;
 use crate::kits::streaming::StreamingEvent;
 use crate::kits::terrain::TerrainEvent;
 
-/// The event as a [`WsChunkEvent`], when it is one of the nine chunk events, read through the
-/// kits' own readers (the streaming kit's [`StreamingEvent`] for the chunk, LOD block and
-/// completeness events, the terrain kit's [`TerrainEvent`] for the built and changed ones, the
+/// The event as a [`WsChunkEvent`], when it is one of the eleven chunk events, read through the
+/// kits' own readers (the streaming kit's [`StreamingEvent`] for the chunk, LOD block,
+/// completeness and column events (a section's `y` as the event carries it), the terrain kit's [`TerrainEvent`] for the built and changed ones, the
 /// hash as the built event carries it); `None` for every other event.
 pub fn chunk_event(event: &Event) -> Option<WsChunkEvent> {
     let c = |kind, level, at: ChunkPos, hash| WsChunkEvent {
@@ -17,6 +17,7 @@ pub fn chunk_event(event: &Event) -> Option<WsChunkEvent> {
         x: at.x,
         z: at.z,
         hash,
+        y: at.y,
     };
     if let Some(streaming) = StreamingEvent::from_event(event) {
         return Some(match streaming {
@@ -30,6 +31,12 @@ pub fn chunk_event(event: &Event) -> Option<WsChunkEvent> {
             }
             StreamingEvent::ChunkComplete(chunk) => c(WS_CHUNK_EVENT_COMPLETE, 0, chunk, 0),
             StreamingEvent::ChunkIncomplete(chunk) => c(WS_CHUNK_EVENT_INCOMPLETE, 0, chunk, 0),
+            StreamingEvent::ColumnLoaded(column) => {
+                c(WS_CHUNK_EVENT_COLUMN_LOADED, 0, column.column(), 0)
+            }
+            StreamingEvent::ColumnUnloaded(column) => {
+                c(WS_CHUNK_EVENT_COLUMN_UNLOADED, 0, column.column(), 0)
+            }
             _ => return None, // tickets and the cap: not chunk events
         });
     }
@@ -293,6 +300,7 @@ mod tests {
             x,
             z,
             hash,
+            y: 0,
         };
         for (e, want) in [
             (
@@ -375,6 +383,7 @@ mod tests {
             x,
             z,
             hash: 0,
+            y: 0,
         };
         for (e, want) in [
             (
@@ -396,6 +405,89 @@ mod tests {
         assert_eq!((WS_CHUNK_EVENT_COMPLETE, WS_CHUNK_EVENT_INCOMPLETE), (7, 8));
     }
 
+    /// The vertical events (docs/reference/engines.md#vertical-sections-in-c): a section's
+    /// events carry its row in `y`, whatever their payload's form; the column events read back
+    /// as kinds 9 and 10 with `y` 0; a malformed one is not a chunk event.
+    #[test]
+    fn sections_keep_their_row_and_the_column_events_read_back_as_kinds_9_and_10() {
+        use crate::kits::streaming::{
+            CHUNK_COMPLETE, CHUNK_UNLOADED, COLUMN_LOADED, COLUMN_UNLOADED,
+        };
+        let event = |name: &'static str, data: EventData| Event {
+            tick: 3,
+            event: name.into(),
+            data,
+        };
+        let c = |kind, x, y, z| WsChunkEvent {
+            kind,
+            level: 0,
+            x,
+            z,
+            hash: 0,
+            y,
+        };
+        for (e, want) in [
+            (
+                event(
+                    CHUNK_LOADED,
+                    crate::host::section_data(ChunkPos::section(2, -3, 5)),
+                ),
+                Some(c(WS_CHUNK_EVENT_LOADED, 2, -3, 5)),
+            ),
+            (
+                event(CHUNK_UNLOADED, json!({"x": 1, "y": 7, "z": -1}).into()),
+                Some(c(WS_CHUNK_EVENT_UNLOADED, 1, 7, -1)),
+            ),
+            (
+                event(
+                    CHUNK_COMPLETE,
+                    crate::host::section_data(ChunkPos::section(0, 0, 4)),
+                ),
+                Some(c(WS_CHUNK_EVENT_COMPLETE, 0, 0, 4)),
+            ),
+            (
+                event(COLUMN_LOADED, json!({"x": -6, "z": 9}).into()),
+                Some(c(WS_CHUNK_EVENT_COLUMN_LOADED, -6, 0, 9)),
+            ),
+            (
+                event(
+                    COLUMN_UNLOADED,
+                    crate::host::chunk_data(ChunkPos::new(3, 3)),
+                ),
+                Some(c(WS_CHUNK_EVENT_COLUMN_UNLOADED, 3, 0, 3)),
+            ),
+            (event(COLUMN_LOADED, json!({"x": 1}).into()), None),
+        ] {
+            assert_eq!(chunk_event(&e), want, "{}", e.event);
+        }
+        assert_eq!(
+            (WS_CHUNK_EVENT_COLUMN_LOADED, WS_CHUNK_EVENT_COLUMN_UNLOADED),
+            (9, 10)
+        );
+    }
+
+    /// `y` is the last field (docs/reference/engines.md#vertical-sections-in-c): every earlier
+    /// field keeps the offset it had, and the record is 40 bytes, 8-aligned (the JS view's).
+    #[test]
+    fn the_chunk_event_gains_y_as_its_last_field_and_keeps_every_earlier_offset() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!(
+            [
+                offset_of!(WsChunkEvent, kind),
+                offset_of!(WsChunkEvent, level),
+                offset_of!(WsChunkEvent, x),
+                offset_of!(WsChunkEvent, z),
+                offset_of!(WsChunkEvent, hash),
+                offset_of!(WsChunkEvent, y),
+            ],
+            [0, 4, 8, 16, 24, 32]
+        );
+        assert_eq!(
+            (size_of::<WsChunkEvent>(), align_of::<WsChunkEvent>()),
+            (40, 8)
+        );
+    }
+
     #[test]
     fn a_chunk_drain_with_null_pointers_or_a_freed_handle_is_refused_and_takes_nothing() {
         let (_, game, _) = new_game(&terrain_scene());
@@ -414,6 +506,7 @@ mod tests {
             x: 0,
             z: 0,
             hash: 0,
+            y: 0,
         }];
         // SAFETY: as above.
         let status = unsafe {

@@ -39,7 +39,9 @@ unsafe fn put_chunks(
     Ok(())
 }
 
-/// Whether chunk `(x, z)` is loaded (`isLoaded(x, z)`).
+/// Whether chunk `(x, z)` is loaded (`isLoaded(x, z)`). With `vertical` on that is the section
+/// of row 0 of the column, as `isLoaded(x, z)` without `y`; [`ws_game_is_loaded_section`] names
+/// the row.
 ///
 /// # Safety
 /// `out_loaded` and `out_error` are null or writable.
@@ -55,6 +57,33 @@ pub unsafe extern "C" fn ws_game_is_loaded(
     unsafe {
         entry(out_error, || {
             let loaded = with_game(game, |g| Ok(streaming(g)?.is_loaded(ChunkPos::new(x, z))))?;
+            put(out_loaded, "out_loaded", loaded)
+        })
+    }
+}
+
+/// Whether section `(x, y, z)` is loaded (`isLoaded(x, z, y)`,
+/// docs/reference/engines.md#vertical-sections-in-c): with `vertical` on, the section of row `y`
+/// of column `(x, z)`; without it only row 0 exists, so `y` 0 is [`ws_game_is_loaded`] and any
+/// other `y` is not loaded.
+///
+/// # Safety
+/// `out_loaded` and `out_error` are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ws_game_is_loaded_section(
+    game: WsGame,
+    x: i64,
+    y: i64,
+    z: i64,
+    out_loaded: *mut bool,
+    out_error: *mut *mut c_char,
+) -> WsStatus {
+    // SAFETY: the out-pointers per this function's contract.
+    unsafe {
+        entry(out_error, || {
+            let loaded = with_game(game, |g| {
+                Ok(streaming(g)?.is_loaded(ChunkPos::section(x, y, z)))
+            })?;
             put(out_loaded, "out_loaded", loaded)
         })
     }
@@ -174,5 +203,71 @@ pub unsafe extern "C" fn ws_game_pending(
             let chunks = with_game(game, |g| Ok(streaming(g)?.pending()))?;
             put_chunks(&chunks, out, capacity, out_count)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capi::testing::*;
+
+    /// `ws_game_is_loaded_section` through the C entry point: `(status, loaded, message)`.
+    fn section(game: WsGame, x: i64, y: i64, z: i64) -> (WsStatus, bool, String) {
+        let mut loaded = false;
+        let mut error = std::ptr::null_mut();
+        // SAFETY: writable out-pointers.
+        let status = unsafe { ws_game_is_loaded_section(game, x, y, z, &mut loaded, &mut error) };
+        (status, loaded, take_message(error))
+    }
+
+    fn column(game: WsGame, x: i64, z: i64) -> bool {
+        let mut loaded = false;
+        let mut error = std::ptr::null_mut();
+        // SAFETY: writable out-pointers.
+        let status = unsafe { ws_game_is_loaded(game, x, z, &mut loaded, &mut error) };
+        assert_eq!(status, WsStatus::Ok, "{}", take_message(error));
+        loaded
+    }
+
+    /// Without `vertical` only row 0 exists (docs/reference/engines.md#vertical-sections-in-c):
+    /// row 0 answers as `ws_game_is_loaded` does, every other row is not loaded.
+    #[test]
+    fn a_flat_world_has_its_chunks_in_row_0_and_no_other_row() {
+        let (_, game, _) = new_game(&terrain_scene());
+        tick(game, 4);
+        let mut loaded = 0;
+        for z in -4..=4 {
+            for x in -4..=4 {
+                let flat = column(game, x, z);
+                loaded += usize::from(flat);
+                assert_eq!(section(game, x, 0, z), (WsStatus::Ok, flat, String::new()));
+                for y in [-1, 1, i64::MIN, i64::MAX] {
+                    assert_eq!(section(game, x, y, z), (WsStatus::Ok, false, String::new()));
+                }
+            }
+        }
+        assert!(loaded >= 9, "{loaded}");
+        free_game(game);
+    }
+
+    #[test]
+    fn a_section_query_with_a_null_out_pointer_no_streaming_or_a_freed_handle_is_refused() {
+        let (_, game, _) = new_game(&terrain_scene());
+        tick(game, 1);
+        let mut error = std::ptr::null_mut();
+        // SAFETY: a null out-pointer is refused before any write.
+        let status =
+            unsafe { ws_game_is_loaded_section(game, 0, 0, 0, std::ptr::null_mut(), &mut error) };
+        assert_eq!(status, WsStatus::NullArgument);
+        assert_eq!(take_message(error), "out_loaded is null");
+        free_game(game);
+        let (status, loaded, message) = section(game, 0, 0, 0);
+        assert_eq!((status, loaded), (WsStatus::InvalidHandle, false));
+        assert!(message.contains(&format!("handle {game}")), "{message}");
+        let (_, ground, _) = new_game(r#"{"kits": [{"id": "world.ground"}]}"#);
+        let (status, _, message) = section(ground, 0, 0, 0);
+        assert_eq!(status, WsStatus::NoStreaming);
+        assert_eq!(message, "the scene does not enable the world.streaming kit");
+        free_game(ground);
     }
 }

@@ -106,6 +106,7 @@ pub(super) fn drain_chunks_once(game: WsGame, capacity: usize) -> Vec<WsChunkEve
         x: 0,
         z: 0,
         hash: 0,
+        y: 77,
     };
     let mut buffer = vec![blank; capacity];
     let mut count = usize::MAX;

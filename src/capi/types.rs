@@ -94,6 +94,12 @@ pub const WS_CHUNK_EVENT_COMPLETE: i32 = 7;
 /// `world.chunk.incomplete {x, z}`: a chunk complete at the end of the last tick is loaded but
 /// not complete now.
 pub const WS_CHUNK_EVENT_INCOMPLETE: i32 = 8;
+/// `world.column.loaded {x, z}`: the first section of column `(x, z)` loaded (only with
+/// `vertical` on, docs/reference/engines.md#vertical-sections-in-c); `y` is 0.
+pub const WS_CHUNK_EVENT_COLUMN_LOADED: i32 = 9;
+/// `world.column.unloaded {x, z}`: the last section of column `(x, z)` released (only with
+/// `vertical` on); `y` is 0.
+pub const WS_CHUNK_EVENT_COLUMN_UNLOADED: i32 = 10;
 
 /// One chunk event (docs/reference/engines.md#the-hot-path) as `ws_game_drain_chunk_events` hands
 /// it out: no JSON.
@@ -111,6 +117,10 @@ pub struct WsChunkEvent {
     /// FNV-1a 64 of the built bytes for `BUILT` and `LOD_BUILT`
     /// (docs/reference/terrain.md#chunk-content), else 0.
     pub hash: u64,
+    /// Section row of the chunk (docs/reference/engines.md#vertical-sections-in-c): the event's
+    /// `y` with `vertical` on, 0 without it and for the column kinds, the terrain kinds and LOD
+    /// blocks (which are per column). The last field, so every earlier field keeps its offset.
+    pub y: i64,
 }
 
 /// Why a C call failed: each variant is one [`WsStatus`] with its message.

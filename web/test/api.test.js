@@ -187,17 +187,18 @@ test("drainChunkEvents takes the chunk events as typed arrays; drainEvents keeps
     const rest = split.drainEvents();
     const expected = all.filter((e) => e.event in kindOf);
     assert.equal(chunks.count, expected.length, `tick ${t}`);
-    for (const field of ["kind", "level", "x", "z", "hash"]) {
+    for (const field of ["kind", "level", "x", "y", "z", "hash"]) {
       assert.equal(chunks[field].length, chunks.count);
     }
     assert.ok(chunks.kind instanceof Int32Array && chunks.level instanceof Uint32Array);
-    assert.ok(chunks.x instanceof BigInt64Array && chunks.z instanceof BigInt64Array);
+    assert.ok(chunks.x instanceof BigInt64Array && chunks.y instanceof BigInt64Array && chunks.z instanceof BigInt64Array);
     assert.ok(chunks.hash instanceof BigUint64Array);
     expected.forEach((e, i) => {
       assert.equal(chunks.kind[i], kindOf[e.event], `tick ${t} event ${i}`);
       assert.equal(chunks.level[i], e.data.level ?? 0);
       assert.equal(chunks.x[i], BigInt(e.data.x));
       assert.equal(chunks.z[i], BigInt(e.data.z));
+      assert.equal(chunks.y[i], 0n); // no `vertical`: row 0
       assert.equal(chunks.hash[i].toString(16).padStart(16, "0"), e.data.hash ?? "0000000000000000");
       kinds.add(chunks.kind[i]);
     });
@@ -231,6 +232,7 @@ test("one drainChunkEvents takes more than one batch of the C drain, in order", 
   all.forEach((e, i) => {
     assert.equal(chunks.x[i], BigInt(e.data.x), `event ${i}`);
     assert.equal(chunks.z[i], BigInt(e.data.z), `event ${i}`);
+    assert.equal(chunks.y[i], 0n, `event ${i}`);
     assert.equal(chunks.hash[i].toString(16).padStart(16, "0"), e.data.hash ?? "0000000000000000");
   });
   assert.deepEqual(split.drainEvents(), []);

@@ -9,6 +9,7 @@
 using System;
 using System.Collections.Generic;
 using System.IO;
+using System.Linq;
 using System.Threading;
 using WorldStreamingKit;
 
@@ -69,6 +70,9 @@ static class WorldStreamingTest
             Check(game.TickCount == 5, "tick 5");
             Check(game.Variable("world.chunks.loaded") == 9 && game.Loaded().Length == 9, "9 loaded");
             Check(game.IsLoaded(1, 1) && !game.IsLoaded(2, 0), "(1,1) loaded, (2,0) not");
+            // Without `vertical` only row 0 exists (docs/reference/engines.md#vertical-sections-in-c).
+            Check(game.IsLoadedSection(1, 0, 1) && !game.IsLoadedSection(2, 0, 0), "section (1, 0, 1) loaded, (2, 0, 0) not");
+            Check(!game.IsLoadedSection(1, 1, 1) && !game.IsLoadedSection(1, -1, 1), "no row but 0 in a flat world");
             Check(game.Ready("hero") && !game.Ready("nobody"), "ready at tick 5");
             Check(game.DrainEvents().Contains("\"event\":\"player.moved\""), "player.moved");
             string save = Path.Combine(dir, "seed.save.json");
@@ -103,6 +107,9 @@ static class WorldStreamingTest
     {
         string scenes = Path.Combine(repo, "examples", "scenes");
         string scene = File.ReadAllText(Path.Combine(scenes, "terrain.json"));
+        // The record of the header: y last, 40 bytes (docs/reference/engines.md#vertical-sections-in-c).
+        Check(System.Runtime.InteropServices.Marshal.SizeOf(typeof(WsChunkEvent)) == 40, "WsChunkEvent is 40 bytes");
+        Check(System.Runtime.InteropServices.Marshal.OffsetOf(typeof(WsChunkEvent), "Y").ToInt64() == 32, "Y at offset 32");
         var buffer = new WsChunkEvent[8];
         var events = new List<WsChunkEvent>();
         ushort[] heights = null;
@@ -120,6 +127,7 @@ static class WorldStreamingTest
                 {
                     var e = events[i];
                     Check(e.Level == 0, "level 0");
+                    Check(e.Y == 0, "y 0 without vertical");
                     if (e.Kind == (int)WsChunkEventKind.Loaded) loaded++;
                     if (e.Kind == (int)WsChunkEventKind.Unloaded) unloaded++;
                     if (e.Kind != (int)WsChunkEventKind.Built) continue;
@@ -414,6 +422,77 @@ static class WorldStreamingTest
         }
     }
 
+    const string VerticalScene =
+        "{ \"kits\": [ { \"id\": \"world.ground\" }," +
+        "  { \"id\": \"world.streaming\", \"config\": { \"chunkSize\": 32, \"radius\": 2, \"shape\": \"disc\"," +
+        "    \"vertical\": { \"radius\": 2, \"height\": 16 }, \"budgetMs\": 24 } } ]," +
+        "  \"entities\": [ { \"id\": \"hero\", \"tags\": [\"player\"], \"position\": { \"x\": 16, \"y\": 8, \"z\": 16 } } ] }";
+
+    /// <summary>Vertical sections (docs/reference/engines.md#vertical-sections-in-c): the hero
+    /// climbs and dives; every drained record names a section by (X, Y, Z), the column kinds come
+    /// with a column's first and last section, and IsLoadedSection agrees with the events.</summary>
+    static void VerticalSections()
+    {
+        Check((int)WsChunkEventKind.ColumnLoaded == 9 && (int)WsChunkEventKind.ColumnUnloaded == 10, "kinds 9 and 10");
+        var sections = new HashSet<Tuple<long, long, long>>();
+        var columns = new HashSet<Tuple<long, long>>();
+        var buffer = new WsChunkEvent[5];
+        var events = new List<WsChunkEvent>();
+        long minY = 0, maxY = 0;
+        int columnEvents = 0, released = 0;
+        using (var game = new WorldStreaming(VerticalScene))
+        {
+            for (int t = 1; t <= 60; t++)
+            {
+                double y = t <= 20 ? 8.0 + 5.0 * t : 108.0 - 6.0 * (t - 20);
+                game.Move("hero", 16, y, 16);
+                game.Tick();
+                events.Clear();
+                game.DrainChunkEvents(events, buffer);
+                foreach (var e in events)
+                {
+                    var section = Tuple.Create(e.X, e.Y, e.Z);
+                    var column = Tuple.Create(e.X, e.Z);
+                    Check(e.Level == 0 && e.Hash == 0, "level and hash 0: " + e);
+                    switch ((WsChunkEventKind)e.Kind)
+                    {
+                        case WsChunkEventKind.Loaded:
+                            Check(sections.Add(section), "loaded twice: " + e);
+                            minY = Math.Min(minY, e.Y);
+                            maxY = Math.Max(maxY, e.Y);
+                            break;
+                        case WsChunkEventKind.Unloaded:
+                            Check(sections.Remove(section), "released while not loaded: " + e);
+                            released++;
+                            break;
+                        case WsChunkEventKind.ColumnLoaded:
+                            Check(e.Y == 0 && columns.Add(column), "a column loaded twice: " + e);
+                            Check(sections.Any(s => s.Item1 == e.X && s.Item3 == e.Z), "a column loaded before its section: " + e);
+                            columnEvents++;
+                            break;
+                        case WsChunkEventKind.ColumnUnloaded:
+                            Check(e.Y == 0 && columns.Remove(column), "a column released while not loaded: " + e);
+                            Check(!sections.Any(s => s.Item1 == e.X && s.Item3 == e.Z), "a column released before its last section: " + e);
+                            columnEvents++;
+                            break;
+                        default:
+                            Check(false, "an unexpected kind: " + e);
+                            break;
+                    }
+                }
+                Check(columns.SetEquals(sections.Select(s => Tuple.Create(s.Item1, s.Item3))), "tick " + t + ": the columns are the sections' columns");
+                foreach (var s in sections)
+                    Check(game.IsLoadedSection(s.Item1, s.Item2, s.Item3), "tick " + t + ": section " + s + " told loaded");
+                long row = (long)Math.Floor(y / 16.0);
+                for (long sy = row - 5; sy <= row + 5; sy++)
+                    Check(game.IsLoadedSection(0, sy, 0) == sections.Contains(Tuple.Create(0L, sy, 0L)), "tick " + t + ": row " + sy);
+                Check(game.Variable("world.chunks.loaded") == sections.Count, "tick " + t + ": world.chunks.loaded counts sections");
+            }
+        }
+        Check(minY < 0 && maxY >= 6 && released > 50 && columnEvents > 0, "rows " + minY + " ..= " + maxY + ", " + released + " released");
+        Console.WriteLine("vertical sections: rows " + minY + " ..= " + maxY + " seen through WsChunkEvent.Y, " + released + " released, " + columnEvents + " column events");
+    }
+
     static int Main(string[] args)
     {
         if (args.Length != 2)
@@ -427,6 +506,7 @@ static class WorldStreamingTest
         ErrorPaths();
         TextAbi(args[0], args[1]);
         CompleteChunks();
+        VerticalSections();
         if (failures > 0)
         {
             Console.Error.WriteLine("WorldStreamingTest: " + failures + " check(s) failed");
