@@ -1,12 +1,13 @@
 //! Dormancy: an entity tagged `streamable` carries `dormant` exactly while the chunk of its
-//! position is not loaded. Entities are indexed by chunk, so a load or release touches only the
+//! position is not loaded (with vertical sections, the section of its position:
+//! docs/reference/streaming.md#dormancy-in-3-d). Entities are indexed by chunk, so a load or release touches only the
 //! entities of that chunk, and an entity change touches only that entity.
 
 use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::grid::{ChunkPos, Grid};
+use crate::grid::{ChunkPos, Position};
 use crate::host::{EntityId, World};
 
 /// The tag that opts an entity in.
@@ -27,13 +28,13 @@ impl Dormancy {
         &mut self,
         id: &EntityId,
         world: &mut World,
-        grid: &Grid,
+        chunk_of: impl Fn(Position) -> ChunkPos,
         is_loaded: impl Fn(ChunkPos) -> bool,
     ) {
         let now = world
             .get(id)
             .filter(|e| e.has_tag(STREAMABLE))
-            .map(|e| grid.chunk_of(e.position));
+            .map(|e| chunk_of(e.position));
         let before = self.chunk_of.get(id).copied();
         if before != now {
             if let Some(old) = before {
@@ -75,14 +76,14 @@ impl Dormancy {
     pub fn rebuild(
         &mut self,
         world: &mut World,
-        grid: &Grid,
+        chunk_of: impl Fn(Position) -> ChunkPos,
         is_loaded: impl Fn(ChunkPos) -> bool,
     ) {
         self.by_chunk.clear();
         self.chunk_of.clear();
         let ids: Vec<EntityId> = world.iter().map(|e| e.id.clone()).collect();
         for id in &ids {
-            self.entity_changed(id, world, grid, &is_loaded);
+            self.entity_changed(id, world, &chunk_of, &is_loaded);
         }
     }
 
@@ -100,7 +101,7 @@ impl Dormancy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grid::Position;
+    use crate::grid::Grid;
     use crate::host::Entity;
 
     fn spawn(w: &mut World, id: &str, tags: &[&str], x: f64) {
@@ -123,7 +124,8 @@ mod tests {
 
     #[test]
     fn entities_are_indexed_by_chunk_and_follow_moves_loads_and_tags() {
-        let grid = Grid::new(32.0);
+        let g = Grid::new(32.0);
+        let grid = |p: Position| g.chunk_of(p);
         let mut w = World::new();
         spawn(&mut w, "a", &[STREAMABLE], 1.0);
         spawn(&mut w, "b", &[STREAMABLE], 2.0);
@@ -131,12 +133,12 @@ mod tests {
         let loaded = |c: ChunkPos| c == ChunkPos::new(0, 0);
         let mut d = Dormancy::default();
         assert!(d.is_empty());
-        d.rebuild(&mut w, &grid, loaded);
+        d.rebuild(&mut w, grid, loaded);
         assert_eq!((d.len(), d.is_empty()), (2, false));
         assert_eq!(dormant(&w), ["rock"], "a and b sit in the loaded (0,0)");
         // `a` walks to (1,0); `b` stays in (0,0), which is then released.
         w.move_to(&"a".into(), Position::new(40.0, 8.0)).unwrap();
-        d.entity_changed(&"a".into(), &mut w, &grid, loaded);
+        d.entity_changed(&"a".into(), &mut w, grid, loaded);
         assert_eq!(dormant(&w), ["a", "rock"]);
         d.chunk_changed(ChunkPos::new(0, 0), false, &mut w);
         assert_eq!(dormant(&w), ["a", "b", "rock"]);
@@ -145,12 +147,12 @@ mod tests {
         // Untagging `streamable` removes `dormant` and the index entry; a `dormant` tag on an
         // entity that never was streamable is not the kit's.
         w.untag(&"b".into(), STREAMABLE).unwrap();
-        d.entity_changed(&"b".into(), &mut w, &grid, loaded);
-        d.entity_changed(&"rock".into(), &mut w, &grid, loaded);
+        d.entity_changed(&"b".into(), &mut w, grid, loaded);
+        d.entity_changed(&"rock".into(), &mut w, grid, loaded);
         assert_eq!(dormant(&w), ["rock"]);
         assert_eq!(d.len(), 1);
         w.despawn(&"a".into()).unwrap();
-        d.entity_changed(&"a".into(), &mut w, &grid, loaded);
+        d.entity_changed(&"a".into(), &mut w, grid, loaded);
         assert!(d.is_empty());
     }
 }

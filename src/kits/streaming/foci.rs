@@ -58,7 +58,8 @@ pub enum TicketError {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Ticket {
-    /// Where (its `y` is ignored).
+    /// Where (its `y` is ignored in a flat world; with vertical sections it gives the ticket's
+    /// section row).
     pub at: Position,
     /// Rings wanted around `at`'s chunk.
     pub radius: u32,
@@ -123,6 +124,34 @@ impl Ticket {
         let side = 2 * u64::from(self.radius) + 1;
         side * side
     }
+
+    /// How many chunks it wants as the ticket cap counts them under `measure`: its whole
+    /// footprint, the shape's chunks times the rows (docs/reference/streaming.md#tickets-in-3-d).
+    /// The square of one row is [`Ticket::wanted_chunks`].
+    pub fn wanted_in(&self, measure: Measure) -> u64 {
+        if measure == Measure::default() {
+            return self.wanted_chunks();
+        }
+        let r = i64::from(self.radius);
+        let layer: u64 = if measure.disc {
+            (-r..=r)
+                .map(|dz| 2 * ((r * r - dz * dz) as u64).isqrt() + 1)
+                .sum()
+        } else {
+            self.wanted_chunks()
+        };
+        layer * (2 * u64::from(measure.rows) + 1)
+    }
+}
+
+/// What the ticket cap counts a ticket's footprint in: the shape (disc or square) and the rows
+/// each side with vertical sections (0 when flat). The default is the flat square.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Measure {
+    /// Discs rather than squares.
+    pub disc: bool,
+    /// Rows each side of the ticket's row.
+    pub rows: u32,
 }
 
 /// Checks a ticket id: 1..=64 code points.
@@ -141,8 +170,10 @@ pub fn check_id(id: &str) -> Result<(), TicketError> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tickets {
     held: BTreeMap<String, Ticket>,
-    /// The sum of the held tickets' [`Ticket::wanted_chunks`].
+    /// The sum of the held tickets' [`Ticket::wanted_in`] under `measure`.
     wanted: u64,
+    /// What the cap counts in (the flat square unless [`Tickets::set_measure`] said otherwise).
+    measure: Measure,
     /// How many held tickets start (`from`) at each tick.
     starts: BTreeMap<u64, u32>,
     /// How many held tickets end (`until`) at each tick.
@@ -184,7 +215,8 @@ impl Tickets {
         if self.held.len() >= MAX_TICKETS && old.is_none() {
             return Err(TicketError::Full);
         }
-        let wanted = self.wanted - old.map_or(0, Ticket::wanted_chunks) + ticket.wanted_chunks();
+        let m = self.measure;
+        let wanted = self.wanted - old.map_or(0, |t| t.wanted_in(m)) + ticket.wanted_in(m);
         if wanted > cap {
             return Err(TicketError::OverCap { wanted, cap });
         }
@@ -192,7 +224,7 @@ impl Tickets {
         add(&mut self.starts, ticket.from);
         add(&mut self.ends, ticket.until);
         self.unannounced |= !ticket.announced;
-        self.wanted += ticket.wanted_chunks();
+        self.wanted += ticket.wanted_in(m);
         self.held.insert(id.to_owned(), ticket);
         Ok(())
     }
@@ -202,7 +234,7 @@ impl Tickets {
         let Some(t) = self.held.remove(id) else {
             return false;
         };
-        self.wanted -= t.wanted_chunks();
+        self.wanted -= t.wanted_in(self.measure);
         sub(&mut self.starts, t.from);
         sub(&mut self.ends, t.until);
         true
@@ -268,9 +300,18 @@ impl Tickets {
         true
     }
 
-    /// How many chunks the held tickets want ([`Ticket::wanted_chunks`] summed).
+    /// How many chunks the held tickets want ([`Ticket::wanted_in`] summed).
     pub fn wanted_chunks(&self) -> u64 {
         self.wanted
+    }
+
+    /// Counts the held tickets' footprints in `measure` from now on (the shape or the rows in
+    /// force changed): the sum is taken again, once.
+    pub fn set_measure(&mut self, measure: Measure) {
+        if measure != self.measure {
+            self.measure = measure;
+            self.wanted = self.held.values().map(|t| t.wanted_in(measure)).sum();
+        }
     }
 
     /// How many are held.
@@ -283,9 +324,11 @@ impl Tickets {
         self.held.is_empty()
     }
 
-    /// Drops them all (leaving a scene).
+    /// Drops them all (leaving a scene); the measure stays.
     pub fn clear(&mut self) {
+        let measure = self.measure;
         *self = Tickets::default();
+        self.measure = measure;
     }
 }
 

@@ -101,16 +101,28 @@ impl StreamingService for Handle {
     }
 
     fn chunk_of(&self, pos: Position) -> ChunkPos {
-        self.0.borrow().residency.grid().chunk_of(pos)
+        self.0.borrow().residency.chunk_of(pos)
     }
 
     fn around(&self, pos: Position) -> Vec<ChunkPos> {
         let st = self.0.borrow();
-        st.residency.grid().around(
-            pos,
-            st.settings().radius + st.settings().neighbours,
-            st.residency.bounds(),
-        )
+        let settings = st.settings();
+        let radius = settings.radius + settings.neighbours;
+        if super::form_of(&settings) == super::Form::default() {
+            return st
+                .residency
+                .grid()
+                .around(pos, radius, st.residency.bounds());
+        }
+        st.residency.around(pos, radius, super::form_of(&settings))
+    }
+
+    fn shape(&self) -> super::config::Shape {
+        self.0.borrow().settings().shape
+    }
+
+    fn vertical(&self) -> Option<super::config::Vertical> {
+        self.0.borrow().settings().vertical
     }
 
     fn on_chunk(&self, callback: ChunkCallback) -> ChunkSubscription {

@@ -35,8 +35,8 @@ use indexmap::IndexMap;
 
 use crate::grid::{ChunkPos, Grid, Position};
 use crate::host::{
-    chunk_data, Cancel, Ctx, EntityId, Event, HookArgs, HookValue, Install, Kit, KitError,
-    KitManifest, KitSpec, PreparedSection, Problem, SaveFacts, SceneDef, MOD_ERROR, PLAYER_MOVED,
+    Cancel, Ctx, EntityId, Event, HookArgs, HookValue, Install, Kit, KitError, KitManifest,
+    KitSpec, PreparedSection, Problem, SaveFacts, SceneDef, MOD_ERROR, PLAYER_MOVED,
 };
 use crate::json::from_value;
 use crate::kits::ground::{GroundService, GROUND};
@@ -54,7 +54,7 @@ pub use events::{
 use foci::{AnchorCache, Refresh};
 pub use foci::{Ticket, TicketError};
 use handle::Handle;
-pub use residency::{CompleteChange, FocusView, Held, RefusalKind, Residency};
+pub use residency::{CompleteChange, FocusView, Form, Held, RefusalKind, Residency};
 pub use save::SaveSection;
 pub use service::{
     BuilderId, ChunkCallback, ChunkCtx, ChunkStage, ChunkSubscription, ChunkWorldCallback,
@@ -123,6 +123,36 @@ pub fn check_save_section(
         .check_section(parsed, save)
         .map(drop)
         .map_err(|p| p.under(&path))
+}
+
+/// The footprints' form of `settings` (docs/reference/streaming.md#shapes-and-sections): the
+/// shape, and with vertical sections the rows wanted each side (`rv` plus the `neighbours`
+/// rings, as the radius gets them) and the section height.
+pub(crate) fn form_of(settings: &Settings) -> Form {
+    Form {
+        disc: settings.shape == config::Shape::Disc,
+        vertical: settings
+            .vertical
+            .map(|v| (v.radius + settings.neighbours, v.height)),
+    }
+}
+
+/// Sets the footprints' form of `settings` (docs/reference/streaming.md#shapes-and-sections) on
+/// the residency; returns whether it changed. A new shape or new rows change every footprint
+/// (and with sections, every focus's chunk); sections turned on or off, or of another height,
+/// change each entity's chunk, so dormancy is indexed again (rare: a scene's layer, a load).
+fn apply_form(st: &mut State, settings: &Settings, world: &mut crate::host::World) -> bool {
+    let (form, was) = (form_of(settings), st.residency.form());
+    if form == was {
+        return false;
+    }
+    st.residency.set_form(form);
+    if form.vertical.map(|v| v.1) != was.vertical.map(|v| v.1) {
+        let residency = &st.residency;
+        st.dormancy
+            .rebuild(world, |p| residency.chunk_of(p), |c| residency.is_loaded(c));
+    }
+    true
 }
 
 /// The payload of `world.lod.loaded` / `unloaded`: `{level, x, z}` (level 1 = index 0).
@@ -269,6 +299,9 @@ impl StreamingKit {
             st.residency.set_neighbours(settings.neighbours);
             st.foci_dirty = true;
         }
+        if apply_form(st, &settings, ctx.world) {
+            st.foci_dirty = true;
+        }
         let same_settings = self.last_settings == Some(settings);
         if !same_settings {
             self.cache.invalidate();
@@ -390,13 +423,25 @@ impl StreamingKit {
         let n = f64::from(settings.look_ahead_ticks);
         let reach = f64::from(settings.radius) * st.residency.grid().size();
         let reach_sq = reach * reach;
+        // With vertical sections the displacement is 3-D (a climb alone predicts), the jump
+        // rule reads its horizontal part (docs/reference/streaming.md#look-ahead-in-3-d).
+        let vertical = settings.vertical.is_some();
         let mut predict = |pos: &Position, last: &Position| {
             let (dx, dz) = (pos.x - last.x, pos.z - last.z);
+            let dy = if vertical { pos.y - last.y } else { 0.0 };
             if settings.look_ahead_ticks > 0
-                && !(dx == 0.0 && dz == 0.0)
+                && !(dx == 0.0 && dy == 0.0 && dz == 0.0)
                 && dx * dx + dz * dz <= reach_sq
             {
-                out.push(Position::new(pos.x + n * dx, pos.z + n * dz));
+                out.push(if vertical {
+                    Position {
+                        x: pos.x + n * dx,
+                        y: pos.y + n * dy,
+                        z: pos.z + n * dz,
+                    }
+                } else {
+                    Position::new(pos.x + n * dx, pos.z + n * dz)
+                });
             }
         };
         if aligned {
@@ -435,8 +480,8 @@ impl StreamingKit {
                     "hook": HOOK_CHUNK_UNLOAD,
                     "message": format!(
                         "refusal cap reached: the mod holds {held} unload refusals \
-                         (maxRefusalsPerMod {cap}); chunk ({}, {}) is released",
-                        chunk.x, chunk.z
+                         (maxRefusalsPerMod {cap}); chunk {} is released",
+                        self.chunk_name(chunk)
                     ),
                 }),
             );
@@ -446,9 +491,23 @@ impl StreamingKit {
         }
     }
 
+    /// `(x, z)`, or `(x, y, z)` with vertical sections on.
+    fn chunk_name(&self, chunk: ChunkPos) -> String {
+        if self.vertical() {
+            format!("({}, {}, {})", chunk.x, chunk.y, chunk.z)
+        } else {
+            format!("({}, {})", chunk.x, chunk.z)
+        }
+    }
+
+    /// Whether vertical sections are on (docs/reference/streaming.md#shapes-and-sections).
+    fn vertical(&self) -> bool {
+        self.state.borrow().residency.form().vertical.is_some()
+    }
+
     /// Asks `world.chunk.unload` for `chunk` and applies the answer.
     fn unload(&self, ctx: &mut Ctx<'_>, chunk: ChunkPos, settings: Settings) {
-        match Self::ask(ctx, HOOK_CHUNK_UNLOAD, chunk) {
+        match Self::ask(ctx, HOOK_CHUNK_UNLOAD, chunk, self.vertical()) {
             None => self.announce(ctx, chunk, false),
             Some(cancel) => self.refuse_unload(ctx, chunk, cancel, settings.max_refusals_per_mod),
         }
@@ -501,18 +560,30 @@ impl StreamingKit {
         }
     }
 
-    fn ask(ctx: &mut Ctx<'_>, hook: &'static str, chunk: ChunkPos) -> Option<Cancel> {
+    /// Asks `hook` about `chunk`: fields `x`, `z`, and with vertical sections `x`, `y`, `z`
+    /// (docs/reference/streaming.md#section-events).
+    fn ask(
+        ctx: &mut Ctx<'_>,
+        hook: &'static str,
+        chunk: ChunkPos,
+        vertical: bool,
+    ) -> Option<Cancel> {
         if !ctx.hooks.has_handlers(hook) {
             return None;
         }
-        let fields = [
+        let flat = [
             ("x", HookValue::Int(chunk.x)),
+            ("z", HookValue::Int(chunk.z)),
+        ];
+        let section = [
+            ("x", HookValue::Int(chunk.x)),
+            ("y", HookValue::Int(chunk.y)),
             ("z", HookValue::Int(chunk.z)),
         ];
         ctx.hooks.ask(
             &HookArgs {
                 hook,
-                fields: &fields,
+                fields: if vertical { &section } else { &flat },
             },
             ctx.events,
         )
@@ -520,6 +591,7 @@ impl StreamingKit {
 
     /// Applies a load or a release: residency, dormancy, callbacks, then the event.
     fn announce(&self, ctx: &mut Ctx<'_>, chunk: ChunkPos, loaded: bool) {
+        let vertical = self.vertical();
         {
             let mut st = self.state.borrow_mut();
             if loaded {
@@ -546,7 +618,7 @@ impl StreamingKit {
         handle::notify(&self.state, &mut chunk_ctx, chunk, loaded);
         chunk_ctx.events.emit(
             if loaded { CHUNK_LOADED } else { CHUNK_UNLOADED },
-            chunk_data(chunk),
+            chunk_event_data(chunk, vertical),
         );
         if !loaded {
             handle::notify_stage(
@@ -655,7 +727,7 @@ impl StreamingKit {
             if let Some(turn) = turns.next() {
                 self.state.borrow_mut().turn = turn;
             }
-            match Self::ask(ctx, HOOK_CHUNK_LOAD, chunk) {
+            match Self::ask(ctx, HOOK_CHUNK_LOAD, chunk, self.vertical()) {
                 None => self.announce(ctx, chunk, true),
                 Some(cancel) => self.hold(chunk, RefusalKind::Load, cancel),
             }
@@ -731,6 +803,7 @@ impl StreamingKit {
     fn announce_complete(&mut self, ctx: &mut Ctx<'_>) {
         let mut changes = std::mem::take(&mut self.complete_changes);
         changes.clear();
+        let vertical = self.vertical();
         let list = {
             let mut st = self.state.borrow_mut();
             if st.residency.neighbours() == 0 {
@@ -749,7 +822,7 @@ impl StreamingKit {
                 },
                 change.chunk,
             );
-            ctx.events.emit(name, chunk_data(chunk));
+            ctx.events.emit(name, chunk_event_data(chunk, vertical));
             if list.borrow().is_empty() {
                 continue;
             }
@@ -897,7 +970,7 @@ impl Kit for StreamingKit {
         Ok(())
     }
 
-    fn on_enter(&mut self, scene: &SceneDef, _ctx: &mut Ctx<'_>) {
+    fn on_enter(&mut self, scene: &SceneDef, ctx: &mut Ctx<'_>) {
         self.cache.invalidate();
         let mut st = self.state.borrow_mut();
         st.foci_dirty = true;
@@ -906,6 +979,7 @@ impl Kit for StreamingKit {
         let settings = st.settings();
         let radius = settings.radius + settings.neighbours;
         st.residency.set_neighbours(settings.neighbours);
+        apply_form(&mut st, &settings, ctx.world);
         // Nothing is loaded when a scene is entered (leaving released everything, and a save
         // without an active scene holds no chunks), so this only sets the foci (the entry, and
         // tickets requested outside the scene) and the pending set: loads begin on the next tick.
@@ -982,11 +1056,14 @@ impl Kit for StreamingKit {
     fn on_entities_changed(&mut self, changed: &[EntityId], ctx: &mut Ctx<'_>) {
         self.cache.entities_changed(changed, ctx.world);
         let st = &mut *self.state.borrow_mut();
-        let grid = *st.residency.grid();
         for id in changed {
             let residency = &st.residency;
-            st.dormancy
-                .entity_changed(id, ctx.world, &grid, |c| residency.is_loaded(c));
+            st.dormancy.entity_changed(
+                id,
+                ctx.world,
+                |p| residency.chunk_of(p),
+                |c| residency.is_loaded(c),
+            );
         }
         // An anchor despawned leaves look-ahead's history at once: one spawned again under its
         // id is a new anchor (it predicts from its second tick), and a save holds no entity it
@@ -1058,6 +1135,10 @@ impl Kit for StreamingKit {
         let mut st = self.state.borrow_mut();
         let before: Vec<ChunkPos> = st.residency.loaded().collect();
         st.restore(*prepared, ctx.scene.map(|s| s.id.as_str()), ctx.tick);
+        // The restored settings' shape and rows (docs/reference/streaming.md#shapes-and-sections);
+        // dormancy is rebuilt below anyway.
+        let form = form_of(&st.settings());
+        st.residency.set_form(form);
         // The subscribers' difference: releases first, then loads, each in row order.
         self.restored = before
             .iter()
@@ -1071,10 +1152,12 @@ impl Kit for StreamingKit {
             .map(|c| (c, true));
         self.restored.extend(gained);
         let st = &mut *st;
-        let grid = *st.residency.grid();
         let residency = &st.residency;
-        st.dormancy
-            .rebuild(ctx.world, &grid, |c| residency.is_loaded(c));
+        st.dormancy.rebuild(
+            ctx.world,
+            |p| residency.chunk_of(p),
+            |c| residency.is_loaded(c),
+        );
     }
 
     /// Brings the `onChunk` subscribers in step with the restored set: each is called for the

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::grid::{ChunkPos, Position};
 use crate::host::{EntityId, ModId};
 
-use super::config::{BudgetMs, Overrides, Radius, Settings};
+use super::config::{BudgetMs, Overrides, Radius, Settings, Shape, Vertical};
 use super::foci::TicketError;
 
 /// A preload ticket as the service and the state file show it.
@@ -40,12 +40,17 @@ pub struct TicketInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BuilderId(pub(crate) u32);
 
-/// A held refusal as the service and the files show it: `{x, z, hook, mod, reason}`.
+/// A held refusal as the service and the files show it: `{x, z, hook, mod, reason}`, with
+/// vertical sections `{x, y, z, hook, mod, reason}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Refusal {
     /// Chunk column.
     pub x: i64,
+    /// The section row, with vertical sections on (docs/reference/streaming.md#section-events);
+    /// absent in a flat world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<i64>,
     /// Chunk row.
     pub z: i64,
     /// `world.chunk.load` or `world.chunk.unload`.
@@ -162,16 +167,38 @@ impl ChunkSubscription {
 
 /// What the `world.streaming` kit offers other kits, mods and tests.
 pub trait StreamingService {
-    /// Loaded chunks in row order (`z`, then `x`).
+    /// Loaded chunks in row order (`z`, then `x`; with vertical sections, the sections by `y`,
+    /// then `z`, then `x`).
     fn loaded(&self) -> Vec<ChunkPos>;
     /// Wanted, unloaded, unrefused chunks, nearest-first.
     fn pending(&self) -> Vec<ChunkPos>;
     /// Whether `chunk` is loaded.
     fn is_loaded(&self, chunk: ChunkPos) -> bool;
-    /// The chunk containing `pos`.
+    /// The chunk containing `pos`; with vertical sections the section, its `y` from `pos.y`
+    /// (docs/reference/streaming.md#shapes-and-sections).
     fn chunk_of(&self, pos: Position) -> ChunkPos;
-    /// The wanted square around `pos` (current radius, ground bounds), nearest-first.
+    /// The wanted footprint around `pos` (current radius and shape, with vertical sections the
+    /// rows too; ground bounds), nearest-first.
     fn around(&self, pos: Position) -> Vec<ChunkPos>;
+    /// The shape in force (docs/reference/streaming.md#shapes-and-sections).
+    fn shape(&self) -> Shape {
+        Shape::Square
+    }
+    /// The vertical sections in force (`radius` rows each side, `height` resolved); `None` in
+    /// a flat world (docs/reference/streaming.md#shapes-and-sections).
+    fn vertical(&self) -> Option<Vertical> {
+        None
+    }
+    /// The loaded columns `(x, z)` (`y` 0) in row order (`z`, then `x`): a column is loaded
+    /// while at least one of its sections is. In a flat world, the loaded chunks.
+    fn columns(&self) -> Vec<ChunkPos> {
+        self.loaded()
+    }
+    /// Whether column `(column.x, column.z)` has a loaded section (in a flat world, whether
+    /// the chunk is loaded).
+    fn is_column_loaded(&self, column: ChunkPos) -> bool {
+        self.is_loaded(column)
+    }
     /// Calls `callback(chunk, loaded)` on every load and release, in subscription order; and
     /// after a save is loaded, for the difference between the loaded set before and after
     /// (releases first, then loads, each in row order) while [`StreamingService::restoring`] is
@@ -378,7 +405,10 @@ pub trait StreamingService {
     /// Registers a kit that builds loaded chunks: readiness then waits for it to report each
     /// chunk built through [`StreamingService::set_built`]. `None` past 64 builders.
     fn register_builder(&self, name: &str) -> Option<BuilderId>;
-    /// A builder reports a loaded chunk built (or no longer built).
+    /// A builder reports a loaded chunk built (or no longer built). With vertical sections
+    /// builders build columns: `chunk` is the column (its `y` ignored), and a section is built
+    /// when its column is built by every builder
+    /// (docs/reference/streaming.md#sections-built-by-column).
     fn set_built(&self, builder: BuilderId, chunk: ChunkPos, built: bool);
     /// Forgets every mod override (`set`, `setRadius` …): the scene layer and the config are in
     /// force again from the next tick.

@@ -205,6 +205,11 @@ impl State {
     ) -> Result<(), TicketError> {
         let ticket = Ticket::new(id, at, radius, ticks, from)?.with_priority(priority.unwrap_or(0));
         let cap = self.config.max_ticket_chunks();
+        let settings = self.settings();
+        self.tickets.set_measure(super::foci::Measure {
+            disc: settings.shape == super::config::Shape::Disc,
+            rows: settings.vertical.map_or(0, |v| v.radius),
+        });
         let result = self.tickets.request(id, ticket, self.now, cap);
         if let Err(e @ TicketError::OverCap { .. }) = &result {
             self.outbox.borrow_mut().push((
@@ -234,6 +239,7 @@ pub(crate) fn refusal_list(residency: &Residency) -> Vec<Refusal> {
         .refusals()
         .map(|(c, h)| Refusal {
             x: c.x,
+            y: residency.form().vertical.map(|_| c.y),
             z: c.z,
             hook: match h.kind {
                 RefusalKind::Load => HOOK_CHUNK_LOAD,

@@ -88,11 +88,17 @@ impl Residency {
         self.built.get(&c).is_some_and(|b| self.all_built(*b))
     }
 
+    /// The chunks within ring `k` of `d` inside the ground, `d` included: the square around it,
+    /// and with vertical sections the cube (`k` rows each side; 26 neighbours at `k = 1`). The
+    /// ring stays square with a disc (a mesher's neighbours are the ones around it).
+    fn cube(&self, d: ChunkPos, k: u32) -> impl Iterator<Item = ChunkPos> + '_ {
+        let rows = if self.form.vertical.is_some() { k } else { 0 };
+        self.inside(Rect::around(d, k, false, rows))
+    }
+
     /// The neighbours of `d` within ring `k` inside the ground, `d` left out.
     fn ring_k(&self, d: ChunkPos) -> impl Iterator<Item = ChunkPos> + '_ {
-        self.grid
-            .square(d, self.complete.k, self.bounds.as_ref())
-            .filter(move |c| *c != d)
+        self.cube(d, self.complete.k).filter(move |c| *c != d)
     }
 
     fn count_missing(&self, d: ChunkPos) -> u32 {
@@ -187,23 +193,26 @@ impl Residency {
     /// count one missing neighbour less or more.
     fn neighbours_gained(&mut self, d: ChunkPos, gained: bool) {
         let k = i64::from(self.complete.k);
-        for z in d.z - k..=d.z + k {
-            for x in d.x - k..=d.x + k {
-                let c = ChunkPos::new(x, z);
-                if c == d {
-                    continue;
+        let rows = if self.form.vertical.is_some() { k } else { 0 };
+        for y in d.y - rows..=d.y + rows {
+            for z in d.z - k..=d.z + k {
+                for x in d.x - k..=d.x + k {
+                    let c = ChunkPos::section(x, y, z);
+                    if c == d {
+                        continue;
+                    }
+                    // Only loaded chunks have a count; `d` lies inside the ground, as every
+                    // loaded chunk does, so it is in each of their rings.
+                    let Some(m) = self.complete.missing.get_mut(&c) else {
+                        continue;
+                    };
+                    if gained {
+                        *m -= 1;
+                    } else {
+                        *m += 1;
+                    }
+                    self.update_complete(c);
                 }
-                // Only loaded chunks have a count; `d` lies inside the ground, as every
-                // loaded chunk does, so it is in each of their rings.
-                let Some(m) = self.complete.missing.get_mut(&c) else {
-                    continue;
-                };
-                if gained {
-                    *m -= 1;
-                } else {
-                    *m += 1;
-                }
-                self.update_complete(c);
             }
         }
     }
@@ -262,11 +271,7 @@ impl Residency {
         self.loaded
             .iter()
             .copied()
-            .filter(|&c| {
-                self.grid
-                    .square(c, k, self.bounds.as_ref())
-                    .all(|n| self.good(n))
-            })
+            .filter(|&c| self.cube(c, k).all(|n| self.good(n)))
             .collect()
     }
 }
@@ -514,5 +519,68 @@ mod tests {
             }
         }
         assert!(total.0 > 50 && total.1 > 50, "{total:?}");
+    }
+
+    /// With vertical sections a section is complete when the 26 around it (ring 1 in 3-D, a
+    /// cube: the ring stays square with a disc) are loaded and built; the incremental record
+    /// agrees with a plain count over random loads and releases.
+    #[test]
+    fn with_sections_completeness_reads_the_26_neighbours() {
+        for disc in [false, true] {
+            let mut r = res();
+            r.set_form(Form {
+                disc,
+                vertical: Some((2, 32.0)),
+            });
+            r.set_neighbours(1);
+            for y in -1..=1 {
+                for (x, z) in square(0, 0, 1) {
+                    if (x, y, z) != (1, 1, 1) {
+                        r.mark_loaded(ChunkPos::section(x, y, z));
+                    }
+                }
+            }
+            assert_eq!(changes(&mut r), [], "(1, 1, 1) missing: not complete");
+            r.mark_loaded(ChunkPos::section(1, 1, 1));
+            let mut out = Vec::new();
+            r.take_complete_changes(&mut out);
+            assert_eq!(
+                out,
+                [CompleteChange {
+                    chunk: ChunkPos::section(0, 0, 0),
+                    complete: true
+                }]
+            );
+            r.mark_released(ChunkPos::section(-1, -1, -1));
+            assert_eq!(changes(&mut r), [(0, 0, false)]);
+            assert!(!r.is_complete(ChunkPos::section(0, 0, 0)));
+            // Random loads and releases: the record = the plain count.
+            let mut seed = 7;
+            for _ in 0..400 {
+                let c = ChunkPos::section(
+                    (next(&mut seed) % 5) as i64 - 2,
+                    (next(&mut seed) % 5) as i64 - 2,
+                    (next(&mut seed) % 5) as i64 - 2,
+                );
+                if r.is_loaded(c) {
+                    r.mark_released(c);
+                } else {
+                    r.mark_loaded(c);
+                }
+                let plain: Vec<ChunkPos> = r
+                    .loaded()
+                    .filter(|d| {
+                        (-1..=1).all(|dy| {
+                            (-1..=1).all(|dz| {
+                                (-1..=1).all(|dx| {
+                                    r.is_loaded(ChunkPos::section(d.x + dx, d.y + dy, d.z + dz))
+                                })
+                            })
+                        })
+                    })
+                    .collect();
+                assert_eq!(r.complete_chunks(), plain);
+            }
+        }
     }
 }

@@ -49,6 +49,7 @@ mod testing;
 pub use complete::CompleteChange;
 use complete::Completeness;
 use queue::*;
+pub use squares::Form;
 use squares::Rect;
 
 /// Which hook a refusal answered.
@@ -102,16 +103,33 @@ struct Slot {
 }
 
 impl Slot {
-    fn want(&self) -> Rect {
-        Rect::around(self.centre, self.view.radius)
+    /// The chunks it wants: within the shape of its radius, on its rows.
+    fn want(&self, form: Form) -> Rect {
+        Rect::around(self.centre, self.view.radius, form.disc, form.rows())
     }
-    fn keep(&self) -> Rect {
-        Rect::around(self.centre, self.view.radius + 1)
+    /// The chunks it keeps: within the shape of its radius + 1, one row more each side.
+    fn keep(&self, form: Form) -> Rect {
+        let rows = form.vertical.map_or(0, |(rv, _)| rv + 1);
+        Rect::around(self.centre, self.view.radius + 1, form.disc, rows)
     }
 }
 
 /// The place of an id that is not in use.
 const FREE: u32 = u32::MAX;
+
+/// The squared distance from `pos` to the centre of `c`: in x, z when flat, else in 3-D with
+/// sections `height` tall (docs/reference/grid.md#nearest-first-order).
+pub(super) fn distance(grid: &Grid, height: Option<f64>, pos: Position, c: ChunkPos) -> f64 {
+    match height {
+        None => grid.distance_sq(pos, c),
+        Some(h) => grid.distance_sq_section(pos, c, h),
+    }
+}
+
+/// The section of `pos` with sections `height` tall.
+pub(super) fn section_of(grid: &Grid, pos: Position, height: f64) -> ChunkPos {
+    grid.section_of(pos, height)
+}
 
 /// Which foci want a chunk (ring `<= r`, by id of the foci in force) and how many keep it
 /// (ring `<= r + 1`). The list makes the nearest-first key of a chunk cost the foci that want
@@ -129,6 +147,12 @@ struct Cover {
 pub struct Residency {
     grid: Grid,
     bounds: Option<Bounds>,
+    /// The footprints' shape and rows (the default: flat squares).
+    form: Form,
+    /// With vertical sections: per column holding a loaded section, what its builders built
+    /// (the bits every loaded section of it mirrors in `built`) and the rows loaded, in load
+    /// order. Empty when flat.
+    columns_built: FxHashMap<ChunkPos, (u64, SmallVec<[i64; 12]>)>,
     loaded: BTreeSet<ChunkPos>,
     refusals: BTreeMap<ChunkPos, Held>,
     /// Held load refusals of chunks in the union.
@@ -204,6 +228,8 @@ impl Residency {
         Residency {
             grid,
             bounds,
+            form: Form::default(),
+            columns_built: FxHashMap::default(),
             loaded: BTreeSet::new(),
             refusals: BTreeMap::new(),
             load_refusals_wanted: 0,
@@ -319,22 +345,20 @@ impl Residency {
     /// changed only.
     fn count_mesh_progress(&self) -> (usize, usize) {
         let k = self.neighbours();
-        let square = |slot: &Slot| {
-            self.grid.square(
-                slot.centre,
-                slot.view.radius.saturating_sub(k),
-                self.bounds.as_ref(),
-            )
-        };
+        let area = |slot: &Slot| self.footprint(slot.centre, slot.view.radius, k);
         if let [slot] = &self.foci[..] {
             let (mut complete, mut wanted) = (0, 0);
-            for c in square(slot) {
+            for c in self.inside(area(slot)) {
                 wanted += 1;
                 complete += usize::from(self.is_complete(c));
             }
             return (complete, wanted);
         }
-        let union: BTreeSet<ChunkPos> = self.foci.iter().flat_map(square).collect();
+        let union: BTreeSet<ChunkPos> = self
+            .foci
+            .iter()
+            .flat_map(|slot| self.inside(area(slot)))
+            .collect();
         let complete = union.iter().filter(|c| self.is_complete(**c)).count();
         (complete, union.len())
     }
@@ -361,6 +385,88 @@ impl Residency {
         }
     }
 
+    /// The footprints' form in force.
+    pub fn form(&self) -> Form {
+        self.form
+    }
+
+    /// Sets the footprints' form (a change of `shape` or `vertical`): every focus's footprint
+    /// is counted again (rare: a layer, a mod or a save changed the setting), so the chunks
+    /// the new footprints do not keep are due for release at the next resolution.
+    pub fn set_form(&mut self, form: Form) {
+        if form == self.form {
+            return;
+        }
+        let foci: Vec<FocusView> = self.foci().collect();
+        self.set_foci(&[]);
+        self.form = form;
+        self.rebuild_columns();
+        self.set_foci(&foci);
+        self.mesh_progress.set(None);
+        self.recount_complete();
+    }
+
+    /// The section height with vertical sections on.
+    fn height(&self) -> Option<f64> {
+        self.form.vertical.map(|(_, h)| h)
+    }
+
+    /// The chunk of `pos`: with vertical sections the section (`y` from `pos.y`), else the
+    /// chunk `(x, z)` (docs/reference/grid.md).
+    pub fn chunk_of(&self, pos: Position) -> ChunkPos {
+        match self.height() {
+            Some(h) => section_of(&self.grid, pos, h),
+            None => self.grid.chunk_of(pos),
+        }
+    }
+
+    /// The centre of a focus at `pos`.
+    fn centre_of(&self, pos: Position) -> ChunkPos {
+        self.chunk_of(pos)
+    }
+
+    /// The footprint of radius `radius` less `less` rings (and rows) around `centre`.
+    fn footprint(&self, centre: ChunkPos, radius: u32, less: u32) -> Rect {
+        Rect::around(
+            centre,
+            radius.saturating_sub(less),
+            self.form.disc,
+            self.form.rows().saturating_sub(less),
+        )
+    }
+
+    /// The chunks of a footprint inside the ground, row order.
+    fn inside(&self, area: Rect) -> impl Iterator<Item = ChunkPos> + '_ {
+        let bounds = self.bounds;
+        area.chunks()
+            .filter(move |c| self.grid.overlaps(*c, bounds.as_ref()))
+    }
+
+    /// The footprint of radius `radius` around `pos` under `form` (which may differ from the
+    /// form in force, e.g. the settings of the next tick), inside the ground, nearest-first
+    /// (distance, then z, x, y).
+    pub fn around(&self, pos: Position, radius: u32, form: Form) -> Vec<ChunkPos> {
+        let height = form.vertical.map(|(_, h)| h);
+        let centre = match height {
+            Some(h) => section_of(&self.grid, pos, h),
+            None => self.grid.chunk_of(pos),
+        };
+        let area = Rect::around(centre, radius, form.disc, form.rows());
+        let mut chunks: Vec<ChunkPos> = area
+            .chunks()
+            .filter(|c| self.grid.overlaps(*c, self.bounds.as_ref()))
+            .collect();
+        chunks.sort_by_cached_key(|c| (distance(&self.grid, height, pos, *c).to_bits(), Tie(*c)));
+        chunks
+    }
+
+    /// The chunks a focus wants (within the ground), in row order: with vertical sections its
+    /// rows too, with `disc` its disc.
+    pub fn wanted_of(&self, view: FocusView) -> Vec<ChunkPos> {
+        let area = self.footprint(self.centre_of(view.pos), view.radius, 0);
+        self.inside(area).collect()
+    }
+
     /// The focus in force of id `id`.
     fn slot(&self, id: u32) -> &Slot {
         &self.foci[self.place[id as usize] as usize]
@@ -372,11 +478,12 @@ impl Residency {
     }
 
     /// The nearest-first key of a wanted chunk: the least squared distance from a focus that
-    /// wants it to its centre (docs/reference/streaming.md#the-nearest-first-key); `+inf` for a
-    /// chunk no focus wants.
+    /// wants it to its centre (docs/reference/streaming.md#the-nearest-first-key; with vertical
+    /// sections the 3-D distance to the section's centre); `+inf` for a chunk no focus wants.
     fn key(&self, c: ChunkPos) -> f64 {
+        let height = self.height();
         if let [only] = self.foci.as_slice() {
-            return self.grid.distance_sq(only.view.pos, c);
+            return distance(&self.grid, height, only.view.pos, c);
         }
         let Some(cover) = self.cover.get(&c) else {
             return f64::INFINITY;
@@ -384,7 +491,7 @@ impl Residency {
         cover
             .wanted_by
             .iter()
-            .map(|&id| self.grid.distance_sq(self.slot(id).view.pos, c))
+            .map(|&id| distance(&self.grid, height, self.slot(id).view.pos, c))
             .min_by(f64::total_cmp)
             .unwrap_or(f64::INFINITY)
     }
@@ -402,8 +509,8 @@ impl Residency {
     /// descending, then the key (docs/reference/streaming.md#the-nearest-first-key), z, x. With
     /// every priority 0 it is the order (docs/reference/streaming.md#the-nearest-first-key)
     /// exactly.
-    fn order(&self, c: ChunkPos) -> (u8, u64, ChunkPos) {
-        (u8::MAX - self.priority(c), self.key(c).to_bits(), c)
+    fn order(&self, c: ChunkPos) -> Entry {
+        (u8::MAX - self.priority(c), self.key(c).to_bits(), Tie(c))
     }
 
     /// Step 1 of a tick, after the foci are set: records the tick, applies the refusal drop
@@ -443,7 +550,8 @@ impl Residency {
         if !self.loaded.insert(chunk) {
             return;
         }
-        self.built.insert(chunk, 0);
+        let bits = self.column_loaded(chunk);
+        self.built.insert(chunk, bits);
         self.complete_loaded(chunk);
         self.touched(chunk, true);
         self.unpend(chunk);
@@ -466,6 +574,7 @@ impl Residency {
         self.complete_releasing(chunk);
         self.loaded.remove(&chunk);
         self.built.remove(&chunk);
+        self.column_released(chunk);
         self.touched(chunk, false);
         if was_ready {
             self.ready -= 1;
@@ -495,8 +604,9 @@ impl Residency {
         let released = std::mem::take(&mut self.loaded).into_iter().collect();
         let (grid, bounds, builders) = (self.grid, self.bounds, self.builders);
         let (mut log, on) = (std::mem::take(&mut self.ready_log), self.ready_log_on);
-        let k = self.complete.k;
+        let (k, form) = (self.complete.k, self.form);
         *self = Residency::new(grid, bounds);
+        self.form = form;
         self.builders = builders;
         self.complete.k = k;
         log.clear();
@@ -534,6 +644,12 @@ impl Residency {
             }
         }
         self.built = loaded.iter().map(|c| (*c, 0)).collect();
+        if self.form.vertical.is_some() {
+            for c in &loaded {
+                let col = self.columns_built.entry(c.column()).or_default();
+                col.1.push(c.y);
+            }
+        }
         self.loaded = loaded;
         self.refusals = refusals;
         // Every loaded chunk starts outside the union (an eviction candidate at its saved

@@ -1,12 +1,30 @@
 //! The pending chunks and the loads chosen from them: each focus's queue (priority descending,
-//! squared distance, z, x), the `"nearest"` take and the `"fair"` deal, a chunk taken put back.
+//! squared distance, z, x, y), the `"nearest"` take and the `"fair"` deal, a chunk taken put back.
 
 use super::*;
 
+/// A chunk ordered as the nearest-first order breaks ties: by `z`, then `x`, then `y`
+/// (docs/reference/streaming.md#the-nearest-first-key; in a flat world `y` is 0, so `z`, `x`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Tie(pub(super) ChunkPos);
+
+impl Ord for Tie {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let (a, b) = (self.0, other.0);
+        (a.z, a.x, a.y).cmp(&(b.z, b.x, b.y))
+    }
+}
+
+impl PartialOrd for Tie {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// A pending chunk as a focus's queue orders it: `u8::MAX - priority` (so the highest priority
 /// comes first), the squared distance from the focus's position as bits (non-negative, so the
-/// bits order as the numbers), the chunk (z, x).
-pub(super) type Entry = (u8, u64, ChunkPos);
+/// bits order as the numbers), the chunk (z, x, y).
+pub(super) type Entry = (u8, u64, Tie);
 
 /// A focus's queue: a min-heap of [`Entry`], which may hold entries that are no longer true
 /// (the chunk is not pending, or its priority changed): they are skipped when popped.
@@ -16,9 +34,20 @@ pub(super) type Queue = BinaryHeap<Reverse<Entry>>;
 /// is dropped and built again when next needed, so stale entries cannot pile up.
 pub(super) const QUEUE_SLACK: usize = 2;
 
-/// The entry of chunk `c` of priority `prio` in the queue of a focus at `pos`.
-pub(super) fn entry(grid: &Grid, pos: Position, c: ChunkPos, prio: u8) -> Entry {
-    (u8::MAX - prio, grid.distance_sq(pos, c).to_bits(), c)
+/// The entry of chunk `c` of priority `prio` in the queue of a focus at `pos` (sections
+/// `height` tall with vertical sections on).
+pub(super) fn entry(
+    grid: &Grid,
+    height: Option<f64>,
+    pos: Position,
+    c: ChunkPos,
+    prio: u8,
+) -> Entry {
+    (
+        u8::MAX - prio,
+        distance(grid, height, pos, c).to_bits(),
+        Tie(c),
+    )
 }
 
 impl Residency {
@@ -85,8 +114,10 @@ impl Residency {
             foci,
             place,
             grid,
+            form,
             ..
         } = self;
+        let height = form.vertical.map(|(_, h)| h);
         let Some(cover) = cover.get(&c) else {
             return;
         };
@@ -103,9 +134,10 @@ impl Residency {
                 continue;
             };
             if let Some(heap) = q {
-                heap.push(Reverse(entry(grid, slot.view.pos, c, cover.prio)));
+                heap.push(Reverse(entry(grid, height, slot.view.pos, c, cover.prio)));
                 let side = 2 * slot.view.radius as usize + 1;
-                if heap.len() > QUEUE_SLACK * side * side + 64 {
+                let rows = 2 * form.rows() as usize + 1;
+                if heap.len() > QUEUE_SLACK * side * side * rows + 64 {
                     *q = None;
                 }
             }
@@ -221,29 +253,26 @@ impl Residency {
     pub(super) fn queue(&mut self, i: usize) -> &mut Queue {
         if self.queues[i].is_none() {
             let slot = *self.slot(i as u32);
-            let r = i64::from(slot.view.radius);
-            let side = 2 * slot.view.radius as usize + 1;
+            let area = slot.want(self.form);
+            let height = self.height();
             let mut entries = Vec::with_capacity(self.pending_in[i] as usize);
             let prio = |c: &ChunkPos| self.cover.get(c).map_or(0, |cover| cover.prio);
-            if self.pending.len() < side * side {
+            let entry =
+                |c: ChunkPos| Reverse(entry(&self.grid, height, slot.view.pos, c, prio(&c)));
+            if self.pending.len() < area.len() {
                 self.examined += self.pending.len() as u64;
                 entries.extend(
                     self.pending
                         .iter()
-                        .filter(|c| {
-                            (c.x - slot.centre.x).abs() <= r && (c.z - slot.centre.z).abs() <= r
-                        })
-                        .map(|c| Reverse(entry(&self.grid, slot.view.pos, *c, prio(c)))),
+                        .filter(|c| area.contains(**c))
+                        .map(|c| entry(*c)),
                 );
             } else {
                 let mut looked = 0;
-                for c in self
-                    .grid
-                    .square(slot.centre, slot.view.radius, self.bounds.as_ref())
-                {
+                for c in self.inside(area) {
                     looked += 1;
                     if self.pending.contains(&c) {
-                        entries.push(Reverse(entry(&self.grid, slot.view.pos, c, prio(&c))));
+                        entries.push(entry(c));
                     }
                 }
                 self.examined += looked;
@@ -257,7 +286,7 @@ impl Residency {
     /// Whether a queue entry is true: its chunk is pending at that priority (its distance is
     /// right by construction: a focus that moves loses its queue).
     pub(super) fn is_current(&self, e: &Entry) -> bool {
-        self.pending.contains(&e.2) && self.priority(e.2) == u8::MAX - e.0
+        self.pending.contains(&e.2 .0) && self.priority(e.2 .0) == u8::MAX - e.0
     }
 
     /// Pops the head of the queue of id `i` if it still is `head`; its chunk if the entry is true.
@@ -268,7 +297,7 @@ impl Residency {
         }
         q.pop();
         self.examined += 1;
-        self.is_current(&head).then_some(head.2)
+        self.is_current(&head).then_some(head.2 .0)
     }
 
     /// The nearest pending chunk of the focus of id `i` (least squared distance from its position, then z, x),
@@ -278,7 +307,7 @@ impl Residency {
             let Reverse(head) = self.queue(i).pop()?;
             self.examined += 1;
             if self.is_current(&head) {
-                return Some(head.2);
+                return Some(head.2 .0);
             }
         }
     }
@@ -406,8 +435,11 @@ mod tests {
                     let nearest = r
                         .pending
                         .iter()
-                        .filter(|c| holds(&slot, **c))
-                        .min_by_key(|c| (r.grid.distance_sq(slot.view.pos, **c).to_bits(), **c));
+                        .filter(|c| holds_in(r.form, &slot, **c))
+                        .min_by_key(|c| {
+                            let d = distance(&r.grid, r.height(), slot.view.pos, **c);
+                            (d.to_bits(), Tie(**c))
+                        });
                     (slot.view.priority == top)
                         .then_some(nearest)
                         .flatten()
@@ -427,8 +459,19 @@ mod tests {
     /// back unasked, and restores.
     #[test]
     fn the_queues_take_exactly_what_the_plain_scans_take() {
-        let mut seed = 16;
-        for case in 0..300 {
+        plain_scan_cases(16, 300, false);
+    }
+
+    /// The same with discs and vertical sections (docs/reference/streaming.md#shapes-and-sections):
+    /// the footprints (disc rows, section rows), the 3-D nearest-first order and its ties (z, x,
+    /// y), foci climbing within and across rows, and the form changed mid-run.
+    #[test]
+    fn the_queues_take_exactly_what_the_plain_scans_take_with_discs_and_sections() {
+        plain_scan_cases(45, 300, true);
+    }
+
+    fn plain_scan_cases(mut seed: u64, cases: u32, shaped: bool) {
+        for case in 0..cases {
             let size = [1.0, 8.0, 32.0][(next(&mut seed) % 3) as usize];
             let bounds = (case % 4 == 0).then_some(Bounds {
                 min_x: -6.0 * size,
@@ -437,8 +480,26 @@ mod tests {
                 max_z: 6.0 * size,
             });
             let mut r = Residency::new(Grid::new(size), bounds);
+            let height = [size, size / 2.0, 3.0][case as usize % 3];
+            let form = |seed: &mut u64| Form {
+                disc: next(seed).is_multiple_of(2),
+                vertical: (!next(seed).is_multiple_of(4))
+                    .then(|| ((next(seed) % 3) as u32, height)),
+            };
+            let climb = |seed: &mut u64, mut f: FocusView| {
+                if shaped {
+                    f.pos.y = (next(seed) % 40) as f64 * height / 4.0 - 5.0 * height;
+                }
+                f
+            };
+            if shaped {
+                r.set_form(form(&mut seed));
+            }
             let mut foci: Vec<FocusView> = (0..1 + next(&mut seed) % 12)
-                .map(|_| random_focus(&mut seed, size))
+                .map(|_| {
+                    let f = random_focus(&mut seed, size);
+                    climb(&mut seed, f)
+                })
                 .collect();
             let mut turn = (next(&mut seed) % 8) as usize;
             for tick in 1..=10u64 {
@@ -448,15 +509,25 @@ mod tests {
                         0 => {
                             f.pos.x += size * 0.25;
                             f.pos.z -= size * 0.5;
+                            if shaped {
+                                f.pos.y += height * 0.75;
+                            }
                         }
-                        1 if !same_list => *f = random_focus(&mut seed, size),
+                        1 if !same_list => {
+                            let new = random_focus(&mut seed, size);
+                            *f = climb(&mut seed, new);
+                        }
                         2 if !same_list => f.priority = (next(&mut seed) % 3) as u8,
                         _ => {}
                     }
                 }
+                if shaped && tick == 5 && !same_list {
+                    r.set_form(form(&mut seed));
+                }
                 if !same_list && next(&mut seed).is_multiple_of(4) && foci.len() < 16 {
                     let at = (next(&mut seed) as usize) % (foci.len() + 1);
-                    foci.insert(at, random_focus(&mut seed, size));
+                    let f = random_focus(&mut seed, size);
+                    foci.insert(at, climb(&mut seed, f));
                 }
                 if !same_list && next(&mut seed).is_multiple_of(5) && foci.len() > 1 {
                     foci.remove((next(&mut seed) as usize) % foci.len());

@@ -90,9 +90,35 @@ impl Residency {
 
     /// Builder `builder` built (or unbuilt) a loaded chunk; ignored for a chunk not loaded.
     /// A builder's commit calls it for every chunk: one hashed lookup when it changes no
-    /// readiness.
+    /// readiness. With vertical sections builders build columns
+    /// (docs/reference/streaming.md#sections-built-by-column): `chunk` names a column (its `y`
+    /// is ignored), ignored while none of its sections is loaded, and every loaded section of
+    /// it follows.
     pub fn set_built(&mut self, builder: u32, chunk: ChunkPos, built: bool) {
         if builder >= self.builders {
+            return;
+        }
+        if self.form.vertical.is_some() {
+            let Some((bits, rows)) = self.columns_built.get_mut(&chunk.column()) else {
+                return; // no section of it loaded
+            };
+            let was = *bits;
+            if built {
+                *bits |= 1 << builder;
+            } else {
+                *bits &= !(1 << builder);
+            }
+            if *bits == was {
+                return;
+            }
+            let (now, rows) = (*bits, rows.clone());
+            for y in rows {
+                let section = ChunkPos::section(chunk.x, y, chunk.z);
+                if let Some(bits) = self.built.get_mut(&section) {
+                    let was = std::mem::replace(bits, now);
+                    self.bits_changed(section, was, now, built);
+                }
+            }
             return;
         }
         let Some(bits) = self.built.get_mut(&chunk) else {
@@ -105,6 +131,12 @@ impl Residency {
             *bits &= !(1 << builder);
         }
         let now = *bits;
+        self.bits_changed(chunk, was, now, built);
+    }
+
+    /// The built bits of loaded `chunk` went from `was` to `now` (`built`: by a build rather
+    /// than an unbuild).
+    fn bits_changed(&mut self, chunk: ChunkPos, was: u64, now: u64, built: bool) {
         if now != was {
             self.touched(chunk, built);
             self.complete_built(chunk, was, now);
@@ -123,23 +155,70 @@ impl Residency {
         }
     }
 
+    /// A section of `c`'s column was loaded (vertical sections): returns the bits the column's
+    /// builders built, which the section starts with. 0 when flat (a chunk loads unbuilt).
+    pub(super) fn column_loaded(&mut self, c: ChunkPos) -> u64 {
+        if self.form.vertical.is_none() {
+            return 0;
+        }
+        let col = self.columns_built.entry(c.column()).or_default();
+        col.1.push(c.y);
+        col.0
+    }
+
+    /// A section of `c`'s column was released: the column forgets what was built once none of
+    /// its sections is loaded.
+    pub(super) fn column_released(&mut self, c: ChunkPos) {
+        if self.form.vertical.is_none() {
+            return;
+        }
+        let column = c.column();
+        if let Some(col) = self.columns_built.get_mut(&column) {
+            col.1.retain(|y| *y != c.y);
+            if col.1.is_empty() {
+                self.columns_built.remove(&column);
+            }
+        }
+    }
+
+    /// Rebuilds the column record from the loaded set (a change of the form): each column's
+    /// bits are those of its first loaded section.
+    pub(super) fn rebuild_columns(&mut self) {
+        self.columns_built.clear();
+        if self.form.vertical.is_none() {
+            return;
+        }
+        for c in &self.loaded {
+            let bits = self.built.get(c).copied().unwrap_or(0);
+            let col = self
+                .columns_built
+                .entry(c.column())
+                .or_insert((bits, SmallVec::new()));
+            col.1.push(c.y);
+        }
+    }
+
     /// Whether builder `builder` built `chunk`.
     pub fn is_built_by(&self, builder: u32, chunk: ChunkPos) -> bool {
+        if self.form.vertical.is_some() {
+            return self
+                .columns_built
+                .get(&chunk.column())
+                .is_some_and(|(b, _)| b & (1 << builder) != 0);
+        }
         self.built
             .get(&chunk)
             .is_some_and(|b| b & (1 << builder) != 0)
     }
 
-    /// Whether every chunk of `view`'s square inside the ground is loaded (and built by every
+    /// Whether every chunk of `view`'s footprint inside the ground is loaded (and built by every
     /// builder) or held by a load refusal.
-    /// With `neighbours` `k > 0` (docs/reference/streaming.md#complete-chunks) the square read is
-    /// the mesh radius (`view.radius − k`), and each of its chunks must be complete.
+    /// With `neighbours` `k > 0` (docs/reference/streaming.md#complete-chunks) the footprint read
+    /// is the mesh radius (`view.radius − k`, and `k` rows fewer with vertical sections), and
+    /// each of its chunks must be complete.
     pub fn square_ready(&self, view: FocusView) -> bool {
-        let centre = self.grid.chunk_of(view.pos);
-        let k = self.neighbours();
-        self.grid
-            .square(centre, view.radius.saturating_sub(k), self.bounds.as_ref())
-            .all(|c| self.ready_in_mesh(c))
+        let area = self.footprint(self.centre_of(view.pos), view.radius, self.neighbours());
+        self.inside(area).all(|c| self.ready_in_mesh(c))
     }
 
     /// A chunk within a focus's mesh radius counts as ready: with `k = 0` [`Residency::is_ready`],
@@ -152,23 +231,32 @@ impl Residency {
         }
     }
 
-    /// `world.chunks.holes` (docs/reference/streaming.md#holes): the chunks inside the ground
-    /// within ring `min(ring, r)` of the first `foci` foci's chunks (each once) that are not ready.
-    pub fn holes(&self, foci: usize, ring: u32) -> usize {
+    /// The hole ring of a focus: `min(ring, r)` (less `k`) around its chunk in the shape, and
+    /// with vertical sections `min(ring, rv)` (less `k`) rows each side
+    /// (docs/reference/streaming.md#holes-in-3-d).
+    fn hole_area(&self, slot: &Slot, ring: u32) -> Rect {
         let k = self.neighbours();
+        Rect::around(
+            slot.centre,
+            ring.min(slot.view.radius.saturating_sub(k)),
+            self.form.disc,
+            ring.min(self.form.rows().saturating_sub(k)),
+        )
+    }
+
+    /// `world.chunks.holes` (docs/reference/streaming.md#holes): the chunks inside the ground
+    /// within the hole ring of the first `foci` foci's chunks (each once) that are not ready.
+    pub fn holes(&self, foci: usize, ring: u32) -> usize {
         if let [slot] = &self.foci[..foci.min(self.foci.len())] {
-            // One focus (the common case): its square holds each chunk once, nothing to merge.
-            let r = ring.min(slot.view.radius.saturating_sub(k));
+            // One focus (the common case): its footprint holds each chunk once, nothing to merge.
             return self
-                .grid
-                .square(slot.centre, r, self.bounds.as_ref())
+                .inside(self.hole_area(slot, ring))
                 .filter(|c| !self.ready_in_mesh(*c))
                 .count();
         }
         let mut seen: BTreeSet<ChunkPos> = BTreeSet::new();
         for slot in self.foci.iter().take(foci) {
-            let r = ring.min(slot.view.radius.saturating_sub(k));
-            for c in self.grid.square(slot.centre, r, self.bounds.as_ref()) {
+            for c in self.inside(self.hole_area(slot, ring)) {
                 if !self.ready_in_mesh(c) {
                     seen.insert(c);
                 }
@@ -181,12 +269,9 @@ impl Residency {
     /// marks them.
     pub fn hole_chunks(&self, foci: usize, ring: u32) -> Vec<ChunkPos> {
         let mut seen: BTreeSet<ChunkPos> = BTreeSet::new();
-        let k = self.neighbours();
         for slot in self.foci.iter().take(foci) {
-            let r = ring.min(slot.view.radius.saturating_sub(k));
             seen.extend(
-                self.grid
-                    .square(slot.centre, r, self.bounds.as_ref())
+                self.inside(self.hole_area(slot, ring))
                     .filter(|c| !self.ready_in_mesh(*c)),
             );
         }
@@ -390,5 +475,121 @@ mod tests {
         }
         assert_eq!(r.progress(), (1, 9));
         check(&r);
+    }
+
+    fn sections(rows: u32) -> Residency {
+        let mut r = res();
+        r.set_form(Form {
+            disc: false,
+            vertical: Some((rows, 32.0)),
+        });
+        r
+    }
+
+    /// With vertical sections builders build columns: a section is built when its column is
+    /// built by every builder. A build of the column makes each of its loaded sections ready
+    /// at once (one call), a section loaded later in a built column starts built, a column none
+    /// of whose sections is loaded ignores builds and forgets its bits.
+    #[test]
+    fn a_section_is_built_when_its_column_is_built_by_every_builder() {
+        let mut r = sections(1);
+        let (a, b) = (r.add_builder().unwrap(), r.add_builder().unwrap());
+        r.set_foci(&[FocusView::new(
+            Position {
+                x: 10.0,
+                y: 10.0,
+                z: 10.0,
+            },
+            0,
+        )]);
+        let col = ChunkPos::new(0, 0);
+        let (low, mid, high) = (
+            ChunkPos::section(0, -1, 0),
+            ChunkPos::section(0, 0, 0),
+            ChunkPos::section(0, 1, 0),
+        );
+        r.mark_loaded(low);
+        r.mark_loaded(mid);
+        assert_eq!(r.progress(), (0, 3));
+        r.set_built(a, col, true);
+        assert_eq!(r.progress(), (0, 3), "one builder of two");
+        assert!(r.is_built_by(a, col) && !r.is_built_by(b, col));
+        r.set_built(b, ChunkPos::section(0, 7, 0), true); // the y of a column is ignored
+        assert_eq!(r.progress(), (2, 3), "both loaded sections at once");
+        assert!(r.is_ready(low) && r.is_ready(mid) && !r.is_ready(high));
+        r.mark_loaded(high);
+        assert_eq!(r.progress(), (3, 3), "loaded into a built column: built");
+        r.set_built(a, col, false);
+        assert_eq!(r.progress(), (0, 3));
+        r.set_built(a, col, true);
+        for c in [low, mid, high] {
+            r.mark_released(c);
+        }
+        assert!(!r.is_built_by(a, col), "no section loaded: forgotten");
+        r.set_built(a, col, true);
+        r.mark_loaded(mid);
+        assert!(
+            !r.is_built_by(a, col) && !r.is_ready(mid),
+            "ignored while unloaded"
+        );
+        assert_eq!(r.progress().0, r.recount_ready());
+        // Another column is another story.
+        r.mark_loaded(ChunkPos::section(1, 0, 0));
+        r.set_built(a, ChunkPos::new(1, 0), true);
+        assert!(!r.is_built_by(a, col));
+    }
+
+    /// The hole ring with sections: `min(ring, r)` around the focus's column in the shape and
+    /// `min(ring, rv)` rows each side; with a disc the ring is clipped to the disc.
+    #[test]
+    fn the_hole_ring_spans_min_ring_rv_rows_and_is_clipped_to_the_disc() {
+        let mut r = sections(2);
+        r.set_foci(&[FocusView::new(
+            Position {
+                x: 10.0,
+                y: 10.0,
+                z: 10.0,
+            },
+            3,
+        )]);
+        assert_eq!(r.holes(1, 1), 9 * 3, "ring 1: 3 × 3 columns, rows −1 ..= 1");
+        assert_eq!(r.holes(1, 5), 49 * 5, "ring 5: r 3, rv 2");
+        assert_eq!(r.hole_chunks(1, 1).len(), 27);
+        r.set_form(Form {
+            disc: true,
+            vertical: Some((2, 32.0)),
+        });
+        assert_eq!(r.holes(1, 1), 5 * 3, "the disc of 1: 5 columns");
+        assert_eq!(r.holes(1, 9), 29 * 5, "the disc of 3: 29 columns");
+        r.mark_loaded(ChunkPos::section(0, 1, 0));
+        assert_eq!(r.holes(1, 1), 5 * 3 - 1);
+        assert!(!r.hole_chunks(1, 1).contains(&ChunkPos::section(0, 1, 0)));
+    }
+
+    /// A ticket's (or anchor's) footprint is ready when every section of it is: its rows too.
+    #[test]
+    fn a_footprint_is_ready_when_every_section_of_its_rows_is() {
+        let mut r = sections(1);
+        let view = FocusView::new(
+            Position {
+                x: 10.0,
+                y: 40.0,
+                z: 10.0,
+            },
+            1,
+        );
+        r.set_foci(&[view]);
+        let mut taken = Vec::new();
+        r.take_nearest(usize::MAX, &mut taken);
+        assert_eq!(taken.len(), 27);
+        assert!(
+            taken.iter().all(|c| (0..=2).contains(&c.y)),
+            "rows around y 1"
+        );
+        let last = taken.pop().unwrap();
+        taken.iter().for_each(|c| r.mark_loaded(*c));
+        assert!(!r.square_ready(view));
+        r.mark_loaded(last);
+        assert!(r.square_ready(view));
     }
 }

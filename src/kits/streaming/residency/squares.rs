@@ -1,48 +1,117 @@
-//! The foci's squares and the counts they keep: how many foci want a chunk (ring `<= r`) and
-//! keep it (ring `<= r + 1`), counted again only over the strips a focus's move added or took
-//! away; a chunk entering or leaving the union.
+//! The foci's footprints and the counts they keep: how many foci want a chunk (within the shape
+//! of `r`, on the rows `|y − fy| <= rv`) and keep it (within `r + 1`, rows `rv + 1`), counted
+//! again only over the strips a focus's move added or took away; a chunk entering or leaving the
+//! union.
 
 use super::*;
 
-/// An inclusive rectangle of chunks.
+/// The form every focus's footprint takes (docs/reference/streaming.md#shapes-and-sections):
+/// square or disc in x, z, and with vertical sections the rows wanted each side of the focus's
+/// section row and the height of a section. The default is the flat square grid.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Form {
+    /// A disc (`dx² + dz² <= r²`) rather than a square (`max(|dx|, |dz|) <= r`).
+    pub disc: bool,
+    /// With vertical sections: the rows wanted each side of a focus's row (`rv`, with any
+    /// `neighbours` rings added) and a section's height in metres.
+    pub vertical: Option<(u32, f64)>,
+}
+
+impl Form {
+    /// The rows wanted each side of a focus's row (0 when flat).
+    pub fn rows(&self) -> u32 {
+        self.vertical.map_or(0, |(rv, _)| rv)
+    }
+}
+
+/// The x half-width of row `dz` (`|dz| <= r`) of a disc of radius `r`: the largest `w` with
+/// `w² + dz² <= r²`.
+pub(super) fn disc_half(r: i64, dz: i64) -> i64 {
+    let left = (r * r - dz * dz) as u64;
+    left.isqrt() as i64
+}
+
+/// A focus's footprint: the chunks whose offset `(dx, dz)` from the centre is within the shape
+/// of radius `r`, on every section row `y0 ..= y1` (one row, 0, when flat). Row order is y, z, x.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Rect {
-    pub(super) x0: i64,
-    pub(super) x1: i64,
-    pub(super) z0: i64,
-    pub(super) z1: i64,
+    pub(super) cx: i64,
+    pub(super) cz: i64,
+    pub(super) r: i64,
+    pub(super) disc: bool,
+    pub(super) y0: i64,
+    pub(super) y1: i64,
 }
 
 impl Rect {
-    pub(super) fn around(c: ChunkPos, r: u32) -> Rect {
-        let r = i64::from(r);
+    /// The footprint of radius `r` around `c` with `rows` rows each side of `c.y`.
+    pub(super) fn around(c: ChunkPos, r: u32, disc: bool, rows: u32) -> Rect {
+        let rows = i64::from(rows);
         Rect {
-            x0: c.x - r,
-            x1: c.x + r,
-            z0: c.z - r,
-            z1: c.z + r,
+            cx: c.x,
+            cz: c.z,
+            r: i64::from(r),
+            disc,
+            y0: c.y - rows,
+            y1: c.y + rows,
         }
     }
 
+    /// The x range of row `(y, z)`, if the footprint has that row.
+    pub(super) fn row(&self, y: i64, z: i64) -> Option<(i64, i64)> {
+        let dz = z - self.cz;
+        if y < self.y0 || y > self.y1 || dz < -self.r || dz > self.r {
+            return None;
+        }
+        let w = if self.disc {
+            disc_half(self.r, dz)
+        } else {
+            self.r
+        };
+        Some((self.cx - w, self.cx + w))
+    }
+
+    /// Whether `c` is in the footprint.
+    pub(super) fn contains(&self, c: ChunkPos) -> bool {
+        self.row(c.y, c.z)
+            .is_some_and(|(x0, x1)| (x0..=x1).contains(&c.x))
+    }
+
+    /// How many chunks it holds.
+    pub(super) fn len(&self) -> usize {
+        let per_layer: i64 = if self.disc {
+            (-self.r..=self.r)
+                .map(|dz| 2 * disc_half(self.r, dz) + 1)
+                .sum()
+        } else {
+            (2 * self.r + 1) * (2 * self.r + 1)
+        };
+        (per_layer * (self.y1 - self.y0 + 1)) as usize
+    }
+
+    /// Its chunks in row order.
+    pub(super) fn chunks(self) -> impl Iterator<Item = ChunkPos> {
+        (self.y0..=self.y1).flat_map(move |y| {
+            (self.cz - self.r..=self.cz + self.r).flat_map(move |z| {
+                let (x0, x1) = self.row(y, z).expect("a row of the footprint");
+                (x0..=x1).map(move |x| ChunkPos::section(x, y, z))
+            })
+        })
+    }
+
     /// Calls `f` on every chunk of `self` outside `other`, in row order: the strips a moved
-    /// square gained or lost, not the whole square.
+    /// footprint gained or lost, not the whole footprint (a row costs a comparison).
     pub(super) fn for_each_outside(self, other: Option<Rect>, mut f: impl FnMut(ChunkPos)) {
-        let inner = other.and_then(|o| {
-            let i = Rect {
-                x0: self.x0.max(o.x0),
-                x1: self.x1.min(o.x1),
-                z0: self.z0.max(o.z0),
-                z1: self.z1.min(o.z1),
-            };
-            (i.x0 <= i.x1 && i.z0 <= i.z1).then_some(i)
-        });
-        for z in self.z0..=self.z1 {
-            match inner {
-                Some(i) if (i.z0..=i.z1).contains(&z) => {
-                    (self.x0..i.x0).for_each(|x| f(ChunkPos::new(x, z)));
-                    (i.x1 + 1..=self.x1).for_each(|x| f(ChunkPos::new(x, z)));
+        for y in self.y0..=self.y1 {
+            for z in self.cz - self.r..=self.cz + self.r {
+                let (x0, x1) = self.row(y, z).expect("a row of the footprint");
+                match other.and_then(|o| o.row(y, z)) {
+                    Some((o0, o1)) => {
+                        (x0..=x1.min(o0 - 1)).for_each(|x| f(ChunkPos::section(x, y, z)));
+                        (x0.max(o1 + 1)..=x1).for_each(|x| f(ChunkPos::section(x, y, z)));
+                    }
+                    None => (x0..=x1).for_each(|x| f(ChunkPos::section(x, y, z))),
                 }
-                _ => (self.x0..=self.x1).for_each(|x| f(ChunkPos::new(x, z))),
             }
         }
     }
@@ -52,7 +121,7 @@ impl Residency {
     /// Moves focus `i` to `pos` when that keeps it in its chunk (nothing to recount); returns
     /// whether it did.
     pub fn move_focus(&mut self, i: usize, pos: Position) -> bool {
-        let centre = self.grid.chunk_of(pos);
+        let centre = self.centre_of(pos);
         match self.foci.get_mut(i) {
             Some(slot) if slot.centre == centre => {
                 if slot.view.pos != pos {
@@ -79,7 +148,7 @@ impl Residency {
             .iter()
             .map(|v| Slot {
                 view: *v,
-                centre: self.grid.chunk_of(v.pos),
+                centre: self.centre_of(v.pos),
             })
             .collect();
         let square = |s: &Slot| (s.centre, s.view.radius, s.view.priority);
@@ -148,25 +217,26 @@ impl Residency {
         self.foci = new;
         self.ids = ids;
         // The part of an old square still counted: all of it, unless the priority changed.
+        let form = self.form;
         let kept_want = |a: &Option<Slot>, b: &Option<Slot>| match (a, b) {
-            (Some(a), Some(b)) if a.view.priority == b.view.priority => Some(b.want()),
+            (Some(a), Some(b)) if a.view.priority == b.view.priority => Some(b.want(form)),
             _ => None,
         };
         // Every gain before any loss, so a chunk crosses zero at most once per call.
         for (id, old, new) in &changed {
             if let Some(n) = new {
-                n.want()
+                n.want(form)
                     .for_each_outside(kept_want(new, old), |c| self.count(c, Some(*id)));
-                n.keep()
-                    .for_each_outside(old.map(|o| o.keep()), |c| self.count(c, None));
+                n.keep(form)
+                    .for_each_outside(old.map(|o| o.keep(form)), |c| self.count(c, None));
             }
         }
         for (id, old, new) in &changed {
             if let Some(o) = old {
-                o.want()
+                o.want(form)
                     .for_each_outside(kept_want(old, new), |c| self.uncount(c, Some(*id)));
-                o.keep()
-                    .for_each_outside(new.map(|n| n.keep()), |c| self.uncount(c, None));
+                o.keep(form)
+                    .for_each_outside(new.map(|n| n.keep(form)), |c| self.uncount(c, None));
             }
         }
         if !changed.is_empty() {
@@ -352,19 +422,19 @@ mod tests {
     /// apart-in-x case untested: the strips a sideways jump gained were wrong).
     #[test]
     fn the_strips_outside_another_square_are_exactly_its_chunks_not_in_it() {
-        let inside =
-            |r: Rect, c: ChunkPos| (r.x0..=r.x1).contains(&c.x) && (r.z0..=r.z1).contains(&c.z);
+        let inside = |r: Rect, c: ChunkPos| r.contains(c);
         for r1 in 0..3u32 {
             for r2 in 0..3u32 {
                 for dx in -6i64..=6 {
                     for dz in -6i64..=6 {
-                        let a = Rect::around(ChunkPos::new(0, 0), r1);
-                        let b = Rect::around(ChunkPos::new(dx, dz), r2);
+                        let a = Rect::around(ChunkPos::new(0, 0), r1, false, 0);
+                        let b = Rect::around(ChunkPos::new(dx, dz), r2, false, 0);
                         let mut got = Vec::new();
                         a.for_each_outside(Some(b), |c| got.push(c));
                         let mut want = Vec::new();
-                        for z in a.z0..=a.z1 {
-                            for x in a.x0..=a.x1 {
+                        let r1 = i64::from(r1);
+                        for z in -r1..=r1 {
+                            for x in -r1..=r1 {
                                 let c = ChunkPos::new(x, z);
                                 if !inside(b, c) {
                                     want.push(c);
@@ -377,7 +447,7 @@ mod tests {
             }
         }
         let mut all = Vec::new();
-        Rect::around(ChunkPos::new(5, -5), 1).for_each_outside(None, |c| all.push(c));
+        Rect::around(ChunkPos::new(5, -5), 1, false, 0).for_each_outside(None, |c| all.push(c));
         assert_eq!(all.len(), 9);
         assert_eq!(
             (all[0], all[8]),
@@ -477,5 +547,208 @@ mod tests {
         assert!(out.is_empty());
         assert_eq!(r.pending_len(), 0);
         assert_eq!(r.loaded().len(), 9);
+    }
+
+    /// A plain footprint: the shape's inequality (in i128) and the rows.
+    fn plain_holds(centre: ChunkPos, r: u32, disc: bool, rows: u32, c: ChunkPos) -> bool {
+        let (dx, dz, r) = (
+            i128::from(c.x - centre.x),
+            i128::from(c.z - centre.z),
+            i128::from(r),
+        );
+        let within = if disc {
+            dx * dx + dz * dz <= r * r
+        } else {
+            dx.abs().max(dz.abs()) <= r
+        };
+        within && (c.y - centre.y).abs() <= i64::from(rows)
+    }
+
+    /// Discs and rows: `for_each_outside` gives exactly the chunks of one footprint outside
+    /// another, in row order (y, z, x), for every placement of two small footprints apart and
+    /// overlapping in x, y and z; `chunks`, `contains` and `len` agree with the plain inequality.
+    #[test]
+    fn the_strips_outside_another_footprint_are_exactly_its_chunks_not_in_it() {
+        for disc in [false, true] {
+            for (r1, r2) in [(0, 2), (3, 3), (4, 2), (2, 5)] {
+                for (v1, v2) in [(0, 0), (1, 2), (2, 1)] {
+                    for d in -5i64..=5 {
+                        for (dx, dy, dz) in [(d, 0, 0), (0, d, 0), (0, 0, d), (d, d / 2, -d)] {
+                            let ca = ChunkPos::section(0, 0, 0);
+                            let cb = ChunkPos::section(dx, dy, dz);
+                            let a = Rect::around(ca, r1, disc, v1);
+                            let b = Rect::around(cb, r2, disc, v2);
+                            let mut got = Vec::new();
+                            a.for_each_outside(Some(b), |c| got.push(c));
+                            let mut all = Vec::new();
+                            let span = i64::from(r1 + 1);
+                            let rows = i64::from(v1 + 1);
+                            for y in -rows..=rows {
+                                for z in -span..=span {
+                                    for x in -span..=span {
+                                        let c = ChunkPos::section(x, y, z);
+                                        if plain_holds(ca, r1, disc, v1, c) {
+                                            all.push(c);
+                                        }
+                                    }
+                                }
+                            }
+                            let want: Vec<ChunkPos> = all
+                                .iter()
+                                .copied()
+                                .filter(|c| !plain_holds(cb, r2, disc, v2, *c))
+                                .collect();
+                            assert_eq!(got, want, "{a:?} outside {b:?}");
+                            assert_eq!(a.chunks().collect::<Vec<_>>(), all, "{a:?}");
+                            assert_eq!(a.len(), all.len(), "{a:?}");
+                            assert!(all.iter().all(|c| a.contains(*c)));
+                            assert!(!a.contains(ChunkPos::section(0, rows, 0)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn cylinder() -> Residency {
+        let mut r = res();
+        r.set_form(Form {
+            disc: true,
+            vertical: Some((4, 32.0)),
+        });
+        r
+    }
+
+    /// The seed's cylinder (disc, radius 8, 4 rows each side): 197 columns × 9 rows = 1 773
+    /// sections, pending in the 3-D nearest-first order (squared distance to the section
+    /// centre, then z, x, y), worked out plainly.
+    #[test]
+    fn the_seed_cylinder_wants_1773_sections_nearest_first() {
+        let mut r = cylinder();
+        let at = Position {
+            x: 40.0,
+            y: 70.0,
+            z: -5.0,
+        };
+        r.set_foci(&[FocusView::new(at, 8)]);
+        r.resolve(1, &mut Vec::new());
+        assert_eq!(r.wanted_len(), 1773);
+        let centre = ChunkPos::section(1, 2, -1);
+        assert_eq!(r.chunk_of(at), centre);
+        let mut want = Vec::new();
+        for y in -2..=6 {
+            for z in -9..=7 {
+                for x in -7..=9 {
+                    let c = ChunkPos::section(x, y, z);
+                    if plain_holds(centre, 8, true, 4, c) {
+                        want.push(c);
+                    }
+                }
+            }
+        }
+        let columns: BTreeSet<ChunkPos> = want.iter().map(|c| c.column()).collect();
+        assert_eq!((want.len(), columns.len()), (1773, 197));
+        let d = |c: &ChunkPos| {
+            let dx = (c.x as f64 + 0.5) * 32.0 - at.x;
+            let dy = (c.y as f64 + 0.5) * 32.0 - at.y;
+            let dz = (c.z as f64 + 0.5) * 32.0 - at.z;
+            dx * dx + dy * dy + dz * dz
+        };
+        want.sort_by(|a, b| {
+            d(a).total_cmp(&d(b))
+                .then((a.z, a.x, a.y).cmp(&(b.z, b.x, b.y)))
+        });
+        assert_eq!(r.pending(), want);
+        let mut taken = Vec::new();
+        r.take_nearest(usize::MAX, &mut taken);
+        assert_eq!(taken, want);
+    }
+
+    /// A climb of two rows releases the rows beyond `rv + 1` below (in row order) and wants the
+    /// new rows above; a climb of one row releases nothing (the hysteresis row). A one-section
+    /// move counts only the strips it adds or takes away.
+    #[test]
+    fn a_climb_releases_the_rows_beyond_rv_plus_one_and_counts_only_what_changed() {
+        let mut r = cylinder();
+        let at = |y: f64| Position {
+            x: 16.0,
+            y,
+            z: 16.0,
+        };
+        r.set_foci(&[FocusView::new(at(16.0), 8)]);
+        let mut taken = Vec::new();
+        r.take_nearest(usize::MAX, &mut taken);
+        taken.iter().for_each(|c| r.mark_loaded(*c));
+        let mut out = Vec::new();
+        r.update_view(Some(at(48.0)), 8, &mut out);
+        assert!(out.is_empty(), "row -4 is at 5 = rv + 1: kept");
+        assert_eq!(r.pending_len(), 197, "row 5 is new");
+        let was = r.recounted();
+        r.update_view(Some(at(80.0)), 8, &mut out);
+        // Wanted: row 6 in, row -3 out (197 sections each); kept: row 7 in, row -4 out (the
+        // disc of 9 each).
+        let kept_row = Rect::around(ChunkPos::new(0, 0), 9, true, 0).len() as u64;
+        assert_eq!(kept_row, 253);
+        assert_eq!(r.recounted() - was, 2 * 197 + 2 * kept_row);
+        let mut row: Vec<ChunkPos> = taken.iter().copied().filter(|c| c.y == -4).collect();
+        row.sort();
+        assert_eq!(out, row, "row -4 is at 6: released, in row order");
+        assert_eq!(r.pending_len(), 2 * 197);
+        // One section east: each row's east and west arcs only.
+        let was = r.recounted();
+        r.update_view(
+            Some(Position {
+                x: 48.0,
+                ..at(80.0)
+            }),
+            8,
+            &mut out,
+        );
+        let plain = |r: u32, rows: u32| {
+            let (a, b) = (ChunkPos::section(0, 2, 0), ChunkPos::section(1, 2, 0));
+            let mut n = 0;
+            for y in -10..=10 {
+                for z in -10..=10 {
+                    for x in -10..=11 {
+                        let c = ChunkPos::section(x, y, z);
+                        n += u64::from(
+                            plain_holds(a, r, true, rows, c) != plain_holds(b, r, true, rows, c),
+                        );
+                    }
+                }
+            }
+            n
+        };
+        assert_eq!(r.recounted() - was, plain(8, 4) + plain(9, 5));
+        assert_eq!(
+            r.recounted() - was,
+            724,
+            "not the footprints (1 773 + 2 783)"
+        );
+    }
+
+    /// A change of form counts every footprint again: from the flat square to the cylinder, the
+    /// flat chunks outside the disc, and every chunk of row 0 kept, are due for release.
+    #[test]
+    fn a_new_form_counts_the_footprints_again() {
+        let mut r = res();
+        fill(&mut r, Position::new(16.0, 16.0), 2);
+        assert_eq!(r.loaded().len(), 25);
+        r.set_form(Form {
+            disc: true,
+            vertical: Some((0, 32.0)),
+        });
+        let mut out = Vec::new();
+        r.resolve(2, &mut out);
+        assert_eq!(out, [], "the corners (2, 2) are within the kept disc of 3");
+        assert_eq!(r.wanted_len(), 13);
+        r.set_form(Form {
+            disc: true,
+            vertical: Some((0, 32.0)),
+        });
+        r.update_view(Some(Position::new(16.0, 16.0)), 1, &mut out);
+        // Kept disc of 2: the corners (±2, ±2) and (±2, ±1), (±1, ±2) leave (x² + z² > 4).
+        assert_eq!(out.len(), 25 - 13);
+        assert!(out.windows(2).all(|w| w[0] < w[1]));
     }
 }

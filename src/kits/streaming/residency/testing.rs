@@ -66,10 +66,22 @@ pub(super) fn next(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Whether `slot`'s square holds `c`.
-pub(super) fn holds(slot: &Slot, c: ChunkPos) -> bool {
-    c.ring_distance(slot.centre) <= u64::from(slot.view.radius)
+/// Whether `slot`'s footprint holds `c` (worked out plainly: the shape's inequality on the
+/// offset, and the rows).
+pub(super) fn holds_in(form: Form, slot: &Slot, c: ChunkPos) -> bool {
+    let (dx, dz, r) = (
+        i128::from(c.x - slot.centre.x),
+        i128::from(c.z - slot.centre.z),
+        i128::from(slot.view.radius),
+    );
+    let within = if form.disc {
+        dx * dx + dz * dz <= r * r
+    } else {
+        dx.abs().max(dz.abs()) <= r
+    };
+    within && (c.y - slot.centre.y).abs() <= i64::from(form.rows())
 }
+
 
 /// One focus on quarter chunks near the origin (many exact distance ties, overlapping
 /// squares), radius 0..=4, priority mostly 0.
@@ -132,14 +144,14 @@ pub(super) fn check_queues(r: &Residency) {
         if let Some(p) = r
             .foci
             .iter()
-            .filter(|s| holds(s, *c))
+            .filter(|s| holds_in(r.form, s, *c))
             .map(|s| s.view.priority)
             .max()
         {
             assert_eq!(cover.prio, p, "{c:?}");
             assert_eq!(
                 cover.wanted_by.len(),
-                r.foci.iter().filter(|s| holds(s, *c)).count()
+                r.foci.iter().filter(|s| holds_in(r.form, s, *c)).count()
             );
         } else {
             assert!(cover.wanted_by.is_empty(), "{c:?}");
@@ -150,7 +162,7 @@ pub(super) fn check_queues(r: &Residency) {
             .pending
             .iter()
             .copied()
-            .filter(|c| holds(slot, *c))
+            .filter(|c| holds_in(r.form, slot, *c))
             .collect();
         let id = r.ids[i] as usize;
         assert_eq!(r.pending_in[id] as usize, mine.len(), "focus {i}");
@@ -158,7 +170,7 @@ pub(super) fn check_queues(r: &Residency) {
             let entries: BTreeSet<Entry> = q.iter().map(|Reverse(e)| *e).collect();
             for c in mine {
                 let p = u8::MAX - plain_order(r, c).0;
-                let e = entry(&r.grid, slot.view.pos, c, p);
+                let e = entry(&r.grid, r.height(), slot.view.pos, c, p);
                 assert!(entries.contains(&e), "focus {i} does not queue {c:?}");
             }
         }
@@ -168,7 +180,7 @@ pub(super) fn check_queues(r: &Residency) {
 /// The nearest-first order of a pending chunk worked out plainly from the foci in force (no
 /// cover, no queue): priority descending, least distance from a focus that wants it, z, x.
 pub(super) fn plain_order(r: &Residency, c: ChunkPos) -> Entry {
-    let wanting: Vec<&Slot> = r.foci.iter().filter(|s| holds(s, c)).collect();
+    let wanting: Vec<&Slot> = r.foci.iter().filter(|s| holds_in(r.form, s, c)).collect();
     let p = wanting
         .iter()
         .map(|s| s.view.priority)
@@ -176,8 +188,8 @@ pub(super) fn plain_order(r: &Residency, c: ChunkPos) -> Entry {
         .expect("wanted");
     let d = wanting
         .iter()
-        .map(|s| r.grid.distance_sq(s.view.pos, c))
+        .map(|s| distance(&r.grid, r.height(), s.view.pos, c))
         .min_by(f64::total_cmp)
         .expect("wanted");
-    (u8::MAX - p, d.to_bits(), c)
+    (u8::MAX - p, d.to_bits(), Tie(c))
 }
