@@ -201,6 +201,20 @@ fn refusals_are_held_per_section() {
         "row order, with y"
     );
     assert_eq!(s.progress(), 1.0, "a load-refused section is ready");
+    // A Lua handler reads the section's `y` and refuses one row.
+    std::fs::write(
+        dir.path().join("high.lua"),
+        "on('world.chunk.load', function(c) if c.y == 1 then return cancel('high') end end)",
+    )
+    .unwrap();
+    sc["mods"] = json!(["high.lua"]);
+    let mut g = game_in(&sc, dir.path());
+    run(&mut g, &[], 1);
+    let s = service(&g);
+    assert_eq!(s.loaded().len(), 18);
+    assert!(s.loaded().iter().all(|c| c.y < 1));
+    let refused: Vec<Option<i64>> = s.refusals().iter().map(|r| r.y).collect();
+    assert_eq!(refused, [Some(1); 9]);
 }
 
 /// `chunkOf` reads `y` with sections (floor(y / height)), the service tells the shape and the

@@ -82,7 +82,6 @@ pub(super) fn holds_in(form: Form, slot: &Slot, c: ChunkPos) -> bool {
     within && (c.y - slot.centre.y).abs() <= i64::from(form.rows())
 }
 
-
 /// One focus on quarter chunks near the origin (many exact distance ties, overlapping
 /// squares), radius 0..=4, priority mostly 0.
 pub(super) fn random_focus(seed: &mut u64, size: f64) -> FocusView {
