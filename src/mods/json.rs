@@ -1,8 +1,9 @@
 //! JSON mods: `{ "id", "hook", "match", "cancel", "reason", "set": {radius?, budgetMs?} }`, or
 //! several rules in one file: `{ "id", "rules": [ {hook, match, cancel, reason}, … ] }`.
 //!
-//! `match` is one pattern `{x?, z?}` or a list of patterns (any of them matches); each of `x`
-//! and `z` is absent (any), an integer, or an inclusive range `[min, max]`:
+//! `match` is one pattern `{x?, z?, y?}` or a list of patterns (any of them matches); each of
+//! `x`, `z` and `y` (a section's row in a vertical world, docs/reference/hooks.md#matching-sections)
+//! is absent (any), an integer, or an inclusive range `[min, max]`:
 //! `"match": {"x": [0, 3], "z": [-1, 1]}` is a rectangle of 12 chunks,
 //! `"match": [{"x": 0, "z": 0}, {"x": 5, "z": 5}]` two chunks. A rule with a `hook` must say
 //! `cancel` (`true` or `false`).
@@ -153,6 +154,11 @@ pub struct Match {
     /// Chunk row: a value or `[min, max]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub z: Option<Coord>,
+    /// Section row of a vertical world (docs/reference/hooks.md#matching-sections): a value or
+    /// `[min, max]`. A pattern naming it matches only asks that carry a `y`, so never in a flat
+    /// world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<Coord>,
 }
 
 impl Match {
@@ -161,16 +167,25 @@ impl Match {
         Match {
             x: Some(Coord::Exact(x)),
             z: Some(Coord::Exact(z)),
+            y: None,
         }
     }
 
-    fn matches(&self, x: Option<i64>, z: Option<i64>) -> bool {
+    /// The pattern of exactly the section `(x, y, z)`.
+    pub fn section(x: i64, y: i64, z: i64) -> Self {
+        Match {
+            y: Some(Coord::Exact(y)),
+            ..Match::chunk(x, z)
+        }
+    }
+
+    fn matches(&self, x: Option<i64>, z: Option<i64>, y: Option<i64>) -> bool {
         let ok = |c: Option<Coord>, v: Option<i64>| match (c, v) {
             (None, _) => true,
             (Some(c), Some(v)) => c.contains(v),
             (Some(_), None) => false,
         };
-        ok(self.x, x) && ok(self.z, z)
+        ok(self.x, x) && ok(self.z, z) && ok(self.y, y)
     }
 }
 
@@ -200,7 +215,7 @@ impl<'de> Deserialize<'de> for Matches {
         impl<'de> Visitor<'de> for V {
             type Value = Matches;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a pattern {x?, z?} or a list of patterns")
+                f.write_str("a pattern {x?, z?, y?} or a list of patterns")
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Matches, A::Error> {
                 Match::deserialize(de::value::MapAccessDeserializer::new(map)).map(Matches::One)
@@ -256,6 +271,17 @@ impl JsonMod {
                     "expected at most {MAX_RULES} rules, got {}",
                     self.rules.len()
                 ),
+            ));
+        }
+        if self
+            .set
+            .and_then(|set| set.vertical)
+            .is_some_and(|v| v.height.is_some())
+        {
+            // docs/reference/config.md#vertical: the height is the scene's.
+            out.push(Problem::new(
+                "set.vertical.height",
+                "a mod may set only vertical.radius (the height is the scene's)",
             ));
         }
         if self.hook.is_none() && self.set.is_none() && self.rules.is_empty() {
@@ -350,7 +376,9 @@ pub struct JsonRules {
     by_x: HashMap<i64, usize>,
     by_z: HashMap<i64, usize>,
     by_xz: HashMap<(i64, i64), usize>,
-    /// Patterns with a range, in rule order.
+    /// Exact sections `(x, y, z)`.
+    by_xyz: HashMap<(i64, i64, i64), usize>,
+    /// Patterns with a range, or naming `y` but not an exact section, in rule order.
     ranged: Vec<(usize, Match)>,
 }
 
@@ -365,17 +393,21 @@ impl JsonRules {
                 Some(Coord::Exact(v)) => Some(Some(v)),
                 Some(Coord::Range(_)) => None,
             };
-            match (exact(m.x), exact(m.z)) {
-                (Some(None), Some(None)) => {
+            match (exact(m.x), exact(m.z), exact(m.y)) {
+                (Some(Some(x)), Some(Some(z)), Some(Some(y))) => {
+                    self.by_xyz.entry((x, y, z)).or_insert(i);
+                }
+                (_, _, Some(Some(_)) | None) => self.ranged.push((i, *m)),
+                (Some(None), Some(None), _) => {
                     self.any.get_or_insert(i);
                 }
-                (Some(Some(x)), Some(None)) => {
+                (Some(Some(x)), Some(None), _) => {
                     self.by_x.entry(x).or_insert(i);
                 }
-                (Some(None), Some(Some(z))) => {
+                (Some(None), Some(Some(z)), _) => {
                     self.by_z.entry(z).or_insert(i);
                 }
-                (Some(Some(x)), Some(Some(z))) => {
+                (Some(Some(x)), Some(Some(z)), _) => {
                     self.by_xz.entry((x, z)).or_insert(i);
                 }
                 _ => self.ranged.push((i, *m)),
@@ -393,8 +425,8 @@ impl JsonRules {
         self.rules.is_empty()
     }
 
-    /// The first rule (in mod order) matching `x`/`z`.
-    fn first_match(&self, x: Option<i64>, z: Option<i64>) -> Option<usize> {
+    /// The first rule (in mod order) matching `x`/`z`/`y`.
+    fn first_match(&self, x: Option<i64>, z: Option<i64>, y: Option<i64>) -> Option<usize> {
         let mut best = self.any;
         let mut consider = |i: Option<&usize>| {
             if let Some(&i) = i {
@@ -416,12 +448,17 @@ impl JsonRules {
                 consider(self.by_xz.get(&(x, z)));
             }
         }
+        if let (Some(x), Some(z), Some(y)) = (x, z, y) {
+            if !self.by_xyz.is_empty() {
+                consider(self.by_xyz.get(&(x, y, z)));
+            }
+        }
         let so_far = best;
         let ranged = self
             .ranged
             .iter()
             .take_while(|(i, _)| so_far.is_none_or(|b| *i < b))
-            .find(|(_, m)| m.matches(x, z));
+            .find(|(_, m)| m.matches(x, z, y));
         match ranged {
             Some((i, _)) => Some(*i),
             None => so_far,
@@ -431,13 +468,15 @@ impl JsonRules {
 
 impl HookHandler for JsonRules {
     fn ask(&self, args: &HookArgs<'_>) -> HookAnswer {
-        Ok(self.first_match(args.int("x"), args.int("z")).map(|i| {
-            let r = &self.rules[i];
-            Cancel {
-                by: r.by.clone(),
-                reason: r.reason.clone(),
-            }
-        }))
+        Ok(self
+            .first_match(args.int("x"), args.int("z"), args.int("y"))
+            .map(|i| {
+                let r = &self.rules[i];
+                Cancel {
+                    by: r.by.clone(),
+                    reason: r.reason.clone(),
+                }
+            }))
     }
 
     fn label(&self) -> String {
@@ -467,6 +506,7 @@ mod tests {
         Match {
             x: Some(Coord::Exact(x)),
             z: None,
+            y: None,
         }
     }
 
@@ -539,5 +579,78 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.path, "match[1].z", "{e}");
         assert!(e.message.contains("min <= max"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod sections {
+    use super::*;
+    use crate::host::HookValue;
+
+    fn ask(rules: &JsonRules, x: i64, z: i64, y: Option<i64>) -> Option<String> {
+        let mut fields = vec![("x", HookValue::Int(x))];
+        fields.extend(y.map(|y| ("y", HookValue::Int(y))));
+        fields.push(("z", HookValue::Int(z)));
+        rules
+            .ask(&HookArgs {
+                hook: "h",
+                fields: &fields,
+            })
+            .unwrap()
+            .map(|c| c.by.as_str().to_owned())
+    }
+
+    fn pattern(v: serde_json::Value) -> Vec<Match> {
+        let m: Matches = serde_json::from_value(v).unwrap();
+        m.patterns().to_vec()
+    }
+
+    #[test]
+    fn a_pattern_naming_y_matches_only_sections_of_its_rows() {
+        let mut r = JsonRules::default();
+        r.push(ModId::new("exact"), &[Match::section(1, -2, 3)], "".into());
+        r.push(
+            ModId::new("deep"),
+            &pattern(serde_json::json!({"y": [-100, -3]})),
+            "".into(),
+        );
+        r.push(
+            ModId::new("row"),
+            &pattern(serde_json::json!({"x": 1, "z": 3, "y": [5, 6]})),
+            "".into(),
+        );
+        r.push(ModId::new("column"), &[Match::chunk(1, 3)], "".into());
+        assert_eq!(ask(&r, 1, 3, Some(-2)).as_deref(), Some("exact"));
+        assert_eq!(ask(&r, 9, 9, Some(-3)).as_deref(), Some("deep"));
+        assert_eq!(ask(&r, 9, 9, Some(-2)), None);
+        assert_eq!(ask(&r, 1, 3, Some(6)).as_deref(), Some("row"));
+        // A pattern without y matches every section of its column.
+        assert_eq!(ask(&r, 1, 3, Some(0)).as_deref(), Some("column"));
+        assert_eq!(ask(&r, 1, 3, Some(-50)).as_deref(), Some("deep"));
+        // A flat ask carries no y: only the pattern without y matches it.
+        assert_eq!(ask(&r, 1, 3, None).as_deref(), Some("column"));
+        assert_eq!(ask(&r, 9, 9, None), None);
+    }
+
+    #[test]
+    fn a_mod_may_set_the_shape_and_the_vertical_radius_but_not_the_height() {
+        let m: JsonMod = serde_json::from_value(serde_json::json!({
+            "id": "m", "set": {"shape": "disc", "vertical": {"radius": 3}}
+        }))
+        .unwrap();
+        assert!(m.problems().is_empty());
+        let set = m.set.unwrap();
+        assert_eq!(set.shape, Some(crate::kits::streaming::Shape::Disc));
+        assert_eq!(set.vertical.map(|v| v.radius.get()), Some(3));
+        let m: JsonMod = serde_json::from_value(serde_json::json!({
+            "id": "m", "set": {"vertical": {"radius": 3, "height": 8}}
+        }))
+        .unwrap();
+        let p = m.problems();
+        assert_eq!(p.len(), 1);
+        assert_eq!(
+            p[0].to_string(),
+            "set.vertical.height: a mod may set only vertical.radius (the height is the scene's)"
+        );
     }
 }

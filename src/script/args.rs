@@ -46,10 +46,20 @@ pub fn number(v: f64) -> Value {
     }
 }
 
-/// `{x = …, z = …}`.
+/// `{x = …, z = …}` (and `y` when not 0: only a vertical world's sections have one).
 pub fn chunk_table(lua: &Lua, c: ChunkPos) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, 2)?;
+    section_table(lua, c, false)
+}
+
+/// `{x = …, y = …, z = …}` when `with_y` (a section of a vertical world, docs/vertical.md, `y`
+/// even when 0), else [`chunk_table`]'s `{x = …, z = …}`.
+pub fn section_table(lua: &Lua, c: ChunkPos, with_y: bool) -> mlua::Result<Table> {
+    let with_y = with_y || c.y != 0;
+    let t = lua.create_table_with_capacity(0, 2 + usize::from(with_y))?;
     t.raw_set("x", c.x)?;
+    if with_y {
+        t.raw_set("y", c.y)?;
+    }
     t.raw_set("z", c.z)?;
     Ok(t)
 }
@@ -60,10 +70,20 @@ pub const UNITS_PER_TABLE: u64 = 8;
 
 /// `{ {x = …, z = …}, … }`, charged [`UNITS_PER_TABLE`] a chunk.
 pub fn chunk_list(lua: &Lua, meter: &dyn Meter, chunks: Vec<ChunkPos>) -> mlua::Result<Table> {
+    section_list(lua, meter, chunks, false)
+}
+
+/// [`chunk_list`] of [`section_table`]s: `{x, y, z}` each when `with_y`.
+pub fn section_list(
+    lua: &Lua,
+    meter: &dyn Meter,
+    chunks: Vec<ChunkPos>,
+    with_y: bool,
+) -> mlua::Result<Table> {
     meter.charge(UNITS_PER_TABLE * chunks.len() as u64)?;
     let t = lua.create_table_with_capacity(chunks.len(), 0)?;
     for (i, c) in chunks.into_iter().enumerate() {
-        t.raw_set(i + 1, chunk_table(lua, c)?)?;
+        t.raw_set(i + 1, section_table(lua, c, with_y)?)?;
     }
     Ok(t)
 }
@@ -101,6 +121,20 @@ pub fn chunk_args(x: &Value, z: &Value) -> Result<ChunkPos, String> {
                 got(v)
             ))
         }
+    }
+}
+
+/// `(x, z)` chunk coordinates and an optional section row `y` (docs/vertical.md; `nil`: row 0),
+/// the last argument of the functions that take a chunk (`isLoaded(x, z, y)`).
+pub fn section_args(x: &Value, z: &Value, y: &Value) -> Result<ChunkPos, String> {
+    let c = chunk_args(x, z)?;
+    match (y, integer(y)) {
+        (Value::Nil, _) => Ok(c),
+        (_, Some(y)) => Ok(ChunkPos::section(c.x, y, c.z)),
+        (v, None) => Err(format!(
+            "y: expected an integer section row or nil, got {}",
+            got(v)
+        )),
     }
 }
 

@@ -20,7 +20,8 @@ mod table;
 
 pub use args::{
     arg, checked, chunk_args, chunk_list, chunk_table, expected_got, float, got, integer, lua_type,
-    number, position_arg, setting, subscriber, MAX_SUBSCRIPTIONS, UNITS_PER_TABLE,
+    number, position_arg, section_args, section_list, section_table, setting, subscriber,
+    MAX_SUBSCRIPTIONS, UNITS_PER_TABLE,
 };
 pub use table::{
     add_service_fn, fail, ok, service, Answer, EntrySlot, LuaTable, Meter, RunningMod, ServiceFn,

@@ -54,6 +54,19 @@ pub trait RunningMod {
         f: &Function,
         chunk: ChunkPos,
         rest: &dyn Fn(&Lua) -> mlua::Result<MultiValue>,
+    ) {
+        self.callback_section(hook, f, chunk, false, rest);
+    }
+
+    /// [`RunningMod::callback`] with the chunk's table `{x, y, z}` when `with_y` (a section of a
+    /// vertical world, docs/vertical.md), else `{x, z}` (`y` written only when not 0).
+    fn callback_section(
+        &self,
+        hook: &'static str,
+        f: &Function,
+        chunk: ChunkPos,
+        with_y: bool,
+        rest: &dyn Fn(&Lua) -> mlua::Result<MultiValue>,
     );
 }
 

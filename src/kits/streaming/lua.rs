@@ -11,9 +11,9 @@ use serde_json::json;
 
 use crate::host::{EntityId, ModId};
 use crate::script::{
-    add_service_fn, arg, checked, chunk_args, chunk_list, chunk_table, got, integer, number, ok,
-    position_arg, setting, subscriber, Answer, EntrySlot, LuaTable, Meter, ServiceLookup, TableCtx,
-    UNITS_PER_TABLE,
+    add_service_fn, arg, checked, chunk_list, got, integer, number, ok, position_arg, section_args,
+    section_list, section_table, setting, subscriber, Answer, EntrySlot, LuaTable, Meter,
+    ServiceLookup, TableCtx, UNITS_PER_TABLE,
 };
 
 use super::config::{LuaArg, LUA_SETTERS, MAX_RADIUS};
@@ -131,14 +131,26 @@ fn table(
     Ok(t)
 }
 
+/// Whether the world is vertical (docs/vertical.md): chunks are sections and the tables the
+/// functions build carry `y` (even 0).
+fn vertical(s: &dyn StreamingService) -> bool {
+    s.settings().vertical.is_some()
+}
+
+/// The chunk a function takes: `x, z` and an optional last `y` (a section's row; `nil`: 0).
+fn chunk_arg(args: &MultiValue) -> Result<crate::grid::ChunkPos, String> {
+    section_args(&arg(args, 0), &arg(args, 1), &arg(args, 2))
+}
+
+/// `streaming.isLoaded(x, z, y?)`.
 fn is_loaded(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
-    let c = chunk_args(&arg(args, 0), &arg(args, 1))?;
+    let c = chunk_arg(args)?;
     Ok(ok(lua, s.is_loaded(c)))
 }
 
-/// `streaming.isComplete(x, z)` (docs/reference/streaming.md#complete-chunks).
+/// `streaming.isComplete(x, z, y?)` (docs/reference/streaming.md#complete-chunks).
 fn is_complete(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
-    let c = chunk_args(&arg(args, 0), &arg(args, 1))?;
+    let c = chunk_arg(args)?;
     Ok(ok(lua, s.is_complete(c)))
 }
 
@@ -147,21 +159,21 @@ fn chunk_size(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> A
 }
 
 fn loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
-    Ok(chunk_list(lua, &*ctx.meter, s.loaded()).and_then(|t| ok(lua, t)))
+    Ok(section_list(lua, &*ctx.meter, s.loaded(), vertical(s)).and_then(|t| ok(lua, t)))
 }
 
 fn pending(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
-    Ok(chunk_list(lua, &*ctx.meter, s.pending()).and_then(|t| ok(lua, t)))
+    Ok(section_list(lua, &*ctx.meter, s.pending(), vertical(s)).and_then(|t| ok(lua, t)))
 }
 
 fn chunk_of(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
     let p = position_arg(&arg(args, 0))?;
-    Ok(chunk_table(lua, s.chunk_of(p)).and_then(|t| ok(lua, t)))
+    Ok(section_table(lua, s.chunk_of(p), vertical(s)).and_then(|t| ok(lua, t)))
 }
 
 fn around(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
     let p = position_arg(&arg(args, 0))?;
-    Ok(chunk_list(lua, &*ctx.meter, s.around(p)).and_then(|t| ok(lua, t)))
+    Ok(section_list(lua, &*ctx.meter, s.around(p), vertical(s)).and_then(|t| ok(lua, t)))
 }
 
 fn refusals(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
@@ -177,8 +189,9 @@ fn refusals(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> A
     Ok(build().and_then(|t| ok(lua, t)))
 }
 
+/// `streaming.release(x, z, y?)`.
 fn release(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
-    let c = chunk_args(&arg(args, 0), &arg(args, 1))?;
+    let c = chunk_arg(args)?;
     Ok(ok(lua, s.release(c)))
 }
 
@@ -186,8 +199,11 @@ fn focus(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answer
     Ok(match s.focus() {
         None => ok(lua, Value::Nil),
         Some(p) => (|| {
-            let t = lua.create_table_with_capacity(0, 2)?;
+            let t = lua.create_table_with_capacity(0, 3)?;
             t.raw_set("x", number(p.x))?;
+            if vertical(s) {
+                t.raw_set("y", number(p.y))?;
+            }
             t.raw_set("z", number(p.z))?;
             ok(lua, t)
         })(),
@@ -339,8 +355,10 @@ fn on_chunk(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -
     let (f, entry) = subscriber(&arg(args, 0), &ctx.entry, &ctx.live)?;
     let service = ctx.service.clone();
     let subscription = s.on_chunk(Box::new(move |chunk, loaded| {
-        let restored = service.upgrade().is_some_and(|s| s.restoring());
-        entry.callback("onChunk", &f, chunk, &|lua| {
+        let service = service.upgrade();
+        let restored = service.as_ref().is_some_and(|s| s.restoring());
+        let with_y = service.as_ref().is_some_and(|s| vertical(&**s));
+        entry.callback_section("onChunk", &f, chunk, with_y, &|lua| {
             (loaded, restored).into_lua_multi(lua)
         })
     }));

@@ -115,8 +115,12 @@ pub fn check_save_section(
     let parsed: SaveSection = from_value(section, &path)?;
     // Alone, the save is checked against the loosest ticket cap any scene may set; loading it
     // checks it against its scene's.
+    // Alone, a save may be a vertical game's (its sections' rows are checked by its load).
     let config = StreamingConfig {
         max_ticket_chunks: Some(MaxTicketChunks::new(config::MAX_TICKET_CHUNKS).expect("in range")),
+        vertical: Some(VerticalDef::radius_only(
+            VerticalRadius::new(0).expect("in range"),
+        )),
         ..StreamingConfig::default()
     };
     State::new(config, IndexMap::new())
@@ -946,7 +950,7 @@ impl Kit for StreamingKit {
     /// (its fields are in the section); else what round 2 wrote, byte for byte.
     fn save_version(&self) -> u32 {
         let st = self.state.borrow();
-        if st.uses_neighbours() {
+        if st.uses_neighbours() || st.uses_vertical() {
             crate::host::save::SAVE_VERSION
         } else if st.uses_scheduling() || st.uses_lod() {
             crate::host::save::ROUND3_SAVE_VERSION
@@ -1104,7 +1108,7 @@ impl Kit for StreamingKit {
     }
 
     fn save(&self) -> Option<serde_json::Value> {
-        Some(serde_json::to_value(self.state.borrow().save_section()).expect("plain data"))
+        Some(self.state.borrow().save_value())
     }
 
     fn prepare_load(

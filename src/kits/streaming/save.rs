@@ -108,6 +108,10 @@ impl SavedTicket {
 pub struct LastWanted {
     /// Chunk column.
     pub x: i64,
+    /// The section row of a vertical world (docs/reference/saves.md#sections-in-saves); absent
+    /// in a flat world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<i64>,
     /// Chunk row.
     pub z: i64,
     /// The tick.
@@ -199,6 +203,8 @@ pub(crate) struct Prepared {
 
 impl State {
     pub(crate) fn save_section(&self) -> SaveSection {
+        // The rows are written in the scene in force's world (as a load checks them).
+        let vertical = self.settings().vertical.is_some();
         let foci = self
             .residency
             .foci()
@@ -236,6 +242,7 @@ impl State {
                 .loaded()
                 .map(|c| LastWanted {
                     x: c.x,
+                    y: vertical.then_some(c.y),
                     z: c.z,
                     tick: self.residency.last_wanted(c),
                 })
@@ -312,6 +319,9 @@ impl State {
         save: &SaveFacts<'_>,
     ) -> Result<Prepared, Problem> {
         let active = save.scene.is_some();
+        if !self.vertical_for(save.scene) {
+            check_flat(&s)?;
+        }
         check_scene_less(&s, active)?;
         let refused: Vec<ChunkPos> = s.refusals.iter().map(|r| ChunkPos::new(r.x, r.z)).collect();
         let loaded = check_loaded(&s.loaded)?;
@@ -576,6 +586,84 @@ fn check_scene_less(s: &SaveSection, active: bool) -> Result<(), Problem> {
     Ok(())
 }
 
+/// A save of a flat game holds no section row (docs/reference/saves.md#sections-in-saves): the
+/// first `y` of a chunk list, in the section's order, is refused with its path.
+fn check_flat(s: &SaveSection) -> Result<(), Problem> {
+    let lists: [(&str, Vec<bool>); 3] = [
+        ("loaded", s.loaded.iter().map(|c| c.y != 0).collect()),
+        (
+            "lastWanted",
+            s.last_wanted.iter().map(|l| l.y.is_some()).collect(),
+        ),
+        (
+            "complete",
+            s.complete.iter().flatten().map(|c| c.y != 0).collect(),
+        ),
+    ];
+    for (key, has_y) in lists {
+        if let Some(i) = has_y.iter().position(|y| *y) {
+            return Err(Problem::new(format!("{key}[{i}].y"), FLAT));
+        }
+    }
+    Ok(())
+}
+
+const FLAT: &str = "expected no section row: the game is flat (its scene has no `vertical`, \
+                    docs/reference/saves.md#sections-in-saves)";
+
+/// The keys of a section whose chunks a vertical game writes with `y` (even 0).
+const SECTION_LISTS: [&str; 3] = ["loaded", "lastWanted", "complete"];
+
+/// `{x, y: 0, …}` for a chunk object without `y`, keys in the order x, y, then the rest.
+fn with_y(item: &mut serde_json::Value) {
+    if let serde_json::Value::Object(m) = item {
+        if m.contains_key("y") {
+            return;
+        }
+        let old = std::mem::take(m);
+        for (k, v) in old {
+            let x = k == "x";
+            m.insert(k, v);
+            if x {
+                m.insert("y".to_owned(), serde_json::Value::from(0));
+            }
+        }
+    }
+}
+
+impl State {
+    /// Whether the game is vertical (docs/reference/config.md#vertical): the config or any
+    /// scene's layer sets `vertical` (a mod cannot turn it on).
+    pub(crate) fn uses_vertical(&self) -> bool {
+        self.config.uses_vertical() || self.layers.values().any(Overrides::uses_vertical)
+    }
+
+    /// Whether a save made with `scene` active is of a vertical game: the scene's layer sets
+    /// `vertical`, else the config does.
+    fn vertical_for(&self, scene: Option<&str>) -> bool {
+        scene
+            .and_then(|name| self.layers.get(name))
+            .and_then(|l| l.vertical)
+            .or(self.config.vertical)
+            .is_some()
+    }
+
+    /// The save section as JSON: [`State::save_section`], and in a vertical world (the
+    /// settings in force) every section of its chunk lists with its `y`, row 0 too
+    /// (docs/reference/saves.md#sections-in-saves).
+    pub(crate) fn save_value(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self.save_section()).expect("plain data");
+        if self.settings().vertical.is_some() {
+            for key in SECTION_LISTS {
+                if let Some(list) = v.get_mut(key).and_then(|l| l.as_array_mut()) {
+                    list.iter_mut().for_each(with_y);
+                }
+            }
+        }
+        v
+    }
+}
+
 const NO_SCENE: &str = "expected nothing here: the save has no active scene (\"scene\": null)";
 
 /// `foci` (a version-1 section: its one `focus`): positions, radii, the non-ticket foci first,
@@ -838,7 +926,7 @@ fn check_last_wanted(
 ) -> Result<BTreeMap<ChunkPos, u64>, Problem> {
     let mut last_wanted = BTreeMap::new();
     for (i, l) in list.iter().enumerate() {
-        let c = ChunkPos::new(l.x, l.z);
+        let c = ChunkPos::section(l.x, l.y.unwrap_or(0), l.z);
         if !loaded.contains(&c) {
             return Err(Problem::new(
                 format!("lastWanted[{i}]"),

@@ -11,7 +11,7 @@ use mlua::{ChunkMode, Function, IntoLuaMulti, Lua, LuaOptions, MultiValue, StdLi
 
 use crate::grid::ChunkPos;
 use crate::host::{HookArgs, HookValue, Log, LogLine, ModErrors, ModId, Steps};
-use crate::script::{chunk_table, lua_type, RunningMod};
+use crate::script::{lua_type, section_table, RunningMod};
 
 use super::{api, vm, LuaLimits};
 
@@ -523,18 +523,20 @@ impl Entry {
 
 impl RunningMod for Entry {
     /// Calls `f({x, z}, rest...)`; a failure is reported as `mod.error` with hook `hook`.
-    fn callback(
+    fn callback_section(
         &self,
         hook: &'static str,
         f: &Function,
         chunk: ChunkPos,
+        with_y: bool,
         rest: &dyn Fn(&Lua) -> mlua::Result<MultiValue>,
     ) {
         if self.silenced() {
             return;
         }
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let t = chunk_table(&self.lua, chunk).map_err(|e| clean_error(&e, &self.meter))?;
+            let t = section_table(&self.lua, chunk, with_y)
+                .map_err(|e| clean_error(&e, &self.meter))?;
             let mut args = rest(&self.lua).map_err(|e| clean_error(&e, &self.meter))?;
             args.push_front(mlua::Value::Table(t));
             self.call((f, args)).map(drop)

@@ -1,0 +1,302 @@
+//! The `shape` and `vertical` keys where files and mods meet them
+//! (docs/reference/config.md#shape, docs/reference/config.md#vertical): their messages, mods
+//! setting them, saves of a vertical game (docs/reference/saves.md#sections-in-saves), and every
+//! output unchanged when they are left out or `shape` is `"square"`.
+
+mod common;
+
+use common::{game, game_in, kits, run, scene_error};
+use serde_json::{json, Value};
+
+fn hero() -> Value {
+    json!([{ "id": "hero", "tags": ["player"], "position": { "x": 8, "z": 8 } }])
+}
+
+fn drive() -> Vec<Value> {
+    vec![
+        json!({"tick": 2, "do": "move", "entity": "hero", "to": {"x": 100, "z": 8}}),
+        json!({"tick": 4, "do": "move", "entity": "hero", "to": {"x": 100, "z": -70}}),
+    ]
+}
+
+/// The event log, the state and the save text of the drive with `config`.
+fn outputs(config: Value) -> (Vec<String>, String, String) {
+    let mut g = game(&json!({ "kits": kits(config), "entities": hero() }));
+    run(&mut g, &drive(), 6);
+    (
+        common::event_lines(&g),
+        serde_json::to_string(&g.state()).unwrap(),
+        g.save_text().unwrap(),
+    )
+}
+
+#[test]
+fn square_written_out_is_byte_for_byte_the_shape_left_out() {
+    let absent = outputs(json!({ "radius": 2 }));
+    let square = outputs(json!({ "radius": 2, "shape": "square" }));
+    assert_eq!(absent, square);
+    assert!(absent.2.contains("\"version\": 2"), "{}", absent.2);
+}
+
+#[test]
+fn bad_shape_and_vertical_values_name_their_json_path() {
+    let with = |config: Value| scene_error(&json!({ "kits": kits(config), "entities": hero() }));
+    assert_eq!(
+        with(json!({"shape": "round"})),
+        "scene.json: kits[2].config.shape: expected \"square\" or \"disc\", got \"round\""
+    );
+    assert_eq!(
+        with(json!({"vertical": {"radius": -1}})),
+        "scene.json: kits[2].config.vertical.radius: expected an integer 0..=32, got -1"
+    );
+    assert_eq!(
+        with(json!({"vertical": {"radius": 2, "height": -4}})),
+        "scene.json: kits[2].config.vertical.height: expected a finite number > 0, got -4"
+    );
+    let err = with(json!({"vertical": {"height": 4}}));
+    assert!(
+        err.starts_with("scene.json: kits[2].config.vertical.radius: missing field"),
+        "{err}"
+    );
+    let err = with(json!({"vertical": {"radius": 1, "depth": 4}}));
+    assert!(err.contains("kits[2].config.vertical"), "{err}");
+    assert!(err.contains("unknown field `depth`"), "{err}");
+    let err = scene_error(&json!({
+        "kits": kits(json!({})),
+        "entities": hero(),
+        "scenes": [{ "id": "cave", "entry": {"x": 0, "z": 0},
+                     "layers": { "world.streaming": { "vertical": {"radius": 40} } } }]
+    }));
+    assert!(
+        err.contains(
+            "scenes[0].layers.world.streaming.vertical.radius: expected an integer 0..=32, got 40"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_mod_setting_the_height_is_refused_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("tall.json"),
+        r#"{"id": "tall", "set": {"vertical": {"radius": 2, "height": 8}}}"#,
+    )
+    .unwrap();
+    let scene = json!({
+        "kits": kits(json!({"vertical": {"radius": 1}})),
+        "mods": ["tall.json"],
+        "entities": hero()
+    });
+    let err = world_streaming::game::Game::from_scene_text(
+        &scene.to_string(),
+        "scene.json",
+        dir.path(),
+        &world_streaming::kits::builtin_catalog(),
+    )
+    .err()
+    .expect("refused")
+    .to_string();
+    assert!(
+        err.contains("tall.json: set.vertical.height: a mod may set only vertical.radius"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_layer_replaces_the_config_s_vertical_and_a_mod_sets_only_its_radius() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("deep.json"),
+        r#"{"id": "deep", "set": {"vertical": {"radius": 5}, "shape": "disc"}}"#,
+    )
+    .unwrap();
+    let scene = json!({
+        "kits": kits(json!({"chunkSize": 16, "vertical": {"radius": 1, "height": 4}})),
+        "mods": ["deep.json"],
+        "entities": hero(),
+        "scenes": [
+            { "id": "cave", "entry": {"x": 0, "z": 0},
+              "layers": { "world.streaming": { "vertical": {"radius": 2} } } }
+        ]
+    });
+    let g = game_in(&scene, dir.path());
+    let s = g.streaming().unwrap().settings();
+    assert_eq!(s.shape, world_streaming::kits::streaming::Shape::Disc);
+    let v = s.vertical.unwrap();
+    // The mod's radius; the layer's height left out is the chunk size, not the config's 4.
+    assert_eq!((v.radius, v.height), (5, 16.0));
+}
+
+#[test]
+fn a_mod_s_vertical_radius_in_a_flat_scene_changes_no_event_and_no_state() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rows.json"),
+        r#"{"id": "rows", "set": {"vertical": {"radius": 3}}}"#,
+    )
+    .unwrap();
+    let flat = |mods: Value| {
+        let scene = json!({ "kits": kits(json!({"radius": 1})), "mods": mods, "entities": hero() });
+        let mut g = game_in(&scene, dir.path());
+        run(&mut g, &drive(), 6);
+        assert_eq!(g.streaming().unwrap().settings().vertical, None);
+        (
+            common::event_lines(&g),
+            serde_json::to_value(g.state()).unwrap(),
+        )
+    };
+    assert_eq!(flat(json!(["rows.json"])), flat(json!([])));
+}
+
+fn vertical_scene() -> Value {
+    json!({
+        "kits": kits(json!({"radius": 1, "vertical": {"radius": 1, "height": 16}})),
+        "entities": hero()
+    })
+}
+
+#[test]
+fn a_vertical_game_saves_version_4_with_every_section_s_row_and_loads_it_back() {
+    let mut g = game(&vertical_scene());
+    run(&mut g, &drive(), 3);
+    let text = g.save_text().unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["version"], 4);
+    let s = &v["kits"]["world.streaming"];
+    let loaded = s["loaded"].as_array().unwrap();
+    assert!(!loaded.is_empty());
+    for c in loaded.iter().chain(s["lastWanted"].as_array().unwrap()) {
+        let keys: Vec<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(&keys[..3], ["x", "y", "z"], "{c}");
+    }
+    let before = serde_json::to_value(g.state()).unwrap();
+    let mut h = game(&vertical_scene());
+    h.load_text(&text).unwrap();
+    assert_eq!(serde_json::to_value(h.state()).unwrap(), before);
+    assert_eq!(h.save_text().unwrap(), text, "saved again, the same bytes");
+}
+
+#[test]
+fn a_save_with_section_rows_is_refused_by_a_flat_game_at_its_path_and_check_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = game(&json!({ "kits": kits(json!({"radius": 1})), "entities": hero() }));
+    run(&mut g, &drive(), 3);
+    let good = g.save_text().unwrap();
+    let mut v: Value = serde_json::from_str(&good).unwrap();
+    v["kits"]["world.streaming"]["loaded"][1]["y"] = json!(2);
+    v["kits"]["world.streaming"]["lastWanted"] = json!([]);
+    let bad = v.to_string();
+    let before = serde_json::to_value(g.state()).unwrap();
+    let err = g.load_text(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains("kits.world.streaming.loaded[1].y: expected no section row: the game is flat"),
+        "{err}"
+    );
+    assert_eq!(
+        serde_json::to_value(g.state()).unwrap(),
+        before,
+        "unchanged"
+    );
+    let path = dir.path().join("rows.save.json");
+    std::fs::write(&path, &bad).unwrap();
+    let checked = g.check_save(&path).unwrap_err().to_string();
+    assert!(
+        checked.contains("kits.world.streaming.loaded[1].y"),
+        "{checked}"
+    );
+    // Alone, the save may be a vertical game's.
+    world_streaming::files::save::check(&v).unwrap();
+    // A lastWanted row too, even 0.
+    let mut v: Value = serde_json::from_str(&good).unwrap();
+    v["kits"]["world.streaming"]["lastWanted"][0]["y"] = json!(0);
+    let err = g.load_text(&v.to_string()).unwrap_err().to_string();
+    assert!(
+        err.contains("kits.world.streaming.lastWanted[0].y"),
+        "{err}"
+    );
+    // The vertical game takes a row.
+    let mut h = game(&vertical_scene());
+    run(&mut h, &drive(), 3);
+    let mut v: Value = serde_json::from_str(&h.save_text().unwrap()).unwrap();
+    v["kits"]["world.streaming"]["lastWanted"][0]["y"] = json!(0);
+    h.load_text(&v.to_string()).unwrap();
+}
+
+#[test]
+fn lua_sets_the_shape_and_the_vertical_radius_and_reads_sections_with_their_row() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rows.lua"),
+        r#"
+streaming.setShape("disc")
+streaming.setVerticalRadius(2)
+local ok, err = pcall(streaming.setVerticalRadius, 33)
+log(tostring(ok), err)
+ok, err = pcall(streaming.isLoaded, 0, 0, 0.5)
+log(tostring(ok), err)
+streaming.onChunk(function(c, loaded)
+  if c.x == 0 and c.z == 0 then log("on", c.x, c.y, c.z, loaded) end
+end)
+"#,
+    )
+    .unwrap();
+    let mut g = game_in(
+        &json!({ "kits": kits(json!({"radius": 1, "vertical": {"radius": 0}})),
+                 "mods": ["rows.lua"], "entities": hero() }),
+        dir.path(),
+    );
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    assert!(
+        log[0].starts_with("false\t") && log[0].contains("expected an integer 0..=32, got 33"),
+        "{log:?}"
+    );
+    assert!(
+        log[1].contains("y: expected an integer section row or nil, got a number"),
+        "{log:?}"
+    );
+    let s = g.streaming().unwrap().settings();
+    assert_eq!(s.shape, world_streaming::kits::streaming::Shape::Disc);
+    assert_eq!(s.vertical.map(|v| v.radius), Some(2));
+    run(&mut g, &[], 3);
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    assert!(
+        log.iter().any(|l| l == "on\t0\t0\t0\ttrue"),
+        "a section's table carries its row, 0 too: {log:?}"
+    );
+    g.add_mod(
+        "ask.lua",
+        r#"
+local l = streaming.loaded()[1]
+log(l.x, l.y, l.z, tostring(streaming.isLoaded(l.x, l.z, l.y)), tostring(streaming.isLoaded(l.x, l.z, 99)))
+"#,
+    )
+    .unwrap();
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    let cols: Vec<&str> = log[0].split('\t').collect();
+    assert_eq!(cols.len(), 5, "{log:?}");
+    assert_eq!(&cols[3..], ["true", "false"], "{log:?}");
+}
+
+#[test]
+fn lua_tables_of_a_flat_world_have_no_row() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("flat.lua"),
+        r#"streaming.onChunk(function(c) if c.y ~= nil then log("row", c.y) end end)
+function count() local n = 0 for _, c in ipairs(streaming.loaded()) do if c.y ~= nil then n = n + 1 end end return n end"#,
+    )
+    .unwrap();
+    let mut g = game_in(
+        &json!({ "kits": kits(json!({"radius": 1})), "mods": ["flat.lua"], "entities": hero() }),
+        dir.path(),
+    );
+    run(&mut g, &drive(), 4);
+    g.add_mod(
+        "ask.lua",
+        "local n = 0 for _, c in ipairs(streaming.loaded()) do if c.y ~= nil then n = n + 1 end end log(n, tostring(streaming.isLoaded(0, 0, 0)))",
+    )
+    .unwrap();
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    assert_eq!(log, ["0\tfalse"]);
+}
