@@ -107,6 +107,24 @@ impl DistrictEvent {
         self.value().into()
     }
 
+    /// The payload as JSON with `y` after `x` when `vertical` (a home is a section then,
+    /// docs/reference/district.md#homes-in-a-vertical-world); a region's origin never has one.
+    pub(super) fn value_in(&self, vertical: bool) -> Value {
+        let mut v = self.value();
+        match (self, v.as_object_mut()) {
+            (
+                DistrictEvent::Materialised { chunk, .. }
+                | DistrictEvent::Stored { chunk, .. }
+                | DistrictEvent::ReadError { chunk, .. },
+                Some(map),
+            ) if vertical => {
+                map.shift_insert(1, "y".into(), Value::from(chunk.y));
+            }
+            _ => {}
+        }
+        v
+    }
+
     /// The payload as JSON.
     pub(super) fn value(&self) -> Value {
         match self {

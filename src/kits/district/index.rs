@@ -192,6 +192,16 @@ pub fn check_line(bytes: &[u8]) -> Result<Checked<'_>, String> {
     }
 }
 
+/// An entity's home (docs/reference/district.md#home-chunks-and-the-index): the chunk of its
+/// position; with `vertical` on (`height`), the section of it, the 3-D chunk
+/// (docs/reference/district.md#homes-in-a-vertical-world).
+pub fn home_of(grid: &Grid, height: Option<f64>, pos: crate::grid::Position) -> ChunkPos {
+    match height {
+        Some(h) => grid.section_of(pos, h),
+        None => grid.chunk_of(pos),
+    }
+}
+
 /// The hash an id is looked up by.
 pub fn id_hash(id: &str) -> u64 {
     Fnv1a64::of(id.as_bytes())
@@ -230,6 +240,9 @@ pub struct Index {
 /// earlier line (or, when a line that is not an entity comes first, that line).
 pub struct Builder {
     grid: Grid,
+    /// With `vertical` on, the section height: homes are sections
+    /// (docs/reference/district.md#homes-in-a-vertical-world).
+    height: Option<f64>,
     /// Every line read, in reading order (files in config order, each in line order).
     lines: Vec<LineRef>,
     /// The group of each line: its (scene, home chunk) as a number of `keys`.
@@ -265,6 +278,7 @@ impl Builder {
     pub fn new(grid: Grid) -> Self {
         Builder {
             grid,
+            height: None,
             lines: Vec::new(),
             group_of: Vec::new(),
             keys: FxHashMap::default(),
@@ -281,6 +295,13 @@ impl Builder {
             #[cfg(test)]
             collide: false,
         }
+    }
+
+    /// Homes are sections of `height` (`vertical` on) rather than chunks
+    /// (docs/reference/district.md#homes-in-a-vertical-world).
+    pub fn vertical(mut self, height: Option<f64>) -> Self {
+        self.height = height;
+        self
     }
 
     /// Keeps error `e` of file `file` at `line`.
@@ -570,7 +591,7 @@ impl Builder {
             if u32::try_from(self.lines.len()).is_err() {
                 return Err(fail("more than 4294967295 district entities".into()));
             }
-            let chunk = self.grid.chunk_of(e.position);
+            let chunk = home_of(&self.grid, self.height, e.position);
             let group = self.group(scene, chunk);
             let (count, bytes) = &mut self.sizes[group as usize];
             let full = chunk_full(chunk, *count, *bytes, text.len() as u64);

@@ -160,6 +160,18 @@ impl DistrictKit {
             Some(dir) => Some(persist::resolve(dir, spec.base_dir)),
             None => None,
         };
+        // Homes follow the streaming kit's config `vertical`, indexed once at start
+        // (docs/reference/district.md#homes-in-a-vertical-world): a scene layer may not change it.
+        for (i, scene) in spec.scenes.iter().enumerate() {
+            let layer = scene.layers.get(STREAMING);
+            if layer.and_then(|l| l.get("vertical")).is_some() {
+                problems.push(Problem::new(
+                    format!("{}.vertical", KitSpec::layer_path(i, STREAMING)),
+                    "expected no `vertical` in a scene layer with world.district: homes are \
+                     indexed at start with the streaming kit's config `vertical`",
+                ));
+            }
+        }
         let scenes: Vec<String> = spec.scenes.iter().map(|s| s.id.clone()).collect();
         let mut files = Vec::new();
         for (i, d) in config.districts.iter().enumerate() {
@@ -187,6 +199,7 @@ impl DistrictKit {
         }
         let state = State {
             grid: Grid::new(32.0),
+            height: None,
             index: index::Index::default(),
             files: Vec::new(),
             scenes,
@@ -398,11 +411,14 @@ impl DistrictKit {
     }
 
     fn emit_errors(state: &RefCell<State>, emit: &mut dyn FnMut(&'static str, Value)) {
-        let errors = std::mem::take(&mut state.borrow_mut().errors);
+        let (errors, vertical) = {
+            let mut st = state.borrow_mut();
+            (std::mem::take(&mut st.errors), st.height.is_some())
+        };
         for (c, message) in errors {
             emit(
                 ERROR,
-                DistrictEvent::ReadError { chunk: c, message }.value(),
+                DistrictEvent::ReadError { chunk: c, message }.value_in(vertical),
             );
         }
     }
@@ -432,7 +448,16 @@ impl Kit for DistrictKit {
                 service: STREAMING.into(),
             })?;
         let grid = Grid::new(streaming.chunk_size());
-        let mut builder = index::Builder::new(grid);
+        // Homes are sections with `vertical` on (docs/reference/district.md#homes-in-a-vertical-world).
+        let height = streaming.vertical().map(|v| v.height);
+        if let (Some(_), Some(_)) = (height, &self.world_dir) {
+            return Err(Self::start_error(
+                "worldDir with `vertical` on: district region files keep chunks (x, z), not \
+                 sections; keep the differences in game saves (leave worldDir out)"
+                    .into(),
+            ));
+        }
+        let mut builder = index::Builder::new(grid).vertical(height);
         let mut handles = Vec::new();
         for (scene, file) in &self.files {
             let name = self.source.name(file);
@@ -489,6 +514,7 @@ impl Kit for DistrictKit {
         {
             let mut st = self.state.borrow_mut();
             st.grid = grid;
+            st.height = height;
             st.stored = index.len() as u64;
             st.index = index;
             st.files = handles;
@@ -504,9 +530,10 @@ impl Kit for DistrictKit {
                 DistrictKit::emit_errors(&st, &mut |e, d| ctx.emit(e, d));
                 if n > 0 {
                     let count = n as u64;
+                    let vertical = st.borrow().height.is_some();
                     ctx.emit(
                         MATERIALISED,
-                        DistrictEvent::Materialised { chunk: c, count }.value(),
+                        DistrictEvent::Materialised { chunk: c, count }.value_in(vertical),
                     );
                 }
             }),
@@ -517,13 +544,14 @@ impl Kit for DistrictKit {
             Box::new(move |ctx, chunk, _| {
                 let (c, n) = st.borrow_mut().release(ctx.world(), chunk);
                 if n > 0 {
+                    let vertical = st.borrow().height.is_some();
                     ctx.emit(
                         STORED,
                         DistrictEvent::Stored {
                             chunk: c,
                             count: n as u64,
                         }
-                        .value(),
+                        .value_in(vertical),
                     );
                 }
             }),
@@ -569,12 +597,13 @@ impl Kit for DistrictKit {
         let streaming = self.streaming.clone();
         let loaded = |c: ChunkPos| streaming.as_ref().is_some_and(|s| s.is_loaded(c));
         let stored = self.state.borrow_mut().end_tick(ctx.world, loaded);
+        let vertical = self.state.borrow().height.is_some();
         for (c, n) in stored {
             let stored = DistrictEvent::Stored {
                 chunk: c,
                 count: n as u64,
             };
-            ctx.events.emit(STORED, stored.data());
+            ctx.events.emit(STORED, stored.value_in(vertical));
         }
         self.write_back(ctx);
         self.publish(ctx);

@@ -68,6 +68,10 @@ pub struct SavedRecord {
     pub scene: String,
     /// Chunk column.
     pub x: i64,
+    /// Section row, with `vertical` on (docs/reference/district.md#homes-in-a-vertical-world);
+    /// absent (0) otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub y: i64,
     /// Chunk row.
     pub z: i64,
     /// What it stores.
@@ -98,6 +102,10 @@ pub struct SaveSection {
     /// digits): a directory that changed since is an error on load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+}
+
+fn is_zero(y: &i64) -> bool {
+    *y == 0
 }
 
 fn hex(h: u64) -> String {
@@ -161,6 +169,7 @@ impl State {
                 .map(|((scene, c), list)| SavedRecord {
                     scene: self.scenes[*scene as usize].clone(),
                     x: c.x,
+                    y: c.y,
                     z: c.z,
                     entities: list
                         .iter()
@@ -258,6 +267,17 @@ impl State {
         for (i, r) in s.records.into_iter().enumerate() {
             let path = format!("records[{i}]");
             let sc = scene(&r.scene, &format!("{path}.scene"))?;
+            if r.y != 0 && self.height.is_none() {
+                return Err(Problem::new(
+                    format!("{path}.y"),
+                    format!(
+                        "expected no `y`: this game's streaming has no `vertical` (homes are \
+                         chunks (x, z)), got y {}",
+                        r.y
+                    ),
+                ));
+            }
+            let home = ChunkPos::section(r.x, r.y, r.z);
             let mut list = Vec::new();
             for (j, e) in r.entities.into_iter().enumerate() {
                 let p = format!("{path}.entities[{j}]");
@@ -291,13 +311,10 @@ impl State {
                     }
                 });
             }
-            if records
-                .insert((sc, ChunkPos::new(r.x, r.z)), list)
-                .is_some()
-            {
+            if records.insert((sc, home), list).is_some() {
                 return Err(Problem::new(path, "a second record for this chunk"));
             }
-            order.insert((sc, ChunkPos::new(r.x, r.z)), i);
+            order.insert((sc, home), i);
         }
         let saved = Saved {
             live: &live,

@@ -43,6 +43,9 @@ pub(crate) type Count = (ChunkPos, usize);
 /// The kit's state, shared with the service.
 pub(crate) struct State {
     pub grid: Grid,
+    /// With `vertical` on, the section height: homes are sections
+    /// (docs/reference/district.md#homes-in-a-vertical-world).
+    pub height: Option<f64>,
     pub index: Index,
     pub files: Vec<RefCell<crate::scene_files::SceneReader>>,
     /// Scene ids by index (every scene of the file).
@@ -85,6 +88,11 @@ pub(crate) fn entity_hash(e: &Entity) -> u64 {
 }
 
 impl State {
+    /// An entity's home: the chunk of `pos`, or its section with `vertical` on.
+    pub fn home_of(&self, pos: crate::grid::Position) -> ChunkPos {
+        super::index::home_of(&self.grid, self.height, pos)
+    }
+
     /// Reads district line `i` again.
     pub fn read(&self, i: u32) -> Result<Entity, String> {
         let (file, r) = self.index.line(i);
@@ -260,7 +268,7 @@ impl State {
             };
             self.stored = self.stored.saturating_sub(1);
             let id = entity.id.clone();
-            let at = self.grid.chunk_of(entity.position);
+            let at = self.home_of(entity.position);
             let data = entity.data.as_deref().cloned();
             if let Err(e) = world.spawn_restored(entity) {
                 self.errors.push((chunk, e.to_string()));
@@ -429,7 +437,7 @@ impl State {
                 Some(e) => {
                     let district = self.live.get(id).is_some_and(|l| l.line.is_some());
                     if district || e.has_tag(STREAMED) {
-                        let chunk = self.grid.chunk_of(e.position);
+                        let chunk = self.home_of(e.position);
                         let seq = world.spawn_seq(id).unwrap_or_default();
                         self.live.entry(id.clone()).or_insert(Live {
                             line: None,

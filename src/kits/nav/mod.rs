@@ -30,7 +30,7 @@ use crate::host::{
     Services,
 };
 use crate::json::from_value;
-use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
+use crate::kits::streaming::{StreamingService, STREAMING};
 use crate::kits::terrain::{TerrainEvent, TerrainService, TERRAIN, TERRAIN_BUILT, TERRAIN_CHANGED};
 
 pub use config::{MaxNodes, MaxStep, NavConfig, MAX_NODES};
@@ -152,7 +152,9 @@ impl Kit for NavKit {
 
     fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
         let mut st = self.state.borrow_mut();
-        if let Some((chunk, loaded)) = event.chunk() {
+        // Columns, with `vertical` on (docs/reference/nav.md#columns): a section's release
+        // changes no path while its column stays loaded.
+        if let Some((chunk, loaded)) = crate::kits::terrain::column_change(event) {
             if !loaded {
                 st.changed.insert(chunk);
                 st.moved = true;

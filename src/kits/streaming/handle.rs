@@ -100,6 +100,23 @@ impl StreamingService for Handle {
         self.0.borrow().residency.is_loaded(chunk)
     }
 
+    fn columns(&self) -> Vec<ChunkPos> {
+        // docs/reference/streaming.md#columns (flat: a column is its chunk).
+        let st = self.0.borrow();
+        match st.columns.is_on() {
+            true => st.columns.loaded().collect(),
+            false => st.residency.loaded().collect(),
+        }
+    }
+
+    fn is_column_loaded(&self, column: ChunkPos) -> bool {
+        let st = self.0.borrow();
+        match st.columns.is_on() {
+            true => st.columns.is_loaded(column),
+            false => st.residency.is_loaded(column.column()),
+        }
+    }
+
     fn chunk_of(&self, pos: Position) -> ChunkPos {
         self.0.borrow().residency.chunk_of(pos)
     }

@@ -209,6 +209,8 @@ pub struct StreamingKit {
     readiness: Vec<(ChunkPos, bool)>,
     /// Scratch for the end of the tick's completeness changes.
     complete_changes: Vec<CompleteChange>,
+    /// Scratch for the columns announced (docs/reference/streaming.md#columns).
+    batch_columns: Vec<ChunkPos>,
 }
 
 /// What the variables say.
@@ -244,6 +246,7 @@ impl StreamingKit {
             players: Vec::new(),
             readiness: Vec::new(),
             complete_changes: Vec::new(),
+            batch_columns: Vec::new(),
         }
     }
 
@@ -558,6 +561,7 @@ impl StreamingKit {
                 Some(chunk) => {
                     self.asked.insert(chunk);
                     self.unload(ctx, chunk, settings);
+                    self.announce_columns(ctx, false); // an eviction's column right after it
                 }
                 None => return false,
             }
@@ -603,6 +607,7 @@ impl StreamingKit {
             } else {
                 st.residency.mark_released(chunk);
             }
+            st.columns.section_changed(chunk, loaded);
             st.dormancy.chunk_changed(chunk, loaded, ctx.world);
         }
         let mut chunk_ctx = ChunkCtx {
@@ -633,6 +638,37 @@ impl StreamingKit {
                 false,
             );
         }
+    }
+
+    /// The column set (docs/reference/streaming.md#columns) is kept while `vertical` is on.
+    fn follow_columns(&mut self, settings: Settings) {
+        let st = &mut *self.state.borrow_mut();
+        let on = settings.vertical.is_some();
+        st.columns.set_on(on, || st.residency.loaded());
+    }
+
+    /// `world.column.unloaded {x, z}` (`loaded` false) or `world.column.loaded {x, z}` for the
+    /// columns that changed since the last call, row order (z, x); nothing with `vertical` off.
+    fn announce_columns(&mut self, ctx: &mut Ctx<'_>, loaded: bool) {
+        let mut st = self.state.borrow_mut();
+        if !st.columns.has_noted() {
+            return;
+        }
+        let mut list = std::mem::take(&mut self.batch_columns);
+        match loaded {
+            true => st.columns.take_loaded(&mut list),
+            false => st.columns.take_unloaded(&mut list),
+        }
+        drop(st);
+        let name = if loaded {
+            events::COLUMN_LOADED
+        } else {
+            events::COLUMN_UNLOADED
+        };
+        for c in list.drain(..) {
+            ctx.events.emit(name, crate::host::chunk_data(c));
+        }
+        self.batch_columns = list;
     }
 
     fn hold(&self, chunk: ChunkPos, kind: RefusalKind, cancel: Cancel) {
@@ -771,9 +807,10 @@ impl StreamingKit {
         // block changes (a block whose replacement is ready then changes nothing).
         st.residency.track_readiness();
         let complete = st.residency.swap_ready_log(&mut self.readiness);
-        let residency = &st.residency;
-        st.lod
-            .note_chunks(&self.readiness, |c| residency.is_ready(c), complete);
+        st.columns.lod_log(&mut self.readiness); // docs/reference/lod.md#columns
+        let (residency, columns) = (&st.residency, &st.columns);
+        let ready = |c| columns.lod_ready(residency, c);
+        st.lod.note_chunks(&self.readiness, ready, complete);
         // And the players' squares, where they are now (they stay so to the end of the tick).
         self.players.clear();
         self.players
@@ -783,8 +820,8 @@ impl StreamingKit {
         let changes = &mut self.lod_changes;
         moves.clear();
         changes.clear();
-        let residency = &st.residency;
-        st.lod.due(|c| residency.is_ready(c), moves);
+        let (residency, columns) = (&st.residency, &st.columns);
+        st.lod.due(|c| columns.lod_ready(residency, c), moves);
         for &(k, b) in moves.iter() {
             changes.push(lod_change(k, b, st.lod.planned_step(k), false));
             st.lod.mark_released(k, b);
@@ -883,21 +920,18 @@ impl StreamingKit {
                 // what changed (see `update_holes`).
                 st.residency.track_readiness();
                 let complete = st.residency.swap_ready_log(&mut self.readiness);
-                let residency = &st.residency;
+                st.columns.lod_log(&mut self.readiness);
+                let (residency, columns) = (&st.residency, &st.columns);
                 self.players.clear();
                 self.players
                     .extend(residency.foci().take(st.anchor_foci).map(|v| v.pos));
                 st.lod_holes = if st.active {
                     st.lod.update_holes(
                         &self.players,
-                        |c| residency.is_ready(c),
+                        |c| columns.lod_ready(residency, c),
                         &self.readiness,
                         complete,
-                        || {
-                            residency
-                                .loaded()
-                                .chain(residency.refusals().map(|(c, _)| c))
-                        },
+                        || columns.lod_candidates(residency),
                     ) as u64
                 } else {
                     st.lod.invalidate_holes();
@@ -1006,6 +1040,7 @@ impl Kit for StreamingKit {
         for chunk in loaded {
             self.announce(ctx, chunk, false);
         }
+        self.announce_columns(ctx, false);
         // Then the LOD blocks, by level then row order (after the chunk events, as a tick's).
         let (blocks, steps) = {
             let mut st = self.state.borrow_mut();
@@ -1085,18 +1120,21 @@ impl Kit for StreamingKit {
 
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
         let settings = self.resolve_foci(ctx);
+        self.follow_columns(settings);
         // 2. Release, in row order, no budget.
         let mut due = std::mem::take(&mut self.due);
         for chunk in due.drain(..) {
             self.unload(ctx, chunk, settings);
         }
         self.due = due;
+        self.announce_columns(ctx, false);
         // 3. Load, nearest-first, within budget and under the cap; a refused load spends its
         //    slot. The batch is chosen before any hook is asked: a refusal released meanwhile
         //    waits for next tick.
         if self.within_capacity(ctx, settings) {
             self.load_chunks(ctx, settings);
         }
+        self.announce_columns(ctx, true);
         // 3b. LOD blocks (docs/reference/lod.md#lod-events), after the chunk events.
         self.lod_tick(ctx, settings);
         // 4. Dormancy was kept up to date chunk by chunk; readiness and the variables come at
@@ -1143,6 +1181,12 @@ impl Kit for StreamingKit {
         // dormancy is rebuilt below anyway.
         let form = form_of(&st.settings());
         st.residency.set_form(form);
+        {
+            // The columns of the restored sections, without events (a load tells none).
+            let (on, s) = (st.settings().vertical.is_some(), &mut *st);
+            s.columns.set_on(on, Vec::new);
+            s.columns.rebuild(s.residency.loaded());
+        }
         // The subscribers' difference: releases first, then loads, each in row order.
         self.restored = before
             .iter()

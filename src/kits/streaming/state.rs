@@ -16,7 +16,7 @@ use super::dormancy::Dormancy;
 use super::events::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
 use super::foci::{Ticket, TicketError, Tickets};
 use super::lod::LodPlan;
-use super::residency::{FocusView, RefusalKind, Residency};
+use super::residency::{Columns, FocusView, RefusalKind, Residency};
 use super::service::{Refusal, Subscriber};
 use super::TICKET_REFUSED;
 
@@ -36,6 +36,8 @@ pub(crate) struct State {
     /// Set by mods; saved with the game.
     pub(crate) overrides: Overrides,
     pub(crate) residency: Residency,
+    /// The loaded columns with `vertical` on (docs/reference/streaming.md#columns).
+    pub(crate) columns: Columns,
     pub(crate) dormancy: Dormancy,
     pub(crate) active: bool,
     pub(crate) last_moved: Option<Position>,
@@ -94,6 +96,7 @@ impl State {
     pub(crate) fn new(config: StreamingConfig, layers: IndexMap<String, Overrides>) -> Self {
         State {
             residency: Residency::new(Grid::new(config.chunk_size.get()), None),
+            columns: Columns::new(),
             config,
             layers,
             layer: Overrides::default(),

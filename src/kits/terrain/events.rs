@@ -34,6 +34,20 @@ pub const NAMES: &[&str] = &[
     TERRAIN_ERROR,
 ];
 
+/// What the column kits (terrain, nav, LOD's builder) build on
+/// (docs/reference/terrain.md#columns): in a flat world a chunk's `world.chunk.loaded` /
+/// `world.chunk.unloaded`, with `vertical` on a column's `world.column.loaded` /
+/// `world.column.unloaded`. A section's chunk event (its payload carries `y`, which only a
+/// vertical world's does) is not a column's: `None`, as for any other event.
+pub fn column_change(event: &Event) -> Option<(ChunkPos, bool)> {
+    use crate::kits::streaming::ChunkEvent;
+    if let Some(change) = event.column() {
+        return Some(change);
+    }
+    let change = event.chunk()?;
+    event.data.get("y").is_none().then_some(change)
+}
+
 /// One event of the terrain kit, typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TerrainEvent {

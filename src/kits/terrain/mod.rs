@@ -45,14 +45,15 @@ use crate::host::{
     Services,
 };
 use crate::json::from_value;
-use crate::kits::streaming::{ChunkEvent, StreamingService, STREAMING};
+use crate::kits::streaming::{StreamingService, STREAMING};
 
 pub use config::{
     CellsPerChunk, CommitLatency, FlushEvery, Seed, TerrainConfig, WorkerCount, Workers, MAX_CELLS,
     MAX_COMMIT_LATENCY, MAX_FLUSH_EVERY, MAX_WORKERS,
 };
 pub use events::{
-    TerrainEvent, EDIT_REFUSED, TERRAIN_BUILT, TERRAIN_CHANGED, TERRAIN_ERROR, TERRAIN_LOD_BUILT,
+    column_change, TerrainEvent, EDIT_REFUSED, TERRAIN_BUILT, TERRAIN_CHANGED, TERRAIN_ERROR,
+    TERRAIN_LOD_BUILT,
 };
 pub use generate::{ChunkData, Generator, GENERATOR_VERSION};
 use handle::Handle;
@@ -476,8 +477,9 @@ impl Kit for TerrainKit {
     }
 
     fn on_event(&mut self, event: &Event, _ctx: &mut Ctx<'_>) {
-        // Chunks are read from their events; LOD blocks come through `on_lod_blocks`.
-        if let Some((chunk, loaded)) = event.chunk() {
+        // Chunks (columns, with `vertical` on: docs/reference/terrain.md#columns) are read from
+        // their events; LOD blocks come through `on_lod_blocks`.
+        if let Some((chunk, loaded)) = events::column_change(event) {
             let mut st = self.state.borrow_mut();
             if loaded {
                 let at = event.tick + st.config.commit_latency.get();
@@ -554,7 +556,8 @@ impl Kit for TerrainKit {
         let Some((streaming, id)) = st.builder.clone() else {
             return;
         };
-        let loaded: BTreeSet<ChunkPos> = streaming.loaded().into_iter().collect();
+        // The columns (docs/reference/terrain.md#columns; in a flat world the loaded chunks).
+        let loaded: BTreeSet<ChunkPos> = streaming.columns().into_iter().collect();
         let stale: BTreeSet<ChunkPos> = st
             .built
             .keys()

@@ -320,6 +320,17 @@ pub(super) fn check(
             ));
         }
     }
+    // Terrain is kept per column (docs/reference/terrain.md#columns): a section is no chunk of
+    // its own.
+    if let Some((k, c)) = s.dirty.iter().enumerate().find(|(_, c)| c.y != 0) {
+        return Err(Problem::new(
+            format!("{path}.dirty[{k}].y"),
+            format!(
+                "expected a column (terrain is kept per column, without `y`), got y {}",
+                c.y
+            ),
+        ));
+    }
     if let Some((k, c)) = s
         .dirty
         .iter()

@@ -631,7 +631,7 @@ impl State {
             let loaded = self
                 .builder
                 .as_ref()
-                .is_some_and(|(s, _)| s.is_loaded(chunk));
+                .is_some_and(|(s, _)| s.is_column_loaded(chunk));
             return Err(if loaded {
                 EditRefused::NotBuilt
             } else {

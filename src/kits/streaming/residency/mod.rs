@@ -38,6 +38,7 @@ use smallvec::SmallVec;
 
 use crate::grid::{Bounds, ChunkPos, Grid, Position};
 
+mod columns;
 mod complete;
 mod queue;
 mod readiness;
@@ -46,6 +47,7 @@ mod squares;
 #[cfg(test)]
 mod testing;
 
+pub use columns::Columns;
 pub use complete::CompleteChange;
 use complete::Completeness;
 use queue::*;
