@@ -743,6 +743,7 @@ impl Game {
                     live: d.live() as u64,
                     stored: d.stored() as u64,
                 }),
+            sections: s.is_some_and(|s| s.vertical().is_some()),
         }
     }
 

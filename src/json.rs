@@ -388,6 +388,18 @@ pub fn serialize_number<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S:
     serde::Serialize::serialize(&number(*v), s)
 }
 
+/// [`serialize_number`] for an optional field written only when present
+/// (`skip_serializing_if = "Option::is_none"`).
+pub fn serialize_some_number<S: serde::Serializer>(
+    v: &Option<f64>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => serialize_number(v, s),
+        None => s.serialize_none(),
+    }
+}
+
 /// An integral JSON number (`2` or `2.0`) as `i64`.
 pub fn as_integer(v: &Value) -> Option<i64> {
     if let Some(i) = v.as_i64() {

@@ -236,7 +236,6 @@ fn the_cylinder_drive_fills_climbs_dives_and_settles_as_a_naive_planner_does() {
 
 /// The drive as docs/vertical.md#the-drive runs it, from the command line.
 #[test]
-#[ignore = "known bug, issue 45 open: with vertical on the state document writes a section of row 0 without its y"]
 fn the_documented_command_runs_the_drive_to_its_documented_counts() {
     let out = common::bin()
         .current_dir(repo())

@@ -1347,7 +1347,6 @@ fn cases() -> u32 {
 }
 
 #[test]
-#[ignore = "known bugs, issue 45 open: a save loaded into a vertical game loses a held refusal's row, and a layer's vertical.radius is not in force after a load"]
 fn the_kit_agrees_with_an_independent_shape_and_section_planner_tick_by_tick() {
     let seen = std::cell::RefCell::new(Seen::default());
     let config = ProptestConfig {

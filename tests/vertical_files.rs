@@ -360,3 +360,198 @@ log(#c, c[1].x, c[1].z, tostring(c[1].y), tostring(streaming.isColumnLoaded(0, 0
     let err = flat.load_text(&v.to_string()).unwrap_err().to_string();
     assert!(err.contains("kits.world.streaming.refusals[0].y"), "{err}");
 }
+
+/// The state document of a vertical game writes every section of `loaded` and `pending` with
+/// its `y`, row 0 too, and every ticket with its height; a flat game's writes none
+/// (docs/reference/files-and-cli.md#the-state-document).
+#[test]
+fn the_state_of_a_vertical_game_writes_every_row_and_every_ticket_s_height() {
+    let ticket = json!({"tick": 1, "do": "request", "id": "cave", "at": {"x": 200, "y": -40, "z": 8},
+                        "radius": 1, "ticks": 50});
+    let mut g = game(&vertical_scene());
+    run(&mut g, std::slice::from_ref(&ticket), 1);
+    let state = serde_json::to_value(g.state()).unwrap();
+    for key in ["loaded", "pending"] {
+        let list = state[key].as_array().unwrap();
+        assert!(list.iter().any(|c| c["y"] == 0), "{key}: row 0 is there");
+        for c in list {
+            let keys: Vec<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
+            assert_eq!(keys, ["x", "y", "z"], "{key}: {c}");
+        }
+    }
+    let t = &state["tickets"][0];
+    let keys: Vec<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys[..4], ["id", "x", "y", "z"], "{t}");
+    assert_eq!(t["y"], -40);
+    // The section the ticket wants around: row -3 of height 16.
+    assert!(
+        g.streaming().unwrap().pending().iter().any(|c| c.y == -3),
+        "its rows are wanted"
+    );
+    // A flat game: no `y` anywhere in the state.
+    let mut f = game(&json!({ "kits": kits(json!({"radius": 1})), "entities": hero() }));
+    run(&mut f, &[ticket], 1);
+    let text = serde_json::to_string(&f.state()).unwrap();
+    assert!(!text.contains("\"y\""), "{text}");
+}
+
+/// A save's chunk coordinates are bounded like every position's chunk (±2^52): a forged far
+/// row, column or LOD block is refused at its path, by a load and by `check` alike, and a LOD
+/// block (a column) with a row is refused (docs/reference/saves.md#sections-in-saves).
+#[test]
+fn a_save_s_chunk_beyond_the_grid_or_a_lod_block_with_a_row_is_refused_at_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = game(&vertical_scene());
+    run(&mut g, &drive(), 3);
+    let good: Value = serde_json::from_str(&g.save_text().unwrap()).unwrap();
+    let far = i64::MAX - 3;
+    let cases: [(&str, Value, &str); 4] = [
+        (
+            "/kits/world.streaming/loaded/0/y",
+            json!(far),
+            "loaded[0].y",
+        ),
+        (
+            "/kits/world.streaming/loaded/1/x",
+            json!(-far),
+            "loaded[1].x",
+        ),
+        (
+            "/kits/world.streaming/loaded/2/z",
+            json!((1i64 << 52) + 1),
+            "loaded[2].z",
+        ),
+        (
+            "/kits/world.streaming/refusals",
+            json!([{"x": 0, "y": far, "z": 0, "hook": "world.chunk.load", "mod": "m", "reason": "r"}]),
+            "refusals[0].y",
+        ),
+    ];
+    for (pointer, value, path) in cases {
+        let mut v = good.clone();
+        *v.pointer_mut(pointer).unwrap() = value;
+        v["kits"]["world.streaming"]["lastWanted"] = json!([]);
+        v["kits"]["world.streaming"]["complete"] = Value::Null;
+        let file = dir.path().join("far.save.json");
+        std::fs::write(&file, v.to_string()).unwrap();
+        let err = common::refused_alike(&mut g, &file, common::Alone::Refuses);
+        assert!(
+            err.contains(&format!(
+                "kits.world.streaming.{path}: expected a chunk coordinate"
+            )),
+            "{path}: {err}"
+        );
+    }
+    // The edge itself is a chunk a game can have.
+    let mut v = good.clone();
+    v["kits"]["world.streaming"]["loaded"][0]["y"] = json!(1i64 << 52);
+    v["kits"]["world.streaming"]["lastWanted"] = json!([]);
+    world_streaming::files::save::check(&v).unwrap();
+}
+
+/// A LOD block is a column: a save's block with a row is refused at its path.
+#[test]
+fn a_save_s_lod_block_with_a_row_is_refused_at_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = json!({
+        "kits": kits(json!({"radius": 1, "vertical": {"radius": 1, "height": 16},
+                            "lod": [{"step": 2, "radius": 4}]})),
+        "entities": hero()
+    });
+    let mut g = game(&scene);
+    run(&mut g, &drive(), 3);
+    let mut v: Value = serde_json::from_str(&g.save_text().unwrap()).unwrap();
+    let blocks = v["kits"]["world.streaming"]["lod"][0]
+        .as_array_mut()
+        .unwrap();
+    assert!(!blocks.is_empty(), "{v}");
+    blocks[0]["y"] = json!(1);
+    let file = dir.path().join("lod.save.json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let err = common::refused_alike(&mut g, &file, common::Alone::Refuses);
+    assert!(
+        err.contains("kits.world.streaming.lod[0][0].y: expected no section row"),
+        "{err}"
+    );
+}
+
+/// A save's tickets are capped as a request is: in the save's world, every row of a ticket's
+/// footprint counts (docs/reference/streaming.md#tickets-in-3-d).
+#[test]
+fn a_save_s_tickets_count_their_rows_against_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        json!({"radius": 1, "maxTicketChunks": 100, "vertical": {"radius": 1, "height": 16}});
+    let scene = json!({ "kits": kits(config), "entities": hero() });
+    let mut g = game(&scene);
+    // Radius 3: 49 columns × 3 rows = 147 sections, over the cap of 100; radius 2: 75.
+    let asks = |radius: u32| {
+        json!({"tick": 1, "do": "request", "id": "big", "at": {"x": 0, "z": 0},
+               "radius": radius, "ticks": 50})
+    };
+    let refused = world_streaming::files::inputs::parse_line(&asks(3).to_string()).unwrap();
+    let _ = g.apply(&refused);
+    assert!(
+        g.streaming().unwrap().tickets().is_empty(),
+        "the request is refused: 147 sections"
+    );
+    run(&mut g, &[asks(2)], 2);
+    let mut v: Value = serde_json::from_str(&g.save_text().unwrap()).unwrap();
+    assert_eq!(v["kits"]["world.streaming"]["tickets"][0]["radius"], 2);
+    v["kits"]["world.streaming"]["tickets"][0]["radius"] = json!(3);
+    let file = dir.path().join("tickets.save.json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let err = common::refused_alike(&mut g, &file, common::Alone::NeedsTheGame);
+    assert!(
+        err.contains("kits.world.streaming.tickets[0]: the tickets up to this one want 147 chunks"),
+        "{err}"
+    );
+}
+
+/// A save of a game whose scene's layer turns sections on, with unload refusals held on a row
+/// below, loads into a fresh game and continues exactly: the refusals keep their row and the
+/// layer's rows are in force (docs/reference/saves.md#sections-in-saves).
+#[test]
+fn a_layer_s_sections_and_a_row_s_held_refusals_continue_exactly_after_a_load() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("keep.json"),
+        r#"{"id": "keep", "hook": "world.chunk.unload", "match": {"y": -1}, "cancel": true}"#,
+    )
+    .unwrap();
+    let scene = json!({
+        "kits": kits(json!({"radius": 1, "budgetMs": 100})),
+        "mods": ["keep.json"],
+        "entities": hero(),
+        "scenes": [
+            { "id": "cave", "entry": {"x": 8, "z": 8},
+              "layers": { "world.streaming": { "vertical": {"radius": 1, "height": 16} } } }
+        ]
+    });
+    let lines = [
+        json!({"tick": 1, "do": "enter", "scene": "cave"}),
+        json!({"tick": 3, "do": "move", "entity": "hero", "to": {"x": 100, "z": 8}}),
+        json!({"tick": 6, "do": "move", "entity": "hero", "to": {"x": 100, "y": 40, "z": -70}}),
+    ];
+    let mut whole = game_in(&scene, dir.path());
+    run(&mut whole, &lines, 9);
+    let held = whole.streaming().unwrap().refusals();
+    assert!(
+        !held.is_empty() && held.iter().all(|r| r.y == Some(-1)),
+        "{held:?}"
+    );
+    let all = common::event_lines(&whole);
+    let state = serde_json::to_value(whole.state()).unwrap();
+    drop(whole);
+    for n in [4, 7] {
+        let (resumed, events) = common::resumed_from_save(&scene, dir.path(), &lines, n, 9);
+        let before = all
+            .iter()
+            .filter(|l| serde_json::from_str::<Value>(l).unwrap()["tick"].as_u64() > Some(n))
+            .cloned()
+            .collect::<Vec<_>>();
+        assert_eq!(events, before, "saved after tick {n}");
+        assert_eq!(serde_json::to_value(resumed.state()).unwrap(), state);
+        assert_eq!(resumed.streaming().unwrap().vertical().unwrap().radius, 1);
+    }
+}

@@ -21,8 +21,10 @@ pub struct FocusXZ {
     pub z: f64,
 }
 
-/// The final state of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// The final state of a run. Written by hand ([`Serialize`] below) so that a vertical game's
+/// chunk lists carry every section's `y`, row 0 too
+/// (docs/reference/files-and-cli.md#the-state-document).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StateDoc {
     /// The last tick that ran.
@@ -63,6 +65,72 @@ pub struct StateDoc {
     /// enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub district: Option<DistrictCounts>,
+    /// Whether the game has vertical sections on (docs/reference/streaming.md#shapes-and-sections):
+    /// then `loaded` and `pending` write every section with its `y`, row 0 too. Not a key of the
+    /// document (a document read back is flat until set).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub sections: bool,
+}
+
+impl Serialize for StateDoc {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let optional = [
+            self.predicted.is_some(),
+            self.lod.is_some(),
+            self.district.is_some(),
+        ];
+        let len = 10 + optional.iter().filter(|o| **o).count();
+        let mut st = serializer.serialize_struct("StateDoc", len)?;
+        st.serialize_field("tick", &self.tick)?;
+        st.serialize_field("scene", &self.scene)?;
+        st.serialize_field("focus", &self.focus)?;
+        st.serialize_field("loaded", &Sections(&self.loaded, self.sections))?;
+        st.serialize_field("pending", &Sections(&self.pending, self.sections))?;
+        st.serialize_field("refusals", &self.refusals)?;
+        st.serialize_field("variables", &self.variables)?;
+        st.serialize_field("dormant", &self.dormant)?;
+        st.serialize_field("foci", &self.foci)?;
+        st.serialize_field("tickets", &self.tickets)?;
+        if let Some(p) = &self.predicted {
+            st.serialize_field("predicted", p)?;
+        }
+        if let Some(l) = &self.lod {
+            st.serialize_field("lod", l)?;
+        }
+        if let Some(d) = &self.district {
+            st.serialize_field("district", d)?;
+        }
+        st.end()
+    }
+}
+
+/// A chunk list: `{x, z}` each (a flat game), or `{x, y, z}` each with `y` always written.
+struct Sections<'a>(&'a [ChunkPos], bool);
+
+impl Serialize for Sections<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeStruct};
+        if !self.1 {
+            return self.0.serialize(serializer);
+        }
+        struct Xyz(ChunkPos);
+        impl Serialize for Xyz {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut st = s.serialize_struct("ChunkPos", 3)?;
+                st.serialize_field("x", &self.0.x)?;
+                st.serialize_field("y", &self.0.y)?;
+                st.serialize_field("z", &self.0.z)?;
+                st.end()
+            }
+        }
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for c in self.0 {
+            seq.serialize_element(&Xyz(*c))?;
+        }
+        seq.end()
+    }
 }
 
 /// `"district": {"live": N, "stored": M}`.

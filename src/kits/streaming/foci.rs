@@ -154,6 +154,16 @@ pub struct Measure {
     pub rows: u32,
 }
 
+impl Measure {
+    /// The measure of `settings`: its shape, and its vertical radius when sections are on.
+    pub fn of(settings: &super::config::Settings) -> Measure {
+        Measure {
+            disc: settings.shape == super::config::Shape::Disc,
+            rows: settings.vertical.map_or(0, |v| v.radius),
+        }
+    }
+}
+
 /// Checks a ticket id: 1..=64 code points.
 pub fn check_id(id: &str) -> Result<(), TicketError> {
     let n = id.chars().count();

@@ -345,11 +345,13 @@ impl StreamingService for Handle {
 
     fn tickets(&self) -> Vec<TicketInfo> {
         let st = self.0.borrow();
+        let vertical = st.settings().vertical.is_some();
         st.tickets
             .iter()
             .map(|(id, t)| TicketInfo {
                 id: id.to_owned(),
                 x: t.at.x,
+                y: vertical.then_some(t.at.y),
                 z: t.at.z,
                 radius: t.radius,
                 ticks_left: t.until.saturating_sub(st.now),

@@ -7,15 +7,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::grid::{ChunkPos, Position};
+use crate::grid::{ChunkPos, Position, MAX_CHUNK_COORD};
 use crate::host::{EntityId, Problem, SaveFacts, World};
 use crate::limits::{check_name, MAX_ENTITIES, MAX_REASON_LEN};
 
 use super::config::{
-    is_lod_step, Lod, Overrides, MAX_LOD_LEVELS, MAX_LOD_STEP, MAX_RADIUS, MIN_LOD_STEP,
+    is_lod_step, Lod, Overrides, Settings, MAX_LOD_LEVELS, MAX_LOD_STEP, MAX_RADIUS, MIN_LOD_STEP,
 };
 use super::events::{HOOK_CHUNK_LOAD, HOOK_CHUNK_UNLOAD};
-use super::foci::{check_id, Ticket, TicketError, Tickets, MAX_TICKETS};
+use super::foci::{check_id, Measure, Ticket, TicketError, Tickets, MAX_TICKETS};
 use super::residency::{FocusView, Held, RefusalKind};
 use super::service::Refusal;
 use super::state::{refusal_list, State};
@@ -277,12 +277,19 @@ impl State {
         s: &SaveSection,
         scene: Option<&str>,
     ) -> [u32; MAX_LOD_LEVELS] {
+        let lod = self.settings_after_load(s.overrides, scene).lod;
+        planned_steps(s.lod_steps.as_deref(), &lod)
+    }
+
+    /// The settings in force once a section with `overrides` is restored with the scene
+    /// `scene` active: this kit's config, the scene's layer, the overrides (as
+    /// [`State::restore`] sets them).
+    fn settings_after_load(&self, overrides: Overrides, scene: Option<&str>) -> Settings {
         let layer = scene
             .and_then(|name| self.layers.get(name))
             .copied()
             .unwrap_or_default();
-        let lod = self.config.settings(layer, s.overrides).lod;
-        planned_steps(s.lod_steps.as_deref(), &lod)
+        self.config.settings(layer, overrides)
     }
 
     /// `lodSteps` for the listed blocks `list`: the step each level's blocks were planned with,
@@ -333,7 +340,8 @@ impl State {
         }
         let version_1 = s.foci.is_none();
         let (foci, anchors, predicted) = check_foci(s.foci, s.focus, active)?;
-        let tickets = check_tickets(s.tickets, self.config.max_ticket_chunks())?;
+        let measure = Measure::of(&self.settings_after_load(s.overrides, save.scene));
+        let tickets = check_tickets(s.tickets, self.config.max_ticket_chunks(), measure)?;
         let last_wanted = check_last_wanted(&s.last_wanted, &loaded)?;
         let turn = check_turn(s.turn)?;
         let history = check_history(s.history.unwrap_or_default(), active, save.world)?;
@@ -452,6 +460,16 @@ fn check_lod(lod: &[Vec<ChunkPos>], active: bool) -> Result<(), Problem> {
         ));
     }
     for (k, blocks) in lod.iter().enumerate() {
+        for (i, b) in blocks.iter().enumerate() {
+            check_coords(&format!("lod[{k}][{i}]"), *b)?;
+            if b.y != 0 {
+                return Err(Problem::new(
+                    format!("lod[{k}][{i}].y"),
+                    "expected no section row: LOD blocks are columns \
+                     (docs/reference/lod.md#lod-service-state-and-saves)",
+                ));
+            }
+        }
         if !active && !blocks.is_empty() {
             return Err(Problem::new(
                 format!("lod[{k}]"),
@@ -490,10 +508,28 @@ fn check_complete(list: &[ChunkPos], loaded: &BTreeSet<ChunkPos>) -> Result<(), 
     Ok(())
 }
 
-/// `loaded`: each chunk once (inside the ground: [`State::check_bounds`]).
+/// A chunk no game can hold: a coordinate beyond ±[`MAX_CHUNK_COORD`], where every position's
+/// chunk is clamped (docs/reference/grid.md#chunks-and-chunkof), told at `path`'s offending key,
+/// so that a forged save's far chunk never reaches the grid arithmetic
+/// (docs/reference/saves.md#sections-in-saves).
+fn check_coords(path: &str, c: ChunkPos) -> Result<(), Problem> {
+    for (key, v) in [("x", c.x), ("y", c.y), ("z", c.z)] {
+        if v.unsigned_abs() > MAX_CHUNK_COORD as u64 {
+            return Err(Problem::new(
+                format!("{path}.{key}"),
+                format!("expected a chunk coordinate within ±{MAX_CHUNK_COORD}, got {v}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `loaded`: each chunk once, within the grid's coordinates (inside the ground:
+/// [`State::check_bounds`]).
 fn check_loaded(list: &[ChunkPos]) -> Result<BTreeSet<ChunkPos>, Problem> {
     let mut loaded = BTreeSet::new();
     for (i, c) in list.iter().enumerate() {
+        check_coords(&format!("loaded[{i}]"), *c)?;
         if !loaded.insert(*c) {
             return Err(Problem::new(
                 format!("loaded[{i}]"),
@@ -515,6 +551,7 @@ fn check_refusals(
     for (i, r) in list.into_iter().enumerate() {
         let c = refused_chunk(&r);
         let path = format!("refusals[{i}]");
+        check_coords(&path, c)?;
         if r.reason.len() > MAX_REASON_LEN {
             return Err(Problem::new(
                 format!("{path}.reason"),
@@ -886,7 +923,7 @@ fn check_radius(radius: u32, path: &str) -> Result<(), Problem> {
 /// (a ticket requested outside a scene is kept, docs/reference/saves.md#the-streaming-section, so a
 /// scene-less save may hold some), wanting together at most `cap` chunks (`maxTicketChunks`: the
 /// first ticket past it is named).
-fn check_tickets(list: Vec<SavedTicket>, cap: u64) -> Result<Tickets, Problem> {
+fn check_tickets(list: Vec<SavedTicket>, cap: u64, measure: Measure) -> Result<Tickets, Problem> {
     if list.len() > MAX_TICKETS {
         return Err(Problem::new(
             "tickets",
@@ -894,6 +931,7 @@ fn check_tickets(list: Vec<SavedTicket>, cap: u64) -> Result<Tickets, Problem> {
         ));
     }
     let mut tickets = Tickets::default();
+    tickets.set_measure(measure);
     for (i, t) in list.into_iter().enumerate() {
         let path = format!("tickets[{i}]");
         check_id(&t.id).map_err(|e| Problem::new(format!("{path}.id"), e.to_string()))?;

@@ -22,6 +22,14 @@ pub struct TicketInfo {
     /// Where (east-west, metres).
     #[serde(serialize_with = "crate::json::serialize_number")]
     pub x: f64,
+    /// Its height (metres), shown with vertical sections on: the row it wants around
+    /// (docs/reference/streaming.md#tickets-in-3-d); absent in a flat world.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::json::serialize_some_number"
+    )]
+    pub y: Option<f64>,
     /// Where (north-south, metres).
     #[serde(serialize_with = "crate::json::serialize_number")]
     pub z: f64,

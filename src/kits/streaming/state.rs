@@ -208,11 +208,8 @@ impl State {
     ) -> Result<(), TicketError> {
         let ticket = Ticket::new(id, at, radius, ticks, from)?.with_priority(priority.unwrap_or(0));
         let cap = self.config.max_ticket_chunks();
-        let settings = self.settings();
-        self.tickets.set_measure(super::foci::Measure {
-            disc: settings.shape == super::config::Shape::Disc,
-            rows: settings.vertical.map_or(0, |v| v.radius),
-        });
+        self.tickets
+            .set_measure(super::foci::Measure::of(&self.settings()));
         let result = self.tickets.request(id, ticket, self.now, cap);
         if let Err(e @ TicketError::OverCap { .. }) = &result {
             self.outbox.borrow_mut().push((
