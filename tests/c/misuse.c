@@ -10,42 +10,8 @@
 
 #include "world_streaming.h"
 
-static int failures = 0;
-
-#define CHECK(cond)                                                                \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stderr, "misuse.c:%d: check failed: %s\n", __LINE__, #cond);   \
-            failures++;                                                            \
-        }                                                                          \
-    } while (0)
-
-/* Checks that `call` returns `expected` with a message containing `needle`; frees the message. */
-#define EXPECT(expected, needle, call)                                             \
-    do {                                                                           \
-        char *error = NULL;                                                        \
-        WsStatus status = (call);                                                  \
-        expect_(__LINE__, #call, status, expected, error, needle);                 \
-    } while (0)
-
-static void expect_(int line, const char *call, WsStatus status, WsStatus expected, char *error,
-                    const char *needle) {
-    if (status != expected) {
-        fprintf(stderr, "misuse.c:%d: %s: expected %s, got %s (%s)\n", line, call,
-                ws_status_name((int32_t)expected), ws_status_name((int32_t)status),
-                error ? error : "no message");
-        failures++;
-    } else if (expected != WS_STATUS_OK && (error == NULL || strstr(error, needle) == NULL)) {
-        fprintf(stderr, "misuse.c:%d: %s: the message \"%s\" does not contain \"%s\"\n", line,
-                call, error ? error : "(null)", needle);
-        failures++;
-    } else if (expected == WS_STATUS_OK && error != NULL) {
-        fprintf(stderr, "misuse.c:%d: %s: a message on success\n", line, call);
-        failures++;
-    }
-    if (error) printf("%-26s %s\n", ws_status_name((int32_t)status), error);
-    CHECK(ws_string_free(error) == WS_STATUS_OK);
-}
+#define CHECK_FILE "misuse.c"
+#include "checks.h"
 
 static const char *SCENE =
     "{ \"kits\": [ { \"id\": \"world.ground\" },"
