@@ -6,10 +6,11 @@
 //! million-entity world at radius 8, its live count printed against the loaded chunks.
 //! `cargo bench --bench district`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[path = "common/counting.rs"]
+mod counting;
+
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
@@ -32,30 +33,7 @@ fn cpu() -> Duration {
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
-/// Counts the bytes allocated and not yet freed, over every thread.
-struct Counting;
-
-static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counter is an atomic
-// that does not allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE_BYTES.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE_BYTES.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE_BYTES.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+use counting::live;
 
 /// Writes `per_chunk` entities in each chunk of a `side` × `side` square of 32 m chunks starting
 /// at chunk `(from, from)`.
@@ -109,9 +87,9 @@ fn start_with(dir: &Path, radius: u32, budget: u32) -> Game {
 fn million(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     district(dir.path(), 100, 100);
-    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let before = live();
     let game = start(dir.path(), 0);
-    let held = LIVE_BYTES.load(Ordering::Relaxed) - before;
+    let held = live() - before;
     let kit = game.kit::<DistrictKit>().unwrap();
     eprintln!(
         "district: a started game of 1000000 unloaded entities holds {held} bytes (counting \

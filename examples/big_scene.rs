@@ -6,49 +6,14 @@
 //! enter the first scene) and counts the heap with a counting global allocator: the peak during
 //! the load over the heap before it, and what stays allocated afterwards, per entity.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+#[path = "../benches/common/counting.rs"]
+mod counting;
+
 use std::time::Instant;
 
 use world_streaming::game::Game;
 
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counters are atomics
-// that do not allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        System.dealloc(p, layout);
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new: usize) -> *mut u8 {
-        let q = System.realloc(p, layout, new);
-        if !q.is_null() {
-            if new >= layout.size() {
-                let now =
-                    LIVE.fetch_add(new - layout.size(), Ordering::Relaxed) + new - layout.size();
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                LIVE.fetch_sub(layout.size() - new, Ordering::Relaxed);
-            }
-        }
-        q
-    }
-}
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
+use counting::{live, peak, start_peak};
 
 #[path = "../tests/common/big_scene.rs"]
 mod big_scene;
@@ -68,13 +33,13 @@ fn main() {
     let mut best = f64::MAX;
     let mut report = (0, 0);
     for _ in 0..5 {
-        let before = LIVE.load(Ordering::Relaxed);
-        PEAK.store(before, Ordering::Relaxed);
+        let before = live();
+        start_peak();
         let start = Instant::now();
         let game = Game::from_scene_file(&path).unwrap_or_else(|e| panic!("{e}"));
         let took = start.elapsed().as_secs_f64();
-        let peak = PEAK.load(Ordering::Relaxed) - before;
-        let kept = LIVE.load(Ordering::Relaxed) - before;
+        let peak = peak() - before;
+        let kept = live() - before;
         assert_eq!(game.engine().world().iter().count(), n + 1);
         drop(game);
         if took < best {
@@ -111,6 +76,6 @@ fn main() {
         peak as f64 / 1e6,
         peak as f64 / size as f64,
         kept as f64 / 1e6,
-        kept / (n + 1),
+        kept / (n as isize + 1),
     );
 }

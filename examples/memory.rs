@@ -6,43 +6,15 @@
 //! - per anchor: 1 000 standing anchors with `focus: "players"` and radius 0 (one chunk each),
 //!   minus 1 000 plain entities in the same game, minus the chunks' share, over the anchors.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+#[path = "../benches/common/counting.rs"]
+mod counting;
 
 use serde_json::json;
 use world_streaming::files::inputs::Inputs;
 use world_streaming::game::Game;
 use world_streaming::kits::builtin_catalog;
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counter is an atomic.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
-}
+use counting::live;
 
 fn game(entities: Vec<serde_json::Value>, config: serde_json::Value) -> Game {
     let scene = json!({
