@@ -53,13 +53,8 @@ pub unsafe extern "C" fn ws_game_is_loaded(
     out_loaded: *mut bool,
     out_error: *mut *mut c_char,
 ) -> WsStatus {
-    // SAFETY: the out-pointers per this function's contract.
-    unsafe {
-        entry(out_error, || {
-            let loaded = with_game(game, |g| Ok(streaming(g)?.is_loaded(ChunkPos::new(x, z))))?;
-            put(out_loaded, "out_loaded", loaded)
-        })
-    }
+    // SAFETY: the same contract: row 0 of the column.
+    unsafe { ws_game_is_loaded_section(game, x, 0, z, out_loaded, out_error) }
 }
 
 /// Whether section `(x, y, z)` is loaded (`isLoaded(x, z, y)`,

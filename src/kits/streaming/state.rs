@@ -35,6 +35,8 @@ pub(crate) struct State {
     pub(crate) layer: Overrides,
     /// Set by mods; saved with the game.
     pub(crate) overrides: Overrides,
+    /// [`State::settings`] of the layer and overrides it was resolved for.
+    settings_memo: std::cell::Cell<Option<(Overrides, Overrides, Settings)>>,
     pub(crate) residency: Residency,
     /// The loaded columns with `vertical` on (docs/reference/streaming.md#columns).
     pub(crate) columns: Columns,
@@ -101,6 +103,7 @@ impl State {
             layers,
             layer: Overrides::default(),
             overrides: Overrides::default(),
+            settings_memo: std::cell::Cell::new(None),
             dormancy: Dormancy::default(),
             active: false,
             last_moved: None,
@@ -223,9 +226,18 @@ impl State {
         result
     }
 
-    /// The settings in force for the next tick.
+    /// The settings in force for the next tick: resolved once for each layer and overrides
+    /// (a tick asks several times; resolving is a few hundred instructions).
     pub(crate) fn settings(&self) -> Settings {
-        self.config.settings(self.layer, self.overrides)
+        if let Some((layer, overrides, s)) = self.settings_memo.get() {
+            if layer == self.layer && overrides == self.overrides {
+                return s;
+            }
+        }
+        let s = self.config.settings(self.layer, self.overrides);
+        self.settings_memo
+            .set(Some((self.layer, self.overrides, s)));
+        s
     }
 
     /// The previous non-ticket foci (the foci in force before the tickets).
