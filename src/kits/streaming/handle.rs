@@ -194,7 +194,8 @@ impl StreamingService for Handle {
         st.scheduling_used |= overrides.uses_scheduling();
         st.lod_used |= overrides.lod.is_some_and(|l| !l.is_empty());
         st.neighbours_used |= overrides.uses_neighbours();
-        st.overrides = overrides.over(st.overrides);
+        let merged = overrides.over(st.overrides());
+        st.set_overrides(merged);
     }
 
     fn settings(&self) -> Settings {
@@ -410,7 +411,7 @@ impl StreamingService for Handle {
     }
 
     fn clear_overrides(&self) {
-        self.0.borrow_mut().overrides = Overrides::default();
+        self.0.borrow_mut().set_overrides(Overrides::default());
     }
 
     fn restoring(&self) -> bool {

@@ -983,7 +983,8 @@ impl Kit for StreamingKit {
         let mut st = self.state.borrow_mut();
         st.foci_dirty = true;
         st.active = true;
-        st.layer = st.layers.get(&scene.id).copied().unwrap_or_default();
+        let layer = st.layers.get(&scene.id).copied().unwrap_or_default();
+        st.set_layer(layer);
         let settings = st.settings();
         let radius = settings.radius + settings.neighbours;
         st.residency.set_neighbours(settings.neighbours);
@@ -1031,7 +1032,7 @@ impl Kit for StreamingKit {
         st.foci_dirty = true;
         st.active = false;
         st.last_moved = None;
-        st.layer = Overrides::default();
+        st.set_layer(Overrides::default());
         st.residency.clear();
         st.tickets.clear();
         st.anchor_foci = 0;

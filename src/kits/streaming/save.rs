@@ -230,7 +230,7 @@ impl State {
             focus: self.residency.focus(),
             last_moved: self.last_moved,
             refusals: refusal_list(&self.residency),
-            overrides: self.overrides,
+            overrides: self.overrides(),
             foci: Some(foci),
             tickets: self
                 .tickets
@@ -395,11 +395,12 @@ impl State {
 
     pub(crate) fn restore(&mut self, mut p: Prepared, scene: Option<&str>, tick: u64) {
         self.active = scene.is_some();
-        self.layer = scene
+        let layer = scene
             .and_then(|s| self.layers.get(s))
             .copied()
             .unwrap_or_default();
-        self.overrides = p.overrides;
+        self.set_layer(layer);
+        self.set_overrides(p.overrides);
         self.last_moved = p.last_moved;
         self.now = tick;
         self.tickets = p.tickets;

@@ -31,12 +31,12 @@ pub(crate) type LodSubscribers = Rc<RefCell<Vec<super::service::LodCallback>>>;
 pub(crate) struct State {
     pub(crate) config: StreamingConfig,
     pub(crate) layers: IndexMap<String, Overrides>,
-    /// The active scene's layer.
-    pub(crate) layer: Overrides,
-    /// Set by mods; saved with the game.
-    pub(crate) overrides: Overrides,
-    /// [`State::settings`] of the layer and overrides it was resolved for.
-    settings_memo: std::cell::Cell<Option<(Overrides, Overrides, Settings)>>,
+    /// The active scene's layer ([`State::set_layer`]).
+    layer: Overrides,
+    /// Set by mods; saved with the game ([`State::set_overrides`]).
+    overrides: Overrides,
+    /// [`State::settings`] once resolved, until the layer or the overrides change.
+    settings_memo: std::cell::Cell<Option<Settings>>,
     pub(crate) residency: Residency,
     /// The loaded columns with `vertical` on (docs/reference/streaming.md#columns).
     pub(crate) columns: Columns,
@@ -229,15 +229,29 @@ impl State {
     /// The settings in force for the next tick: resolved once for each layer and overrides
     /// (a tick asks several times; resolving is a few hundred instructions).
     pub(crate) fn settings(&self) -> Settings {
-        if let Some((layer, overrides, s)) = self.settings_memo.get() {
-            if layer == self.layer && overrides == self.overrides {
-                return s;
-            }
+        if let Some(s) = self.settings_memo.get() {
+            return s;
         }
         let s = self.config.settings(self.layer, self.overrides);
-        self.settings_memo
-            .set(Some((self.layer, self.overrides, s)));
+        self.settings_memo.set(Some(s));
         s
+    }
+
+    /// Sets the active scene's layer (entering or leaving a scene, a load).
+    pub(crate) fn set_layer(&mut self, layer: Overrides) {
+        self.layer = layer;
+        self.settings_memo.set(None);
+    }
+
+    /// What mods set.
+    pub(crate) fn overrides(&self) -> Overrides {
+        self.overrides
+    }
+
+    /// Sets what mods set (a mod's `set`, a load, leaving the game's scenes).
+    pub(crate) fn set_overrides(&mut self, overrides: Overrides) {
+        self.overrides = overrides;
+        self.settings_memo.set(None);
     }
 
     /// The previous non-ticket foci (the foci in force before the tickets).

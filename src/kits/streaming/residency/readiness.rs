@@ -248,11 +248,15 @@ impl Residency {
     /// within the hole ring of the first `foci` foci's chunks (each once) that are not ready.
     pub fn holes(&self, foci: usize, ring: u32) -> usize {
         if let [slot] = &self.foci[..foci.min(self.foci.len())] {
-            // One focus (the common case): its footprint holds each chunk once, nothing to merge.
-            return self
-                .inside(self.hole_area(slot, ring))
-                .filter(|c| !self.ready_in_mesh(*c))
-                .count();
+            // One focus (the common case): its footprint holds each chunk once, nothing to merge;
+            // counted in plain loops (every tick counts it).
+            let (bounds, mut holes) = (self.bounds.as_ref(), 0);
+            self.hole_area(slot, ring).for_each_outside(None, |c| {
+                if self.grid.overlaps(c, bounds) && !self.ready_in_mesh(c) {
+                    holes += 1;
+                }
+            });
+            return holes;
         }
         let mut seen: BTreeSet<ChunkPos> = BTreeSet::new();
         for slot in self.foci.iter().take(foci) {
