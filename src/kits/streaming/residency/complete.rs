@@ -61,6 +61,7 @@ impl Residency {
     /// and marks every loaded or announced chunk to be compared at the next end of tick.
     pub(super) fn recount_complete(&mut self) {
         self.mesh_progress.set(None);
+        self.readiness_epoch += 1;
         let c = &mut self.complete;
         c.missing.clear();
         c.now.clear();

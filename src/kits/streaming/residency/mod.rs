@@ -219,7 +219,18 @@ pub struct Residency {
     /// [`Residency::progress`] with `k > 0` as last counted; `None` once a focus's square or a
     /// chunk's completeness changed since, so a tick where nothing changed costs no recount.
     mesh_progress: std::cell::Cell<Option<(usize, usize)>>,
+    /// Counts the changes that may move the hole count of one focus: a chunk's readiness or
+    /// completeness ([`Residency::touched`], [`Residency::recount_complete`]) or the footprints'
+    /// form. Its focus's chunk and radius are part of the memo's key.
+    readiness_epoch: u64,
+    /// [`Residency::holes`] of one focus as last counted, with what it was counted for, so a
+    /// tick where nothing changed costs no recount.
+    holes_memo: std::cell::Cell<Option<(HolesKey, usize)>>,
 }
+
+/// What a hole count of one focus was counted for: the readiness epoch, the ring, the focus's
+/// chunk and radius.
+type HolesKey = (u64, u32, ChunkPos, u32);
 
 /// The most chunks [`Residency`]'s readiness log holds before it gives up (a full recount).
 pub const READY_LOG_MAX: usize = 1 << 16;
@@ -259,6 +270,8 @@ impl Residency {
             ready_log_lost: true,
             complete: Completeness::default(),
             mesh_progress: std::cell::Cell::new(None),
+            readiness_epoch: 0,
+            holes_memo: std::cell::Cell::new(None),
         }
     }
 
@@ -402,6 +415,7 @@ impl Residency {
         let foci: Vec<FocusView> = self.foci().collect();
         self.set_foci(&[]);
         self.form = form;
+        self.readiness_epoch += 1;
         self.rebuild_columns();
         self.set_foci(&foci);
         self.mesh_progress.set(None);

@@ -26,6 +26,7 @@ impl Residency {
 
     /// `c`'s readiness may have changed (`gained`: it can only have become ready).
     pub(super) fn touched(&mut self, c: ChunkPos, gained: bool) {
+        self.readiness_epoch += 1;
         if self.ready_log_on && !self.ready_log_lost {
             if self.ready_log.len() < READY_LOG_MAX {
                 self.ready_log.push((c, gained));
@@ -249,13 +250,21 @@ impl Residency {
     pub fn holes(&self, foci: usize, ring: u32) -> usize {
         if let [slot] = &self.foci[..foci.min(self.foci.len())] {
             // One focus (the common case): its footprint holds each chunk once, nothing to merge;
-            // counted in plain loops (every tick counts it).
+            // counted again only when a readiness, the focus's chunk or radius, or the ring changed
+            // (every tick asks).
+            let key = (self.readiness_epoch, ring, slot.centre, slot.view.radius);
+            if let Some((counted, holes)) = self.holes_memo.get() {
+                if counted == key {
+                    return holes;
+                }
+            }
             let (bounds, mut holes) = (self.bounds.as_ref(), 0);
             self.hole_area(slot, ring).for_each_outside(None, |c| {
                 if self.grid.overlaps(c, bounds) && !self.ready_in_mesh(c) {
                     holes += 1;
                 }
             });
+            self.holes_memo.set(Some((key, holes)));
             return holes;
         }
         let mut seen: BTreeSet<ChunkPos> = BTreeSet::new();
