@@ -309,9 +309,13 @@ impl Residency {
         self.foci.iter().map(|s| s.view)
     }
 
-    /// Whether `chunk` is loaded.
+    /// Whether `chunk` is loaded: one hashed lookup (every loaded chunk has an entry in `built`),
+    /// not a search of the ordered set, as the strips a moving focus counts ask it of every
+    /// chunk entering or leaving them.
     pub fn is_loaded(&self, chunk: ChunkPos) -> bool {
-        self.loaded.contains(&chunk)
+        let loaded = self.built.contains_key(&chunk);
+        debug_assert_eq!(loaded, self.loaded.contains(&chunk));
+        loaded
     }
 
     /// Loaded chunks in row order.
@@ -550,7 +554,7 @@ impl Residency {
                 }
                 _ => {}
             }
-            if self.loaded.contains(&c) && !kept && !self.refusals.contains_key(&c) {
+            if self.is_loaded(c) && !kept && !self.refusals.contains_key(&c) {
                 if self.foci.is_empty() {
                     waiting.push(c);
                 } else {
@@ -583,7 +587,7 @@ impl Residency {
 
     /// Records that `chunk` was released: it forgets its last-wanted tick and what was built.
     pub fn mark_released(&mut self, chunk: ChunkPos) {
-        if !self.loaded.contains(&chunk) {
+        if !self.is_loaded(chunk) {
             return;
         }
         let was_ready = self.is_wanted(chunk) && self.chunk_ready(chunk);

@@ -314,10 +314,7 @@ impl Residency {
 
     /// Puts a chunk taken by [`Residency::take_nearest`] back (its load was not asked).
     pub fn untake(&mut self, chunk: ChunkPos) {
-        if self.is_wanted(chunk)
-            && !self.loaded.contains(&chunk)
-            && !self.refusals.contains_key(&chunk)
-        {
+        if self.is_wanted(chunk) && !self.is_loaded(chunk) && !self.refusals.contains_key(&chunk) {
             self.pend(chunk);
         }
     }

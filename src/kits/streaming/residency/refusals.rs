@@ -51,7 +51,7 @@ impl Residency {
             RefusalKind::Load => {
                 if wanted {
                     self.load_refusals_wanted -= 1;
-                    if !self.loaded.contains(&chunk) {
+                    if !self.is_loaded(chunk) {
                         self.pend(chunk);
                     }
                 }
@@ -63,7 +63,7 @@ impl Residency {
                         self.unload_refusals_by.remove(&held.by);
                     }
                 }
-                if self.loaded.contains(&chunk) && !wanted {
+                if self.is_loaded(chunk) && !wanted {
                     self.evictable.insert((self.last_wanted(chunk), chunk));
                 }
             }
@@ -81,7 +81,7 @@ impl Residency {
     /// Returns whether a refusal was held.
     pub fn release_refusal(&mut self, chunk: ChunkPos) -> bool {
         let dropped = self.drop_refusal(chunk).is_some();
-        if dropped && self.loaded.contains(&chunk) {
+        if dropped && self.is_loaded(chunk) {
             self.recheck.insert(chunk);
         }
         dropped

@@ -328,6 +328,8 @@ impl Residency {
                 (false, cover.keep == 0, false)
             }
         };
+        // The queues below read the cover, never change it: whether it is left empty is known now.
+        let empty = cover.wanted_by.is_empty() && cover.keep == 0;
         if let Some(i) = wanted_by {
             if self.pending.contains(&c) {
                 self.unqueue_from(i as usize);
@@ -336,17 +338,13 @@ impl Residency {
                 }
             }
         }
-        if self
-            .cover
-            .get(&c)
-            .is_some_and(|cv| cv.wanted_by.is_empty() && cv.keep == 0)
-        {
+        if empty {
             self.cover.remove(&c);
         }
         if left {
             self.leave(c);
         }
-        if unkept && self.loaded.contains(&c) {
+        if unkept && self.is_loaded(c) {
             self.recheck.insert(c);
         }
     }
@@ -360,7 +358,7 @@ impl Residency {
         match self.refusal_kind(c) {
             Some(RefusalKind::Load) => self.load_refusals_wanted += 1,
             Some(RefusalKind::Unload) => {}
-            None if self.loaded.contains(&c) => {
+            None if self.is_loaded(c) => {
                 let lw = self.last_wanted.remove(&c).unwrap_or(0);
                 self.evictable.remove(&(lw, c));
             }
@@ -368,7 +366,7 @@ impl Residency {
                 self.pend(c);
             }
         }
-        if self.loaded.contains(&c) {
+        if self.is_loaded(c) {
             self.last_wanted.remove(&c);
         }
     }
@@ -388,7 +386,7 @@ impl Residency {
             Some(RefusalKind::Unload) => {
                 self.last_wanted.insert(c, self.resolved_at);
             }
-            None if self.loaded.contains(&c) => {
+            None if self.is_loaded(c) => {
                 self.last_wanted.insert(c, self.resolved_at);
                 self.evictable.insert((self.resolved_at, c));
             }
