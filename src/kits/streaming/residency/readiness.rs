@@ -552,6 +552,73 @@ mod tests {
         assert!(!r.is_built_by(a, col));
     }
 
+    /// The hole count kept between ticks (one focus) is the count made afresh after every kind
+    /// of change it reads: loads, releases, a builder, builds, refusals, foci reordered, moved
+    /// within and across chunks, a radius, `neighbours`, a form.
+    #[test]
+    fn the_hole_count_kept_is_the_count_made_afresh_after_every_change() {
+        let fresh = |r: &Residency, foci: usize, ring: u32| {
+            let plain = r.clone();
+            plain.holes_memo.set(None);
+            plain.holes(foci, ring)
+        };
+        let check = |r: &Residency, step: &str| {
+            for (foci, ring) in [(1, 1), (1, 2), (2, 1), (2, 3), (1, 1)] {
+                assert_eq!(
+                    r.holes(foci, ring),
+                    fresh(r, foci, ring),
+                    "{step}: {foci} {ring}"
+                );
+                assert_eq!(
+                    r.holes(foci, ring),
+                    r.hole_chunks(foci, ring).len(),
+                    "{step}"
+                );
+            }
+        };
+        let mut r = res();
+        let (a, b) = (Position::new(10.0, 10.0), Position::new(74.0, 10.0));
+        r.set_foci(&[FocusView::new(a, 2), FocusView::new(b, 2)]);
+        check(&r, "nothing loaded");
+        let mut taken = Vec::new();
+        r.take_nearest(usize::MAX, &mut taken);
+        for c in taken.iter().step_by(2) {
+            r.mark_loaded(*c);
+        }
+        check(&r, "half loaded");
+        let c = ChunkPos::new(0, 0);
+        r.mark_released(c);
+        check(&r, "released");
+        r.mark_loaded(c);
+        check(&r, "loaded");
+        let builder = r.add_builder().unwrap();
+        check(&r, "a builder");
+        r.set_built(builder, c, true);
+        check(&r, "built");
+        r.set_built(builder, c, false);
+        check(&r, "unbuilt");
+        let d = taken[1]; // not loaded
+        r.hold(d, refusal(RefusalKind::Load));
+        check(&r, "load refused");
+        r.drop_refusal(d);
+        check(&r, "refusal dropped");
+        r.set_foci(&[FocusView::new(b, 2), FocusView::new(a, 2)]);
+        check(&r, "reordered");
+        r.set_foci(&[FocusView::new(Position::new(20.0, 20.0), 2)]);
+        check(&r, "moved within its chunk, one focus");
+        r.set_foci(&[FocusView::new(Position::new(42.0, 20.0), 2)]);
+        check(&r, "moved to another chunk");
+        r.set_foci(&[FocusView::new(Position::new(42.0, 20.0), 1)]);
+        check(&r, "a smaller radius");
+        r.set_neighbours(1);
+        check(&r, "neighbours 1");
+        r.set_form(Form {
+            disc: true,
+            vertical: Some((1, 32.0)),
+        });
+        check(&r, "a disc with sections");
+    }
+
     /// The hole ring with sections: `min(ring, r)` around the focus's column in the shape and
     /// `min(ring, rv)` rows each side; with a disc the ring is clipped to the disc.
     #[test]
