@@ -395,11 +395,11 @@ fn the_state_of_a_vertical_game_writes_every_row_and_every_ticket_s_height() {
     assert!(!text.contains("\"y\""), "{text}");
 }
 
-/// A save's chunk coordinates are bounded like every position's chunk (±2^52): a forged far
-/// row, column or LOD block is refused at its path, by a load and by `check` alike, and a LOD
-/// block (a column) with a row is refused (docs/reference/saves.md#sections-in-saves).
+/// A save's chunk coordinates are bounded at twice the clamp of every position's chunk (±2^53):
+/// a forged far row or column is refused at its path, by a load and by `check` alike
+/// (docs/reference/saves.md#sections-in-saves).
 #[test]
-fn a_save_s_chunk_beyond_the_grid_or_a_lod_block_with_a_row_is_refused_at_its_path() {
+fn a_save_s_chunk_beyond_twice_the_clamp_is_refused_at_its_path() {
     let dir = tempfile::tempdir().unwrap();
     let mut g = game(&vertical_scene());
     run(&mut g, &drive(), 3);
@@ -418,7 +418,7 @@ fn a_save_s_chunk_beyond_the_grid_or_a_lod_block_with_a_row_is_refused_at_its_pa
         ),
         (
             "/kits/world.streaming/loaded/2/z",
-            json!((1i64 << 52) + 1),
+            json!((1i64 << 53) + 1),
             "loaded[2].z",
         ),
         (
@@ -442,9 +442,9 @@ fn a_save_s_chunk_beyond_the_grid_or_a_lod_block_with_a_row_is_refused_at_its_pa
             "{path}: {err}"
         );
     }
-    // The edge itself is a chunk a game can have.
+    // The edge itself is taken: a focus clamped at 2^52 wants chunks a radius beyond it.
     let mut v = good.clone();
-    v["kits"]["world.streaming"]["loaded"][0]["y"] = json!(1i64 << 52);
+    v["kits"]["world.streaming"]["loaded"][0]["y"] = json!(1i64 << 53);
     v["kits"]["world.streaming"]["lastWanted"] = json!([]);
     world_streaming::files::save::check(&v).unwrap();
 }

@@ -509,16 +509,18 @@ fn check_complete(list: &[ChunkPos], loaded: &BTreeSet<ChunkPos>) -> Result<(), 
     Ok(())
 }
 
-/// A chunk no game can hold: a coordinate beyond ±[`MAX_CHUNK_COORD`], where every position's
-/// chunk is clamped (docs/reference/grid.md#chunks-and-chunkof), told at `path`'s offending key,
-/// so that a forged save's far chunk never reaches the grid arithmetic
-/// (docs/reference/saves.md#sections-in-saves).
+/// A chunk no game can hold: a coordinate beyond ±2 × [`MAX_CHUNK_COORD`]. Every position's
+/// chunk is clamped to ±[`MAX_CHUNK_COORD`] (docs/reference/grid.md#chunks-and-chunkof) and a
+/// clamped focus's footprint (its radius, rows, rings and LOD levels) reaches a little beyond, so
+/// twice the clamp holds every legal chunk while keeping a forged far one from the grid
+/// arithmetic; told at `path`'s offending key (docs/reference/saves.md#sections-in-saves).
 fn check_coords(path: &str, c: ChunkPos) -> Result<(), Problem> {
+    let max = 2 * MAX_CHUNK_COORD;
     for (key, v) in [("x", c.x), ("y", c.y), ("z", c.z)] {
-        if v.unsigned_abs() > MAX_CHUNK_COORD as u64 {
+        if v.unsigned_abs() > max as u64 {
             return Err(Problem::new(
                 format!("{path}.{key}"),
-                format!("expected a chunk coordinate within ±{MAX_CHUNK_COORD}, got {v}"),
+                format!("expected a chunk coordinate within ±{max}, got {v}"),
             ));
         }
     }
