@@ -19,17 +19,16 @@
 
 #[path = "common/counting.rs"]
 mod counting;
+#[path = "common/pilot.rs"]
+mod pilot;
 
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use serde_json::{json, Value};
 use world_streaming::game::Game;
-use world_streaming::grid::Position;
-use world_streaming::host::EntityId;
-use world_streaming::kits::builtin_catalog;
 
 use counting::live;
+use pilot::{at, fill, move_to};
 
 /// The 2-D square (neither key), the 2-D disc, or the seed's cylinder, at radius 8.
 #[derive(Clone, Copy)]
@@ -50,52 +49,11 @@ impl World {
 }
 
 fn game(world: World, budget: f64) -> Game {
-    let mut config = json!({ "chunkSize": 32, "radius": 8, "budgetMs": budget });
     match world {
-        World::Square => {}
-        World::Disc => config["shape"] = json!("disc"),
-        World::Cylinder => {
-            config["shape"] = json!("disc");
-            config["vertical"] = json!({ "radius": 4 });
-        }
+        World::Square => pilot::game(None, None, budget),
+        World::Disc => pilot::game(Some("disc"), None, budget),
+        World::Cylinder => pilot::game(Some("disc"), Some(4), budget),
     }
-    let scene: Value = json!({
-        "kits": [ { "id": "world.ground" }, { "id": "world.streaming", "config": config } ],
-        "entities": [
-            { "id": "pilot", "tags": ["player"], "position": { "x": 16, "y": 16, "z": 16 } }
-        ],
-        "control": "pilot",
-    });
-    Game::from_scene_text(
-        &scene.to_string(),
-        "bench",
-        ".".as_ref(),
-        &builtin_catalog(),
-    )
-    .unwrap()
-}
-
-/// Ticks until nothing is pending.
-fn fill(game: &mut Game) {
-    for _ in 0..100_000 {
-        game.tick();
-        game.engine_mut().take_events();
-        if game.engine().variables().count("world.chunks.pending") == 0 {
-            return;
-        }
-    }
-    panic!("never settled");
-}
-
-fn move_to(game: &mut Game, to: Position) {
-    let pilot = EntityId::new("pilot");
-    let tick = game.engine().tick_count() + 1;
-    game.engine_mut()
-        .input(tick, |e| e.world_mut().move_to(&pilot, to).unwrap());
-}
-
-fn at(x: f64, y: f64) -> Position {
-    Position { x, y, z: 16.0 }
 }
 
 /// Resident bytes per loaded section, printed once.
