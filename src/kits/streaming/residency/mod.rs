@@ -33,7 +33,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use indexmap::IndexSet;
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use crate::grid::{Bounds, ChunkPos, Grid, Position};
@@ -99,7 +99,7 @@ impl FocusView {
 
 /// A focus in force: its view and its chunk.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Slot {
+pub(super) struct Slot {
     view: FocusView,
     centre: ChunkPos,
 }
@@ -380,6 +380,46 @@ impl Residency {
             .collect();
         let complete = union.iter().filter(|c| self.is_complete(**c)).count();
         (complete, union.len())
+    }
+
+    /// The mesh squares moved (`changed`: id, old slot, new slot, for each focus whose square
+    /// changed; `old_n` foci before). One focus moved stays one focus: the counted progress
+    /// follows the strips its mesh footprint gained and lost, as the readiness count does
+    /// (a drive crossing a chunk border costs a strip, not the mesh area). Anything else is
+    /// counted afresh when next asked.
+    pub(super) fn mesh_progress_moved(
+        &self,
+        old_n: usize,
+        changed: &[(u32, Option<Slot>, Option<Slot>)],
+    ) {
+        let counted = self.mesh_progress.take();
+        let (Some((mut done, mut wanted)), 1, [(_, Some(old), Some(new))]) =
+            (counted, old_n, changed)
+        else {
+            return;
+        };
+        if self.foci.len() != 1 {
+            return;
+        }
+        let k = self.neighbours();
+        let (was, now) = (
+            self.footprint(old.centre, old.view.radius, k),
+            self.footprint(new.centre, new.view.radius, k),
+        );
+        let bounds = self.bounds;
+        now.for_each_outside(Some(was), |c| {
+            if self.grid.overlaps(c, bounds.as_ref()) {
+                wanted += 1;
+                done += usize::from(self.is_complete(c));
+            }
+        });
+        was.for_each_outside(Some(now), |c| {
+            if self.grid.overlaps(c, bounds.as_ref()) {
+                wanted -= 1;
+                done -= usize::from(self.is_complete(c));
+            }
+        });
+        self.mesh_progress.set(Some((done, wanted)));
     }
 
     /// Unload refusals `by` holds.

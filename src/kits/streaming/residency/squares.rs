@@ -240,7 +240,7 @@ impl Residency {
             }
         }
         if !changed.is_empty() {
-            self.mesh_progress.set(None); // the mesh squares moved
+            self.mesh_progress_moved(old_n, &changed);
         }
         for id in freed {
             debug_assert_eq!(self.pending_in[id as usize], 0);
