@@ -24,9 +24,9 @@ pub(super) struct Completeness {
     /// `world.chunk.unloaded` said it).
     pub(super) announced: FxHashSet<ChunkPos>,
     /// Chunks whose completeness may differ from `announced`: flipped since the last end of
-    /// tick (a log, put in row order and deduplicated at the end of the tick; a chunk released
-    /// since may stay in it, as the end of the tick finds it neither complete nor announced)
-    /// tick (or everything after a restore or a change of `k`).
+    /// tick (or everything after a restore or a change of `k`). A log, put in row order and
+    /// deduplicated at the end of the tick; a chunk released since may stay in it (the end of
+    /// the tick finds it neither complete nor announced).
     pub(super) changed: Vec<ChunkPos>,
 }
 
