@@ -1325,3 +1325,49 @@ fn a_chunk_home_to_more_than_10_000_entities_is_an_error_at_start() {
         );
     }
 }
+
+/// A chunk's lines are read back in one span only when they lie in one file, in order: a chunk
+/// homed in two files reads each line from its own file (a span taken across the two files
+/// would read the second file's line out of the first's bytes).
+#[test]
+fn a_chunk_homed_in_two_files_reads_each_line_from_its_own_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // File a: its (0, 0) line first, then 50 lines far away; file b: 20 far lines, then its
+    // (0, 0) line, which lies well inside file a's length.
+    let mut a = vec![line(
+        "a1",
+        5.0,
+        5.0,
+        &["crate"],
+        Some(json!({ "from": "a" })),
+    )];
+    a.extend((0..50).map(|i| line(&format!("fa{i}"), 300.0 + f64::from(i), 5.0, &[], None)));
+    let mut b: Vec<String> = (0..20)
+        .map(|i| line(&format!("fb{i}"), 300.0 + f64::from(i), 5.0, &[], None))
+        .collect();
+    b.push(line(
+        "b1",
+        6.0,
+        6.0,
+        &["crate"],
+        Some(json!({ "from": "b" })),
+    ));
+    let scene = world(dir.path(), &[("a.jsonl", a), ("b.jsonl", b)], json!({}));
+    let mut game = start(dir.path(), &scene);
+    run(&mut game, &[], 1);
+    assert!(
+        events_named(&game, "world.district.error").is_empty(),
+        "{:?}",
+        event_lines(&game)
+    );
+    for (id, from) in [("a1", "a"), ("b1", "b")] {
+        let e = game.engine().world().get(&EntityId::new(id));
+        let data = e.and_then(|e| e.data.as_deref().cloned());
+        assert_eq!(
+            data.map(|d| d["from"].clone()),
+            Some(json!(from)),
+            "{id} spawned from its own file"
+        );
+    }
+    assert_eq!(counts(&game), (2, 70));
+}
