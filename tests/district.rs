@@ -1245,10 +1245,16 @@ fn a_district_file_cut_short_under_a_running_game_is_an_error_and_the_game_goes_
 /// The bytes this thread has read so far (`rchar` of /proc/thread-self/io).
 #[cfg(target_os = "linux")]
 fn bytes_read_by_this_thread() -> u64 {
+    thread_io("rchar")
+}
+
+/// A counter of /proc/thread-self/io (`rchar`: bytes read; `syscr`: read calls).
+#[cfg(target_os = "linux")]
+fn thread_io(counter: &str) -> u64 {
     std::fs::read_to_string("/proc/thread-self/io")
         .unwrap()
         .lines()
-        .find_map(|l| l.strip_prefix("rchar: "))
+        .find_map(|l| l.strip_prefix(counter)?.strip_prefix(": "))
         .unwrap()
         .parse()
         .unwrap()
@@ -1370,4 +1376,23 @@ fn a_chunk_homed_in_two_files_reads_each_line_from_its_own_file() {
         );
     }
     assert_eq!(counts(&game), (2, 70));
+}
+
+/// A chunk's lines that lie in one file, in order, within 1 MiB are read back in one read of
+/// their span, not one read a line (docs/district.md#one-chunks-cost): 200 lines of one chunk
+/// cost a few read calls.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_chunk_s_lines_in_one_file_are_read_in_one_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..200)
+        .map(|i| line(&format!("e{i}"), 1.0 + f64::from(i % 30), 5.0, &[], None))
+        .collect();
+    let scene = world(dir.path(), &[("d.jsonl", lines)], json!({}));
+    let mut game = start(dir.path(), &scene);
+    let before = thread_io("syscr");
+    run(&mut game, &[], 1);
+    let reads = thread_io("syscr") - before;
+    assert_eq!(counts(&game), (200, 0));
+    assert!(reads < 10, "{reads} read calls for one chunk's 200 lines");
 }
