@@ -1398,3 +1398,41 @@ fn a_chunk_s_lines_in_one_file_are_read_in_one_read() {
     assert_eq!(counts(&game), (200, 10));
     assert!(reads < 10, "{reads} read calls for one chunk's 200 lines");
 }
+
+/// The span read of a chunk's lines is bounded at 1 MiB exactly: two lines whose span is
+/// 1 MiB are read in one read, 1 MiB and a byte in two (one a line), and lines far apart
+/// never read what lies between them. (The counters' own reads are the same in each case:
+/// the cases are compared with each other.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_chunk_s_span_is_read_whole_up_to_1_mib_and_no_further() {
+    let mut seen = Vec::new();
+    for extra in [0u64, 1, 3 << 20] {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            line("a", 5.0, 5.0, &[], None),
+            line("b", 6.0, 6.0, &[], None),
+        );
+        // Blank lines between them: the span (a's start to b's end) is 1 MiB + `extra`.
+        let blank = (1u64 << 20) + extra - a.len() as u64 - b.len() as u64 - 1;
+        let lines = vec![a, "\n".repeat(blank as usize - 1), b];
+        let scene = world(dir.path(), &[("d.jsonl", lines)], json!({}));
+        let mut game = start(dir.path(), &scene);
+        let (calls, bytes) = (thread_io("syscr"), thread_io("rchar"));
+        run(&mut game, &[], 1);
+        let (calls, bytes) = (thread_io("syscr") - calls, thread_io("rchar") - bytes);
+        assert_eq!(counts(&game), (2, 0));
+        seen.push((calls, bytes));
+    }
+    let [(span_calls, span_bytes), (over_calls, over_bytes), (far_calls, far_bytes)] = seen[..]
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        (over_calls, far_calls),
+        (span_calls + 1, span_calls + 1),
+        "one read for a 1 MiB span, one a line past it: {seen:?}"
+    );
+    assert!(span_bytes >= 1 << 20, "{seen:?}");
+    assert!(over_bytes < 4096 && far_bytes < 4096, "{seen:?}");
+}
