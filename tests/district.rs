@@ -1436,3 +1436,31 @@ fn a_chunk_s_span_is_read_whole_up_to_1_mib_and_no_further() {
     assert!(span_bytes >= 1 << 20, "{seen:?}");
     assert!(over_bytes < 4096 && far_bytes < 4096, "{seen:?}");
 }
+
+/// A stored spawned entity's id stays reserved across a save: loaded into a fresh game (whose
+/// records come from the save), spawning that id is refused as in the game that stored it.
+#[test]
+fn a_stored_spawned_entity_s_id_stays_reserved_after_a_save_is_loaded() {
+    let (dir, mut game) = standard();
+    let spawn = |x: f64| json!({ "tick": 0, "do": "spawn", "entity": { "id": "box", "tags": ["streamed"], "position": { "x": x, "z": 5 } } });
+    let save = dir.path().join("s.json");
+    run(
+        &mut game,
+        &[
+            at(2, spawn(500.0)),
+            json!({ "tick": 3, "do": "save", "path": save.display().to_string() }),
+        ],
+        3,
+    );
+    assert!(!has(&game, "box"), "stored at the end of its tick");
+    let scene: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("scene.json")).unwrap())
+            .unwrap();
+    let mut fresh = start(dir.path(), &scene);
+    fresh.load(&save).unwrap();
+    let e = fresh
+        .run(&common::inputs(&[at(4, spawn(5.0))]), 4)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("may not be spawned"), "{e}");
+}
