@@ -1580,3 +1580,52 @@ fn world_verify_reads_no_district_region_that_is_a_link_or_a_fifo() {
     );
     assert_eq!(std::fs::read(&outside).unwrap(), b"not a region");
 }
+
+/// A chunk released unchanged leaves its district lines as they are in the directory: written
+/// back after the release and opened by a fresh game, its entities come back from their lines.
+#[test]
+fn a_chunk_released_unchanged_comes_back_from_its_lines_after_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = world(tmp.path(), "w", 0);
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[go(2, 200.0)], 4);
+    assert_eq!(position(&g, "c1"), None, "stored with its chunk");
+    g.close().unwrap();
+    let mut g = start(tmp.path(), &scene);
+    assert_eq!(counts(&g), (0, 5));
+    run(&mut g, &[], 1);
+    assert_eq!(position(&g, "c1"), Some((5.0, 5.0)));
+    assert_eq!(position(&g, "c3"), Some((6.0, 6.0)));
+    assert_eq!(counts(&g), (4, 1), "c1, c2, c3 and w1 live; far stored");
+    g.close().unwrap();
+}
+
+/// A persistent district entity carried into a chunk that is not loaded stays live there; the
+/// chunk's image written back holds that entity and the chunk's own district lines both, so a
+/// restart brings back both.
+#[test]
+fn a_live_entity_in_an_unloaded_chunk_keeps_that_chunk_s_lines_in_the_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = world(tmp.path(), "w", 0);
+    let mut g = start(tmp.path(), &scene);
+    run(
+        &mut g,
+        &[
+            json!({ "tick": 2, "do": "tag", "entity": "c1", "tag": "persistent" }),
+            json!({ "tick": 3, "do": "move", "entity": "c1", "to": { "x": 310, "z": 5 } }),
+        ],
+        4,
+    );
+    assert_eq!(position(&g, "c1"), Some((310.0, 5.0)), "persistent: live");
+    assert_eq!(position(&g, "far"), None, "its chunk (9, 0) is not loaded");
+    g.close().unwrap();
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[go(1, 300.0)], 3);
+    assert_eq!(
+        position(&g, "far"),
+        Some((300.0, 5.0)),
+        "the chunk's own line"
+    );
+    assert_eq!(position(&g, "c1"), Some((310.0, 5.0)));
+    g.close().unwrap();
+}
