@@ -113,7 +113,6 @@ impl State {
                     })
                     .collect(),
             };
-            let mut lives = 0;
             if self.last == Some(s) {
                 for id in self.by_chunk.get(&c).into_iter().flat_map(|m| m.values()) {
                     let (Some(l), Some(e)) = (self.live.get(id), world.get(id)) else {
@@ -134,20 +133,18 @@ impl State {
                             },
                         },
                     });
-                    lives += 1;
                 }
             }
-            let needed = match record {
-                Some(_) => true,
-                None if is_loaded => {
-                    entries.len() != group.len()
-                        || !entries
-                            .iter()
-                            .zip(group)
-                            .all(|(x, i)| x.stored == Stored::Line(i))
-                }
-                None => lives > 0,
-            };
+            // Kept unless the chunk is exactly its district lines: no record, and its entries
+            // (the lines, or the live entities while loaded) are the lines in order. Unloaded
+            // without a record, that is when nothing of it is live (live entities add to the
+            // lines).
+            let needed = record.is_some()
+                || entries.len() != group.len()
+                || !entries
+                    .iter()
+                    .zip(group)
+                    .all(|(x, i)| x.stored == Stored::Line(i));
             if needed {
                 out.scenes.insert(
                     name.clone(),
