@@ -18,9 +18,10 @@
 //! cylinders, nothing loading or releasing). The count is the same on every run (within a few
 //! dozen instructions of the allocator's).
 //!
-//! `complete-drive-k0` and `complete-drive-k1` are the two drives of `benches/complete.rs` (a car
-//! east at 0.5 m a tick over `world.terrain`, budget 4: radius 9 with `neighbours` 0, radius 8
-//! with `neighbours` 1; the same chunks loaded and built). Their terrain workers are threads, and
+//! `complete-drive-k0` and `complete-drive-k1` are the two drives of `benches/complete.rs` (east
+//! at 0.5 m a tick over `world.terrain`, budget 4: radius 9 with `neighbours` 0, radius 8 with
+//! `neighbours` 1; the same chunks loaded and built; the player moved directly, where the bench
+//! moves the car it rides). Their terrain workers are threads, and
 //! the probe waits for them before each tick as the bench does; count only the tick, on the
 //! tick's thread, with `--toggle-collect='*Game::tick*'`.
 
@@ -37,8 +38,12 @@ fn main() {
         eprintln!("usage: tick_instructions SCENARIO TICKS (see the file's first lines)");
         std::process::exit(2);
     };
-    if let Some(k) = scenario.strip_prefix("complete-drive-k") {
-        complete_drive(k == "1", n);
+    if let Some(complete) = match scenario.as_str() {
+        "complete-drive-k0" => Some(false),
+        "complete-drive-k1" => Some(true),
+        _ => None,
+    } {
+        complete_drive(complete, n);
         return;
     }
     let cylinder = (Some("disc"), Some(4));
