@@ -772,6 +772,51 @@ fn a_streamed_scene_entity_the_directory_holds_stays_once_on_a_restart() {
     );
 }
 
+/// Dropping the directory's copy of a scene entity leaves the rest of its chunk's record as
+/// it was: a record is forgotten (the chunk back to its lines) only when what is left is
+/// exactly the chunk's lines, in order. Chunk (0, 0) holds `c1` and `c3` and the scene's
+/// streamed `box`; in one run both lines are changed (as many entries as lines, none a line),
+/// in another the last line is despawned (every entry left a line, one fewer).
+#[test]
+fn dropping_a_scene_copy_keeps_the_chunk_s_other_differences() {
+    let scene_with_box = |dir: &Path| {
+        let mut scene = world(dir, "w", 0);
+        scene["entities"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({ "id": "box", "tags": ["streamed"], "position": { "x": 8, "z": 8 } }));
+        scene
+    };
+    // Both lines changed.
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = scene_with_box(tmp.path());
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[set(2, "c1", 7), set(2, "c3", 9)], 3);
+    g.close().unwrap();
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[], 2);
+    assert_eq!(data(&g, "c1"), Some(json!({ "hp": 7 })));
+    assert_eq!(data(&g, "c3"), Some(json!({ "hp": 9 })));
+    assert_eq!(events_named(&g, "world.district.error"), vec![]);
+    g.close().unwrap();
+    // The chunk's last line despawned.
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = scene_with_box(tmp.path());
+    let mut g = start(tmp.path(), &scene);
+    run(
+        &mut g,
+        &[json!({ "tick": 2, "do": "despawn", "entity": "c3" })],
+        3,
+    );
+    g.close().unwrap();
+    let mut g = start(tmp.path(), &scene);
+    run(&mut g, &[], 2);
+    assert_eq!(position(&g, "c1"), Some((5.0, 5.0)));
+    assert_eq!(position(&g, "c3"), None, "despawned: stays gone");
+    assert_eq!(events_named(&g, "world.district.error"), vec![]);
+    g.close().unwrap();
+}
+
 /// Review: a scene entity tagged `streamed` standing in a chunk that is not loaded at start
 /// is stored by the first tick's end; the directory already holds the copy the last run
 /// stored there, so every restart adds one more copy of it to that chunk's record.
