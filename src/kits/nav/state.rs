@@ -72,12 +72,6 @@ pub(super) struct Held {
     chunks: Option<(u32, BTreeMap<ChunkPos, u32>)>,
 }
 
-impl PartialEq for Held {
-    fn eq(&self, other: &Self) -> bool {
-        self.cells == other.cells
-    }
-}
-
 impl From<Vec<Cell>> for Held {
     fn from(cells: Vec<Cell>) -> Self {
         Held {
@@ -149,7 +143,7 @@ impl Held {
 }
 
 /// One agent's state.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub(super) struct Agent {
     /// The goal cell its state is for.
     pub(super) goal: Cell,
@@ -207,11 +201,14 @@ impl Ground for TerrainGround<'_> {
     }
 }
 
-/// The goal of an agent's `data`, if it is `{x, z}` of finite numbers.
+/// The goal of an agent's `data`, if it is `{x, z}` of numbers (a JSON number is always
+/// finite: `serde_json` holds no NaN or infinity).
 pub(super) fn goal_of(data: Option<&serde_json::Map<String, Value>>) -> Option<Position> {
     let goal = data?.get("goal")?.as_object()?;
-    let (x, z) = (goal.get("x")?.as_f64()?, goal.get("z")?.as_f64()?);
-    (x.is_finite() && z.is_finite()).then(|| Position::new(x, z))
+    Some(Position::new(
+        goal.get("x")?.as_f64()?,
+        goal.get("z")?.as_f64()?,
+    ))
 }
 
 impl State {
@@ -391,8 +388,11 @@ mod tests {
         assert!(!held.crosses(&set(&[(0, 1), (3, 0), (-1, 0)]), 4));
         assert!(held.crosses(&set(&[(2, 0)]), 4));
         assert!(held.crosses(&set(&[(0, 0)]), 4));
+        // One step into chunk (0, 0)'s three cells: two are still ahead, so it still matters.
+        held.pop_front();
+        assert!(held.crosses(&set(&[(0, 0)]), 4));
         // Stepped past chunk (0, 0): its change no longer matters; (1, 0)'s still does.
-        for _ in 0..3 {
+        for _ in 0..2 {
             held.pop_front();
         }
         assert_eq!(held.front(), Some(&Cell::new(4, 0)));
@@ -404,6 +404,10 @@ mod tests {
         let mut many = many;
         many.insert(ChunkPos::new(2, 0));
         assert!(held.crosses(&many, 4));
+        // Counted again for chunks of another size: 2 cells a side, the path now (4..10, 0)
+        // in chunks (2, 0) to (4, 0).
+        assert!(held.crosses(&set(&[(4, 0)]), 2));
+        assert!(!held.crosses(&set(&[(1, 0)]), 2));
         held.clear();
         assert!(!held.crosses(&many, 4));
     }
