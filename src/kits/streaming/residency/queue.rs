@@ -395,6 +395,40 @@ mod tests {
         assert!(!r.pending().contains(&other));
     }
 
+    /// A queue grows only to its slack: entries queued again (as a priority change queues a
+    /// chunk) past `QUEUE_SLACK` entries a chunk of its focus's square plus 64 drop it (built
+    /// again when next needed), and not one entry before. A queue whose focus has nothing
+    /// pending left keeps a buffer of up to 1 024 entries and gives a larger one back.
+    /// (cargo-mutants: the bound's `+` and `*` and the buffer test's `>` were missed: the takes
+    /// are the same either way, only the memory differs.)
+    #[test]
+    fn a_queue_is_dropped_past_its_slack_and_an_emptied_large_one_gives_its_buffer_back() {
+        let mut r = res();
+        r.set_foci(&[FocusView::new(Position::new(8.0, 8.0), 1)]);
+        let c = r.pending()[0];
+        assert_eq!(r.queue(0).len(), 9);
+        let bound = QUEUE_SLACK * 3 * 3 + 64;
+        while r.queues[0].as_ref().expect("kept within its slack").len() < bound {
+            r.queue_pending(c, None);
+        }
+        assert_eq!(r.queues[0].as_ref().map(|q| q.len()), Some(bound));
+        r.queue_pending(c, None);
+        assert!(r.queues[0].is_none(), "one past the slack: dropped");
+        assert_eq!(r.queue(0).len(), 9, "built again from the square");
+        for (cap, kept) in [(1024, 1024), (1025, 0)] {
+            let mut r = res();
+            r.set_foci(&[FocusView::new(Position::new(8.0, 8.0), 1)]);
+            let mut q = Queue::with_capacity(cap);
+            q.extend(r.queue(0).drain());
+            r.queues[0] = Some(q);
+            for c in r.pending() {
+                r.unpend(c);
+            }
+            let q = r.queues[0].as_ref().expect("emptied, not dropped");
+            assert_eq!((q.len(), q.capacity()), (0, kept), "capacity {cap}");
+        }
+    }
+
     /// The nearest take as it was: sort the whole pending set, take the first `k`.
     fn plain_nearest(r: &mut Residency, k: usize) -> Vec<ChunkPos> {
         let mut all: Vec<ChunkPos> = r.pending.iter().copied().collect();
