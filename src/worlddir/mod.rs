@@ -26,6 +26,17 @@ pub fn refuse_without_file_system(path: &str) -> Option<crate::json::Problem> {
     }
 }
 
+/// The directory a kit's `worldDir` names: a relative one is relative to the scene file's
+/// directory `base` (as mod paths are), kept as written when that is the working directory
+/// (`""` or `"."`), so that saves and messages name it as the scene does.
+pub fn resolve(dir: &str, base: &std::path::Path) -> std::path::PathBuf {
+    if std::path::Path::new(dir).is_relative() && !matches!(base.to_str(), Some("" | ".")) {
+        base.join(dir)
+    } else {
+        std::path::PathBuf::from(dir)
+    }
+}
+
 /// Whether two `worldDir`s name the same directory: both absent, or equal, or the same place
 /// once resolved (one may not exist yet).
 pub fn same_dir(a: Option<&str>, b: Option<&str>) -> bool {
@@ -44,5 +55,24 @@ pub fn same_dir(a: Option<&str>, b: Option<&str>) -> bool {
                     })
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn a_relative_world_dir_is_relative_to_the_scene_and_kept_as_written_beside_it() {
+        assert_eq!(resolve("w", Path::new("scenes")), PathBuf::from("scenes/w"));
+        assert_eq!(resolve("../w", Path::new("a/b")), PathBuf::from("a/b/../w"));
+        assert_eq!(resolve("w", Path::new("")), PathBuf::from("w"));
+        assert_eq!(resolve("w", Path::new(".")), PathBuf::from("w"));
+        assert_eq!(
+            resolve("/data/w", Path::new("scenes")),
+            PathBuf::from("/data/w")
+        );
+        assert_eq!(resolve("/data/w", Path::new(".")), PathBuf::from("/data/w"));
     }
 }

@@ -157,7 +157,7 @@ impl DistrictKit {
                 ));
                 None
             }
-            Some(dir) => Some(persist::resolve(dir, spec.base_dir)),
+            Some(dir) => Some(crate::worlddir::resolve(dir, spec.base_dir)),
             None => None,
         };
         // Homes follow the streaming kit's config `vertical`, indexed once at start

@@ -12,7 +12,6 @@
 //! takes only the stored ones (the live ones are in the save's world).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use super::region::{self, ChunkRecord, District, DistrictStamp, Entry, SceneRecord, Stored};
 use super::state::{entity_hash, State, DORMANT};
@@ -413,14 +412,5 @@ impl State {
     pub fn image_digest(&self) -> Option<(String, u64)> {
         let p = self.persist.as_ref()?;
         Some((p.dir.clone(), region::digest(&p.image, p.stamp)))
-    }
-}
-
-/// The directory a `worldDir` names, resolved against the scene file's directory.
-pub(crate) fn resolve(dir: &str, base: &std::path::Path) -> PathBuf {
-    if std::path::Path::new(dir).is_relative() && !matches!(base.to_str(), Some("" | ".")) {
-        base.join(dir)
-    } else {
-        PathBuf::from(dir)
     }
 }

@@ -112,11 +112,11 @@ impl TerrainKit {
                     "expected a directory path, got an empty string",
                 )]);
             }
-            // Relative to the scene file, as mod paths are.
-            let base = spec.base_dir;
-            if std::path::Path::new(dir).is_relative() && !matches!(base.to_str(), Some("" | ".")) {
-                config.world_dir = Some(base.join(dir).to_string_lossy().into_owned());
-            }
+            config.world_dir = Some(
+                crate::worlddir::resolve(dir, spec.base_dir)
+                    .to_string_lossy()
+                    .into_owned(),
+            );
         }
         Ok(Box::new(TerrainKit::new(config)))
     }
