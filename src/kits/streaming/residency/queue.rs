@@ -396,25 +396,35 @@ mod tests {
     }
 
     /// A queue grows only to its slack: entries queued again (as a priority change queues a
-    /// chunk) past `QUEUE_SLACK` entries a chunk of its focus's square plus 64 drop it (built
-    /// again when next needed), and not one entry before. A queue whose focus has nothing
-    /// pending left keeps a buffer of up to 1 024 entries and gives a larger one back.
-    /// (cargo-mutants: the bound's `+` and `*` and the buffer test's `>` were missed: the takes
-    /// are the same either way, only the memory differs.)
+    /// chunk) past `QUEUE_SLACK` entries a chunk of its focus's square (a section of its box with
+    /// vertical sections) plus 64 drop it (built again when next needed), and not one entry
+    /// before. A queue whose focus has nothing pending left keeps a buffer of up to 1 024
+    /// entries and gives a larger one back. (cargo-mutants: the bound's and the side's `+` and
+    /// `*` and the buffer test's `>` were missed: the takes are the same either way, only the
+    /// memory differs.)
     #[test]
     fn a_queue_is_dropped_past_its_slack_and_an_emptied_large_one_gives_its_buffer_back() {
-        let mut r = res();
-        r.set_foci(&[FocusView::new(Position::new(8.0, 8.0), 1)]);
-        let c = r.pending()[0];
-        assert_eq!(r.queue(0).len(), 9);
-        let bound = QUEUE_SLACK * 3 * 3 + 64;
-        while r.queues[0].as_ref().expect("kept within its slack").len() < bound {
+        let flat = Form::default();
+        let tall = Form {
+            disc: false,
+            vertical: Some((1, 32.0)),
+        };
+        // Radius 1: 3 × 3 chunks, or 3 × 3 × 3 sections.
+        for (form, chunks) in [(flat, 9), (tall, 27)] {
+            let mut r = res();
+            r.set_form(form);
+            r.set_foci(&[FocusView::new(Position::new(8.0, 8.0), 1)]);
+            let c = r.pending()[0];
+            assert_eq!(r.queue(0).len(), chunks);
+            let bound = QUEUE_SLACK * chunks + 64;
+            while r.queues[0].as_ref().expect("kept within its slack").len() < bound {
+                r.queue_pending(c, None);
+            }
+            assert_eq!(r.queues[0].as_ref().map(|q| q.len()), Some(bound));
             r.queue_pending(c, None);
+            assert!(r.queues[0].is_none(), "one past the slack: dropped");
+            assert_eq!(r.queue(0).len(), chunks, "built again from the square");
         }
-        assert_eq!(r.queues[0].as_ref().map(|q| q.len()), Some(bound));
-        r.queue_pending(c, None);
-        assert!(r.queues[0].is_none(), "one past the slack: dropped");
-        assert_eq!(r.queue(0).len(), 9, "built again from the square");
         for (cap, kept) in [(1024, 1024), (1025, 0)] {
             let mut r = res();
             r.set_foci(&[FocusView::new(Position::new(8.0, 8.0), 1)]);
@@ -426,6 +436,41 @@ mod tests {
             }
             let q = r.queues[0].as_ref().expect("emptied, not dropped");
             assert_eq!((q.len(), q.capacity()), (0, kept), "capacity {cap}");
+        }
+    }
+
+    /// A take builds the queue of a focus only when its square holds a pending chunk: a focus
+    /// whose chunks are all loaded costs the take nothing. (cargo-mutants: `pending_in > 0`
+    /// made `>= 0` was missed: the empty queue built finds nothing to take.)
+    #[test]
+    fn a_take_builds_no_queue_for_a_focus_with_nothing_pending() {
+        let at = |x: i64| Position::new(x as f64 * 32.0 + 16.0, 16.0);
+        for fair in [false, true] {
+            let mut r = res();
+            r.set_foci(&[FocusView::new(at(0), 1), FocusView::new(at(10), 1)]);
+            for c in r.pending() {
+                if c.x < 5 {
+                    r.mark_loaded(c);
+                }
+            }
+            r.queues[0] = None;
+            let looked = r.examined();
+            let mut taken = Vec::new();
+            if fair {
+                let mut dealt = Vec::new();
+                r.take_fair(2, 0, &mut dealt);
+                taken.extend(dealt.into_iter().map(|(c, _)| c));
+            } else {
+                r.take_nearest(2, &mut taken);
+            }
+            assert_eq!(taken.len(), 2);
+            assert!(taken.iter().all(|c| c.x >= 9), "{taken:?}");
+            assert!(r.queues[0].is_none(), "fair: {fair}");
+            assert_eq!(
+                r.examined() - looked,
+                9 + 2,
+                "fair: {fair}: the square built, two taken"
+            );
         }
     }
 
