@@ -474,6 +474,30 @@ mod tests {
         }
     }
 
+    /// A focus's queue is built from the smaller of the pending set and its square, and what
+    /// it looked at is counted. (cargo-mutants: the choice `<` made `==` and the square's count
+    /// `+=` made `*=` were missed: the queue is the same either way.)
+    #[test]
+    fn a_queue_is_built_from_the_smaller_of_the_pending_set_and_the_square() {
+        let at = |x: i64| Position::new(x as f64 * 32.0 + 16.0, 16.0);
+        // 4 pending chunks, a square of 25: the pending set is looked at.
+        let mut r = res();
+        r.set_foci(&[FocusView::new(at(0), 2)]);
+        for c in r.pending().into_iter().skip(4) {
+            r.mark_loaded(c);
+        }
+        let looked = r.examined();
+        assert_eq!(r.queue(0).len(), 4);
+        assert_eq!(r.examined() - looked, 4);
+        // A square of 1 against 49 + 1 pending chunks: the square is looked at.
+        let mut r = res();
+        r.set_foci(&[FocusView::new(at(0), 0), FocusView::new(at(20), 3)]);
+        assert_eq!(r.pending_len(), 50);
+        let looked = r.examined();
+        assert_eq!(r.queue(0).len(), 1);
+        assert_eq!(r.examined() - looked, 1);
+    }
+
     /// The nearest take as it was: sort the whole pending set, take the first `k`.
     fn plain_nearest(r: &mut Residency, k: usize) -> Vec<ChunkPos> {
         let mut all: Vec<ChunkPos> = r.pending.iter().copied().collect();
