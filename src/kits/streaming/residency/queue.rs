@@ -440,8 +440,9 @@ mod tests {
     }
 
     /// A take builds the queue of a focus only when its square holds a pending chunk: a focus
-    /// whose chunks are all loaded costs the take nothing. (cargo-mutants: `pending_in > 0`
-    /// made `>= 0` was missed: the empty queue built finds nothing to take.)
+    /// whose chunks are all loaded costs the take nothing, and each entry popped is counted.
+    /// (cargo-mutants: `pending_in > 0` made `>= 0` was missed: the empty queue built finds
+    /// nothing to take; so were the pops' counts, `+=` made `*=`.)
     #[test]
     fn a_take_builds_no_queue_for_a_focus_with_nothing_pending() {
         let at = |x: i64| Position::new(x as f64 * 32.0 + 16.0, 16.0);
