@@ -29,7 +29,7 @@ pub fn refuse_without_file_system(path: &str) -> Option<crate::json::Problem> {
 /// The directory a kit's `worldDir` names: a relative one is relative to the scene file's
 /// directory `base` (as mod paths are), kept as written when that is the working directory
 /// (`""` or `"."`), so that saves and messages name it as the scene does.
-pub fn resolve(dir: &str, base: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn resolve(dir: &str, base: &std::path::Path) -> std::path::PathBuf {
     if std::path::Path::new(dir).is_relative() && !matches!(base.to_str(), Some("" | ".")) {
         base.join(dir)
     } else {
