@@ -997,6 +997,13 @@ pub(crate) mod tests {
             }
         }
         assert_eq!(grid.cell_of(Position::new(-0.1, 1.99)), Cell::new(-1, 0));
+        // A hair west of x = 0 lies in chunk -1, whose offset then rounds to the chunk's full
+        // side (32 - 1e-15 is 32.0): clamped to its last cell, as the terrain reads it.
+        assert_eq!(
+            grid.cell_of(Position::new(-1e-15, 1.0)),
+            Cell::new(-1, 0),
+            "the chunk's last cell, not the next chunk's first"
+        );
         assert_eq!(grid.centre(Cell::new(0, -1)), Position::new(1.0, -1.0));
         assert_eq!(grid.chunk_of(Cell::new(-1, 16)), ChunkPos::new(-1, 1));
     }
