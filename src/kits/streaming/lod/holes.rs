@@ -671,6 +671,47 @@ mod tests {
         }
     }
 
+    /// The count is made from scratch (the only time `candidates` is asked) at the first
+    /// update, after an incomplete list of chunks, or when the levels' steps in force change;
+    /// never on a tick that told everything, whatever moved: a recount costs the area of the
+    /// players' squares.
+    #[test]
+    fn the_count_is_made_from_scratch_only_when_it_must_be() {
+        let mut p = plan(1, &[(2, 4), (8, 64)], centre());
+        load_all(&mut p);
+        let square = |c: ChunkPos| c.x.abs() <= 1 && c.z.abs() <= 1;
+        let asked = Cell::new(0);
+        let update = |p: &mut LodPlan, at: Position, changed: &[(ChunkPos, bool)], complete| {
+            let candidates = || {
+                asked.set(asked.get() + 1);
+                (-1..=1).flat_map(|z| (-1..=1).map(move |x| ChunkPos::new(x, z)))
+            };
+            let kept = p.update_holes(&[at], square, changed, complete, candidates);
+            assert_eq!(kept, p.holes(&[at], square));
+        };
+        update(&mut p, centre(), &[], true);
+        assert_eq!(asked.get(), 1, "the first count");
+        for _ in 0..3 {
+            p.note_chunks(&[(ChunkPos::new(0, 0), true)], square, true);
+            update(&mut p, centre(), &[(ChunkPos::new(0, 0), true)], true);
+        }
+        let moved = Position::new(16.0 + 96.0, 16.0);
+        p.set_foci(&[moved]);
+        p.resolve();
+        update(&mut p, moved, &[], true);
+        assert_eq!(asked.get(), 1, "told everything: kept");
+        p.note_chunks(&[], square, false);
+        update(&mut p, moved, &[], true);
+        assert_eq!(asked.get(), 2, "a list told incomplete");
+        p.set_levels(1, lod(&[(4, 8), (8, 64)]));
+        p.resolve();
+        load_all(&mut p);
+        update(&mut p, moved, &[], true);
+        assert_eq!(asked.get(), 3, "another step in force");
+        update(&mut p, moved, &[], true);
+        assert_eq!(asked.get(), 3);
+    }
+
     #[test]
     fn holes_count_chunks_within_the_last_radius_seen_by_nothing() {
         let mut p = plan(1, &[(2, 4)], centre());

@@ -113,8 +113,8 @@ impl LodPlan {
     /// both before and after is carved either way: neither part of the test changed through
     /// this strip, and a change of the other part puts the block in a strip where it is not
     /// held so (a focus holding it stably would keep that part unchanged). Those blocks, a
-    /// rectangle per other focus, are cut out of the strip. (A player and its look-ahead focus
-    /// sweep mostly each other's strips.)
+    /// rectangle per focus, are cut out of the strip (the strip's own focus holds none of
+    /// it). (A player and its look-ahead focus sweep mostly each other's strips.)
     pub(super) fn resolve_level(
         &mut self,
         k: usize,
@@ -148,14 +148,14 @@ impl LodPlan {
             ground: self.ground_blocks(l.step),
         };
         self.deferred = false;
-        for (i, span) in spans.iter().enumerate() {
+        for span in &spans {
             if !span.moved {
                 continue;
             }
-            // The blocks the other foci hold in range, or carve whole, before and after.
-            let others = || spans.iter().enumerate().filter(move |(j, _)| *j != i);
+            // The blocks the foci hold in range, or carve whole, before and after (this
+            // focus's own never meet its changed strips).
             held.clear();
-            held.extend(others().filter_map(|(_, s)| both(s.range)));
+            held.extend(spans.iter().filter_map(|s| both(s.range)));
             for r in changed_areas(span.range[0], span.range[1])
                 .into_iter()
                 .flatten()
@@ -163,7 +163,11 @@ impl LodPlan {
                 Area::cut(r, &held, &mut |r| self.retest_region(k, &now, r));
             }
             held.clear();
-            held.extend(others().filter_map(|(_, s)| both(s.area)?.inner_blocks(l.step)));
+            held.extend(
+                spans
+                    .iter()
+                    .filter_map(|s| both(s.area)?.inner_blocks(l.step)),
+            );
             for r in changed_areas(span.area[0], span.area[1])
                 .into_iter()
                 .flatten()
@@ -398,6 +402,40 @@ mod tests {
             wanted.contains(&ChunkPos::new(3, 0)),
             "the second focus's range"
         );
+    }
+
+    #[test]
+    fn a_region_past_defer_min_blocks_is_noted_not_looked_at_and_one_at_it_is_tested() {
+        // Level step 2, radius 40: a range of 41 × 41 blocks; a move of one block east sweeps
+        // strips of 41 blocks.
+        let at = |x: f64| Position::new(x, 16.0);
+        let start = |defer_min: u64| {
+            let mut p = LodPlan::new(Grid::new(32.0), None);
+            p.defer_min = defer_min;
+            p.set_levels(1, lod(&[(2, 40)]));
+            p.set_foci(&[at(16.0)]);
+            p.resolve();
+            p
+        };
+        let mut p = start(41 * 41);
+        assert!(p.unscanned[0].is_empty(), "the whole range, tested");
+        let before = p.pending_set(0);
+        p.defer_min = 41;
+        p.set_foci(&[at(16.0 + 64.0)]);
+        p.resolve();
+        assert!(p.unscanned[0].is_empty(), "strips of 41, tested");
+        let after = p.pending_set(0);
+
+        let q = start(41 * 41 - 1);
+        assert_eq!(q.unscanned[0].len(), 1, "one block past: noted whole");
+        assert_eq!(q.pending_set(0), before);
+        let mut p = start(41 * 41);
+        p.defer_min = 40;
+        p.set_foci(&[at(16.0 + 64.0)]);
+        p.resolve();
+        assert!(!p.unscanned[0].is_empty(), "strips of 41 past 40, noted");
+        assert_eq!(p.pending_set(0), after);
+        p.check_pending(0);
     }
 
     #[test]
