@@ -451,6 +451,76 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_block_is_ready_once_every_builder_built_it_each_builder_by_its_own_bit() {
+        let mut p = plan(1, &[(2, 4)], centre());
+        assert!(p.is_empty());
+        load_all(&mut p);
+        assert!(!p.is_empty());
+        assert_eq!(p.loaded_len(), 24);
+        let b = p.loaded(0).next().expect("a block");
+        let holes = |p: &mut LodPlan| {
+            let kept = p.update_holes(&[centre()], |_| false, &[], true, std::iter::empty);
+            assert_eq!(kept, p.holes(&[centre()], |_| false));
+            kept
+        };
+        assert!(p.is_ready(0, b), "no builder: loaded is ready");
+        let all_ready = holes(&mut p);
+        let changes = p.changes();
+        p.add_builder(1);
+        p.add_builder(5);
+        assert_eq!(p.changes(), changes + 2);
+        assert!(!p.is_ready(0, b));
+        let none_ready = holes(&mut p);
+        assert!(none_ready > all_ready);
+        p.set_built(5, 0, b, true);
+        assert!(!p.is_ready(0, b), "builder 1 has not built it");
+        p.set_built(1, 0, b, true);
+        assert!(p.is_ready(0, b));
+        assert_eq!(p.changes(), changes + 4);
+        let one_ready = holes(&mut p);
+        assert!(one_ready < none_ready);
+        p.set_built(5, 0, b, false);
+        assert!(!p.is_ready(0, b), "builder 5 unbuilt it");
+        assert_eq!(holes(&mut p), none_ready);
+        p.set_built(5, 0, b, true);
+        assert!(p.is_ready(0, b), "builder 1's bit kept");
+        assert_eq!(holes(&mut p), one_ready);
+        // Builders from 64 on, and levels past the last, are ignored.
+        let changes = p.changes();
+        p.add_builder(64);
+        p.set_built(64, 0, b, false);
+        p.set_built(1, MAX_LOD_LEVELS, b, false);
+        assert!(p.is_ready(0, b));
+        assert_eq!(p.changes(), changes);
+    }
+
+    #[test]
+    fn clear_gives_back_every_block_and_restore_puts_them_back_unbuilt() {
+        let mut p = plan(1, &[(2, 4), (4, 16)], centre());
+        assert_eq!((p.step(0), p.step(1), p.step(2)), (Some(2), Some(4), None));
+        p.add_builder(3);
+        load_all(&mut p);
+        let loaded: Vec<Vec<ChunkPos>> = (0..2).map(|k| p.loaded(k).collect()).collect();
+        assert!(loaded.iter().all(|l| !l.is_empty()));
+        let changes = p.changes();
+        let cleared = p.clear();
+        let listed: Vec<(usize, ChunkPos)> = (0..2)
+            .flat_map(|k| loaded[k].iter().map(move |b| (k, *b)))
+            .collect();
+        assert_eq!(cleared, listed, "by level, then row order");
+        assert!(p.is_empty());
+        assert_eq!(p.changes(), changes + 1);
+        assert_eq!(p.step(0), None, "the levels are forgotten with the blocks");
+        // Restored: the same blocks, not built (builder 3 is still waited for), levels back.
+        p.restore(1, lod(&[(2, 4), (4, 16)]), &loaded, [2, 4, 0, 0]);
+        assert_eq!(p.step(1), Some(4));
+        for (k, blocks) in loaded.iter().enumerate() {
+            assert_eq!(&p.loaded(k).collect::<Vec<_>>(), blocks);
+            assert!(blocks.iter().all(|b| !p.is_ready(k, *b)));
+        }
+    }
+
+    #[test]
     fn loads_go_level_ascending_then_nearest_centre_then_z_x_within_the_budget() {
         let mut p = plan(1, &[(2, 4), (4, 12)], Position::new(40.0, 20.0));
         let mut out = Vec::new();

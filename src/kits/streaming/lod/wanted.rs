@@ -439,6 +439,72 @@ mod tests {
     }
 
     #[test]
+    fn a_block_touching_the_ground_s_edge_from_outside_is_not_wanted() {
+        // The ground is chunks 0..=3 each way (0 m to 128 m): blocks 0..=1 of step 2. Block
+        // (-1, 0) ends at x = 0 m, where the ground begins: it does not overlap it.
+        let ground = Bounds {
+            min_x: 0.0,
+            min_z: 0.0,
+            max_x: 128.0,
+            max_z: 128.0,
+        };
+        let mut p = LodPlan::new(Grid::new(32.0), Some(ground));
+        p.set_levels(1, lod(&[(2, 8)]));
+        p.set_foci(&[centre()]);
+        p.resolve();
+        // Block (0, 0) lies inside the chunk square of radius 1: carved.
+        let want = [(1, 0), (0, 1), (1, 1)].map(|(x, z)| ChunkPos::new(x, z));
+        assert_eq!(p.wanted(0).collect::<Vec<_>>(), want);
+        load_all(&mut p);
+        assert_eq!(p.loaded(0).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn a_radius_changed_alone_carves_the_new_square_and_nothing_changed_resolves_nothing() {
+        let mut p = plan(1, &[(2, 8)], centre());
+        let before: BTreeSet<ChunkPos> = p.wanted(0).collect();
+        // Radius 3 covers chunks -3..=3: blocks -1..=1 each way (chunks -2..=3) are carved.
+        p.set_levels(3, lod(&[(2, 8)]));
+        assert!(p.stale);
+        p.resolve();
+        let after: BTreeSet<ChunkPos> = p.wanted(0).collect();
+        assert!(before.contains(&ChunkPos::new(1, 1)));
+        assert!(!after.contains(&ChunkPos::new(1, 1)));
+        assert_eq!(before.len() - after.len(), 8);
+        assert_eq!(p.pending_set(0), after.iter().copied().collect());
+        p.set_levels(3, lod(&[(2, 8)]));
+        assert!(!p.stale, "the same radius and levels");
+    }
+
+    #[test]
+    fn a_block_half_in_each_of_two_squares_is_carved_among_three_foci() {
+        // Chunk squares of radius 1 around chunks (-1, 0) and (2, 0) hold chunks -2..=0 and
+        // 1..=3 (z -1..=1): block (0, 0) (chunks 0..=1 × 0..=1) lies half in each. A third
+        // focus far away makes three areas.
+        let at = |x: f64, z: f64| Position::new(x * 32.0 + 16.0, z * 32.0 + 16.0);
+        let mut p = LodPlan::new(Grid::new(32.0), None);
+        p.set_levels(1, lod(&[(2, 8)]));
+        p.set_foci(&[at(-1.0, 0.0), at(2.0, 0.0), at(50.0, 50.0)]);
+        p.resolve();
+        let wanted: BTreeSet<ChunkPos> = p.wanted(0).collect();
+        assert!(
+            !wanted.contains(&ChunkPos::new(0, 0)),
+            "inside the two squares together"
+        );
+        assert!(
+            wanted.contains(&ChunkPos::new(0, 1)),
+            "chunks z 2..=3: outside both"
+        );
+        assert!(
+            wanted.contains(&ChunkPos::new(0, -1)),
+            "chunks z -2..=-1: half outside"
+        );
+        load_all(&mut p);
+        assert!(!p.loaded(0).any(|b| b == ChunkPos::new(0, 0)));
+        assert!(p.loaded(0).any(|b| b == ChunkPos::new(0, 1)));
+    }
+
+    #[test]
     fn a_focus_moving_within_its_chunk_recomputes_nothing() {
         let mut p = plan(1, &[(2, 4)], centre());
         load_all(&mut p);
