@@ -5,6 +5,10 @@
 use super::*;
 
 /// An inclusive rectangle of chunks (or of blocks, or of tiles: the unit is the caller's).
+/// An empty one (an empty ground) is only asked whether it is empty, its count, whether it
+/// holds a cell, or intersected (giving none or an empty one): the rest of the algebra is used
+/// on the foci's squares and the pieces cut from them, never empty (an empty area "meets" what
+/// its bounds overlap).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Area {
     pub(super) x0: i64,
@@ -309,6 +313,186 @@ pub(super) fn union_count(rects: &[Area], ground: &Area, cut: &mut Vec<Area>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    type Cells = std::collections::BTreeSet<(i64, i64)>;
+
+    /// The cells of `a`, one by one.
+    fn cells(a: &Area) -> Cells {
+        (a.x0..=a.x1)
+            .flat_map(|x| (a.z0..=a.z1).map(move |z| (x, z)))
+            .collect()
+    }
+
+    /// The cells of disjoint pieces (asserted disjoint).
+    fn pieces(list: impl IntoIterator<Item = Area>) -> Cells {
+        let mut all = Cells::new();
+        for p in list {
+            for c in cells(&p) {
+                assert!(all.insert(c), "{c:?} in two pieces");
+            }
+        }
+        all
+    }
+
+    /// Every area with its edges in `-2..=1` (some empty), and the cells around them.
+    fn small_areas() -> Vec<Area> {
+        let r = -2..=1i64;
+        let mut out = Vec::new();
+        for x0 in r.clone() {
+            for x1 in r.clone() {
+                for z0 in r.clone() {
+                    for z1 in r.clone() {
+                        out.push(Area { x0, x1, z0, z1 });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The area algebra agrees with the sets of cells it stands for, for every pair (and some
+    /// triples) of small areas: emptiness, counts, holding, meeting, containing, the pieces of
+    /// a difference and of a cut (disjoint, and exactly the difference), intersections, the
+    /// changed areas of a move and the count of a union inside the ground. cargo-mutants: the
+    /// lod unit tests exercised these only through the plans built on them.
+    #[test]
+    fn the_area_algebra_agrees_with_the_sets_of_cells() {
+        let areas = small_areas();
+        let around: Vec<(i64, i64)> = (-3..=2)
+            .flat_map(|x| (-3..=2).map(move |z| (x, z)))
+            .collect();
+        for a in &areas {
+            let ca = cells(a);
+            assert_eq!(a.is_empty(), ca.is_empty(), "{a:?}");
+            assert_eq!(a.count(), ca.len() as u64, "{a:?}");
+            for &(x, z) in &around {
+                assert_eq!(a.holds(ChunkPos::new(x, z)), ca.contains(&(x, z)), "{a:?}");
+            }
+            if ca.is_empty() {
+                continue; // the rest of the algebra never sees an empty area
+            }
+            assert_eq!(changed_areas(Some(*a), Some(*a)), [None; 8]);
+            assert_eq!(changed_areas(Some(*a), None)[0], Some(*a));
+            assert_eq!(changed_areas(None, Some(*a))[0], Some(*a));
+            assert_eq!(both([Some(*a), None]), None);
+            assert_eq!(both([None, Some(*a)]), None);
+            for o in &areas {
+                let co = cells(o);
+                if co.is_empty() {
+                    assert!(a.intersect(o).is_none_or(|i| i.is_empty()), "{a:?} ∩ {o:?}");
+                    continue;
+                }
+                let common: Cells = ca.intersection(&co).copied().collect();
+                assert_eq!(a.meets(o), !common.is_empty(), "{a:?} meets {o:?}");
+                assert_eq!(a.contains(o), co.is_subset(&ca), "{a:?} contains {o:?}");
+                assert_eq!(
+                    a.intersect(o).map_or_else(Cells::new, |i| cells(&i)),
+                    common,
+                    "{a:?} ∩ {o:?}"
+                );
+                assert_eq!(both([Some(*a), Some(*o)]), a.intersect(o));
+                let a_o: Cells = ca.difference(&co).copied().collect();
+                let o_a: Cells = co.difference(&ca).copied().collect();
+                let minus = a.minus(o);
+                assert_eq!(pieces(minus.into_iter().flatten()), a_o, "{a:?} − {o:?}");
+                assert!(minus.iter().flatten().all(|p| !p.is_empty()), "{minus:?}");
+                let mut cut = Vec::new();
+                a.cut(&[*o], &mut |p| cut.push(p));
+                assert_eq!(pieces(cut), a_o, "{a:?} cut by {o:?}");
+                if a != o {
+                    let ch = changed_areas(Some(*a), Some(*o));
+                    assert_eq!(pieces(ch[..4].iter().flatten().copied()), a_o);
+                    assert_eq!(pieces(ch[4..].iter().flatten().copied()), o_a);
+                }
+            }
+        }
+        // Triples: a cut by two, and the union's count inside a ground.
+        let ground = Area {
+            x0: -1,
+            x1: 1,
+            z0: -2,
+            z1: 0,
+        };
+        let some: Vec<Area> = areas
+            .iter()
+            .copied()
+            .filter(|a| !a.is_empty())
+            .step_by(3)
+            .collect();
+        let mut scratch = Vec::new();
+        for a in &some {
+            for o in &some {
+                for p in &some {
+                    let mut cut = Vec::new();
+                    a.cut(&[*o, *p], &mut |piece| cut.push(piece));
+                    let want: Cells = cells(a)
+                        .into_iter()
+                        .filter(|c| !cells(o).contains(c) && !cells(p).contains(c))
+                        .collect();
+                    assert_eq!(pieces(cut), want, "{a:?} cut by {o:?}, {p:?}");
+                    let union: Cells = [a, o, p].into_iter().flat_map(cells).collect();
+                    let inside = union.intersection(&cells(&ground)).count() as u64;
+                    assert_eq!(
+                        union_count(&[*a, *o, *p], &ground, &mut scratch),
+                        inside,
+                        "{a:?} {o:?} {p:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Blocks of a step against chunks: a block's chunks, the blocks holding an area's chunks
+    /// and the blocks lying whole inside it, each checked cell by cell on both sides of zero.
+    #[test]
+    fn blocks_and_chunks_of_an_area_agree_cell_by_cell() {
+        for step in [1u32, 2, 4, 8] {
+            let s = i64::from(step);
+            for a in small_areas().iter().filter(|a| !a.is_empty()) {
+                // Stretch the small areas so they cut blocks of every step in several ways.
+                let a = Area {
+                    x0: a.x0 * 3 - 1,
+                    x1: a.x1 * 5 + 2,
+                    z0: a.z0 * 3,
+                    z1: a.z1 * 5 + 1,
+                };
+                if a.is_empty() {
+                    continue;
+                }
+                let ca = cells(&a);
+                let blocks: Cells = ca
+                    .iter()
+                    .map(|&(x, z)| (x.div_euclid(s), z.div_euclid(s)))
+                    .collect();
+                assert_eq!(cells(&a.blocks(step)), blocks, "{a:?} step {step}");
+                let whole: Cells = blocks
+                    .iter()
+                    .copied()
+                    .filter(|&(bx, bz)| {
+                        cells(&block_area(ChunkPos::new(bx, bz), step)).is_subset(&ca)
+                    })
+                    .collect();
+                assert_eq!(
+                    a.inner_blocks(step).map_or_else(Cells::new, |i| cells(&i)),
+                    whole,
+                    "{a:?} step {step}"
+                );
+                for &(bx, bz) in &blocks {
+                    let chunks: Cells = (bx * s..bx * s + s)
+                        .flat_map(|x| (bz * s..bz * s + s).map(move |z| (x, z)))
+                        .collect();
+                    let b = Area {
+                        x0: bx,
+                        x1: bx,
+                        z0: bz,
+                        z1: bz,
+                    };
+                    assert_eq!(cells(&b.chunks(step)), chunks);
+                    assert_eq!(cells(&block_area(ChunkPos::new(bx, bz), step)), chunks);
+                }
+            }
+        }
+    }
 
     #[test]
     fn blocks_cover_floor_divided_chunks_and_ring_to_their_nearest_chunk() {
