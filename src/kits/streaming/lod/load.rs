@@ -553,6 +553,52 @@ mod tests {
         assert!(out.is_empty());
     }
 
+    /// The loads' search (tiles and rectangles not looked at, ranked by a lower bound of their
+    /// blocks' keys) takes blocks in exactly the order of sorting them all, wherever the foci
+    /// stand: within a centimetre of the axes, on both sides of zero, far out; one focus and
+    /// two. cargo-mutants: a bound made too large (`/` for `-`) went unnoticed, as it only shows
+    /// where dividing by the focus's coordinate grows the distance (a coordinate under a metre).
+    #[test]
+    fn the_search_takes_blocks_in_the_sorted_order_wherever_the_foci_stand() {
+        let spots = [
+            (0.01, 0.01),
+            (-0.01, 0.02),
+            (0.01, -0.01),
+            (-0.02, -0.01),
+            (1e-6, 40.0),
+            (16.0, 16.0),
+            (-300.5, 700.25),
+        ];
+        for &(x, z) in &spots {
+            for two in [false, true] {
+                let mut foci = vec![Position::new(x, z)];
+                if two {
+                    foci.push(Position::new(x + 300.0, z - 200.0));
+                }
+                let mut search = LodPlan::new(Grid::new(32.0), None);
+                search.set_levels(1, lod(&[(2, 9), (4, 20)]));
+                (search.defer_min, search.sort_max) = (4, 0); // regions noted, then searched
+                let mut sorted = search.clone();
+                (sorted.defer_min, sorted.sort_max) = (u64::MAX, usize::MAX);
+                let mut got = [Vec::new(), Vec::new()];
+                for (p, got) in [&mut search, &mut sorted].into_iter().zip(&mut got) {
+                    p.set_foci(&foci);
+                    p.resolve();
+                    loop {
+                        let n = got.len();
+                        p.load(3, got);
+                        if got.len() == n {
+                            break;
+                        }
+                    }
+                }
+                assert!(!search.unscanned.iter().any(|u| !u.is_empty()));
+                assert!(got[1].len() > 100, "{}", got[1].len());
+                assert_eq!(got[0], got[1], "foci {foci:?}");
+            }
+        }
+    }
+
     #[test]
     fn a_block_carved_out_waits_until_its_chunks_are_ready() {
         // radius 1, level step 2 radius 4; the focus moves so a block falls inside the square.
