@@ -477,6 +477,8 @@ mod tests {
                     whole,
                     "{a:?} step {step}"
                 );
+                // None rather than an empty area: the algebra takes no empty one.
+                assert_eq!(a.inner_blocks(step).is_none(), whole.is_empty());
                 for &(bx, bz) in &blocks {
                     let chunks: Cells = (bx * s..bx * s + s)
                         .flat_map(|x| (bz * s..bz * s + s).map(move |z| (x, z)))
