@@ -569,32 +569,118 @@ mod tests {
             (16.0, 16.0),
             (-300.5, 700.25),
         ];
+        let mut cases: Vec<(u32, Vec<Position>)> = Vec::new();
         for &(x, z) in &spots {
-            for two in [false, true] {
-                let mut foci = vec![Position::new(x, z)];
-                if two {
-                    foci.push(Position::new(x + 300.0, z - 200.0));
-                }
-                let mut search = LodPlan::new(Grid::new(32.0), None);
-                search.set_levels(1, lod(&[(2, 9), (4, 20)]));
-                (search.defer_min, search.sort_max) = (4, 0); // regions noted, then searched
-                let mut sorted = search.clone();
-                (sorted.defer_min, sorted.sort_max) = (u64::MAX, usize::MAX);
-                let mut got = [Vec::new(), Vec::new()];
-                for (p, got) in [&mut search, &mut sorted].into_iter().zip(&mut got) {
-                    p.set_foci(&foci);
-                    p.resolve();
-                    loop {
-                        let n = got.len();
-                        p.load(3, got);
-                        if got.len() == n {
-                            break;
-                        }
+            cases.push((1, vec![Position::new(x, z)]));
+            cases.push((
+                1,
+                vec![Position::new(x, z), Position::new(x + 300.0, z - 200.0)],
+            ));
+        }
+        // Two foci at the very centres of blocks (3, 5) and (9, 2) of step 2, in tiles (0, 0)
+        // and (1, 0); radius 0 carves neither. Both keys are 0: the later tile's block comes
+        // first in row order, so a tile must not rank after a block of its least key.
+        let centre = |b: i64| (b * 2 + 1) as f64 * 32.0;
+        cases.push((
+            0,
+            vec![
+                Position::new(centre(3), centre(5)),
+                Position::new(centre(9), centre(2)),
+            ],
+        ));
+        for (radius, foci) in cases {
+            let mut search = LodPlan::new(Grid::new(32.0), None);
+            search.set_levels(radius, lod(&[(2, 9), (4, 20)]));
+            (search.defer_min, search.sort_max) = (4, 0); // regions noted, then searched
+            let mut sorted = search.clone();
+            (sorted.defer_min, sorted.sort_max) = (u64::MAX, usize::MAX);
+            let mut got = [Vec::new(), Vec::new()];
+            for (p, got) in [&mut search, &mut sorted].into_iter().zip(&mut got) {
+                p.set_foci(&foci);
+                p.resolve();
+                loop {
+                    let n = got.len();
+                    p.load(3, got);
+                    if got.len() == n {
+                        break;
                     }
                 }
-                assert!(!search.unscanned.iter().any(|u| !u.is_empty()));
-                assert!(got[1].len() > 100, "{}", got[1].len());
-                assert_eq!(got[0], got[1], "foci {foci:?}");
+            }
+            assert!(!search.unscanned.iter().any(|u| !u.is_empty()));
+            assert!(got[1].len() > 100, "{}", got[1].len());
+            assert_eq!(got[0], got[1], "foci {foci:?}");
+            if radius == 0 {
+                let first = [(0, ChunkPos::new(9, 2)), (0, ChunkPos::new(3, 5))];
+                assert_eq!(got[0][..2], first);
+            }
+            // One change counted per block loaded.
+            assert_eq!(search.changes(), got[0].len() as u64);
+        }
+    }
+
+    /// With no chunk ready, the loaded blocks no longer wanted that go are exactly those beyond
+    /// `r + 1` of every focus, with up to 8 foci (rectangles) and with more (ring by ring), in
+    /// level then row order. cargo-mutants: every test had fewer than 9 foci, so the ring walk's
+    /// bounds and the choice between the two ways were untested.
+    #[test]
+    fn blocks_beyond_r_plus_one_of_every_focus_go_with_few_foci_and_many() {
+        for n in [3, MAX_FOCI_FAST, MAX_FOCI_FAST + 1, 13] {
+            let foci: Vec<Position> = (0..n)
+                .map(|i| Position::new(i as f64 * 150.0 - 600.0, (i % 3) as f64 * 200.0))
+                .collect();
+            let l = LodLevel { step: 2, radius: 6 };
+            let mut p = LodPlan::new(Grid::new(32.0), None);
+            p.set_levels(1, lod(&[(l.step, l.radius)]));
+            p.set_foci(&foci);
+            p.resolve();
+            load_all(&mut p);
+            // Every focus moves 3 chunks south-east and then 2 more: blocks go unwanted, some
+            // stay in the band.
+            for shift in [96.0, 160.0] {
+                let moved: Vec<Position> = foci
+                    .iter()
+                    .map(|f| Position::new(f.x + shift, f.z + shift))
+                    .collect();
+                p.set_foci(&moved);
+                p.resolve();
+                let centres: Vec<ChunkPos> = moved.iter().map(|f| p.grid.chunk_of(*f)).collect();
+                let mut due = Vec::new();
+                p.due(|_| false, &mut due);
+                let wanted: FxHashSet<ChunkPos> = p.wanted(0).collect();
+                let mut expect: Vec<(usize, ChunkPos)> = p
+                    .loaded(0)
+                    .filter(|b| !wanted.contains(b))
+                    .filter(|b| {
+                        let ring = centres.iter().map(|c| block_ring(*b, l.step, *c)).min();
+                        ring > Some(u64::from(l.radius) + 1)
+                    })
+                    .map(|b| (0, b))
+                    .collect();
+                expect.sort_unstable();
+                assert!(!expect.is_empty(), "{n} foci");
+                let band = p.loaded(0).filter(|b| !wanted.contains(b)).count() - expect.len();
+                assert!(band > 0, "{n} foci: some blocks stay in the band");
+                assert_eq!(due, expect, "{n} foci, moved {shift}");
+                // Every chunk ready: the blocks within `r` (carved out by the moved squares)
+                // are replaced and go too; only the band (ring `r + 1`) stays.
+                let ring = |b: &ChunkPos| {
+                    let ring = centres.iter().map(|c| block_ring(*b, l.step, *c)).min();
+                    ring.expect("foci")
+                };
+                let r = u64::from(l.radius);
+                let mut expect: Vec<(usize, ChunkPos)> = p
+                    .loaded(0)
+                    .filter(|b| !wanted.contains(b) && ring(b) != r + 1)
+                    .map(|b| (0, b))
+                    .collect();
+                expect.sort_unstable();
+                assert!(
+                    expect.iter().any(|(_, b)| ring(b) <= r),
+                    "{n} foci: some carved out"
+                );
+                due.clear();
+                p.due(|_| true, &mut due);
+                assert_eq!(due, expect, "{n} foci, moved {shift}, every chunk ready");
             }
         }
     }
