@@ -685,6 +685,113 @@ mod tests {
         }
     }
 
+    /// After a fill the pending tiles' map gives its room back (a hashed map is iterated at
+    /// the cost of its capacity, and the loads and the sorted path iterate it), and a map
+    /// still in use keeps it. cargo-mutants: no test looked at the capacity.
+    #[test]
+    fn the_pending_tiles_give_their_room_back_after_a_fill() {
+        let mut p = plan(1, &[(2, 400)], centre());
+        let mut out = Vec::new();
+        // A part of the fill: many tiles pending, the room kept.
+        p.load(20_000, &mut out);
+        assert!(p.pending[0].len() > 16, "{}", p.pending[0].len());
+        let kept = p.pending[0].capacity();
+        assert!(kept <= 8 * (p.pending[0].len() + 16), "{kept}");
+        // The rest: none pending, and the room of the thousands the search held given back.
+        let mut peak = kept;
+        while {
+            out.clear();
+            p.load(20_000, &mut out);
+            !out.is_empty()
+        } {
+            peak = peak.max(p.pending[0].capacity());
+        }
+        assert!(p.pending[0].is_empty());
+        assert!(
+            p.pending[0].capacity() <= 8 * 16,
+            "{}",
+            p.pending[0].capacity()
+        );
+        assert!(peak > 8 * 16, "{peak}");
+    }
+
+    /// `replaced` answers exactly whether every chunk of a block inside the ground is seen by a
+    /// ready chunk or a ready finer block, whatever cell its memo starts from, for cells of
+    /// finer blocks (steps 2 and 4 under 8) and of chunks (level 0), with the ground cutting
+    /// through blocks; checked chunk by chunk against random readiness. cargo-mutants: the lod
+    /// tests reached it only with everything or nothing ready.
+    #[test]
+    fn replaced_is_every_chunk_seen_whatever_the_memo_says() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut bit = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed & 7 != 0 // seven in eight
+        };
+        let mut outcomes = [[0u32; 2]; 2]; // [level][replaced]
+        let bounds = Bounds {
+            min_x: -200.0,
+            min_z: -1000.0,
+            max_x: 1000.0,
+            max_z: 300.0,
+        };
+        for (levels, bounded) in [
+            (&[(2, 10), (8, 24)][..], false),
+            (&[(4, 12), (8, 24)][..], true),
+            (&[(2, 10), (8, 24)][..], true),
+        ] {
+            let mut p = LodPlan::new(Grid::new(32.0), bounded.then_some(bounds));
+            p.set_levels(1, lod(levels));
+            p.set_foci(&[centre()]);
+            p.resolve();
+            load_all(&mut p);
+            p.add_builder(0);
+            // A random seven in eight of the finer level's loaded blocks built (ready).
+            let finer: Vec<ChunkPos> = p.loaded(0).collect();
+            for b in &finer {
+                let built = bit();
+                p.set_built(0, 0, *b, built);
+            }
+            let ground = p.ground;
+            for (k, step) in [(1usize, 8u32), (0, levels[0].0)] {
+                for bx in -4..4i64 {
+                    for bz in -4..4i64 {
+                        let b = ChunkPos::new(bx, bz);
+                        let a = block_area(b, step);
+                        let ready: FxHashSet<ChunkPos> = (a.x0 - 1..=a.x1 + 1)
+                            .flat_map(|x| (a.z0 - 1..=a.z1 + 1).map(move |z| ChunkPos::new(x, z)))
+                            .filter(|_| bit())
+                            .collect();
+                        let chunk_ready = |c: ChunkPos| ready.contains(&c);
+                        let seen = (a.x0..=a.x1).all(|x| {
+                            (a.z0..=a.z1).all(|z| {
+                                let c = ChunkPos::new(x, z);
+                                !ground.holds(c)
+                                    || chunk_ready(c)
+                                    || (k > 0 && p.is_ready(0, block_of(c, levels[0].0)))
+                            })
+                        });
+                        outcomes[k][usize::from(seen)] += 1;
+                        for first in [0, 1, 5, 15, 63, 64, 1000] {
+                            let memo = Cell::new(first);
+                            let got = p.replaced(k, b, step, &memo, &chunk_ready);
+                            assert_eq!(got, seen, "{levels:?} level {k} block {b:?} memo {first}");
+                            // The memo names a cell not seen when the block is not replaced.
+                            if !got {
+                                let cells = (step / if k > 0 { levels[0].0 } else { 1 }).pow(2);
+                                assert!(memo.get() < cells, "{}", memo.get());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (k, o) in outcomes.iter().enumerate() {
+            assert!(o[0] > 20 && o[1] > 20, "level {k}: {o:?}");
+        }
+    }
+
     #[test]
     fn a_block_carved_out_waits_until_its_chunks_are_ready() {
         // radius 1, level step 2 radius 4; the focus moves so a block falls inside the square.
