@@ -792,6 +792,59 @@ mod tests {
         }
     }
 
+    /// Releases while the hole count is kept: the blocks `due` lists as replaced update the
+    /// kept count by their own record (the kit's way: the chunks told first), which stays the
+    /// count from scratch; each release counts one change; and a block released while still
+    /// wanted is pending again. cargo-mutants: the kit tests count holes after such releases
+    /// only from scratch, so the kept count's update went untested.
+    #[test]
+    fn releases_keep_the_hole_count_and_a_wanted_block_released_is_pending_again() {
+        let mut p = plan(1, &[(2, 8), (8, 64)], centre());
+        load_all(&mut p);
+        let square = |c: ChunkPos| c.x.abs() <= 1 && c.z.abs() <= 1;
+        let all = || (-1..=1).flat_map(|z| (-1..=1).map(move |x| ChunkPos::new(x, z)));
+        p.update_holes(&[centre()], square, &[], true, all);
+        // Eight chunks east: the finer level's new blocks carve coarse blocks out (block (1, 0)
+        // of step 8, chunks 8..=15, lies within 8 of chunk (8, 0)).
+        let moved = Position::new(16.0 + 256.0, 16.0);
+        p.set_foci(&[moved]);
+        p.resolve();
+        load_all(&mut p);
+        let square = |c: ChunkPos| (c.x - 8).abs() <= 1 && c.z.abs() <= 1;
+        p.note_chunks(&[], square, true);
+        let kept = p.update_holes(&[moved], square, &[], true, all);
+        assert_eq!(kept, p.holes(&[moved], square));
+        let mut due = Vec::new();
+        p.due(square, &mut due);
+        assert!(due.iter().any(|(k, _)| *k == 1), "{due:?}");
+        let changes = p.changes();
+        p.note_chunks(&[], square, true);
+        for (k, b) in &due {
+            p.mark_released(*k, *b);
+        }
+        assert_eq!(p.changes(), changes + due.len() as u64);
+        let kept = p.update_holes(&[moved], square, &[], true, || -> [ChunkPos; 0] {
+            panic!("kept: told everything")
+        });
+        assert_eq!(kept, p.holes(&[moved], square));
+        // The ready blocks counted per level (the estimate of the walk over what is ready) are
+        // the count's records of them.
+        for k in 0..2 {
+            let records: u64 = p.h_blocks[k]
+                .values()
+                .map(|m| u64::from(m.count_ones()))
+                .sum();
+            assert_eq!(p.h_ready[k], records, "level {k}");
+        }
+        // A wanted block released (as a clear does, or a kit giving it back): pending again.
+        let b = p.wanted(0).next().expect("a wanted block");
+        let pending = p.pending_len[0];
+        p.mark_released(0, b);
+        assert!(p.pending_set(0).contains(&b));
+        assert_eq!(p.pending_len[0], pending + 1);
+        p.check_pending(0);
+    }
+
     #[test]
     fn a_block_carved_out_waits_until_its_chunks_are_ready() {
         // radius 1, level step 2 radius 4; the focus moves so a block falls inside the square.
