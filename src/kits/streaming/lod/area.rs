@@ -5,10 +5,10 @@
 use super::*;
 
 /// An inclusive rectangle of chunks (or of blocks, or of tiles: the unit is the caller's).
-/// An empty one (an empty ground) is only asked whether it is empty, its count, whether it
-/// holds a cell, or intersected (giving none or an empty one): the rest of the algebra is used
-/// on the foci's squares and the pieces cut from them, never empty (an empty area "meets" what
-/// its bounds overlap).
+/// An empty one (an empty ground) is only asked if it is empty, its count, if it holds a cell,
+/// its tile mask (`rect_mask`: 0) or an intersection (none, or empty): the rest of the algebra
+/// works on the foci's squares and the pieces cut from them, never empty (an empty area "meets"
+/// what its bounds overlap).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Area {
     pub(super) x0: i64,
@@ -334,7 +334,7 @@ mod tests {
         all
     }
 
-    /// Every area with its edges in `-2..=1` (some empty), and the cells around them.
+    /// Every area with its edges in `-2..=1` (some of them empty).
     fn small_areas() -> Vec<Area> {
         let r = -2..=1i64;
         let mut out = Vec::new();

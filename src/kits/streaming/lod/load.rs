@@ -647,13 +647,14 @@ mod tests {
                 let mut due = Vec::new();
                 p.due(|_| false, &mut due);
                 let wanted: FxHashSet<ChunkPos> = p.wanted(0).collect();
+                let ring = |b: &ChunkPos| {
+                    let ring = centres.iter().map(|c| block_ring(*b, l.step, *c)).min();
+                    ring.expect("foci")
+                };
+                let r = u64::from(l.radius);
                 let mut expect: Vec<(usize, ChunkPos)> = p
                     .loaded(0)
-                    .filter(|b| !wanted.contains(b))
-                    .filter(|b| {
-                        let ring = centres.iter().map(|c| block_ring(*b, l.step, *c)).min();
-                        ring > Some(u64::from(l.radius) + 1)
-                    })
+                    .filter(|b| !wanted.contains(b) && ring(b) > r + 1)
                     .map(|b| (0, b))
                     .collect();
                 expect.sort_unstable();
@@ -663,11 +664,6 @@ mod tests {
                 assert_eq!(due, expect, "{n} foci, moved {shift}");
                 // Every chunk ready: the blocks within `r` (carved out by the moved squares)
                 // are replaced and go too; only the band (ring `r + 1`) stays.
-                let ring = |b: &ChunkPos| {
-                    let ring = centres.iter().map(|c| block_ring(*b, l.step, *c)).min();
-                    ring.expect("foci")
-                };
-                let r = u64::from(l.radius);
                 let mut expect: Vec<(usize, ChunkPos)> = p
                     .loaded(0)
                     .filter(|b| !wanted.contains(b) && ring(b) != r + 1)
@@ -843,7 +839,7 @@ mod tests {
                 .sum();
             assert_eq!(p.h_ready[k], records, "level {k}");
         }
-        // A wanted block released (as a clear does, or a kit giving it back): pending again.
+        // A block released while it is still wanted is pending again.
         let b = p.wanted(0).next().expect("a wanted block");
         let pending = p.pending_len[0];
         p.mark_released(0, b);
