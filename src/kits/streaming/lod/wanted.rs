@@ -385,23 +385,42 @@ mod tests {
         assert!(due.is_empty());
     }
 
+    /// Two foci want the union of their ranges and carve by both squares together: block
+    /// (0, 0) lies half in each chunk square and in neither alone. With a third focus far away
+    /// (three areas: the walk over the finer grid rather than the two-area shortcut) the same.
     #[test]
     fn two_foci_want_the_union_and_carve_by_both_squares() {
-        let mut p = LodPlan::new(Grid::new(32.0), None);
-        p.set_levels(1, lod(&[(2, 4)]));
-        // Chunks (-1,0) and (2,0): squares -2..=0 and 1..=3 along x; block (0, 0) covers
-        // chunks 0..=1 × 0..=1: inside the union of the squares, not inside either alone.
-        p.set_foci(&[Position::new(-16.0, 16.0), Position::new(80.0, 16.0)]);
-        p.resolve();
-        let wanted: BTreeSet<ChunkPos> = p.wanted(0).collect();
-        assert!(
-            !wanted.contains(&ChunkPos::new(0, 0)),
-            "carved by the union"
-        );
-        assert!(
-            wanted.contains(&ChunkPos::new(3, 0)),
-            "the second focus's range"
-        );
+        // Chunks (-1, 0) and (2, 0): squares -2..=0 and 1..=3 along x (z -1..=1); block (0, 0)
+        // covers chunks 0..=1 × 0..=1.
+        let at = |x: f64, z: f64| Position::new(x * 32.0 + 16.0, z * 32.0 + 16.0);
+        let two = [at(-1.0, 0.0), at(2.0, 0.0)];
+        for foci in [&two[..], &[two[0], two[1], at(50.0, 50.0)]] {
+            let mut p = LodPlan::new(Grid::new(32.0), None);
+            p.set_levels(1, lod(&[(2, 4)]));
+            p.set_foci(foci);
+            p.resolve();
+            let wanted: BTreeSet<ChunkPos> = p.wanted(0).collect();
+            let n = foci.len();
+            assert!(
+                !wanted.contains(&ChunkPos::new(0, 0)),
+                "{n}: carved by both"
+            );
+            assert!(
+                wanted.contains(&ChunkPos::new(0, 1)),
+                "{n}: z 2..=3, outside both"
+            );
+            assert!(
+                wanted.contains(&ChunkPos::new(0, -1)),
+                "{n}: z -2..=-1, half out"
+            );
+            assert!(
+                wanted.contains(&ChunkPos::new(3, 0)),
+                "{n}: the second's range"
+            );
+            load_all(&mut p);
+            assert!(!p.loaded(0).any(|b| b == ChunkPos::new(0, 0)), "{n}");
+            assert!(p.loaded(0).any(|b| b == ChunkPos::new(0, 1)), "{n}");
+        }
     }
 
     #[test]
@@ -474,34 +493,6 @@ mod tests {
         assert_eq!(p.pending_set(0), after.iter().copied().collect());
         p.set_levels(3, lod(&[(2, 8)]));
         assert!(!p.stale, "the same radius and levels");
-    }
-
-    #[test]
-    fn a_block_half_in_each_of_two_squares_is_carved_among_three_foci() {
-        // Chunk squares of radius 1 around chunks (-1, 0) and (2, 0) hold chunks -2..=0 and
-        // 1..=3 (z -1..=1): block (0, 0) (chunks 0..=1 × 0..=1) lies half in each. A third
-        // focus far away makes three areas.
-        let at = |x: f64, z: f64| Position::new(x * 32.0 + 16.0, z * 32.0 + 16.0);
-        let mut p = LodPlan::new(Grid::new(32.0), None);
-        p.set_levels(1, lod(&[(2, 8)]));
-        p.set_foci(&[at(-1.0, 0.0), at(2.0, 0.0), at(50.0, 50.0)]);
-        p.resolve();
-        let wanted: BTreeSet<ChunkPos> = p.wanted(0).collect();
-        assert!(
-            !wanted.contains(&ChunkPos::new(0, 0)),
-            "inside the two squares together"
-        );
-        assert!(
-            wanted.contains(&ChunkPos::new(0, 1)),
-            "chunks z 2..=3: outside both"
-        );
-        assert!(
-            wanted.contains(&ChunkPos::new(0, -1)),
-            "chunks z -2..=-1: half outside"
-        );
-        load_all(&mut p);
-        assert!(!p.loaded(0).any(|b| b == ChunkPos::new(0, 0)));
-        assert!(p.loaded(0).any(|b| b == ChunkPos::new(0, 1)));
     }
 
     #[test]
