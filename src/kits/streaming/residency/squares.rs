@@ -100,9 +100,17 @@ impl Rect {
     }
 
     /// Calls `f` on every chunk of `self` outside `other`, in row order: the strips a moved
-    /// footprint gained or lost, not the whole footprint (a row costs a comparison).
+    /// footprint gained or lost, not the whole footprint (a row costs a comparison). A layer of
+    /// the same shape at the same place that `other` also has is skipped whole, so a move up
+    /// or down costs the one layer it changed.
     pub(super) fn for_each_outside(self, other: Option<Rect>, mut f: impl FnMut(ChunkPos)) {
+        let same_place = other.is_some_and(|o| {
+            (o.cx, o.cz, o.r, o.disc) == (self.cx, self.cz, self.r, self.disc)
+        });
         for y in self.y0..=self.y1 {
+            if same_place && other.is_some_and(|o| (o.y0..=o.y1).contains(&y)) {
+                continue;
+            }
             for z in self.cz - self.r..=self.cz + self.r {
                 let (x0, x1) = self.row(y, z).expect("a row of the footprint");
                 match other.and_then(|o| o.row(y, z)) {
