@@ -552,7 +552,7 @@ impl StreamingKit {
         };
         loop {
             let candidate = {
-                let st = self.state.borrow();
+                let mut st = self.state.borrow_mut();
                 if st.residency.loaded().len() < cap {
                     return true;
                 }

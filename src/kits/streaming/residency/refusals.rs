@@ -24,9 +24,8 @@ impl Residency {
             }
             RefusalKind::Unload => {
                 *self.unload_refusals_by.entry(held.by.clone()).or_default() += 1;
-                // Out of the eviction order (which holds only loaded chunks no focus wants:
-                // for any other chunk there is nothing to remove).
-                self.evictable.remove(&(self.last_wanted(chunk), chunk));
+                // Out of the eviction order: its entry, if any, is not current while the
+                // refusal is held.
                 if self.keep_count(chunk) > 0 {
                     // A refused eviction in the hysteresis band: the drop rule applies next tick.
                     self.recheck.insert(chunk);
@@ -64,7 +63,7 @@ impl Residency {
                     }
                 }
                 if self.is_loaded(chunk) && !wanted {
-                    self.evictable.insert((self.last_wanted(chunk), chunk));
+                    self.evictable_push(self.last_wanted(chunk), chunk);
                 }
             }
         }

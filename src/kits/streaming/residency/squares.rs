@@ -104,9 +104,8 @@ impl Rect {
     /// the same shape at the same place that `other` also has is skipped whole, so a move up
     /// or down costs the one layer it changed.
     pub(super) fn for_each_outside(self, other: Option<Rect>, mut f: impl FnMut(ChunkPos)) {
-        let same_place = other.is_some_and(|o| {
-            (o.cx, o.cz, o.r, o.disc) == (self.cx, self.cz, self.r, self.disc)
-        });
+        let same_place = other
+            .is_some_and(|o| (o.cx, o.cz, o.r, o.disc) == (self.cx, self.cz, self.r, self.disc));
         for y in self.y0..=self.y1 {
             if same_place && other.is_some_and(|o| (o.y0..=o.y1).contains(&y)) {
                 continue;
@@ -366,17 +365,12 @@ impl Residency {
         match self.refusal_kind(c) {
             Some(RefusalKind::Load) => self.load_refusals_wanted += 1,
             Some(RefusalKind::Unload) => {}
-            None if self.is_loaded(c) => {
-                let lw = self.last_wanted.remove(&c).unwrap_or(0);
-                self.evictable.remove(&(lw, c));
-            }
-            None => {
-                self.pend(c);
-            }
+            None if !self.is_loaded(c) => self.pend(c),
+            None => {}
         }
-        if self.is_loaded(c) {
-            self.last_wanted.remove(&c);
-        }
+        // A chunk in the union has no last-wanted tick (only loaded chunks outside it have
+        // one), and so no current entry in the eviction order.
+        self.last_wanted.remove(&c);
     }
 
     /// `c` left the union.
@@ -396,7 +390,7 @@ impl Residency {
             }
             None if self.is_loaded(c) => {
                 self.last_wanted.insert(c, self.resolved_at);
-                self.evictable.insert((self.resolved_at, c));
+                self.evictable_push(self.resolved_at, c);
             }
             None => {}
         }
