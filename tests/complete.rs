@@ -239,13 +239,25 @@ fn neighbours_outside_the_ground_are_not_needed() {
 }
 
 /// k = 2 wants two rings more; a ticket uses its own radius + k, is ready when its own
-/// square is complete, and the ticket cap counts the ticket's own square.
+/// square is complete, and the ticket cap counts its square with the rings, `(2·(r + k) + 1)²`
+/// (25 at radius 0: refused under a cap of 24).
 #[test]
 fn two_rings_and_a_ticket() {
-    let mut g = game(&scene(
-        json!({ "radius": 0, "budgetMs": 5, "neighbours": 2, "maxTicketChunks": 1 }),
-        None,
-    ));
+    let streaming =
+        |cap: u32| json!({ "radius": 0, "budgetMs": 5, "neighbours": 2, "maxTicketChunks": cap });
+    let mut g = game(&scene(streaming(24), None));
+    let request = json!({"tick": 1, "do": "request", "id": "far", "at": {"x": 3216, "z": 16}, "radius": 0, "ticks": 100});
+    run(&mut g, std::slice::from_ref(&request), 2);
+    let refused = common::events_named(&g, "world.ticket.refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].1["reason"]
+            .as_str()
+            .unwrap()
+            .contains("would want 25 chunks"),
+        "{refused:?}"
+    );
+    let mut g = game(&scene(streaming(25), None));
     run(
         &mut g,
         &[
@@ -257,7 +269,7 @@ fn two_rings_and_a_ticket() {
     assert_eq!(
         s.tickets().len(),
         1,
-        "the cap counts the ticket's own square"
+        "the cap counts the ticket's square with its rings: 25"
     );
     for p in square(100, 0, 2) {
         assert!(s.is_loaded(p), "{p}");

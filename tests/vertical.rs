@@ -307,7 +307,7 @@ fn look_ahead_predicts_in_3d() {
 }
 
 /// A ticket wants its footprint around the section of `at` (its radius in x, z; the config's
-/// rows); the ticket cap counts the disc's columns times the rows.
+/// rows); the ticket cap counts the square of its radius times the rows, for a disc too.
 #[test]
 fn tickets_want_sections_and_the_cap_counts_them() {
     let streaming = |cap: u32| {
@@ -320,15 +320,15 @@ fn tickets_want_sections_and_the_cap_counts_them() {
         "tick": 1, "do": "request", "id": "t", "at": { "x": 1000, "y": 100, "z": 16 },
         "radius": 2, "ticks": 100
     });
-    // The disc of 2 holds 13 columns: 13 × 3 = 39 sections.
-    let mut g = game(&scene(streaming(39)));
+    // The disc of 2 holds 13 columns (39 sections); the cap counts the square: 25 × 3 = 75.
+    let mut g = game(&scene(streaming(75)));
     run(&mut g, std::slice::from_ref(&request), 2);
     let s = service(&g);
     let ticket: Vec<ChunkPos> = s.loaded().into_iter().filter(|c| c.x > 20).collect();
     assert_eq!(ticket, footprint(ChunkPos::section(31, 3, 0), 2, 1));
     let ready = common::events_named(&g, "world.ticket.ready");
     assert_eq!(ready.len(), 1, "its 39 sections loaded: {ready:?}");
-    let mut g = game(&scene(streaming(38)));
+    let mut g = game(&scene(streaming(74)));
     run(&mut g, &[request], 2);
     let refused = common::events_named(&g, "world.ticket.refused");
     assert_eq!(refused.len(), 1, "{refused:?}");
@@ -336,7 +336,7 @@ fn tickets_want_sections_and_the_cap_counts_them() {
         refused[0].1["reason"]
             .as_str()
             .unwrap()
-            .contains("would want 39 chunks"),
+            .contains("would want 75 chunks"),
         "{refused:?}"
     );
 }

@@ -116,49 +116,40 @@ impl Ticket {
         (self.from..=self.until).contains(&tick)
     }
 
-    /// How many chunks it wants, as the ticket cap counts them: its whole square, `(2·r + 1)²`,
-    /// whether or not the ground clips it or it counts yet. Whatever widens or deepens what a
-    /// ticket wants (rings of neighbours kept for complete chunks, vertical sections) is to
-    /// multiply in here, so the cap keeps bounding the work.
+    /// How many chunks its own square holds, `(2·r + 1)²`.
     pub fn wanted_chunks(&self) -> u64 {
         let side = 2 * u64::from(self.radius) + 1;
         side * side
     }
 
-    /// How many chunks it wants as the ticket cap counts them under `measure`: its whole
-    /// footprint, the shape's chunks times the rows (docs/reference/streaming.md#tickets-in-3-d).
-    /// The square of one row is [`Ticket::wanted_chunks`].
+    /// How many chunks it wants as the ticket cap counts them under `measure`
+    /// (docs/reference/streaming.md#the-ticket-cap): the square of its radius plus the
+    /// neighbours' rings, `(2·(r + k) + 1)²`, times `2·rv + 1` rows with vertical sections; the
+    /// square also for a disc (a bound on the work, whatever the shape), and whether or not the
+    /// ground clips it or it counts yet.
     pub fn wanted_in(&self, measure: Measure) -> u64 {
-        if measure == Measure::default() {
-            return self.wanted_chunks();
-        }
-        let r = i64::from(self.radius);
-        let layer: u64 = if measure.disc {
-            (-r..=r)
-                .map(|dz| 2 * ((r * r - dz * dz) as u64).isqrt() + 1)
-                .sum()
-        } else {
-            self.wanted_chunks()
-        };
-        layer * (2 * u64::from(measure.rows) + 1)
+        let side = 2 * (u64::from(self.radius) + u64::from(measure.rings)) + 1;
+        side * side * (2 * u64::from(measure.rows) + 1)
     }
 }
 
-/// What the ticket cap counts a ticket's footprint in: the shape (disc or square) and the rows
-/// each side with vertical sections (0 when flat). The default is the flat square.
+/// What the ticket cap counts a ticket's footprint in: the rings of neighbours kept for
+/// complete chunks (`k`) and the rows each side with vertical sections (`rv`; 0 when flat). The
+/// default is the flat square of the ticket's own radius.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Measure {
-    /// Discs rather than squares.
-    pub disc: bool,
-    /// Rows each side of the ticket's row.
+    /// The rings of neighbours (`neighbours`, `k`).
+    pub rings: u32,
+    /// Rows each side of the ticket's row (`vertical.radius`).
     pub rows: u32,
 }
 
 impl Measure {
-    /// The measure of `settings`: its shape, and its vertical radius when sections are on.
+    /// The measure of `settings`: its neighbours' rings, and its vertical radius when sections
+    /// are on.
     pub fn of(settings: &super::config::Settings) -> Measure {
         Measure {
-            disc: settings.shape == super::config::Shape::Disc,
+            rings: settings.neighbours,
             rows: settings.vertical.map_or(0, |v| v.radius),
         }
     }
