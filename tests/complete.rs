@@ -529,3 +529,61 @@ fn progress_reads_completeness_within_the_mesh_radius() {
     assert_eq!(seen[..2], [0, 1]);
     assert_eq!(*seen.last().unwrap(), 9);
 }
+
+/// A disc with `neighbours` wants the chunks within ring `k` of the disc of `r` (its edge
+/// chunks' neighbours are the square around them), so every chunk of the disc of `r` becomes
+/// complete and the player ready; it keeps the disc of `r + 1` with the same rings, and a
+/// vertical disc does the same on every row (docs/reference/streaming.md#shapes-and-sections).
+#[test]
+fn a_disc_with_rings_is_complete_to_its_edge_and_ready() {
+    let within = |dx: i64, dz: i64, r: i64, k: i64| {
+        (-k..=k).any(|ox| (-k..=k).any(|oz| (dx + ox).pow(2) + (dz + oz).pow(2) <= r * r))
+    };
+    for vertical in [false, true] {
+        let mut streaming =
+            json!({ "radius": 2, "budgetMs": 1000, "neighbours": 1, "shape": "disc" });
+        if vertical {
+            streaming["vertical"] = json!({ "radius": 0 });
+        }
+        let mut g = game(&scene(streaming, None));
+        run(&mut g, &[], 3);
+        let s = service(&g);
+        assert!(s.ready(&EntityId::new("hero")), "vertical {vertical}");
+        let rows: &[i64] = if vertical { &[-1, 0, 1] } else { &[0] };
+        let mut want = Vec::new();
+        for &y in rows {
+            for z in -4..=4 {
+                for x in -4..=4 {
+                    if within(x, z, 2, 1) {
+                        want.push(ChunkPos::section(x, if vertical { y } else { 0 }, z));
+                    }
+                }
+            }
+        }
+        assert_eq!(s.loaded(), want, "vertical {vertical}");
+        // 13 chunks and their ring: 37 (the disc of 3, as before, held 29).
+        assert_eq!(want.len() / rows.len(), 37);
+        for z in -2i64..=2 {
+            for x in -2i64..=2 {
+                if x * x + z * z <= 4 {
+                    assert!(s.is_complete(ChunkPos::section(x, 0, z)), "{x} {z}");
+                }
+            }
+        }
+        // One chunk east: what is beyond the disc of 3 with its ring goes, nothing else.
+        let mut east = vec![json!({"tick": 4, "do": "move", "entity": "car", "to": {"x": 48, "z": 16}})];
+        east.push(json!({"tick": 5, "do": "move", "entity": "car", "to": {"x": 48, "z": 16}}));
+        run(&mut g, &east, 6);
+        let kept: Vec<ChunkPos> = want
+            .iter()
+            .copied()
+            .filter(|c| within(c.x - 1, c.z, 3, 1))
+            .collect();
+        assert!(kept.iter().all(|c| s.is_loaded(*c)));
+        assert!(want
+            .iter()
+            .filter(|c| !within(c.x - 1, c.z, 3, 1))
+            .all(|c| !s.is_loaded(*c)));
+        assert!(s.ready(&EntityId::new("hero")));
+    }
+}

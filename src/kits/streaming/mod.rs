@@ -134,11 +134,13 @@ pub fn check_save_section(
 /// shape, and with vertical sections the rows wanted each side (`rv` plus the `neighbours`
 /// rings, as the radius gets them) and the section height.
 pub(crate) fn form_of(settings: &Settings) -> Form {
+    let disc = settings.shape == config::Shape::Disc;
     Form {
-        disc: settings.shape == config::Shape::Disc,
+        disc,
         vertical: settings
             .vertical
             .map(|v| (v.radius + settings.neighbours, v.height)),
+        ring: if disc { settings.neighbours } else { 0 },
     }
 }
 

@@ -576,6 +576,7 @@ mod tests {
             r.set_form(Form {
                 disc,
                 vertical: Some((2, 32.0)),
+                ring: 0,
             });
             r.set_neighbours(1);
             for y in -1..=1 {

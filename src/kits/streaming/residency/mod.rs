@@ -107,12 +107,13 @@ pub(super) struct Slot {
 impl Slot {
     /// The chunks it wants: within the shape of its radius, on its rows.
     fn want(&self, form: Form) -> Rect {
-        Rect::around(self.centre, self.view.radius, form.disc, form.rows())
+        Rect::around(self.centre, self.view.radius, form.disc, form.rows()).padded(form.ring)
     }
-    /// The chunks it keeps: within the shape of its radius + 1, one row more each side.
+    /// The chunks it keeps: within the shape of its radius + 1, one row more each side (a
+    /// disc's: the disc of `r + 1` with the same skin of rings).
     fn keep(&self, form: Form) -> Rect {
         let rows = form.vertical.map_or(0, |(rv, _)| rv + 1);
-        Rect::around(self.centre, self.view.radius + 1, form.disc, rows)
+        Rect::around(self.centre, self.view.radius + 1, form.disc, rows).padded(form.ring)
     }
 }
 
@@ -541,7 +542,8 @@ impl Residency {
         self.chunk_of(pos)
     }
 
-    /// The footprint of radius `radius` less `less` rings (and rows) around `centre`.
+    /// The footprint of radius `radius` less `less` rings (and rows) around `centre` (a disc's
+    /// skin of rings less them too).
     fn footprint(&self, centre: ChunkPos, radius: u32, less: u32) -> Rect {
         Rect::around(
             centre,
@@ -549,6 +551,7 @@ impl Residency {
             self.form.disc,
             self.form.rows().saturating_sub(less),
         )
+        .padded(self.form.ring.saturating_sub(less))
     }
 
     /// The chunks of a footprint inside the ground, row order.
@@ -567,7 +570,7 @@ impl Residency {
             Some(h) => section_of(&self.grid, pos, h),
             None => self.grid.chunk_of(pos),
         };
-        let area = Rect::around(centre, radius, form.disc, form.rows());
+        let area = Rect::around(centre, radius, form.disc, form.rows()).padded(form.ring);
         let mut chunks: Vec<ChunkPos> = area
             .chunks()
             .filter(|c| self.grid.overlaps(*c, self.bounds.as_ref()))

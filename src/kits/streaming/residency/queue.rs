@@ -408,6 +408,7 @@ mod tests {
         let tall = Form {
             disc: false,
             vertical: Some((1, 32.0)),
+            ring: 0,
         };
         // Radius 1: 3 × 3 chunks, or 3 × 3 × 3 sections.
         for (form, chunks) in [(flat, 9), (tall, 27)] {
@@ -586,6 +587,7 @@ mod tests {
                 disc: next(seed).is_multiple_of(2),
                 vertical: (!next(seed).is_multiple_of(4))
                     .then(|| ((next(seed) % 3) as u32, height)),
+                ring: 0,
             };
             let climb = |seed: &mut u64, mut f: FocusView| {
                 if shaped {

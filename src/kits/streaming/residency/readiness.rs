@@ -495,6 +495,7 @@ mod tests {
         r.set_form(Form {
             disc: false,
             vertical: Some((rows, 32.0)),
+            ring: 0,
         });
         r
     }
@@ -615,6 +616,7 @@ mod tests {
         r.set_form(Form {
             disc: true,
             vertical: Some((1, 32.0)),
+            ring: 0,
         });
         check(&r, "a disc with sections");
     }
@@ -638,6 +640,7 @@ mod tests {
         r.set_form(Form {
             disc: true,
             vertical: Some((2, 32.0)),
+            ring: 0,
         });
         assert_eq!(r.holes(1, 1), 5 * 3, "the disc of 1: 5 columns");
         assert_eq!(r.holes(1, 9), 29 * 5, "the disc of 3: 29 columns");
@@ -709,6 +712,7 @@ mod tests {
         flat.set_form(Form {
             disc: false,
             vertical: Some((0, 32.0)),
+            ring: 0,
         });
         assert!(flat.is_built_by(b, ChunkPos::new(0, 0)));
         assert_eq!(flat.progress(), (1, 1));

@@ -15,6 +15,11 @@ pub struct Form {
     /// With vertical sections: the rows wanted each side of a focus's row (`rv`, with any
     /// `neighbours` rings added) and a section's height in metres.
     pub vertical: Option<(u32, f64)>,
+    /// With a disc: the `neighbours` rings (`k`) its footprints gain as a square skin, so that
+    /// every chunk a disc's edge chunk needs to be complete is wanted: the chunks within ring
+    /// distance `k` of the disc of `r` (docs/reference/streaming.md#shapes-and-sections). A
+    /// focus's radius includes them. 0 for squares, where the radius alone gives them.
+    pub ring: u32,
 }
 
 impl Form {
@@ -37,8 +42,11 @@ pub(super) fn disc_half(r: i64, dz: i64) -> i64 {
 pub(super) struct Rect {
     pub(super) cx: i64,
     pub(super) cz: i64,
+    /// How far it reaches from the centre in x and z.
     pub(super) r: i64,
     pub(super) disc: bool,
+    /// For a disc: the square skin around the disc of `r − pad` (0: the disc of `r` itself).
+    pub(super) pad: i64,
     pub(super) y0: i64,
     pub(super) y1: i64,
 }
@@ -52,9 +60,33 @@ impl Rect {
             cz: c.z,
             r: i64::from(r),
             disc,
+            pad: 0,
             y0: c.y - rows,
             y1: c.y + rows,
         }
+    }
+
+    /// A disc's footprint with its outer `pad` rings (at most `r`) made a square skin: the
+    /// chunks within ring distance `pad` of the disc of `r − pad`. A square is left as it is.
+    pub(super) fn padded(self, pad: u32) -> Rect {
+        Rect {
+            pad: if self.disc {
+                i64::from(pad).min(self.r)
+            } else {
+                0
+            },
+            ..self
+        }
+    }
+
+    /// The x half-width of the row `dz` from the centre (`|dz| <= r`).
+    fn half(&self, dz: i64) -> i64 {
+        if !self.disc {
+            return self.r;
+        }
+        // The widest row of the inner disc within `pad` rows of `dz`, widened by `pad`.
+        let inner = (dz.abs() - self.pad).max(0);
+        self.pad + disc_half(self.r - self.pad, inner)
     }
 
     /// The x range of row `(y, z)`, if the footprint has that row.
@@ -63,11 +95,7 @@ impl Rect {
         if y < self.y0 || y > self.y1 || dz < -self.r || dz > self.r {
             return None;
         }
-        let w = if self.disc {
-            disc_half(self.r, dz)
-        } else {
-            self.r
-        };
+        let w = self.half(dz);
         Some((self.cx - w, self.cx + w))
     }
 
@@ -80,9 +108,7 @@ impl Rect {
     /// How many chunks it holds.
     pub(super) fn len(&self) -> usize {
         let per_layer: i64 = if self.disc {
-            (-self.r..=self.r)
-                .map(|dz| 2 * disc_half(self.r, dz) + 1)
-                .sum()
+            (-self.r..=self.r).map(|dz| 2 * self.half(dz) + 1).sum()
         } else {
             (2 * self.r + 1) * (2 * self.r + 1)
         };
@@ -104,8 +130,8 @@ impl Rect {
     /// the same shape at the same place that `other` also has is skipped whole, so a move up
     /// or down costs the one layer it changed.
     pub(super) fn for_each_outside(self, other: Option<Rect>, mut f: impl FnMut(ChunkPos)) {
-        let same_place = other
-            .is_some_and(|o| (o.cx, o.cz, o.r, o.disc) == (self.cx, self.cz, self.r, self.disc));
+        let place = |o: &Rect| (o.cx, o.cz, o.r, o.disc, o.pad);
+        let same_place = other.is_some_and(|o| place(&o) == place(&self));
         for y in self.y0..=self.y1 {
             if same_place && other.is_some_and(|o| (o.y0..=o.y1).contains(&y)) {
                 continue;
@@ -564,6 +590,57 @@ mod tests {
         within && (c.y - centre.y).abs() <= i64::from(rows)
     }
 
+    /// A disc padded with `pad` rings holds exactly the chunks within ring distance `pad` of
+    /// the disc of `r − pad` (worked out plainly, chunk by chunk), so an edge chunk of that disc
+    /// has every neighbour a complete chunk needs; `contains`, `len`, `chunks` and
+    /// `for_each_outside` between two padded discs agree with it, in row order.
+    #[test]
+    fn a_padded_disc_is_every_chunk_within_its_rings_of_the_inner_disc() {
+        let plain = |centre: ChunkPos, r: u32, pad: u32, c: ChunkPos| {
+            let inner = r - pad;
+            let p = i64::from(pad);
+            (-p..=p).any(|ox| {
+                (-p..=p).any(|oz| {
+                    let o = ChunkPos::section(c.x + ox, c.y, c.z + oz);
+                    plain_holds(centre, inner, true, 0, o)
+                })
+            }) && c.y == centre.y
+        };
+        for r in 0..7u32 {
+            for pad in 0..=r.min(3) {
+                let a = Rect::around(ChunkPos::new(0, 0), r, true, 0).padded(pad);
+                let span = i64::from(r) + 1;
+                let all: Vec<ChunkPos> = (-span..=span)
+                    .flat_map(|z| (-span..=span).map(move |x| ChunkPos::new(x, z)))
+                    .filter(|c| plain(ChunkPos::new(0, 0), r, pad, *c))
+                    .collect();
+                assert_eq!(a.chunks().collect::<Vec<_>>(), all, "r {r} pad {pad}");
+                assert_eq!(a.len(), all.len());
+                assert!(all.iter().all(|c| a.contains(*c)));
+                for (dx, dz) in [(1, 0), (0, -1), (2, 1), (0, 0)] {
+                    let cb = ChunkPos::new(dx, dz);
+                    let b = Rect::around(cb, r, true, 0).padded(pad);
+                    let mut got = Vec::new();
+                    a.for_each_outside(Some(b), |c| got.push(c));
+                    let want: Vec<ChunkPos> = all
+                        .iter()
+                        .copied()
+                        .filter(|c| !plain(cb, r, pad, *c))
+                        .collect();
+                    assert_eq!(got, want, "r {r} pad {pad} against {cb}");
+                }
+                // The same disc with another skin is another footprint.
+                let other = Rect::around(ChunkPos::new(0, 0), r, true, 0).padded(pad + 1);
+                let mut got = Vec::new();
+                a.for_each_outside(Some(other), |c| got.push(c));
+                assert!(got.iter().all(|c| !other.contains(*c)));
+            }
+        }
+        // A square is never padded: its radius has the rings already.
+        let sq = Rect::around(ChunkPos::new(0, 0), 3, false, 0);
+        assert_eq!(sq.padded(2), sq);
+    }
+
     /// Discs and rows: `for_each_outside` gives exactly the chunks of one footprint outside
     /// another, in row order (y, z, x), for every placement of two small footprints apart and
     /// overlapping in x, y and z; `chunks`, `contains` and `len` agree with the plain inequality.
@@ -615,6 +692,7 @@ mod tests {
         r.set_form(Form {
             disc: true,
             vertical: Some((4, 32.0)),
+            ring: 0,
         });
         r
     }
@@ -737,6 +815,7 @@ mod tests {
         r.set_form(Form {
             disc: true,
             vertical: Some((0, 32.0)),
+            ring: 0,
         });
         let mut out = Vec::new();
         r.resolve(2, &mut out);
@@ -745,6 +824,7 @@ mod tests {
         r.set_form(Form {
             disc: true,
             vertical: Some((0, 32.0)),
+            ring: 0,
         });
         r.update_view(Some(Position::new(16.0, 16.0)), 1, &mut out);
         // Kept disc of 2: the corners (±2, ±2) and (±2, ±1), (±1, ±2) leave (x² + z² > 4).
