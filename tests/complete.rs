@@ -571,7 +571,8 @@ fn a_disc_with_rings_is_complete_to_its_edge_and_ready() {
             }
         }
         // One chunk east: what is beyond the disc of 3 with its ring goes, nothing else.
-        let mut east = vec![json!({"tick": 4, "do": "move", "entity": "car", "to": {"x": 48, "z": 16}})];
+        let mut east =
+            vec![json!({"tick": 4, "do": "move", "entity": "car", "to": {"x": 48, "z": 16}})];
         east.push(json!({"tick": 5, "do": "move", "entity": "car", "to": {"x": 48, "z": 16}}));
         run(&mut g, &east, 6);
         let kept: Vec<ChunkPos> = want

@@ -950,13 +950,17 @@ impl Kit for StreamingKit {
         }
     }
 
-    /// Version 4 once `neighbours` above 0 is in use (docs/reference/streaming.md#complete-chunks:
-    /// the section holds `complete`); else version 3 once a scheduling key
+    /// Version 4 once `neighbours` above 0 or `vertical` is in use (docs/reference/streaming.md#complete-chunks:
+    /// the section holds `complete`), or the mods' overrides hold a round-4 key (`shape`,
+    /// `vertical`, `neighbours`: a reader of an older version refuses the save by its version,
+    /// not by an unknown key); else version 3 once a scheduling key
     /// (docs/reference/config.md#outputs-that-appear-only-when-used) or a ticket priority is in use
     /// (its fields are in the section); else what round 2 wrote, byte for byte.
     fn save_version(&self) -> u32 {
         let st = self.state.borrow();
-        if st.uses_neighbours() || st.uses_vertical() {
+        let o = st.overrides();
+        let round4_key = o.shape.is_some() || o.vertical.is_some() || o.neighbours.is_some();
+        if st.uses_neighbours() || st.uses_vertical() || round4_key {
             crate::host::save::SAVE_VERSION
         } else if st.uses_scheduling() || st.uses_lod() {
             crate::host::save::ROUND3_SAVE_VERSION
