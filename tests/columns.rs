@@ -169,6 +169,38 @@ fn column_events_follow_their_steps_in_row_order_and_match_columns() {
     }
 }
 
+/// A column is loaded while one of its sections is, at every moment: a callback run on a
+/// section's load (before the step's column events) and on its release sees `columns()` and
+/// `is_column_loaded` follow the sections, not the events.
+#[test]
+fn the_service_s_columns_follow_the_sections_at_once() {
+    let mut g = common::game(&scene(vertical(0, 1, 100), &[], (16.0, 16.0, 16.0)));
+    let s = streaming(&g);
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let (inner, log) = (s.clone(), seen.clone());
+    let _sub = s.on_chunk(Box::new(move |c, loaded| {
+        let col = c.column();
+        let has = inner.loaded().iter().any(|d| d.column() == col);
+        log.borrow_mut().push((
+            c,
+            loaded,
+            has,
+            inner.is_column_loaded(col),
+            inner.columns().contains(&col),
+        ));
+    }));
+    tick(&mut g);
+    move_to(&mut g, 80.0, 16.0, 16.0);
+    tick(&mut g);
+    tick(&mut g);
+    let seen = seen.borrow();
+    assert!(seen.iter().any(|e| e.1) && seen.iter().any(|e| !e.1), "{seen:?}");
+    for (c, loaded, has, is_loaded, listed) in seen.iter() {
+        assert_eq!((*is_loaded, *listed), (*has, *has), "{c} loaded {loaded}");
+    }
+    assert!(seen.iter().all(|e| !e.1 || e.2), "a load's column has its section");
+}
+
 #[test]
 fn a_column_stays_loaded_while_one_of_its_sections_is() {
     let mut g = common::game(&scene(vertical(0, 1, 100), &[], (16.0, 16.0, 16.0)));

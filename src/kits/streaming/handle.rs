@@ -104,7 +104,7 @@ impl StreamingService for Handle {
         // docs/reference/streaming.md#columns (flat: a column is its chunk).
         let st = self.0.borrow();
         match st.columns.is_on() {
-            true => st.columns.loaded().collect(),
+            true => st.columns.with_sections(),
             false => st.residency.loaded().collect(),
         }
     }
@@ -112,7 +112,7 @@ impl StreamingService for Handle {
     fn is_column_loaded(&self, column: ChunkPos) -> bool {
         let st = self.0.borrow();
         match st.columns.is_on() {
-            true => st.columns.is_loaded(column),
+            true => st.columns.has_sections(column),
             false => st.residency.is_loaded(column.column()),
         }
     }

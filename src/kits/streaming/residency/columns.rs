@@ -141,6 +141,19 @@ impl Columns {
         self.announced.iter().copied()
     }
 
+    /// Whether `column` (its `y` ignored) has a loaded section now: what the service answers,
+    /// also between a section's load and its column's event.
+    pub fn has_sections(&self, column: ChunkPos) -> bool {
+        self.counts.contains_key(&column.column())
+    }
+
+    /// The columns with a loaded section now, row order (z, x), `y` 0.
+    pub fn with_sections(&self) -> Vec<ChunkPos> {
+        let mut all: Vec<ChunkPos> = self.counts.keys().copied().collect();
+        all.sort_unstable();
+        all
+    }
+
     /// How many sections of `column` are loaded.
     pub fn sections_in(&self, column: ChunkPos) -> u32 {
         self.counts.get(&column.column()).copied().unwrap_or(0)
