@@ -99,15 +99,16 @@ typedef enum WsStatus {
   // `ws_game_free` could not write every edit back to the world directory: the message
   // names each region file and how many chunks are lost (the game is freed all the same).
   WS_STATUS_EDITS_LOST = 18,
-  // The scene does not enable the `world.terrain` kit (`ws_game_terrain`).
-  WS_STATUS_NO_TERRAIN = 19,
+  // `ws_game_terrain_snapshot`: the chunk is not complete (docs/reference/engines.md#complete-chunks-in-c;
+  // with skin 0: not built). 19, as the contract numbers it (round 4 took it from
+  // `WS_STATUS_NO_TERRAIN`, which moved to 21).
+  WS_STATUS_NOT_COMPLETE = 19,
   // No live entity has that id (`ws_game_entity_data`): never spawned, despawned, or stored
   // with its chunk (docs/reference/engine.md#entity-data).
   WS_STATUS_NO_SUCH_ENTITY = 20,
-  // `ws_game_terrain_snapshot`: the chunk is not complete (docs/reference/engines.md#complete-chunks-in-c;
-  // with skin 0: not built). 21, where the contract's first draft said 19: 19 and 20 were
-  // taken by `WS_STATUS_NO_TERRAIN` and `WS_STATUS_NO_SUCH_ENTITY`, and no number moves.
-  WS_STATUS_NOT_COMPLETE = 21,
+  // The scene does not enable the `world.terrain` kit (`ws_game_terrain`). 21 since round 4
+  // (19 before: the contract gives 19 to `WS_STATUS_NOT_COMPLETE`).
+  WS_STATUS_NO_TERRAIN = 21,
 } WsStatus;
 
 // A game handle. 0 is never a game; every other value names at most one game, ever.

@@ -44,9 +44,9 @@ namespace WorldStreamingKit
         NotBuilt = 16,
         WorldInUse = 17,
         EditsLost = 18,
-        NoTerrain = 19,
+        NotComplete = 19,
         NoSuchEntity = 20,
-        NotComplete = 21,
+        NoTerrain = 21,
     }
 
     /// <summary>One chunk (WsChunk).</summary>

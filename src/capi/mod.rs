@@ -280,9 +280,9 @@ pub extern "C" fn ws_status_name(status: i32) -> *const c_char {
         16 => "WS_STATUS_NOT_BUILT\0",
         17 => "WS_STATUS_WORLD_IN_USE\0",
         18 => "WS_STATUS_EDITS_LOST\0",
-        19 => "WS_STATUS_NO_TERRAIN\0",
+        19 => "WS_STATUS_NOT_COMPLETE\0",
         20 => "WS_STATUS_NO_SUCH_ENTITY\0",
-        21 => "WS_STATUS_NOT_COMPLETE\0",
+        21 => "WS_STATUS_NO_TERRAIN\0",
         _ => "WS_STATUS_UNKNOWN\0",
     };
     name.as_ptr().cast()
@@ -367,9 +367,9 @@ mod tests {
             (WsStatus::NotBuilt, 16, "WS_STATUS_NOT_BUILT"),
             (WsStatus::WorldInUse, 17, "WS_STATUS_WORLD_IN_USE"),
             (WsStatus::EditsLost, 18, "WS_STATUS_EDITS_LOST"),
-            (WsStatus::NoTerrain, 19, "WS_STATUS_NO_TERRAIN"),
+            (WsStatus::NotComplete, 19, "WS_STATUS_NOT_COMPLETE"),
             (WsStatus::NoSuchEntity, 20, "WS_STATUS_NO_SUCH_ENTITY"),
-            (WsStatus::NotComplete, 21, "WS_STATUS_NOT_COMPLETE"),
+            (WsStatus::NoTerrain, 21, "WS_STATUS_NO_TERRAIN"),
         ];
         for (status, number, name) in all {
             assert_eq!(status_of(status), number, "{name}");

@@ -53,15 +53,16 @@ pub enum WsStatus {
     /// `ws_game_free` could not write every edit back to the world directory: the message
     /// names each region file and how many chunks are lost (the game is freed all the same).
     EditsLost = 18,
-    /// The scene does not enable the `world.terrain` kit (`ws_game_terrain`).
-    NoTerrain = 19,
+    /// `ws_game_terrain_snapshot`: the chunk is not complete (docs/reference/engines.md#complete-chunks-in-c;
+    /// with skin 0: not built). 19, as the contract numbers it (round 4 took it from
+    /// `WS_STATUS_NO_TERRAIN`, which moved to 21).
+    NotComplete = 19,
     /// No live entity has that id (`ws_game_entity_data`): never spawned, despawned, or stored
     /// with its chunk (docs/reference/engine.md#entity-data).
     NoSuchEntity = 20,
-    /// `ws_game_terrain_snapshot`: the chunk is not complete (docs/reference/engines.md#complete-chunks-in-c;
-    /// with skin 0: not built). 21, where the contract's first draft said 19: 19 and 20 were
-    /// taken by `WS_STATUS_NO_TERRAIN` and `WS_STATUS_NO_SUCH_ENTITY`, and no number moves.
-    NotComplete = 21,
+    /// The scene does not enable the `world.terrain` kit (`ws_game_terrain`). 21 since round 4
+    /// (19 before: the contract gives 19 to `WS_STATUS_NOT_COMPLETE`).
+    NoTerrain = 21,
 }
 
 /// One chunk: the `{x, z}` of docs/reference/grid.md#chunks-and-chunkof.

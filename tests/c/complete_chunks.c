@@ -353,7 +353,7 @@ int main(void) {
     }
 
     printf("%s = %d, %s = %d, %s = %d\n", "WS_CHUNK_EVENT_COMPLETE", WS_CHUNK_EVENT_COMPLETE,
-           "WS_CHUNK_EVENT_INCOMPLETE", WS_CHUNK_EVENT_INCOMPLETE, ws_status_name(21), (int)WS_STATUS_NOT_COMPLETE);
+           "WS_CHUNK_EVENT_INCOMPLETE", WS_CHUNK_EVENT_INCOMPLETE, ws_status_name(19), (int)WS_STATUS_NOT_COMPLETE);
     if (failures) {
         fprintf(stderr, "complete_chunks: %d check(s) failed\n", failures);
         return 1;
