@@ -194,11 +194,17 @@ fn the_service_s_columns_follow_the_sections_at_once() {
     tick(&mut g);
     tick(&mut g);
     let seen = seen.borrow();
-    assert!(seen.iter().any(|e| e.1) && seen.iter().any(|e| !e.1), "{seen:?}");
+    assert!(
+        seen.iter().any(|e| e.1) && seen.iter().any(|e| !e.1),
+        "{seen:?}"
+    );
     for (c, loaded, has, is_loaded, listed) in seen.iter() {
         assert_eq!((*is_loaded, *listed), (*has, *has), "{c} loaded {loaded}");
     }
-    assert!(seen.iter().all(|e| !e.1 || e.2), "a load's column has its section");
+    assert!(
+        seen.iter().all(|e| !e.1 || e.2),
+        "a load's column has its section"
+    );
 }
 
 #[test]

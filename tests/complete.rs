@@ -401,6 +401,9 @@ fn lua_and_rust_read_completeness() {
 on("world.chunk.load", function(c)
   n = n + 1
   if n == 10 then log("probe", streaming.isComplete(0, 0), streaming.isComplete(1, 1)) end
+end)
+streaming.onComplete(function(c, complete)
+  log("heard", c.x, c.z, complete, #streaming.complete())
 end)"#,
     )
     .unwrap();
@@ -414,7 +417,8 @@ end)"#,
     sv.on_complete(Box::new(move |chunk, complete| {
         // Called after the event: the service already answers for it.
         assert_eq!(sv2.is_complete(chunk), complete);
-        h.borrow_mut().push((chunk.x, chunk.z, complete));
+        h.borrow_mut()
+            .push((chunk.x, chunk.z, complete, sv2.complete().len()));
     }));
     run(
         &mut g,
@@ -423,6 +427,14 @@ end)"#,
     );
     let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
     assert!(log.contains(&"probe\ttrue\tfalse".to_owned()), "{log:?}");
+    // Lua's onComplete hears what Rust's does, in the same order, and complete() agrees.
+    let lua_heard: Vec<String> = log.into_iter().filter(|l| l.starts_with("heard")).collect();
+    let rust_heard: Vec<String> = heard
+        .borrow()
+        .iter()
+        .map(|(x, z, c, n)| format!("heard\t{x}\t{z}\t{c}\t{n}"))
+        .collect();
+    assert_eq!(lua_heard, rust_heard);
     let from_events: Vec<(i64, i64, bool)> = g
         .engine()
         .events()
@@ -434,7 +446,8 @@ end)"#,
         })
         .collect();
     assert!(from_events.iter().any(|e| !e.2), "{from_events:?}");
-    assert_eq!(*heard.borrow(), from_events);
+    let rust: Vec<(i64, i64, bool)> = heard.borrow().iter().map(|e| (e.0, e.1, e.2)).collect();
+    assert_eq!(rust, from_events);
 }
 
 /// A save's `complete` is what the next tick compares with: a chunk left out of it is

@@ -64,6 +64,8 @@ type Fun = fn(&Lua, &dyn StreamingService, &Ctx, &MultiValue) -> Answer;
 const FUNCTIONS: &[(&str, Fun)] = &[
     ("isLoaded", is_loaded),
     ("isComplete", is_complete),
+    ("complete", complete),
+    ("onComplete", on_complete),
     ("chunkSize", chunk_size),
     ("loaded", loaded),
     ("pending", pending),
@@ -154,6 +156,28 @@ fn is_loaded(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) ->
 fn is_complete(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
     let c = chunk_arg(args)?;
     Ok(ok(lua, s.is_complete(c)))
+}
+
+/// `streaming.complete()`: the complete chunks in row order (docs/reference/streaming.md#complete-chunks).
+fn complete(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
+    Ok(section_list(lua, &*ctx.meter, s.complete(), vertical(s)).and_then(|t| ok(lua, t)))
+}
+
+/// `streaming.onComplete(fn)`: calls `fn(chunk, complete)` right after each
+/// `world.chunk.complete` / `world.chunk.incomplete` event (docs/reference/streaming.md#complete-chunks),
+/// for as long as the mod runs (like `terrain.onBuilt`: no handle; it counts as one of the mod's
+/// subscriptions). A failure is a `mod.error` with hook `onComplete`.
+fn on_complete(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
+    let (f, entry) = subscriber(&arg(args, 0), &ctx.entry, &ctx.live)?;
+    let service = ctx.service.clone();
+    ctx.live.set(ctx.live.get() + 1);
+    s.on_complete(Box::new(move |chunk, complete| {
+        let with_y = service.upgrade().is_some_and(|s| vertical(&*s));
+        entry.callback_section("onComplete", &f, chunk, with_y, &|lua| {
+            complete.into_lua_multi(lua)
+        })
+    }));
+    Ok(ok(lua, ()))
 }
 
 fn chunk_size(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> Answer {

@@ -50,7 +50,9 @@
 //!   scene layer > kit config); `streaming.onChunk(fn)` calls `fn({x = …, z = …}, loaded,
 //!   restored)` on every load and release (`restored` true when a load of a save tells what it
 //!   changed) and returns a handle whose `handle:unsubscribe()` stops it (an error in the
-//!   callback is reported as a `mod.error` event with hook `onChunk`). Whole numbers are Lua integers.
+//!   callback is reported as a `mod.error` event with hook `onChunk`); `streaming.complete()` and
+//!   `streaming.onComplete(fn)` (`fn(chunk, complete)`, no handle) read and follow complete chunks
+//!   (docs/reference/streaming.md#complete-chunks). Whole numbers are Lua integers.
 //!   docs/reference/streaming.md#tickets, docs/reference/streaming.md#priorities:
 //!   `streaming.request(id, {x = …, z = …}, radius, ticks, priority)` requests (or replaces) a
 //!   preload ticket counting from the next tick (`true`, or `nil, message` when the ticket cap
