@@ -392,8 +392,10 @@ impl Game {
                 Action::Control { entity } => e.world_mut().set_control(entity.clone())?,
                 Action::Leave {} => e.leave(),
                 Action::Enter { scene } => e.enter(scene)?,
-                Action::Release { x, z } => {
-                    needs("release")?.release(crate::grid::ChunkPos::new(*x, *z));
+                Action::Release { x, y, z } => {
+                    // docs/reference/files-and-cli.md#inputs: `y` names a section's row.
+                    let chunk = crate::grid::ChunkPos::section(*x, y.unwrap_or(0), *z);
+                    needs("release")?.release(chunk);
                 }
                 Action::Request {
                     id,

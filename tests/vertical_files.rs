@@ -598,3 +598,40 @@ fn a_save_holding_a_mod_s_shape_is_version_4_and_continues() {
     let v: Value = serde_json::from_str(&p.save_text().unwrap()).unwrap();
     assert_eq!(v["version"], 2);
 }
+
+/// The `release` input names a section's row with `y` (left out: row 0): it drops the refusal
+/// held at that section and no other (docs/reference/files-and-cli.md#inputs).
+#[test]
+fn the_release_input_drops_a_row_s_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("keep.json"),
+        r#"{"id": "keep", "hook": "world.chunk.unload", "cancel": true}"#,
+    )
+    .unwrap();
+    let config = json!({"radius": 0, "budgetMs": 100, "vertical": {"radius": 1, "height": 16}});
+    let scene = json!({ "kits": kits(config), "mods": ["keep.json"], "entities": hero() });
+    let mut g = game_in(&scene, dir.path());
+    let away = json!({"tick": 3, "do": "move", "entity": "hero", "to": {"x": 200, "z": 8}});
+    run(&mut g, &[away], 4);
+    let held = |g: &world_streaming::game::Game| -> Vec<(i64, Option<i64>, i64)> {
+        g.streaming()
+            .unwrap()
+            .refusals()
+            .iter()
+            .map(|r| (r.x, r.y, r.z))
+            .collect()
+    };
+    assert_eq!(
+        held(&g),
+        [(0, Some(-1), 0), (0, Some(0), 0), (0, Some(1), 0)]
+    );
+    let line = r#"{"tick": 5, "do": "release", "x": 0, "y": -1, "z": 0}"#;
+    let release = world_streaming::files::inputs::parse_line(line).unwrap();
+    g.apply(&release).unwrap();
+    assert_eq!(held(&g), [(0, Some(0), 0), (0, Some(1), 0)]);
+    let row0 = r#"{"tick": 5, "do": "release", "x": 0, "z": 0}"#;
+    g.apply(&world_streaming::files::inputs::parse_line(row0).unwrap())
+        .unwrap();
+    assert_eq!(held(&g), [(0, Some(1), 0)], "y left out: row 0");
+}

@@ -125,11 +125,15 @@ pub enum Action {
         /// The scene id.
         scene: String,
     },
-    /// Drops the refusal held at chunk `(x, z)`.
+    /// Drops the refusal held at chunk `(x, z)`, or with vertical sections at section
+    /// `(x, y, z)` (`y` left out: row 0).
     #[serde(rename = "release")]
     Release {
         /// Chunk column.
         x: i64,
+        /// With vertical sections, the section row (left out: 0).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        y: Option<i64>,
         /// Chunk row.
         z: i64,
     },
@@ -453,7 +457,12 @@ enum Tagged {
     #[serde(rename = "enter")]
     Enter { scene: String },
     #[serde(rename = "release")]
-    Release { x: i64, z: i64 },
+    Release {
+        x: i64,
+        #[serde(default)]
+        y: Option<i64>,
+        z: i64,
+    },
     #[serde(rename = "save")]
     Save { path: String },
     #[serde(rename = "load")]
@@ -499,7 +508,7 @@ impl From<Tagged> for Action {
             Tagged::Control { entity } => Action::Control { entity },
             Tagged::Leave {} => Action::Leave {},
             Tagged::Enter { scene } => Action::Enter { scene },
-            Tagged::Release { x, z } => Action::Release { x, z },
+            Tagged::Release { x, y, z } => Action::Release { x, y, z },
             Tagged::Save { path } => Action::Save { path },
             Tagged::Load { path } => Action::Load { path },
             Tagged::Request {
