@@ -268,6 +268,25 @@ fn dormancy_follows_the_section_of_the_position() {
     assert!(dormant(&g, "mole"));
 }
 
+/// Radius 0 never predicts, in 3-D too: a climb has no horizontal part, so the jump rule alone
+/// (`0 <= 0`) would let it (docs/reference/streaming.md#look-ahead-in-3-d).
+#[test]
+fn radius_0_never_predicts_a_climb() {
+    let mut g = game(&scene(json!({
+        "chunkSize": 32, "radius": 0, "budgetMs": 100, "lookAheadTicks": 2,
+        "vertical": { "radius": 1 }
+    })));
+    run(
+        &mut g,
+        &[
+            move_hero(2, 16.0, 26.0, 16.0),
+            move_hero(3, 16.0, 60.0, 16.0),
+        ],
+        3,
+    );
+    assert_eq!(service(&g).predicted().unwrap(), []);
+}
+
 /// Look-ahead in 3-D: a climbing anchor predicts a focus above it (the displacement is 3-D, a
 /// climb alone predicts); the jump rule reads the horizontal part only.
 #[test]

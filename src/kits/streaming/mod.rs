@@ -439,7 +439,10 @@ impl StreamingKit {
         let mut predict = |pos: &Position, last: &Position| {
             let (dx, dz) = (pos.x - last.x, pos.z - last.z);
             let dy = if vertical { pos.y - last.y } else { 0.0 };
+            // Radius 0 never predicts (in 3-D too: a climb with no horizontal part would pass
+            // the jump rule's `0 <= 0`).
             if settings.look_ahead_ticks > 0
+                && settings.radius > 0
                 && !(dx == 0.0 && dy == 0.0 && dz == 0.0)
                 && dx * dx + dz * dz <= reach_sq
             {
