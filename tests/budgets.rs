@@ -557,3 +557,48 @@ fn a_save_holding_tickets_over_the_cap_is_refused_on_load() {
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
     world_streaming::files::save::check(&doc).unwrap();
 }
+
+/// Every service call costs its mod a fixed 64 units before it does anything, and a list 64
+/// units an entry, charged before the list is gathered (docs/lua-vm.md#what-a-service-call-costs):
+/// a loop of `isLoaded` makes between 1 000 000 / 100 and 1 000 000 / 64 calls before its call
+/// budget runs out (the loop's own instructions are the rest), and a loop of `loaded()` far
+/// fewer, as each costs 64 units per chunk loaded.
+#[test]
+fn service_calls_and_lists_are_charged_before_they_work() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "loop.lua",
+        r#"calls, lists, k = 0, 0, 0
+on("world.chunk.load", function(c)
+  k = k + 1
+  if k == 1 then
+    while true do streaming.isLoaded(0, 0); calls = calls + 1 end
+  end
+  if k == 5 then
+    while true do local l = streaming.loaded(); lists = lists + 1 end
+  end
+  if k == 9 then log(calls, lists, #streaming.loaded()) end
+end)"#,
+    );
+    let mut g = game(dir.path(), &scene(4, 1, &["loop.lua"]));
+    for _ in 0..40 {
+        g.tick();
+    }
+    let log: Vec<String> = g.take_mod_log().into_iter().map(|l| l.message).collect();
+    let [line] = log.as_slice() else {
+        panic!("{log:?}")
+    };
+    let n: Vec<u64> = line.split('\t').map(|v| v.parse().unwrap()).collect();
+    let (calls, lists, loaded) = (n[0], n[1], n[2]);
+    assert!(
+        calls <= 1_000_000 / 64 && calls >= 1_000_000 / 100,
+        "{calls} isLoaded calls in one call budget"
+    );
+    assert_eq!(loaded, 8, "one load a tick");
+    // Four chunks loaded: 64 + 4 × 64 units a list, besides the loop's own.
+    assert!(
+        lists >= 1_000_000 / 400 && lists <= 1_000_000 / 320,
+        "{lists} lists"
+    );
+}

@@ -28,6 +28,15 @@ pub const CASES: &[Case] = &[
         what: "one Lua mod, 1 000 load handlers each spending nearly its per-call budget",
     },
     Case {
+        name: "lua-service-calls",
+        what:
+            "one Lua load handler calling isLoaded in a loop until its budget runs out, radius 64",
+    },
+    Case {
+        name: "lua-service-lists",
+        what: "3 tickets of radius 64, then pending(), loaded(), lodLoaded(1), around() in a loop",
+    },
+    Case {
         name: "tickets-inputs",
         what:
             "1 024 ticket requests of radius 64 from one inputs file (132 KB), refused past the cap",
@@ -170,6 +179,13 @@ pub fn cheapen(case: &str, scene_path: &Path) {
             let t = &mut kit(&mut scene, "world.terrain")["config"];
             t["cellsPerChunk"] = json!(16);
             t["workers"] = json!(2);
+        }
+        "lua-service-calls" | "lua-service-lists" => {
+            let c = &mut kit(&mut scene, "world.streaming")["config"];
+            c["radius"] = json!(4);
+            if c.get("lod").is_some() {
+                c["lod"] = json!([{"step": 2, "radius": 12}]);
+            }
         }
         "nav-unreachable" => {
             kit(&mut scene, "world.streaming")["config"]["radius"] = json!(1);

@@ -65,8 +65,15 @@ pub fn section_table(lua: &Lua, c: ChunkPos, with_y: bool) -> mlua::Result<Table
 }
 
 /// Budget units per table the API builds for a mod, on top of the memory it allocates (which the
-/// VM charges): building one through mlua costs about as much time as this many instructions.
-pub const UNITS_PER_TABLE: u64 = 8;
+/// VM charges): gathering an entry on the service's side and building its table through mlua
+/// costs about as much time as this many instructions (a list of 16 641 chunks, ~7 ms in a
+/// release build, against ~2.5 ns an instruction: docs/lua-vm.md#what-a-service-call-costs).
+pub const UNITS_PER_TABLE: u64 = 64;
+
+/// Budget units every service function call costs before it does anything: the call through
+/// mlua, the service looked up and borrowed, the arguments read, about 150 ns in a release
+/// build (docs/lua-vm.md#what-a-service-call-costs).
+pub const UNITS_PER_CALL: u64 = 64;
 
 /// `{ {x = …, z = …}, … }`, charged [`UNITS_PER_TABLE`] a chunk.
 pub fn chunk_list(lua: &Lua, meter: &dyn Meter, chunks: Vec<ChunkPos>) -> mlua::Result<Table> {
@@ -81,6 +88,11 @@ pub fn section_list(
     with_y: bool,
 ) -> mlua::Result<Table> {
     meter.charge(UNITS_PER_TABLE * chunks.len() as u64)?;
+    section_list_charged(lua, chunks, with_y)
+}
+
+/// [`section_list`] of a list already charged for (before it was gathered).
+pub fn section_list_charged(lua: &Lua, chunks: Vec<ChunkPos>, with_y: bool) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(chunks.len(), 0)?;
     for (i, c) in chunks.into_iter().enumerate() {
         t.raw_set(i + 1, section_table(lua, c, with_y)?)?;

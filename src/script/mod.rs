@@ -20,12 +20,12 @@ mod table;
 
 pub use args::{
     arg, checked, chunk_args, chunk_list, chunk_table, expected_got, float, got, integer, lua_type,
-    number, position_arg, section_args, section_list, section_table, setting, subscriber,
-    MAX_SUBSCRIPTIONS, UNITS_PER_TABLE,
+    number, position_arg, section_args, section_list, section_list_charged, section_table, setting,
+    subscriber, MAX_SUBSCRIPTIONS, UNITS_PER_CALL, UNITS_PER_TABLE,
 };
 pub use table::{
-    add_service_fn, fail, ok, service, Answer, EntrySlot, LuaTable, Meter, RunningMod, ServiceFn,
-    ServiceLookup, TableCtx,
+    add_metered_fn, add_service_fn, fail, ok, service, Answer, EntrySlot, LuaTable, Meter,
+    RunningMod, ServiceFn, ServiceLookup, TableCtx,
 };
 
 /// The `mlua` this crate builds its Lua states with: a kit of your own builds its table with it.

@@ -105,7 +105,8 @@ pub type Answer = Result<mlua::Result<MultiValue>, String>;
 /// function names.
 pub type ServiceFn<S> = Box<dyn Fn(&Lua, &S, MultiValue) -> Answer>;
 
-/// Adds `table.name` to `t`: `f` with the live service, or an error once the kit is gone.
+/// Adds `table.name` to `t`: `f` with the live service, or an error once the kit is gone. The
+/// call itself charges nothing: see [`add_metered_fn`].
 pub fn add_service_fn<S: ?Sized + 'static>(
     lua: &Lua,
     t: &Table,
@@ -114,10 +115,39 @@ pub fn add_service_fn<S: ?Sized + 'static>(
     name: &'static str,
     f: ServiceFn<S>,
 ) -> mlua::Result<()> {
+    add_fn(lua, t, (table, name), service, None, f)
+}
+
+/// [`add_service_fn`] whose every call first costs [`crate::script::UNITS_PER_CALL`] of
+/// `meter`'s budget (TableCtx::meter; running out there is the VM's error, as for any
+/// instruction), so that a loop of cheap calls costs its mod what it costs the tick
+/// (docs/lua-vm.md#what-a-service-call-costs). The built-in kits' tables use it.
+pub fn add_metered_fn<S: ?Sized + 'static>(
+    lua: &Lua,
+    t: &Table,
+    (table, name): (&'static str, &'static str),
+    service: &Weak<S>,
+    meter: Rc<dyn Meter>,
+    f: ServiceFn<S>,
+) -> mlua::Result<()> {
+    add_fn(lua, t, (table, name), service, Some(meter), f)
+}
+
+fn add_fn<S: ?Sized + 'static>(
+    lua: &Lua,
+    t: &Table,
+    (table, name): (&'static str, &'static str),
+    service: &Weak<S>,
+    meter: Option<Rc<dyn Meter>>,
+    f: ServiceFn<S>,
+) -> mlua::Result<()> {
     let service = service.clone();
     t.raw_set(
         name,
         lua.create_function(move |lua, args: MultiValue| {
+            if let Some(meter) = &meter {
+                meter.charge(crate::script::UNITS_PER_CALL)?;
+            }
             let Some(s) = service.upgrade() else {
                 return fail(lua, format!("{table}.{name}: the {table} service is gone"));
             };

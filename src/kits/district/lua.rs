@@ -11,7 +11,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::host::EntityId;
 use crate::script::{
-    add_service_fn, arg, got, ok, Answer, LuaTable, Meter, ServiceLookup, TableCtx,
+    add_metered_fn, arg, got, ok, Answer, LuaTable, Meter, ServiceLookup, TableCtx,
 };
 
 use super::{DistrictService, DISTRICT};
@@ -64,12 +64,12 @@ fn table(
     let ctx = Rc::new(Ctx { meter });
     for &(name, f) in FUNCTIONS {
         let ctx = ctx.clone();
-        add_service_fn(
+        add_metered_fn(
             lua,
             &t,
-            "district",
+            ("district", name),
             &service,
-            name,
+            ctx.meter.clone(),
             Box::new(move |lua, s, args| f(lua, s, &ctx, &args)),
         )?;
     }

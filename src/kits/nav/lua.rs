@@ -9,7 +9,7 @@ use std::rc::{Rc, Weak};
 use mlua::{Lua, MultiValue, Table};
 
 use crate::script::{
-    add_service_fn, arg, ok, position_arg, Answer as ApiAnswer, LuaTable, Meter, ServiceLookup,
+    add_metered_fn, arg, ok, position_arg, Answer as ApiAnswer, LuaTable, Meter, ServiceLookup,
     TableCtx, UNITS_PER_TABLE,
 };
 
@@ -55,12 +55,12 @@ fn table(lua: &Lua, service: Weak<dyn NavService>, meter: Rc<dyn Meter>) -> mlua
     let ctx = Rc::new(Ctx { meter });
     for &(name, f) in FUNCTIONS {
         let ctx = ctx.clone();
-        add_service_fn(
+        add_metered_fn(
             lua,
             &t,
-            "nav",
+            ("nav", name),
             &service,
-            name,
+            ctx.meter.clone(),
             Box::new(move |lua, s, args| f(lua, s, &ctx, &args)),
         )?;
     }

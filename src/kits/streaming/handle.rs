@@ -96,6 +96,24 @@ impl StreamingService for Handle {
         self.0.borrow().residency.pending()
     }
 
+    fn listed_len(&self, list: super::Listed) -> usize {
+        let st = self.0.borrow();
+        match list {
+            super::Listed::Loaded => st.residency.loaded().len(),
+            super::Listed::Pending => st.residency.pending_len(),
+            super::Listed::Around => {
+                let settings = st.settings();
+                let radius = settings.radius + settings.neighbours;
+                st.residency
+                    .footprint_len(radius, super::form_of(&settings))
+            }
+            super::Listed::Lod(level) => match level.checked_sub(1) {
+                Some(k) => st.lod.loaded_in(k as usize),
+                None => 0,
+            },
+        }
+    }
+
     fn is_loaded(&self, chunk: ChunkPos) -> bool {
         self.0.borrow().residency.is_loaded(chunk)
     }

@@ -11,14 +11,15 @@ use serde_json::json;
 
 use crate::host::{EntityId, ModId};
 use crate::script::{
-    add_service_fn, arg, checked, chunk_list, got, integer, number, ok, position_arg, section_args,
-    section_list, section_table, setting, subscriber, Answer, EntrySlot, LuaTable, Meter,
-    ServiceLookup, TableCtx, UNITS_PER_TABLE,
+    add_metered_fn, arg, checked, chunk_list, got, integer, number, ok, position_arg, section_args,
+    section_list, section_list_charged, section_table, setting, subscriber, Answer, EntrySlot,
+    LuaTable, Meter, ServiceLookup, TableCtx, UNITS_PER_TABLE,
 };
 
 use super::config::{LuaArg, LUA_SETTERS, MAX_RADIUS};
 use super::{
-    ChunkSubscription, Lod, Overrides, Priority, Refusal, StreamingService, TicketError, STREAMING,
+    ChunkSubscription, Listed, Lod, Overrides, Priority, Refusal, StreamingService, TicketError,
+    STREAMING,
 };
 
 /// The table, as the kit's catalog entry registers it.
@@ -123,12 +124,12 @@ fn table(
     });
     for &(name, f) in FUNCTIONS {
         let ctx = ctx.clone();
-        add_service_fn(
+        add_metered_fn(
             lua,
             &t,
-            "streaming",
+            ("streaming", name),
             &service,
-            name,
+            ctx.meter.clone(),
             Box::new(move |lua, s, args| f(lua, s, &ctx, &args)),
         )?;
     }
@@ -184,12 +185,29 @@ fn chunk_size(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> A
     Ok(ok(lua, number(s.chunk_size())))
 }
 
+/// A list charged [`UNITS_PER_TABLE`] an entry of `list`'s length before it is gathered (a
+/// list the budget cannot pay for costs nothing to refuse), then built.
+fn listed(
+    lua: &Lua,
+    s: &dyn StreamingService,
+    ctx: &Ctx,
+    list: Listed,
+    gather: impl FnOnce() -> Vec<crate::grid::ChunkPos>,
+) -> Answer {
+    let build = || -> mlua::Result<Table> {
+        ctx.meter
+            .charge(UNITS_PER_TABLE * s.listed_len(list) as u64)?;
+        section_list_charged(lua, gather(), vertical(s))
+    };
+    Ok(build().and_then(|t| ok(lua, t)))
+}
+
 fn loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
-    Ok(section_list(lua, &*ctx.meter, s.loaded(), vertical(s)).and_then(|t| ok(lua, t)))
+    listed(lua, s, ctx, Listed::Loaded, || s.loaded())
 }
 
 fn pending(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
-    Ok(section_list(lua, &*ctx.meter, s.pending(), vertical(s)).and_then(|t| ok(lua, t)))
+    listed(lua, s, ctx, Listed::Pending, || s.pending())
 }
 
 fn chunk_of(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> Answer {
@@ -199,7 +217,7 @@ fn chunk_of(lua: &Lua, s: &dyn StreamingService, _: &Ctx, args: &MultiValue) -> 
 
 fn around(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue) -> Answer {
     let p = position_arg(&arg(args, 0))?;
-    Ok(section_list(lua, &*ctx.meter, s.around(p), vertical(s)).and_then(|t| ok(lua, t)))
+    listed(lua, s, ctx, Listed::Around, || s.around(p))
 }
 
 fn refusals(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
@@ -325,8 +343,13 @@ fn lod_loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue)
     let level = integer(&arg(args, 0))
         .filter(|l| (1..=4).contains(l))
         .ok_or_else(|| format!("expected a level 1..=4, got {}", got(&arg(args, 0))))?;
-    let blocks = s.lod_loaded(level as u32);
-    Ok(chunk_list(lua, &*ctx.meter, blocks).and_then(|t| ok(lua, t)))
+    let level = level as u32;
+    let build = || -> mlua::Result<Table> {
+        ctx.meter
+            .charge(UNITS_PER_TABLE * s.listed_len(Listed::Lod(level)) as u64)?;
+        section_list_charged(lua, s.lod_loaded(level), false)
+    };
+    Ok(build().and_then(|t| ok(lua, t)))
 }
 
 fn predicted(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {

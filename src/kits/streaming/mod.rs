@@ -59,7 +59,7 @@ pub use residency::{CompleteChange, FocusView, Form, Held, RefusalKind, Residenc
 pub use save::SaveSection;
 pub use service::{
     BuilderId, ChunkCallback, ChunkCtx, ChunkStage, ChunkSubscription, ChunkWorldCallback,
-    CompleteCallback, LodCallback, LodChange, Refusal, StreamingService, TicketInfo,
+    CompleteCallback, Listed, LodCallback, LodChange, Refusal, StreamingService, TicketInfo,
 };
 use state::State;
 

@@ -128,6 +128,19 @@ impl ChunkCtx<'_> {
     }
 }
 
+/// A list the service gives, for [`StreamingService::listed_len`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listed {
+    /// [`StreamingService::loaded`].
+    Loaded,
+    /// [`StreamingService::pending`].
+    Pending,
+    /// [`StreamingService::around`] (of any position).
+    Around,
+    /// [`StreamingService::lod_loaded`] of a level.
+    Lod(u32),
+}
+
 /// When a [`StreamingService::on_chunk_stage`] callback runs, around the announcement of a load
 /// or a release (the `onChunk` callbacks and the `world.chunk.loaded` / `unloaded` event).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,6 +193,17 @@ pub trait StreamingService {
     fn loaded(&self) -> Vec<ChunkPos>;
     /// Wanted, unloaded, unrefused chunks, nearest-first.
     fn pending(&self) -> Vec<ChunkPos>;
+    /// How long `list` is, worked out without gathering it (for `Around`, at most: the footprint
+    /// before the ground clips it), so that a caller who pays per entry (a Lua mod,
+    /// docs/lua-vm.md#what-a-service-call-costs) is charged before the work is done.
+    fn listed_len(&self, list: Listed) -> usize {
+        match list {
+            Listed::Loaded => self.loaded().len(),
+            Listed::Pending => self.pending().len(),
+            Listed::Around => self.around(Position::new(0.0, 0.0)).len(),
+            Listed::Lod(level) => self.lod_loaded(level).len(),
+        }
+    }
     /// Whether `chunk` is loaded.
     fn is_loaded(&self, chunk: ChunkPos) -> bool;
     /// The chunk containing `pos`; with vertical sections the section, its `y` from `pos.y`

@@ -9,7 +9,7 @@ use std::rc::{Rc, Weak};
 use mlua::{IntoLuaMulti, Lua, MultiValue, Table, Value};
 
 use crate::script::{
-    add_service_fn, arg, chunk_args, got, integer, ok, position_arg, subscriber, Answer, EntrySlot,
+    add_metered_fn, arg, chunk_args, got, integer, ok, position_arg, subscriber, Answer, EntrySlot,
     LuaTable, Meter, ServiceLookup, TableCtx,
 };
 
@@ -80,12 +80,12 @@ fn table(
     });
     for &(name, f) in FUNCTIONS {
         let ctx = ctx.clone();
-        add_service_fn(
+        add_metered_fn(
             lua,
             &t,
-            "terrain",
+            ("terrain", name),
             &service,
-            name,
+            ctx.meter.clone(),
             Box::new(move |lua, s, args| f(lua, s, &ctx, &args)),
         )?;
     }

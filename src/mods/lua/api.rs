@@ -245,6 +245,6 @@ mod tests {
             missing.is_empty() && extra.is_empty(),
             "docs/mods.md misses {missing:?} and lists {extra:?}, which no table registers"
         );
-        assert_eq!(registered.len(), 50);
+        assert_eq!(registered.len(), 52);
     }
 }

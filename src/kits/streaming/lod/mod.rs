@@ -486,6 +486,11 @@ impl LodPlan {
         }
     }
 
+    /// How many blocks of level `k` (index) are loaded.
+    pub fn loaded_in(&self, k: usize) -> usize {
+        self.slots.get(k).map_or(0, |m| m.len())
+    }
+
     /// The loaded blocks of level `k` (index), row order.
     pub fn loaded(&self, k: usize) -> impl Iterator<Item = ChunkPos> + '_ {
         let mut v: Vec<ChunkPos> = self

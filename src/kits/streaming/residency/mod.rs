@@ -579,6 +579,14 @@ impl Residency {
         chunks
     }
 
+    /// How many chunks [`Residency::around`] gives at most for `radius` under `form` (the
+    /// footprint before the ground clips it), worked out without listing them.
+    pub fn footprint_len(&self, radius: u32, form: Form) -> usize {
+        Rect::around(ChunkPos::new(0, 0), radius, form.disc, form.rows())
+            .padded(form.ring)
+            .len()
+    }
+
     /// The chunks a focus wants (within the ground), in row order: with vertical sections its
     /// rows too, with `disc` its disc.
     pub fn wanted_of(&self, view: FocusView) -> Vec<ChunkPos> {
