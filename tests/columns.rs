@@ -594,5 +594,10 @@ fn district_refuses_a_layer_vertical_and_world_dir_with_vertical() {
     let with_dir = json!({ "id": "world.district", "config": { "districts": [], "worldDir": dir.path().join("w") } });
     let s = scene(vertical(1, 1, 4), &[with_dir], (16.0, 16.0, 16.0));
     let err = common::scene_error(&s);
-    assert!(err.contains("worldDir with `vertical` on"), "{err}");
+    assert!(
+        err.contains(
+            "kit world.district: config.worldDir: expected no worldDir with `vertical` on"
+        ),
+        "{err}"
+    );
 }

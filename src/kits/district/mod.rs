@@ -452,8 +452,9 @@ impl Kit for DistrictKit {
         let height = streaming.vertical().map(|v| v.height);
         if let (Some(_), Some(_)) = (height, &self.world_dir) {
             return Err(Self::start_error(
-                "worldDir with `vertical` on: district region files keep chunks (x, z), not \
-                 sections; keep the differences in game saves (leave worldDir out)"
+                "config.worldDir: expected no worldDir with `vertical` on (district region \
+                 files keep chunks (x, z), not sections; keep the differences in game saves: \
+                 leave worldDir out)"
                     .into(),
             ));
         }
