@@ -592,13 +592,13 @@ end)"#,
     let n: Vec<u64> = line.split('\t').map(|v| v.parse().unwrap()).collect();
     let (calls, lists, loaded) = (n[0], n[1], n[2]);
     assert!(
-        calls <= 1_000_000 / 64 && calls >= 1_000_000 / 100,
+        (1_000_000 / 100..=1_000_000 / 64).contains(&calls),
         "{calls} isLoaded calls in one call budget"
     );
     assert_eq!(loaded, 8, "one load a tick");
     // Four chunks loaded: 64 + 4 × 64 units a list, besides the loop's own.
     assert!(
-        lists >= 1_000_000 / 400 && lists <= 1_000_000 / 320,
+        (1_000_000 / 400..=1_000_000 / 320).contains(&lists),
         "{lists} lists"
     );
 }
