@@ -393,7 +393,7 @@ impl Game {
                 Action::Leave {} => e.leave(),
                 Action::Enter { scene } => e.enter(scene)?,
                 Action::Release { x, y, z } => {
-                    // docs/reference/files-and-cli.md#inputs: `y` names a section's row.
+                    // docs/reference/files-and-cli.md#actions: `y` names a section's row.
                     let chunk = crate::grid::ChunkPos::section(*x, y.unwrap_or(0), *z);
                     needs("release")?.release(chunk);
                 }

@@ -600,7 +600,7 @@ fn a_save_holding_a_mod_s_shape_is_version_4_and_continues() {
 }
 
 /// The `release` input names a section's row with `y` (left out: row 0): it drops the refusal
-/// held at that section and no other (docs/reference/files-and-cli.md#inputs).
+/// held at that section and no other (docs/reference/files-and-cli.md#actions).
 #[test]
 fn the_release_input_drops_a_row_s_refusal() {
     let dir = tempfile::tempdir().unwrap();
