@@ -195,9 +195,13 @@ fn listed(
     gather: impl FnOnce() -> Vec<crate::grid::ChunkPos>,
 ) -> Answer {
     let build = || -> mlua::Result<Table> {
-        ctx.meter
-            .charge(UNITS_PER_TABLE * s.listed_len(list) as u64)?;
-        section_list_charged(lua, gather(), vertical(s))
+        let paid = s.listed_len(list);
+        ctx.meter.charge(UNITS_PER_TABLE * paid as u64)?;
+        let chunks = gather();
+        // A service whose length fell short (another implementation's) pays the rest now.
+        let rest = chunks.len().saturating_sub(paid);
+        ctx.meter.charge(UNITS_PER_TABLE * rest as u64)?;
+        section_list_charged(lua, chunks, vertical(s))
     };
     Ok(build().and_then(|t| ok(lua, t)))
 }
