@@ -248,23 +248,9 @@ fn two_rings_and_a_ticket() {
     let mut g = game(&scene(streaming(24), None));
     let request = json!({"tick": 1, "do": "request", "id": "far", "at": {"x": 3216, "z": 16}, "radius": 0, "ticks": 100});
     run(&mut g, std::slice::from_ref(&request), 2);
-    let refused = common::events_named(&g, "world.ticket.refused");
-    assert_eq!(refused.len(), 1, "{refused:?}");
-    assert!(
-        refused[0].1["reason"]
-            .as_str()
-            .unwrap()
-            .contains("would want 25 chunks"),
-        "{refused:?}"
-    );
+    common::assert_one_ticket_refused(&g, 25);
     let mut g = game(&scene(streaming(25), None));
-    run(
-        &mut g,
-        &[
-            json!({"tick": 1, "do": "request", "id": "far", "at": {"x": 3216, "z": 16}, "radius": 0, "ticks": 100}),
-        ],
-        12,
-    );
+    run(&mut g, &[request], 12);
     let s = service(&g);
     assert_eq!(
         s.tickets().len(),

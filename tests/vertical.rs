@@ -272,37 +272,30 @@ fn dormancy_follows_the_section_of_the_position() {
 /// (`0 <= 0`) would let it (docs/reference/streaming.md#look-ahead-in-3-d).
 #[test]
 fn radius_0_never_predicts_a_climb() {
-    let mut g = game(&scene(json!({
-        "chunkSize": 32, "radius": 0, "budgetMs": 100, "lookAheadTicks": 2,
-        "vertical": { "radius": 1 }
-    })));
-    run(
-        &mut g,
-        &[
-            move_hero(2, 16.0, 26.0, 16.0),
-            move_hero(3, 16.0, 60.0, 16.0),
-        ],
-        3,
-    );
+    let mut g = game(&look_ahead_scene(0));
+    run(&mut g, &climb(60.0), 3);
     assert_eq!(service(&g).predicted().unwrap(), []);
+}
+
+/// One player, `lookAheadTicks` 2, rows 1 each side, at `radius`.
+fn look_ahead_scene(radius: u32) -> Value {
+    scene(json!({
+        "chunkSize": 32, "radius": radius, "budgetMs": 100, "lookAheadTicks": 2,
+        "vertical": { "radius": 1 }
+    }))
+}
+
+/// The hero at y 26 on tick 2, at `y` on tick 3.
+fn climb(y: f64) -> [Value; 2] {
+    [move_hero(2, 16.0, 26.0, 16.0), move_hero(3, 16.0, y, 16.0)]
 }
 
 /// Look-ahead in 3-D: a climbing anchor predicts a focus above it (the displacement is 3-D, a
 /// climb alone predicts); the jump rule reads the horizontal part only.
 #[test]
 fn look_ahead_predicts_in_3d() {
-    let mut g = game(&scene(json!({
-        "chunkSize": 32, "radius": 2, "budgetMs": 100, "lookAheadTicks": 2,
-        "vertical": { "radius": 1 }
-    })));
-    run(
-        &mut g,
-        &[
-            move_hero(2, 16.0, 26.0, 16.0),
-            move_hero(3, 16.0, 500.0, 16.0),
-        ],
-        2,
-    );
+    let mut g = game(&look_ahead_scene(2));
+    run(&mut g, &climb(500.0), 2);
     let s = service(&g);
     assert_eq!(
         s.predicted().unwrap(),
@@ -349,15 +342,7 @@ fn tickets_want_sections_and_the_cap_counts_them() {
     assert_eq!(ready.len(), 1, "its 39 sections loaded: {ready:?}");
     let mut g = game(&scene(streaming(74)));
     run(&mut g, &[request], 2);
-    let refused = common::events_named(&g, "world.ticket.refused");
-    assert_eq!(refused.len(), 1, "{refused:?}");
-    assert!(
-        refused[0].1["reason"]
-            .as_str()
-            .unwrap()
-            .contains("would want 75 chunks"),
-        "{refused:?}"
-    );
+    common::assert_one_ticket_refused(&g, 75);
 }
 
 /// `shape: "square"` set explicitly is no key at all: every event, the state and the save are

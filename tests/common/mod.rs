@@ -81,6 +81,18 @@ pub fn events_named(game: &Game, name: &str) -> Vec<(u64, Value)> {
         .collect()
 }
 
+/// Asserts that the game emitted one `world.ticket.refused`, whose reason says the held tickets
+/// would want `wanted` chunks.
+pub fn assert_one_ticket_refused(game: &Game, wanted: u64) {
+    let refused = events_named(game, "world.ticket.refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let reason = refused[0].1["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(&format!("would want {wanted} chunks")),
+        "{refused:?}"
+    );
+}
+
 /// `(x, z)` pairs of the chunk events named `name`, with their ticks.
 pub fn chunk_events(game: &Game, name: &str) -> Vec<(u64, i64, i64)> {
     game.engine()
