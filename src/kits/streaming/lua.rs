@@ -186,7 +186,8 @@ fn chunk_size(lua: &Lua, s: &dyn StreamingService, _: &Ctx, _: &MultiValue) -> A
 }
 
 /// A list charged [`UNITS_PER_TABLE`] an entry of `list`'s length before it is gathered (a
-/// list the budget cannot pay for costs nothing to refuse), then built.
+/// list the budget cannot pay for costs nothing to refuse), then built: sections with their row
+/// in a vertical world, LOD blocks `{x, z}` always.
 fn listed(
     lua: &Lua,
     s: &dyn StreamingService,
@@ -201,7 +202,8 @@ fn listed(
         // A service whose length fell short (another implementation's) pays the rest now.
         let rest = chunks.len().saturating_sub(paid);
         ctx.meter.charge(UNITS_PER_TABLE * rest as u64)?;
-        section_list_charged(lua, chunks, vertical(s))
+        let with_y = !matches!(list, Listed::Lod(_)) && vertical(s);
+        section_list_charged(lua, chunks, with_y)
     };
     Ok(build().and_then(|t| ok(lua, t)))
 }
@@ -348,12 +350,7 @@ fn lod_loaded(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, args: &MultiValue)
         .filter(|l| (1..=4).contains(l))
         .ok_or_else(|| format!("expected a level 1..=4, got {}", got(&arg(args, 0))))?;
     let level = level as u32;
-    let build = || -> mlua::Result<Table> {
-        ctx.meter
-            .charge(UNITS_PER_TABLE * s.listed_len(Listed::Lod(level)) as u64)?;
-        section_list_charged(lua, s.lod_loaded(level), false)
-    };
-    Ok(build().and_then(|t| ok(lua, t)))
+    listed(lua, s, ctx, Listed::Lod(level), || s.lod_loaded(level))
 }
 
 fn predicted(lua: &Lua, s: &dyn StreamingService, ctx: &Ctx, _: &MultiValue) -> Answer {
