@@ -587,3 +587,51 @@ fn a_disc_with_rings_is_complete_to_its_edge_and_ready() {
         assert!(s.ready(&EntityId::new("hero")));
     }
 }
+
+/// An `onComplete` callback counts in its mod's tick budget like a hook: one that runs away is a
+/// `mod.error` with hook `onComplete`, four of them spend the tick's budget, the fifth is not run
+/// (the one error naming the tick budget) and no later callback of that tick is made; the game
+/// goes on and the events are the same as without the mod.
+#[test]
+fn on_complete_callbacks_share_the_tick_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spin.lua"),
+        "streaming.onComplete(function(c, complete) while true do end end)",
+    )
+    .unwrap();
+    let streaming = json!({ "radius": 1, "budgetMs": 100, "neighbours": 1 });
+    let mut s = scene(streaming.clone(), None);
+    s["mods"] = json!(["spin.lua"]);
+    let mut g = game_in(&s, dir.path());
+    run(&mut g, &[], 2);
+    let errors: Vec<(u64, String)> = common::events_named(&g, "mod.error")
+        .into_iter()
+        .map(|(t, d)| {
+            assert_eq!(d["hook"], "onComplete", "{d}");
+            (t, d["message"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    let complete = common::chunk_events(&g, "world.chunk.complete");
+    let tick = complete[0].0;
+    assert!(
+        complete.len() > 5,
+        "more callbacks due than the budget runs"
+    );
+    let of_tick: Vec<&String> = errors
+        .iter()
+        .filter(|e| e.0 == tick)
+        .map(|e| &e.1)
+        .collect();
+    assert_eq!(of_tick.len(), 5, "{of_tick:?}");
+    assert!(of_tick[..4]
+        .iter()
+        .all(|m| m.contains("instruction budget exceeded")));
+    assert!(of_tick[4].contains("tick budget exceeded"), "{of_tick:?}");
+    let plain = {
+        let mut g = game_in(&scene(streaming, None), dir.path());
+        run(&mut g, &[], 2);
+        common::chunk_events(&g, "world.chunk.complete")
+    };
+    assert_eq!(complete, plain);
+}

@@ -124,9 +124,9 @@ impl Ticket {
 
     /// How many chunks it wants as the ticket cap counts them under `measure`
     /// (docs/reference/streaming.md#the-ticket-cap): the square of its radius plus the
-    /// neighbours' rings, `(2·(r + k) + 1)²`, times `2·rv + 1` rows with vertical sections; the
-    /// square also for a disc (a bound on the work, whatever the shape), and whether or not the
-    /// ground clips it or it counts yet.
+    /// neighbours' rings, `(2·(r + k) + 1)²`, times `2·rv + 1` rows with vertical sections (the
+    /// contract's count: `rv` without `k`, though a ticket wants `rv + k` rows each side); the
+    /// square also for a disc, and whether or not the ground clips it or it counts yet.
     pub fn wanted_in(&self, measure: Measure) -> u64 {
         let side = 2 * (u64::from(self.radius) + u64::from(measure.rings)) + 1;
         side * side * (2 * u64::from(measure.rows) + 1)

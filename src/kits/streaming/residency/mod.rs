@@ -301,6 +301,16 @@ impl Evictable {
     }
 }
 
+/// Whether an entry `(last wanted, chunk)` of the eviction order is current: the chunk's
+/// last-wanted tick is still that tick (so it is loaded and outside the union) and it holds no
+/// refusal.
+fn current_in<'a>(
+    last_wanted: &'a FxHashMap<ChunkPos, u64>,
+    refusals: &'a BTreeMap<ChunkPos, Held>,
+) -> impl Fn(&(u64, ChunkPos)) -> bool + 'a {
+    move |&(t, c)| last_wanted.get(&c) == Some(&t) && !refusals.contains_key(&c)
+}
+
 /// What a hole count of one focus was counted for: the readiness epoch, the ring, the focus's
 /// chunk and radius.
 type HolesKey = (u64, u32, ChunkPos, u32);
@@ -730,32 +740,17 @@ impl Residency {
     }
 
     /// The next eviction candidate not in `asked`: a loaded chunk outside the union holding no
-    /// refusal, least recently wanted first (ties in row order). Sorts the entries added since
-    /// it was last asked (once), then skips the stale ones and `asked`.
+    /// refusal, least recently wanted first (ties in row order): the first current entry of the
+    /// eviction order ([`Evictable`]) not in `asked`; stale entries met at the front are dropped.
     pub fn eviction_candidate(&mut self, asked: &BTreeSet<ChunkPos>) -> Option<ChunkPos> {
-        let Self {
-            evictable,
-            last_wanted,
-            refusals,
-            ..
-        } = self;
-        let current = |&(t, c): &(u64, ChunkPos)| {
-            last_wanted.get(&c) == Some(&t) && !refusals.contains_key(&c)
-        };
-        evictable.candidate(current, asked)
+        let current = current_in(&self.last_wanted, &self.refusals);
+        self.evictable.candidate(current, asked)
     }
 
     /// `chunk` became an eviction candidate, last wanted at `tick`.
     fn evictable_push(&mut self, tick: u64, chunk: ChunkPos) {
-        let Self {
-            evictable,
-            last_wanted,
-            refusals,
-            ..
-        } = self;
-        evictable.push((tick, chunk), |&(t, c)| {
-            last_wanted.get(&c) == Some(&t) && !refusals.contains_key(&c)
-        });
+        let current = current_in(&self.last_wanted, &self.refusals);
+        self.evictable.push((tick, chunk), current);
     }
 
     /// Forgets everything (leaving a scene): returns the chunks that were loaded, in row order.
